@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// runCmd runs the command line args and returns exit code, stdout and stderr.
+func runCmd(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestUsage(t *testing.T) {
+	tests := []struct {
+		args     []string
+		wantCode int
+		wantOut  string // substring of stdout
+		wantErr  string // substring of stderr
+	}{
+		{nil, exitUsage, "", "Commands:"},
+		{[]string{"help"}, exitOK, "serve", ""},
+		{[]string{"--help"}, exitOK, "Exit codes: 0 verified, 1 a check failed, 2 bad usage, config or input, 3 target unreachable.", ""},
+		{[]string{"help", "serve"}, exitOK, "Usage: ratecheck serve [flags]", ""},
+		{[]string{"help", "nope"}, exitUsage, "", `ratecheck help: unknown command "nope"`},
+		{[]string{"nope"}, exitUsage, "", `ratecheck: unknown command "nope"`},
+		{[]string{"serve", "-h"}, exitOK, "", "-limiter mode"},
+		{[]string{"version"}, exitOK, "ratecheck " + version, ""},
+		{[]string{"serve", "--bogus"}, exitUsage, "", "flag provided but not defined: -bogus"},
+		{[]string{"serve", "extra"}, exitUsage, "", `ratecheck serve: unexpected argument "extra"`},
+		{[]string{"serve", "--window", "0s"}, exitUsage, "", "ratecheck serve: --window must be positive, got 0s"},
+		{[]string{"serve", "--window", "soon"}, exitUsage, "", `invalid value "soon" for flag -window`},
+		{[]string{"serve", "--rest-limit", "0"}, exitUsage, "", "--rest-limit and --mcp-limit must be at least 1, got 0 and 120"},
+		{[]string{"serve", "--limiter", "leaky"}, exitUsage, "", `ratecheck serve: --limiter: unknown limiter "leaky"`},
+		{[]string{"serve", "--faults", "5xx=2"}, exitUsage, "", "ratecheck serve: --faults: fault 5xx=2: want a probability between 0 and 1"},
+		{[]string{"serve", "--allowed-origins", "a,,b"}, exitUsage, "", `ratecheck serve: --allowed-origins: item 2 of "a,,b" is empty`},
+		{[]string{"serve", "--addr", "127.0.0.1:99999"}, exitUsage, "", "ratecheck serve: --addr 127.0.0.1:99999:"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errOut := runCmd(t, tt.args...)
+			if code != tt.wantCode {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.wantCode, out, errOut)
+			}
+			if !strings.Contains(out, tt.wantOut) {
+				t.Errorf("stdout lacks %q:\n%s", tt.wantOut, out)
+			}
+			if !strings.Contains(errOut, tt.wantErr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.wantErr, errOut)
+			}
+		})
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a command writing while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startServe runs "ratecheck serve" with args on a free port until the test
+// ends, and returns its base URL and its stderr.
+func startServe(t *testing.T, args ...string) (string, *lockedBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr lockedBuffer
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), &stdout, &stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != exitOK {
+			t.Errorf("serve exited %d: %s", code, stderr.String())
+		}
+	})
+	re := regexp.MustCompile(`listening on (http://\S+)`)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if m := re.FindStringSubmatch(stdout.String()); m != nil {
+			return m[1], &stderr
+		}
+	}
+	t.Fatalf("serve did not say where it listens; stderr: %s", stderr.String())
+	return "", nil
+}
+
+func TestServeEndToEnd(t *testing.T) {
+	base, logs := startServe(t, "--window", "2s", "--rest-limit", "3")
+	codes := map[int]int{}
+	for range 5 {
+		resp, err := http.Get(base + "/api/public/search?q=rate")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		codes[resp.StatusCode]++
+	}
+	if codes[200] != 3 || codes[429] != 2 {
+		t.Fatalf("codes %v, want 3 × 200 and 2 × 429", codes)
+	}
+	if got := strings.Count(logs.String(), "status=429 code=rate_limited"); got != 2 {
+		t.Errorf("%d refusal lines logged, want 2:\n%s", got, logs)
+	}
+}
+
+func TestServeQuiet(t *testing.T) {
+	base, logs := startServe(t, "--quiet")
+	resp, err := http.Get(base + "/api/public/pages/nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Fatalf("status %d, want 404", resp.StatusCode)
+	}
+	if logs.String() != "" {
+		t.Errorf("--quiet logged:\n%s", logs)
+	}
+}

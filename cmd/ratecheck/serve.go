@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/target"
+)
+
+// serveOptions are the flags of "ratecheck serve".
+type serveOptions struct {
+	addr           string
+	window         time.Duration
+	restLimit      int
+	mcpLimit       int
+	limiter        string
+	faults         string
+	seed           uint64
+	allowedOrigins string
+	quiet          bool
+}
+
+const serveHelp = `
+Run the reference target: a REST surface under /api/public/ (search, pages,
+manifests; 240 GETs per rolling window per client address) and an MCP endpoint
+at /mcp (protocol revision 2026-07-28; 120 calls per rolling window per client
+address), answering every row of the documented failure table.
+
+--limiter picks the limiting algorithm. Only "rolling" is the documented one;
+the others are deliberately wrong, to prove the verifier fails on them:
+  rolling        at most L requests in any rolling window, refused ones counted
+  fixed-window   L admitted per window aligned to the server's start
+  token-bucket   capacity L, refilled L per window, refusals cost nothing
+  admitted-only  rolling window that forgets refused requests
+  off-by-one     rolling window that admits L+1
+
+--faults injects transport faults and latency, drawn from --seed, e.g.
+  --faults 5xx=0.02,reset=0.01,delay=5ms-40ms
+
+One line is logged to stderr per refused or failed request (route or JSON-RPC
+method, status, error code, request id; never a body or a credential).
+--quiet turns them off for load tests. Stop with Ctrl-C.
+`
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	def := target.DefaultConfig()
+	var o serveOptions
+	fs := newFlagSet("serve", "[flags]", serveHelp, stderr)
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "`host:port` to listen on (port 0 picks a free one)")
+	fs.DurationVar(&o.window, "window", def.Window, "length of the rolling window")
+	fs.IntVar(&o.restLimit, "rest-limit", def.RESTLimit, "REST requests admitted per window and client address")
+	fs.IntVar(&o.mcpLimit, "mcp-limit", def.MCPLimit, "MCP calls admitted per window and client address")
+	fs.StringVar(&o.limiter, "limiter", string(target.Rolling), "limiter `mode`: rolling, fixed-window, token-bucket, admitted-only, off-by-one")
+	fs.StringVar(&o.faults, "faults", "", "fault `spec` such as 5xx=0.02,reset=0.01,delay=5ms-40ms")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the fault draws")
+	fs.StringVar(&o.allowedOrigins, "allowed-origins", "", "comma-separated `list` of Origin values /mcp accepts (default: none; requests without Origin are always accepted)")
+	fs.BoolVar(&o.quiet, "quiet", false, "do not log refused and failed requests")
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	cfg, err := o.config()
+	if err != nil {
+		return usageErr(stderr, "serve", "%v", err)
+	}
+	if !o.quiet {
+		cfg.Log = stderr
+	}
+	srv, err := target.New(cfg)
+	if err != nil {
+		return usageErr(stderr, "serve", "%v", err)
+	}
+	ln, err := target.Listen(srv, o.addr)
+	if err != nil {
+		return usageErr(stderr, "serve", "--addr %s: %v", o.addr, err)
+	}
+	fmt.Fprintf(stdout, "ratecheck serve: listening on %s (window %v, rest %d, mcp %d per window and address, limiter %s", ln.URL, cfg.Window, cfg.RESTLimit, cfg.MCPLimit, cfg.Limiter)
+	if cfg.Faults != (target.Faults{}) {
+		fmt.Fprintf(stdout, ", faults %s", cfg.Faults)
+	}
+	fmt.Fprintln(stdout, ")")
+	<-ctx.Done()
+	if err := ln.Close(); err != nil {
+		fmt.Fprintf(stderr, "ratecheck serve: shutting down: %v\n", err)
+	}
+	return exitOK
+}
+
+// config validates the options and turns them into a target configuration.
+func (o serveOptions) config() (target.Config, error) {
+	cfg := target.DefaultConfig()
+	if o.window <= 0 {
+		return cfg, fmt.Errorf("--window must be positive, got %v", o.window)
+	}
+	if o.restLimit < 1 || o.mcpLimit < 1 {
+		return cfg, fmt.Errorf("--rest-limit and --mcp-limit must be at least 1, got %d and %d", o.restLimit, o.mcpLimit)
+	}
+	mode, err := target.ParseLimiterMode(o.limiter)
+	if err != nil {
+		return cfg, fmt.Errorf("--limiter: %v", err)
+	}
+	faults, err := target.ParseFaults(o.faults)
+	if err != nil {
+		return cfg, fmt.Errorf("--faults: %v", err)
+	}
+	origins, err := parseList(o.allowedOrigins)
+	if err != nil {
+		return cfg, fmt.Errorf("--allowed-origins: %v", err)
+	}
+	cfg.Window, cfg.RESTLimit, cfg.MCPLimit, cfg.Limiter = o.window, o.restLimit, o.mcpLimit, mode
+	cfg.Faults, cfg.Seed, cfg.AllowedOrigins = faults, o.seed, origins
+	return cfg, nil
+}
+
+// parseList splits a comma-separated list, rejecting empty items.
+func parseList(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []string
+	for i, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			return nil, fmt.Errorf("item %d of %q is empty", i+1, s)
+		}
+		out = append(out, item)
+	}
+	return out, nil
+}

@@ -1,0 +1,3 @@
+module github.com/connectbyjbrh/ratecheck
+
+go 1.26

@@ -1,0 +1,185 @@
+package target
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// LimiterMode names a limiting algorithm of the reference target. Only
+// [Rolling] is the documented one; every other mode is deliberately wrong so
+// that the verifier can be shown to fail.
+type LimiterMode string
+
+// The limiter modes of the reference target.
+const (
+	// Rolling is the documented limiter: at most L requests in any rolling
+	// window of length W, refused requests counted.
+	Rolling LimiterMode = "rolling"
+	// FixedWindow counts admitted requests in windows aligned to multiples
+	// of W since the server started.
+	FixedWindow LimiterMode = "fixed-window"
+	// TokenBucket holds L tokens and refills L tokens per W; refused
+	// requests cost nothing.
+	TokenBucket LimiterMode = "token-bucket"
+	// AdmittedOnly is a rolling window that forgets refused requests.
+	AdmittedOnly LimiterMode = "admitted-only"
+	// OffByOne is a rolling window that admits L+1 requests.
+	OffByOne LimiterMode = "off-by-one"
+)
+
+// LimiterModes lists every mode, the documented one first.
+var LimiterModes = []LimiterMode{Rolling, FixedWindow, TokenBucket, AdmittedOnly, OffByOne}
+
+// ParseLimiterMode returns the mode named s, or an error listing the valid names.
+func ParseLimiterMode(s string) (LimiterMode, error) {
+	for _, m := range LimiterModes {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("unknown limiter %q (want one of %v)", s, LimiterModes)
+}
+
+// Limiter decides, per client key, whether a request arriving at now is
+// admitted. now is monotonic time elapsed since an arbitrary origin (the
+// server's start); it must not decrease between calls.
+//
+// The zero value is not usable; make one with [NewLimiter]. A Limiter is
+// safe for concurrent use.
+type Limiter struct {
+	mode   LimiterMode
+	limit  int
+	window time.Duration
+
+	mu        sync.Mutex
+	clients   map[string]*bucket
+	lastSweep time.Duration
+}
+
+// bucket is the state of one client. For the rolling modes ring holds the
+// arrival times of the newest requests that count (at most cap(ring)), oldest
+// at head once full. For fixed-window, n counts the admitted requests of
+// window index idx. For the token bucket, tokens were last refilled at last.
+type bucket struct {
+	ring   []time.Duration
+	head   int
+	n      int
+	idx    int64
+	tokens float64
+	last   time.Duration
+}
+
+// NewLimiter returns a limiter of the given mode admitting limit requests per
+// window for each key.
+func NewLimiter(mode LimiterMode, limit int, window time.Duration) (*Limiter, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("limit must be at least 1, got %d", limit)
+	}
+	if window <= 0 {
+		return nil, fmt.Errorf("window must be positive, got %v", window)
+	}
+	if _, err := ParseLimiterMode(string(mode)); err != nil {
+		return nil, err
+	}
+	return &Limiter{mode: mode, limit: limit, window: window, clients: make(map[string]*bucket)}, nil
+}
+
+// Limit returns the number of requests per window that the documented
+// contract allows (the configured limit, whatever the mode).
+func (l *Limiter) Limit() int { return l.limit }
+
+// Window returns the window length.
+func (l *Limiter) Window() time.Duration { return l.window }
+
+// Allow reports whether a request from key arriving at now is admitted, and
+// records it as the mode requires.
+//
+// The rolling modes keep only the newest L (or L+1) arrival times per key:
+// a request is refused exactly when L others arrived in (now−W, now), which
+// the L-th newest arrival alone decides. Memory per key is therefore bounded
+// by L timestamps however hard the key floods.
+func (l *Limiter) Allow(key string, now time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now-l.lastSweep >= l.window {
+		l.sweep(now)
+	}
+	b := l.clients[key]
+	if b == nil {
+		b = l.newBucket(now)
+		l.clients[key] = b
+	}
+	switch l.mode {
+	case FixedWindow:
+		idx := int64(now / l.window)
+		if idx != b.idx {
+			b.idx, b.n = idx, 0
+		}
+		b.last = now
+		if b.n >= l.limit {
+			return false
+		}
+		b.n++
+		return true
+	case TokenBucket:
+		b.tokens += float64(now-b.last) * float64(l.limit) / float64(l.window)
+		if b.tokens > float64(l.limit) {
+			b.tokens = float64(l.limit)
+		}
+		b.last = now
+		if b.tokens < 1 {
+			return false
+		}
+		b.tokens--
+		return true
+	default: // the rolling family
+		b.last = now
+		ok := len(b.ring) < cap(b.ring) || b.ring[b.head] <= now-l.window
+		if ok || l.mode == Rolling {
+			b.push(now)
+		}
+		return ok
+	}
+}
+
+func (l *Limiter) newBucket(now time.Duration) *bucket {
+	switch l.mode {
+	case FixedWindow:
+		return &bucket{idx: int64(now / l.window)}
+	case TokenBucket:
+		return &bucket{tokens: float64(l.limit), last: now}
+	case OffByOne:
+		return &bucket{ring: make([]time.Duration, 0, l.limit+1)}
+	default:
+		return &bucket{ring: make([]time.Duration, 0, l.limit)}
+	}
+}
+
+// push records an arrival, dropping the oldest once the ring is full.
+func (b *bucket) push(t time.Duration) {
+	if len(b.ring) < cap(b.ring) {
+		b.ring = append(b.ring, t)
+		return
+	}
+	b.ring[b.head] = t
+	b.head = (b.head + 1) % len(b.ring)
+}
+
+// sweep evicts keys whose state is indistinguishable from a fresh key's:
+// nothing they sent is still inside the window (or the bucket is full again).
+func (l *Limiter) sweep(now time.Duration) {
+	for k, b := range l.clients {
+		if now-b.last >= l.window && (l.mode != FixedWindow || int64(now/l.window) != b.idx) {
+			delete(l.clients, k)
+		}
+	}
+	l.lastSweep = now
+}
+
+// Clients returns the number of keys currently held in memory.
+func (l *Limiter) Clients() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.clients)
+}

@@ -1,0 +1,200 @@
+package target
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+)
+
+const ms = time.Millisecond
+
+// allowN calls Allow n times for key at now and returns how many were admitted.
+func allowN(l *Limiter, key string, now time.Duration, n int) int {
+	admitted := 0
+	for range n {
+		if l.Allow(key, now) {
+			admitted++
+		}
+	}
+	return admitted
+}
+
+func mustLimiter(t testing.TB, mode LimiterMode, limit int, window time.Duration) *Limiter {
+	t.Helper()
+	l, err := NewLimiter(mode, limit, window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// step is one call to Allow and the outcome the test expects.
+type step struct {
+	key  string
+	at   time.Duration
+	n    int // requests at that instant (1 if zero)
+	want int // how many of them are admitted
+}
+
+func TestLimiterModes(t *testing.T) {
+	const W = 60 * time.Second
+	tests := []struct {
+		name  string
+		mode  LimiterMode
+		limit int
+		steps []step
+	}{
+		{"rolling admits exactly L", Rolling, 3, []step{
+			{key: "a", at: 0, n: 4, want: 3},
+		}},
+		{"rolling capacity returns exactly W after the oldest", Rolling, 3, []step{
+			{key: "a", at: 0, want: 1},
+			{key: "a", at: 10 * ms, n: 2, want: 2},
+			{key: "a", at: W, want: 1},        // the first ages out at exactly W
+			{key: "a", at: W + 5*ms, want: 0}, // the second and third are still in
+			{key: "b", at: 0, n: 3, want: 3},
+			{key: "b", at: W - 1, n: 3, want: 0}, // refused, and counted:
+			{key: "b", at: W, want: 0},           // so W after the oldest is not enough
+		}},
+		{"rolling refused requests extend a lockout", Rolling, 3, []step{
+			{key: "a", at: 0, n: 3, want: 3},
+			{key: "a", at: 2 * time.Second, n: 3, want: 0}, // refused, counted
+			{key: "a", at: W, want: 0},                     // the burst aged out, the refusals did not
+			{key: "a", at: W + 2*time.Second - 1, want: 0},
+			{key: "a", at: W + 2*time.Second, want: 1}, // refusals aged out... but the refusal at W counts
+		}},
+		{"rolling is per key", Rolling, 2, []step{
+			{key: "a", at: 0, n: 3, want: 2},
+			{key: "b", at: 0, n: 2, want: 2},
+		}},
+		{"admitted-only forgets refusals", AdmittedOnly, 3, []step{
+			{key: "a", at: 0, n: 3, want: 3},
+			{key: "a", at: 2 * time.Second, n: 5, want: 0},
+			{key: "a", at: W, want: 1},
+		}},
+		{"off-by-one admits L+1", OffByOne, 3, []step{
+			{key: "a", at: 0, n: 5, want: 4},
+		}},
+		{"fixed-window resets at the boundary", FixedWindow, 3, []step{
+			{key: "a", at: W - 10*ms, n: 4, want: 3},
+			{key: "a", at: W, n: 4, want: 3},
+			{key: "a", at: 2*W - 1, want: 0},
+		}},
+		{"token-bucket refills L per W", TokenBucket, 3, []step{
+			{key: "a", at: 0, n: 4, want: 3},
+			{key: "a", at: W / 3, n: 2, want: 1},
+			{key: "a", at: W/3 + 5*time.Second, want: 0},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := mustLimiter(t, tt.mode, tt.limit, W)
+			for i, s := range tt.steps {
+				n := max(s.n, 1)
+				if got := allowN(l, s.key, s.at, n); got != s.want {
+					t.Fatalf("step %d (%d from %s at %v): admitted %d, want %d", i, n, s.key, s.at, got, s.want)
+				}
+			}
+		})
+	}
+}
+
+// TestRollingLockoutEndsExactly checks the edge of the refusal-extended
+// lockout: after a burst of L at 0 and L refusals at 2 s, the first request
+// admitted is the one at exactly 2 s + W, when the refusals have aged out,
+// provided nothing was sent in between.
+func TestRollingLockoutEndsExactly(t *testing.T) {
+	const W, L = 4 * time.Second, 240
+	l := mustLimiter(t, Rolling, L, W)
+	if got := allowN(l, "a", 0, L); got != L {
+		t.Fatalf("burst admitted %d, want %d", got, L)
+	}
+	if got := allowN(l, "a", 2*time.Second, L); got != 0 {
+		t.Fatalf("refusals admitted %d, want 0", got)
+	}
+	if l.Allow("a", 2*time.Second+W-time.Nanosecond) {
+		t.Fatal("admitted a nanosecond before the refusals aged out")
+	}
+	// That probe was refused and counted; it ages out W later. The L-th
+	// newest is now the second refusal at 2 s, so capacity is back at 2 s + W.
+	if !l.Allow("a", 2*time.Second+W) {
+		t.Fatal("refused at exactly 2 s + W")
+	}
+}
+
+func TestLimiterEvictsIdleClients(t *testing.T) {
+	const W = time.Second
+	for _, mode := range LimiterModes {
+		t.Run(string(mode), func(t *testing.T) {
+			l := mustLimiter(t, mode, 5, W)
+			for i := range 100 {
+				l.Allow(fmt.Sprintf("10.0.0.%d", i), 0)
+			}
+			if got := l.Clients(); got != 100 {
+				t.Fatalf("Clients() = %d, want 100", got)
+			}
+			l.Allow("late", 3*W)
+			if got := l.Clients(); got != 1 {
+				t.Fatalf("after an idle window Clients() = %d, want 1", got)
+			}
+		})
+	}
+}
+
+func TestNewLimiterRejectsBadConfig(t *testing.T) {
+	for _, tc := range []struct {
+		mode   LimiterMode
+		limit  int
+		window time.Duration
+		want   string
+	}{
+		{Rolling, 0, time.Second, "limit must be at least 1, got 0"},
+		{Rolling, 1, 0, "window must be positive, got 0s"},
+		{"leaky", 1, time.Second, `unknown limiter "leaky" (want one of [rolling fixed-window token-bucket admitted-only off-by-one])`},
+	} {
+		_, err := NewLimiter(tc.mode, tc.limit, tc.window)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("NewLimiter(%q, %d, %v) error = %v, want %q", tc.mode, tc.limit, tc.window, err, tc.want)
+		}
+	}
+}
+
+// BenchmarkLimiterFlood measures one Allow call while a single address floods
+// (most calls refused), and reports the memory held per address.
+func BenchmarkLimiterFlood(b *testing.B) {
+	for _, mode := range LimiterModes {
+		b.Run(string(mode), func(b *testing.B) {
+			l := mustLimiter(b, mode, 240, time.Minute)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				l.Allow("127.0.0.1", time.Duration(i)*50*time.Microsecond)
+			}
+		})
+	}
+}
+
+// BenchmarkLimiterManyAddresses measures Allow over 10 000 flooding
+// addresses and reports the heap held per address once each holds a full
+// window of requests.
+func BenchmarkLimiterManyAddresses(b *testing.B) {
+	keys := make([]string, 10000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	l := mustLimiter(b, Rolling, 240, time.Minute)
+	for i := range 300 * len(keys) {
+		l.Allow(keys[i%len(keys)], time.Duration(i)*time.Microsecond)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		l.Allow(keys[i%len(keys)], 3*time.Second+time.Duration(i)*time.Microsecond)
+	}
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(l.Clients()), "B/address")
+}

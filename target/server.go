@@ -1,0 +1,245 @@
+// Package target is the reference implementation of the documented contract:
+// a REST surface under /api/public/ and an MCP endpoint at /mcp, each rate
+// limited per client address. It is the embedded default target of ratecheck
+// and the fixture of its end-to-end tests; its deliberately wrong limiter
+// modes prove that the verifier can fail.
+package target
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Config configures a reference target. The zero value is not valid: use
+// [DefaultConfig] and change what differs.
+type Config struct {
+	// Window is the length of the rolling window (60 s in the contract).
+	Window time.Duration
+	// RESTLimit and MCPLimit are the requests admitted per window and client
+	// address on each surface (240 and 120 in the contract).
+	RESTLimit, MCPLimit int
+	// Limiter selects the limiting algorithm; only Rolling is documented.
+	Limiter LimiterMode
+	// Faults are injected before a request reaches a surface; a faulted
+	// request is not counted.
+	Faults Faults
+	// Seed makes fault injection repeatable.
+	Seed uint64
+	// AllowedOrigins lists the Origin values /mcp accepts; a request with
+	// no Origin is always accepted, one with any other Origin gets 403.
+	AllowedOrigins []string
+	// Log receives one line per refused or failed request (nil: none).
+	Log io.Writer
+	// Clock returns monotonic time since an arbitrary origin; nil means a
+	// real monotonic clock started by New.
+	Clock func() time.Duration
+}
+
+// DefaultConfig returns the contract's configuration: a 60 s rolling window,
+// 240 REST requests and 120 MCP calls per window and address.
+func DefaultConfig() Config {
+	return Config{Window: time.Minute, RESTLimit: 240, MCPLimit: 120, Limiter: Rolling}
+}
+
+// Server is the reference target. It is an [http.Handler] and is safe for
+// concurrent use.
+type Server struct {
+	cfg    Config
+	rest   *Limiter
+	mcp    *Limiter
+	corpus *corpus
+	faults *faultSource
+	log    *slog.Logger
+	mux    *http.ServeMux
+	reqID  atomic.Uint64
+	// tooMany is the REST 429 body, built once: under a flood almost every
+	// answer is this one.
+	tooMany []byte
+}
+
+// New returns a reference target configured by cfg.
+func New(cfg Config) (*Server, error) {
+	rest, err := NewLimiter(cfg.Limiter, cfg.RESTLimit, cfg.Window)
+	if err != nil {
+		return nil, fmt.Errorf("rest limiter: %w", err)
+	}
+	mcp, err := NewLimiter(cfg.Limiter, cfg.MCPLimit, cfg.Window)
+	if err != nil {
+		return nil, fmt.Errorf("mcp limiter: %w", err)
+	}
+	if cfg.Clock == nil {
+		start := time.Now()
+		cfg.Clock = func() time.Duration { return time.Since(start) }
+	}
+	s := &Server{cfg: cfg, rest: rest, mcp: mcp, corpus: loadCorpus(), faults: newFaultSource(cfg.Faults, cfg.Seed)}
+	s.tooMany, _ = json.Marshal(restError("rate_limited",
+		fmt.Sprintf("more than %d requests in the last %v from your address", cfg.RESTLimit, cfg.Window)))
+	s.tooMany = append(s.tooMany, '\n')
+	if cfg.Log != nil {
+		s.log = slog.New(slog.NewTextHandler(cfg.Log, nil))
+	}
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("/api/public/", s.limited(surfaceREST, s.serveREST))
+	s.mux.HandleFunc("/mcp", s.limited(surfaceMCP, s.serveMCP))
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, restError("not_found", "no such route: the surfaces are /api/public/ and /mcp"))
+	})
+	return s, nil
+}
+
+// Config returns the configuration the server runs with.
+func (s *Server) Config() Config { return s.cfg }
+
+// ServeHTTP implements [http.Handler].
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mux.ServeHTTP(w, r)
+}
+
+type surface string
+
+const (
+	surfaceREST surface = "rest"
+	surfaceMCP  surface = "mcp"
+)
+
+// ClientAddr returns the address a request is counted against: the host of
+// the connection's remote address. Forwarding headers are never trusted.
+func ClientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// limited wraps a surface handler with fault injection and the surface's
+// limiter: every request that reaches the surface is counted, whatever it
+// is answered.
+func (s *Server) limited(sf surface, next func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+	lim := s.rest
+	if sf == surfaceMCP {
+		lim = s.mcp
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if id == "" || len(id) > 64 {
+			id = strconv.FormatUint(s.reqID.Add(1), 10)
+		}
+		f, delay := s.faults.draw()
+		if delay > 0 {
+			select {
+			case <-time.After(delay):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		switch f {
+		case faultReset:
+			s.logf(r, sf, "", 0, "reset", id)
+			resetConn(w)
+			return
+		case faultServerError:
+			s.logf(r, sf, "", http.StatusServiceUnavailable, "injected_fault", id)
+			writeJSON(w, http.StatusServiceUnavailable, restError("unavailable", "injected fault"))
+			return
+		}
+		if !lim.Allow(ClientAddr(r), s.cfg.Clock()) {
+			if sf == surfaceMCP {
+				s.refuseMCP(w, r, id)
+			} else {
+				s.logf(r, sf, "", http.StatusTooManyRequests, "rate_limited", id)
+				h := w.Header()
+				h.Set("Content-Type", "application/json")
+				h.Set("Content-Length", strconv.Itoa(len(s.tooMany)))
+				w.WriteHeader(http.StatusTooManyRequests)
+				_, _ = w.Write(s.tooMany)
+			}
+			return
+		}
+		next(w, r, id)
+	}
+}
+
+// resetConn closes the connection under w with SO_LINGER 0, so the client
+// sees a reset instead of an answer.
+func resetConn(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+// logf writes one line for a refused or failed request: client address,
+// surface, route, JSON-RPC (or HTTP) method, status, error code and request
+// id. Never a body, never a header value.
+func (s *Server) logf(r *http.Request, sf surface, method string, status int, code, id string) {
+	if s.log == nil {
+		return
+	}
+	msg := "failed"
+	if status == http.StatusTooManyRequests {
+		msg = "refused"
+	}
+	if method == "" {
+		method = r.Method
+	}
+	s.log.Info(msg, "client", ClientAddr(r), "surface", string(sf), "route", r.URL.Path,
+		"method", method, "status", status, "code", code, "id", id)
+}
+
+// Listener is a reference target serving on a loopback port.
+type Listener struct {
+	// URL is the base URL of the target, such as http://127.0.0.1:41234.
+	URL    string
+	srv    *http.Server
+	ln     net.Listener
+	served chan error
+}
+
+// Listen starts s on addr (such as "127.0.0.1:0" for a free loopback port)
+// and serves until Close.
+func Listen(s *Server, addr string) (*Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	l := &Listener{
+		URL:    "http://" + ln.Addr().String(),
+		ln:     ln,
+		srv:    &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute},
+		served: make(chan error, 1),
+	}
+	go func() { l.served <- l.srv.Serve(ln) }()
+	return l, nil
+}
+
+// Addr returns the address the listener is bound to.
+func (l *Listener) Addr() string { return l.ln.Addr().String() }
+
+// Close stops accepting, waits up to five seconds for requests in flight, and
+// then closes every connection.
+func (l *Listener) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := l.srv.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = l.srv.Close()
+	}
+	if serr := <-l.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		return serr
+	}
+	return err
+}

@@ -34,7 +34,8 @@ import json, sys
 name, path, rss = sys.argv[1], sys.argv[2], int(sys.argv[3])
 r = json.load(open(path))
 codes = ", ".join(f"{k}:{v}" for k, v in sorted(r["status_codes"].items()))
-print(f"{name:9s} throughput {r['throughput']:9.0f} req/s  requests {r['requests']:7d}  codes {codes}  peak RSS {rss/1024:.1f} MB")
+answered = r["requests"] / ((r["duration"] + r["wait"]) / 1e9)
+print(f"{name:9s} answered {answered:9.0f} req/s  requests {r['requests']:7d}  codes {codes}  peak RSS {rss/1024:.1f} MB")
 PY
 }
 

@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/connectbyjbrh/ratecheck/attack"
 )
 
 // Exit codes of every command.
@@ -39,12 +41,14 @@ type command struct {
 // commands returns the subcommands by name.
 func commands() map[string]command {
 	return map[string]command{
+		"attack":  {"run a scenario profile against a target and archive the results", runAttack},
 		"serve":   {"run the reference target that speaks the documented contract", runServe},
 		"version": {"print the version", runVersion},
 	}
 }
 
 func main() {
+	attack.Version = version
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

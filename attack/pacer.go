@@ -1,0 +1,281 @@
+package attack
+
+import (
+	"math"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// Schedule gives the planned send time of every hit of a stream: At(n)
+// returns when hit n (from 0) is due, relative to the stream's start, and
+// false when there is no hit n. Planned times never decrease with n.
+type Schedule interface {
+	At(n uint64) (time.Duration, bool)
+}
+
+// Pacer is a [vegeta.Pacer] driven by a [Schedule], delayed by an offset and
+// thinned to every k-th hit (from the j-th) so that k sources split one
+// schedule exactly. Its zero value is not usable. It is safe for concurrent
+// use (it has no mutable state).
+type Pacer struct {
+	Sched  Schedule
+	Offset time.Duration
+	K, J   uint64
+}
+
+// Pace implements vegeta.Pacer: time is an argument, so pacers are tested
+// without sleeping.
+func (p Pacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
+	t, ok := p.Sched.At(hits*max(p.K, 1) + p.J)
+	if !ok {
+		return 0, true
+	}
+	if wait := p.Offset + t - elapsed; wait > 0 {
+		return wait, false
+	}
+	return 0, false
+}
+
+// Rate implements vegeta.Pacer: the planned instantaneous rate (hits per
+// second) of this pacer's share around elapsed.
+func (p Pacer) Rate(elapsed time.Duration) float64 {
+	e := elapsed - p.Offset
+	// Find the first hit at or after e by doubling then bisection.
+	lo, hi := uint64(0), uint64(1)
+	for {
+		t, ok := p.Sched.At(hi)
+		if !ok {
+			return 0
+		}
+		if t >= e {
+			break
+		}
+		lo, hi = hi, hi*2
+	}
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if t, _ := p.Sched.At(mid); t >= e {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	t0, ok0 := p.Sched.At(lo)
+	t1, ok1 := p.Sched.At(lo + 1)
+	if !ok0 || !ok1 || t1 <= t0 {
+		return 0
+	}
+	return float64(time.Second) / float64(t1-t0) / float64(max(p.K, 1))
+}
+
+var _ vegeta.Pacer = Pacer{}
+
+// Planned returns the planned time of the last hit of s (zero if none).
+func Planned(s Schedule) time.Duration {
+	if _, ok := s.At(0); !ok {
+		return 0
+	}
+	lo, hi := uint64(0), uint64(1)
+	for {
+		if _, ok := s.At(hi); !ok {
+			break
+		}
+		lo, hi = hi, hi*2
+	}
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if _, ok := s.At(mid); ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	t, _ := s.At(lo)
+	return t
+}
+
+// Count returns how many hits s plans.
+func Count(s Schedule) uint64 {
+	if _, ok := s.At(0); !ok {
+		return 0
+	}
+	lo, hi := uint64(0), uint64(1)
+	for {
+		if _, ok := s.At(hi); !ok {
+			break
+		}
+		lo, hi = hi, hi*2
+	}
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if _, ok := s.At(mid); ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo + 1
+}
+
+// limit ends a schedule after count hits or at duration (zero: no limit).
+type limit struct {
+	s        func(n uint64) time.Duration
+	count    uint64
+	duration time.Duration
+}
+
+func (l limit) At(n uint64) (time.Duration, bool) {
+	if l.count > 0 && n >= l.count {
+		return 0, false
+	}
+	t := l.s(n)
+	if l.duration > 0 && t >= l.duration {
+		return 0, false
+	}
+	if l.count == 0 && l.duration == 0 {
+		return 0, false
+	}
+	return t, true
+}
+
+// Constant sends rate hits per second.
+func Constant(rate float64, duration time.Duration, count uint64) Schedule {
+	return limit{s: func(n uint64) time.Duration { return seconds(float64(n) / rate) }, count: count, duration: duration}
+}
+
+// Linear ramps from one rate to another over duration: the cumulative hits
+// by t are from·t + (to−from)·t²/(2·duration), inverted in closed form.
+func Linear(from, to float64, duration time.Duration, count uint64) Schedule {
+	slope := (to - from) / duration.Seconds()
+	return limit{s: func(n uint64) time.Duration {
+		if math.Abs(slope) < 1e-12 {
+			return seconds(float64(n) / from)
+		}
+		disc := from*from + 2*slope*float64(n)
+		if disc < 0 {
+			return time.Duration(math.MaxInt64)
+		}
+		return seconds((-from + math.Sqrt(disc)) / slope)
+	}, count: count, duration: duration}
+}
+
+// Sine oscillates around mean with the given amplitude and period, starting
+// at the mean and rising: the cumulative hits by t are
+// mean·t + amp·period/(2π)·(1 − cos(2πt/period)), inverted by bisection.
+func Sine(mean, amp float64, period, duration time.Duration, count uint64) Schedule {
+	p := period.Seconds()
+	hits := func(t float64) float64 { return mean*t + amp*p/(2*math.Pi)*(1-math.Cos(2*math.Pi*t/p)) }
+	return limit{s: func(n uint64) time.Duration {
+		target := float64(n)
+		lo, hi := 0.0, 1.0
+		for hits(hi) < target {
+			hi *= 2
+		}
+		for range 60 {
+			mid := (lo + hi) / 2
+			if hits(mid) < target {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		return seconds(hi)
+	}, count: count, duration: duration}
+}
+
+// StepSpec is one constant-rate step of [Steps].
+type StepSpec struct {
+	Rate     float64 // hits per second
+	Duration time.Duration
+}
+
+// stepSched runs constant-rate steps one after another.
+type stepSched struct {
+	steps []StepSpec
+	count uint64
+}
+
+// Steps runs each step's constant rate for its duration, in order.
+func Steps(steps []StepSpec, count uint64) Schedule { return stepSched{steps, count} }
+
+func (s stepSched) At(n uint64) (time.Duration, bool) {
+	if s.count > 0 && n >= s.count {
+		return 0, false
+	}
+	var start time.Duration
+	for _, st := range s.steps {
+		k := uint64(math.Ceil(st.Rate * st.Duration.Seconds()))
+		if t := seconds(float64(n) / st.Rate); st.Rate > 0 && n < k && t < st.Duration {
+			return start + t, true
+		}
+		if st.Rate > 0 {
+			n -= min(n, k)
+		}
+		start += st.Duration
+	}
+	return 0, false
+}
+
+// burstProbe sends burst hits evenly over [0, over], then one probe every
+// probeEvery from probeFrom until until (inclusive).
+type burstProbe struct {
+	burst                    uint64
+	over, from, every, until time.Duration
+}
+
+// BurstThenProbe sends burst hits spread evenly over [0, over] (all at once
+// when over is zero), then one probe every probeEvery from probeFrom up to
+// and including until. With probeEvery zero there are no probes.
+func BurstThenProbe(burst int, over, probeFrom, probeEvery, until time.Duration) Schedule {
+	return burstProbe{uint64(burst), over, probeFrom, probeEvery, until}
+}
+
+func (b burstProbe) At(n uint64) (time.Duration, bool) {
+	if n < b.burst {
+		if b.burst == 1 {
+			return 0, true
+		}
+		return time.Duration(float64(b.over) * float64(n) / float64(b.burst-1)), true
+	}
+	if b.every <= 0 {
+		return 0, false
+	}
+	from := b.from
+	if from < b.over {
+		from = b.over + b.every
+	}
+	t := from + time.Duration(n-b.burst)*b.every
+	if t > b.until {
+		return 0, false
+	}
+	return t, true
+}
+
+func seconds(s float64) time.Duration {
+	if s > float64(math.MaxInt64)/1e9 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+// Schedule returns the schedule a pacer spec describes for a run window w.
+func (ps PacerSpec) Schedule(w time.Duration) Schedule {
+	count := uint64(ps.Count)
+	switch ps.Type {
+	case "constant":
+		return Constant(ps.Rate.PerSecond(w), ps.Duration.In(w), count)
+	case "linear":
+		return Linear(ps.From.PerSecond(w), ps.To.PerSecond(w), ps.Duration.In(w), count)
+	case "sine":
+		return Sine(ps.Rate.PerSecond(w), ps.Amplitude.PerSecond(w), ps.Period.In(w), ps.Duration.In(w), count)
+	case "steps":
+		steps := make([]StepSpec, len(ps.Steps))
+		for i, st := range ps.Steps {
+			steps[i] = StepSpec{st.Rate.PerSecond(w), st.Duration.In(w)}
+		}
+		return Steps(steps, count)
+	default: // burst-then-probe
+		return BurstThenProbe(ps.Burst, ps.Over.In(w), ps.ProbeFrom.In(w), ps.ProbeEvery.In(w), ps.Until.In(w))
+	}
+}

@@ -1,0 +1,397 @@
+// Package attack turns scenario profiles into Vegeta attacks: targeters for
+// the REST and MCP surfaces, pacers whose durations may be written in units
+// of the window, one attacker per source address, and an archive writer
+// whose results stay readable by Vegeta's own tools.
+package attack
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Profile is a scenario file: the policy it expects and the streams of
+// requests that test it. Load one with [LoadProfile].
+type Profile struct {
+	// Name names the profile in archive folders; defaults to the file name.
+	Name string `yaml:"name"`
+	// Description says what the profile shows, for people.
+	Description string `yaml:"description"`
+	// Policy is the limit the profile expects the target to enforce.
+	Policy Policy `yaml:"policy"`
+	// Sources are the default local addresses of every stream.
+	Sources []string `yaml:"sources"`
+	// Headers are added to every request.
+	Headers map[string]string `yaml:"headers"`
+	// Timeout bounds each request (default 10s).
+	Timeout Span `yaml:"timeout"`
+	// Streams run in parallel, each with its own pacer.
+	Streams []Stream `yaml:"streams"`
+}
+
+// Policy is the documented limit a profile expects.
+type Policy struct {
+	// Surface is rest, mcp or both.
+	Surface string `yaml:"surface"`
+	// Limit is the requests admitted per window and client address; zero
+	// means the contract's (240 REST, 120 MCP).
+	Limit int `yaml:"limit"`
+	// Window is the contract's window (default 60s); the run's window may
+	// be compressed with --window, and every span written in w follows it.
+	Window Span `yaml:"window"`
+}
+
+// Stream is one paced sequence of requests to one surface.
+type Stream struct {
+	// Name labels the stream's results.
+	Name string `yaml:"name"`
+	// Surface is rest or mcp.
+	Surface string `yaml:"surface"`
+	// Start delays the stream from the start of the run.
+	Start Span `yaml:"start"`
+	// Sources overrides the profile's sources; the pacer's rate and count
+	// are split evenly across them.
+	Sources []string `yaml:"sources"`
+	// Requests are sent round-robin.
+	Requests []Request `yaml:"requests"`
+	// Pacer says when requests are sent.
+	Pacer PacerSpec `yaml:"pacer"`
+	// Expect maps a status ("200", "429", "2xx", "4xx", "other", "errors"
+	// for transport errors) to the exact count the stream must get.
+	Expect map[string]int `yaml:"expect"`
+}
+
+// Request describes one request. REST requests use Method, Path and Query;
+// MCP requests use RPC and Params, and the transport headers are derived
+// from the body unless Headers overrides them.
+type Request struct {
+	Method  string            `yaml:"method"`
+	Path    string            `yaml:"path"`
+	Query   map[string]string `yaml:"query"`
+	RPC     string            `yaml:"rpc"`
+	Params  map[string]any    `yaml:"params"`
+	Headers map[string]string `yaml:"headers"`
+	// Body replaces the generated body (for malformed-request probes).
+	Body *string `yaml:"body"`
+	// PadTo pads the body with trailing spaces to this many bytes.
+	PadTo int `yaml:"pad_to"`
+}
+
+// PacerSpec selects and parameterises a pacer. Which fields apply depends on
+// Type; see profiles/README.md.
+type PacerSpec struct {
+	Type       string `yaml:"type"`
+	Rate       Rate   `yaml:"rate"`
+	From       Rate   `yaml:"from"`
+	To         Rate   `yaml:"to"`
+	Amplitude  Rate   `yaml:"amplitude"`
+	Period     Span   `yaml:"period"`
+	Duration   Span   `yaml:"duration"`
+	Count      int    `yaml:"count"`
+	Steps      []Step `yaml:"steps"`
+	Burst      int    `yaml:"burst"`
+	Over       Span   `yaml:"over"`
+	ProbeFrom  Span   `yaml:"probe_from"`
+	ProbeEvery Span   `yaml:"probe_every"`
+	Until      Span   `yaml:"until"`
+}
+
+// Step is one constant-rate step of a steps pacer.
+type Step struct {
+	Rate     Rate `yaml:"rate"`
+	Duration Span `yaml:"duration"`
+}
+
+// Surfaces of the contract.
+const (
+	REST = "rest"
+	MCP  = "mcp"
+)
+
+// DefaultLimit returns the contract's limit of a surface.
+func DefaultLimit(surface string) int {
+	if surface == MCP {
+		return 120
+	}
+	return 240
+}
+
+// ProfileError is an error in a profile file, at a line when known.
+type ProfileError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *ProfileError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+
+// LoadProfile reads and validates a profile strictly: unknown fields, bad
+// values and inconsistent pacers are errors naming the file and line.
+func LoadProfile(path string) (*Profile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseProfile(path, data)
+}
+
+// ParseProfile is LoadProfile on data already read; file names it in errors.
+func ParseProfile(file string, data []byte) (*Profile, error) {
+	perr := func(line int, format string, args ...any) error {
+		return &ProfileError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
+	}
+	var p Profile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&p); err != nil {
+		var le *LineError
+		var te *yaml.TypeError
+		switch {
+		case errors.As(err, &le):
+			return nil, perr(le.Line, "%s", le.Msg)
+		case errors.As(err, &te):
+			if m := yamlLine.FindStringSubmatch(strings.TrimSpace(te.Errors[0])); m != nil {
+				n, _ := strconv.Atoi(m[1])
+				return nil, perr(n, "%s", strings.ReplaceAll(m[2], "attack.", ""))
+			}
+			return nil, perr(0, "%s", te.Errors[0])
+		case err.Error() == "EOF":
+			return nil, perr(0, "the profile is empty")
+		}
+		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			return nil, perr(n, "%s", m[2])
+		}
+		return nil, perr(0, "%v", err)
+	}
+	var root yaml.Node
+	_ = yaml.Unmarshal(data, &root)
+	lines := nodeLines(&root)
+	if err := p.validate(func(path string) int { return lines(path) }); err != nil {
+		var le *LineError
+		if errors.As(err, &le) {
+			return nil, perr(le.Line, "%s", le.Msg)
+		}
+		return nil, perr(0, "%v", err)
+	}
+	if p.Name == "" {
+		base := file[strings.LastIndexAny(file, `/\`)+1:]
+		p.Name = strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
+	}
+	return &p, nil
+}
+
+// nodeLines returns a function giving the line of a dotted path such as
+// "streams.2.pacer.rate" in the YAML tree (the nearest existing ancestor's
+// line when the path is absent).
+func nodeLines(root *yaml.Node) func(string) int {
+	return func(path string) int {
+		n := root
+		if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+			n = n.Content[0]
+		}
+		line := n.Line
+		for _, part := range strings.Split(path, ".") {
+			var next *yaml.Node
+			switch n.Kind {
+			case yaml.MappingNode:
+				for i := 0; i+1 < len(n.Content); i += 2 {
+					if n.Content[i].Value == part {
+						next = n.Content[i+1]
+						line = n.Content[i].Line
+					}
+				}
+			case yaml.SequenceNode:
+				if i, err := strconv.Atoi(part); err == nil && i < len(n.Content) {
+					next = n.Content[i]
+					line = next.Line
+				}
+			}
+			if next == nil {
+				return line
+			}
+			n = next
+		}
+		return line
+	}
+}
+
+// validate checks values the YAML types cannot, reporting the line of the
+// offending field.
+func (p *Profile) validate(line func(string) int) error {
+	bad := func(path, format string, args ...any) error {
+		return &LineError{Line: line(path), Msg: fmt.Sprintf(format, args...)}
+	}
+	switch p.Policy.Surface {
+	case REST, MCP, "both":
+	case "":
+		return bad("policy", "policy.surface is required (rest, mcp or both)")
+	default:
+		return bad("policy.surface", "policy.surface %q: want rest, mcp or both", p.Policy.Surface)
+	}
+	if p.Policy.Limit < 0 {
+		return bad("policy.limit", "policy.limit must be positive, got %d", p.Policy.Limit)
+	}
+	if p.Policy.Window.W != 0 {
+		return bad("policy.window", "policy.window is the contract's window: write it as a duration such as 60s, not in windows")
+	}
+	if p.Policy.Window.IsZero() {
+		p.Policy.Window = Span{D: time.Minute}
+	}
+	for i, s := range p.Sources {
+		if err := checkSource(s); err != nil {
+			return bad(fmt.Sprintf("sources.%d", i), "%v", err)
+		}
+	}
+	for k := range p.Headers {
+		if err := checkHeaderName(k); err != nil {
+			return bad("headers."+k, "%v", err)
+		}
+	}
+	if len(p.Streams) == 0 {
+		return bad("streams", "a profile needs at least one stream")
+	}
+	names := map[string]bool{}
+	for i := range p.Streams {
+		s := &p.Streams[i]
+		at := func(field string) string { return fmt.Sprintf("streams.%d.%s", i, field) }
+		if s.Name == "" {
+			s.Name = fmt.Sprintf("stream%d", i+1)
+		}
+		if names[s.Name] || strings.ContainsAny(s.Name, " =") {
+			return bad(at("name"), "stream name %q is repeated or has a space or '='", s.Name)
+		}
+		names[s.Name] = true
+		if s.Surface != REST && s.Surface != MCP {
+			return bad(at("surface"), "stream %s: surface %q: want rest or mcp", s.Name, s.Surface)
+		}
+		for j, src := range s.Sources {
+			if err := checkSource(src); err != nil {
+				return bad(fmt.Sprintf("streams.%d.sources.%d", i, j), "%v", err)
+			}
+		}
+		if len(s.Requests) == 0 {
+			return bad(at("requests"), "stream %s needs at least one request", s.Name)
+		}
+		for j, r := range s.Requests {
+			rat := fmt.Sprintf("streams.%d.requests.%d", i, j)
+			switch {
+			case s.Surface == REST && (r.RPC != "" || r.Params != nil):
+				return bad(rat, "stream %s: a REST request takes method, path and query, not rpc or params", s.Name)
+			case s.Surface == REST && !strings.HasPrefix(r.Path, "/"):
+				return bad(rat, "stream %s: a REST request needs a path starting with /", s.Name)
+			case s.Surface == MCP && r.RPC == "" && r.Body == nil && r.Method == "":
+				return bad(rat, "stream %s: an MCP request needs rpc (the JSON-RPC method) or a body", s.Name)
+			case s.Surface == MCP && r.Query != nil:
+				return bad(rat, "stream %s: an MCP request takes rpc and params, not query", s.Name)
+			case r.PadTo < 0 || r.PadTo > 16<<20:
+				return bad(rat+".pad_to", "pad_to must be between 0 and 16 MiB")
+			}
+			for k := range r.Headers {
+				if err := checkHeaderName(k); err != nil {
+					return bad(rat+".headers."+k, "%v", err)
+				}
+			}
+		}
+		if err := s.Pacer.validate(func(f string) int { return line(at("pacer." + f)) }); err != nil {
+			return err
+		}
+		for k, v := range s.Expect {
+			if !validExpectKey(k) || v < 0 {
+				return bad(at("expect."+k), "expect %s: %d: want a status (200, 429, 2xx, 4xx, other, errors) and a count >= 0", k, v)
+			}
+		}
+	}
+	return nil
+}
+
+func validExpectKey(k string) bool {
+	switch k {
+	case "2xx", "3xx", "4xx", "5xx", "other", "errors":
+		return true
+	}
+	n, err := strconv.Atoi(k)
+	return err == nil && n >= 100 && n <= 599
+}
+
+func checkSource(s string) error {
+	if ip := net.ParseIP(s); ip == nil {
+		return fmt.Errorf("source %q is not an IP address", s)
+	}
+	return nil
+}
+
+func checkHeaderName(k string) error {
+	if k == "" || strings.ContainsAny(k, " :\r\n") {
+		return fmt.Errorf("header name %q is not valid", k)
+	}
+	return nil
+}
+
+// PacerTypes lists the pacer types a profile may name.
+var PacerTypes = []string{"constant", "linear", "sine", "steps", "burst-then-probe"}
+
+func (ps *PacerSpec) validate(line func(string) int) error {
+	bad := func(field, format string, args ...any) error {
+		return &LineError{Line: line(field), Msg: fmt.Sprintf(format, args...)}
+	}
+	need := func(ok bool, field, what string) error {
+		if !ok {
+			return bad(field, "pacer %s needs %s", ps.Type, what)
+		}
+		return nil
+	}
+	if ps.Count < 0 {
+		return bad("count", "count must not be negative")
+	}
+	var err error
+	switch ps.Type {
+	case "constant":
+		err = errors.Join(need(ps.Rate.N > 0, "rate", "a rate above zero"),
+			need(!ps.Duration.IsZero() || ps.Count > 0, "duration", "a duration or a count"))
+	case "linear":
+		err = errors.Join(need(ps.From.N > 0 || ps.To.N > 0, "from", "from and to rates, not both zero"),
+			need(!ps.Duration.IsZero(), "duration", "a duration"))
+	case "sine":
+		err = errors.Join(need(ps.Rate.N > 0, "rate", "a mean rate above zero"),
+			need(ps.Amplitude.N == 0 || ps.Amplitude.Per == ps.Rate.Per && ps.Amplitude.N <= ps.Rate.N, "amplitude", "an amplitude in the rate's unit, at most the mean rate"),
+			need(!ps.Period.IsZero(), "period", "a period"),
+			need(!ps.Duration.IsZero(), "duration", "a duration"))
+	case "steps":
+		err = need(len(ps.Steps) > 0, "steps", "at least one step")
+		for i, st := range ps.Steps {
+			if st.Duration.IsZero() {
+				err = errors.Join(err, bad(fmt.Sprintf("steps.%d", i), "step %d needs a duration", i+1))
+			}
+		}
+	case "burst-then-probe":
+		err = errors.Join(need(ps.Burst > 0, "burst", "a burst above zero"),
+			need(ps.ProbeEvery.IsZero() == ps.Until.IsZero(), "probe_every", "probe_every and until together (or neither)"))
+	case "":
+		return bad("", "the stream needs a pacer type (%s)", strings.Join(PacerTypes, ", "))
+	default:
+		return bad("type", "pacer type %q: want one of %s", ps.Type, strings.Join(PacerTypes, ", "))
+	}
+	if err != nil {
+		var le *LineError
+		if errors.As(err, &le) {
+			return le
+		}
+	}
+	return err
+}

@@ -1,0 +1,90 @@
+package attack
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// TestShippedProfiles loads every profile under profiles/ strictly.
+func TestShippedProfiles(t *testing.T) {
+	paths, _ := filepath.Glob("../profiles/*.yaml")
+	if len(paths) < 6 {
+		t.Fatalf("found %d shipped profiles, want at least 6", len(paths))
+	}
+	for _, p := range paths {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			prof, err := LoadProfile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if prof.Policy.Window.In(0) != time.Minute {
+				t.Errorf("policy window %v, want the contract's 60s", prof.Policy.Window)
+			}
+			plan := Plan{Profile: prof, Window: 4 * time.Second}
+			if d := plan.Duration(); d < 0 || d > 3*4*time.Second || Count(prof.Streams[0].Pacer.Schedule(4*time.Second)) == 0 {
+				t.Errorf("planned duration %v at a 4s window, want at most 3 windows and some hits", plan.Duration())
+			}
+		})
+	}
+}
+
+// TestBadProfiles checks the exact message of every malformed profile under
+// testdata/bad against testdata/bad/messages.golden (refresh with -update).
+func TestBadProfiles(t *testing.T) {
+	paths, _ := filepath.Glob("testdata/bad/*.yaml")
+	var got strings.Builder
+	for _, p := range paths {
+		_, err := LoadProfile(p)
+		if err == nil {
+			t.Errorf("%s: loaded without error", p)
+			continue
+		}
+		got.WriteString(err.Error() + "\n")
+	}
+	golden := "testdata/bad/messages.golden"
+	if *update {
+		if err := os.WriteFile(golden, []byte(got.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got.String()); diff != "" {
+		t.Errorf("messages differ (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseSpanAndRate(t *testing.T) {
+	const w = 4 * time.Second
+	spans := map[string]time.Duration{"1.1w": 4400 * time.Millisecond, "0.02w": 80 * time.Millisecond, "500ms": 500 * time.Millisecond, "0": 0}
+	for in, want := range spans {
+		s, err := ParseSpan(in)
+		if err != nil || s.In(w) != want {
+			t.Errorf("ParseSpan(%q).In(4s) = %v, %v; want %v", in, s.In(w), err, want)
+		}
+	}
+	rates := map[string]float64{"100/s": 100, "6000/m": 100, "216/w": 54, "10/500ms": 20, "7": 7}
+	for in, want := range rates {
+		r, err := ParseRate(in)
+		if err != nil || r.PerSecond(w) != want {
+			t.Errorf("ParseRate(%q).PerSecond(4s) = %v, %v; want %v", in, r.PerSecond(w), err, want)
+		}
+	}
+	for _, bad := range []string{"w", "-1w", "soon", "1/x", "/s", "-5/s"} {
+		if _, err := ParseRate(bad); err == nil {
+			if _, err := ParseSpan(bad); err == nil {
+				t.Errorf("%q parsed as a rate and a span", bad)
+			}
+		}
+	}
+}

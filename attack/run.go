@@ -1,0 +1,281 @@
+package attack
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// DefaultMaxBody is how much of each response body is kept: enough for an
+// error object, never a whole documentation page.
+const DefaultMaxBody = 1024
+
+// Plan is a profile bound to a target and a window, ready to run.
+type Plan struct {
+	Profile *Profile
+	// Target is the base URL, such as http://127.0.0.1:8080.
+	Target string
+	// Window is the run's window: every span written in w is a multiple of it.
+	Window time.Duration
+	// Headers are added to every request (after the profile's).
+	Headers http.Header
+	// Timeout bounds each request; zero means the profile's or 10 s.
+	Timeout time.Duration
+	// MaxBody caps the bytes of each response body kept (default DefaultMaxBody).
+	MaxBody int64
+}
+
+// Label returns the Result.Attack label of a stream's results:
+// "surface=rest source=127.0.0.1 stream=burst". Vegeta's tools ignore it;
+// the analyzer reads it.
+func Label(surface, source, stream string) string {
+	return "surface=" + surface + " source=" + source + " stream=" + stream
+}
+
+// unit is one attacker: one stream from one source.
+type unit struct {
+	stream *Stream
+	source string
+	pacer  Pacer
+	label  string
+}
+
+// StreamSources returns the sources of a stream: its own, else the
+// profile's, else the system's choice ("").
+func (p *Profile) StreamSources(s *Stream) []string {
+	switch {
+	case len(s.Sources) > 0:
+		return s.Sources
+	case len(p.Sources) > 0:
+		return p.Sources
+	}
+	return []string{""}
+}
+
+func (pl Plan) units() []unit {
+	var us []unit
+	for i := range pl.Profile.Streams {
+		s := &pl.Profile.Streams[i]
+		srcs := pl.Profile.StreamSources(s)
+		sched := s.Pacer.Schedule(pl.Window)
+		for j, src := range srcs {
+			label := src
+			if label == "" {
+				label = "default"
+			}
+			us = append(us, unit{stream: s, source: src, label: Label(s.Surface, label, s.Name),
+				pacer: Pacer{Sched: sched, Offset: s.Start.In(pl.Window), K: uint64(len(srcs)), J: uint64(j)}})
+		}
+	}
+	return us
+}
+
+// Duration returns the planned length of the run: the latest planned send
+// time over all streams.
+func (pl Plan) Duration() time.Duration {
+	var d time.Duration
+	for i := range pl.Profile.Streams {
+		s := &pl.Profile.Streams[i]
+		d = max(d, s.Start.In(pl.Window)+Planned(s.Pacer.Schedule(pl.Window)))
+	}
+	return d
+}
+
+// Info describes the plan for run.json.
+func (pl Plan) Info() RunInfo {
+	p := pl.Profile
+	info := RunInfo{Command: "attack", Profile: p.Name, Target: pl.Target, WindowMS: pl.Window.Milliseconds(),
+		Policy:  PolicyInfo{Surface: p.Policy.Surface, Limit: p.Policy.Limit, WindowMS: p.Policy.Window.In(pl.Window).Milliseconds()},
+		Headers: Redact(pl.headers()), Version: Version}
+	for i := range p.Streams {
+		s := &p.Streams[i]
+		srcs := p.StreamSources(s)
+		for _, src := range srcs {
+			if src != "" && !slices.Contains(info.Sources, src) {
+				info.Sources = append(info.Sources, src)
+			}
+		}
+		info.Streams = append(info.Streams, StreamInfo{Name: s.Name, Surface: s.Surface, Sources: srcs,
+			Pacer: s.Pacer.Type, Planned: Count(s.Pacer.Schedule(pl.Window)), StartMS: s.Start.In(pl.Window).Milliseconds()})
+	}
+	return info
+}
+
+// headers returns the profile's headers with the plan's on top.
+func (pl Plan) headers() http.Header {
+	h := http.Header{}
+	for k, v := range pl.Profile.Headers {
+		h.Set(k, v)
+	}
+	for k, vs := range pl.Headers {
+		h[http.CanonicalHeaderKey(k)] = vs
+	}
+	return h
+}
+
+// Run attacks the target as planned and hands every result to sink, from a
+// single goroutine, as it arrives. When ctx is done the attackers stop and
+// every result already in flight is still handed over before Run returns.
+// A sink error stops the attack and is returned.
+func (pl Plan) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
+	timeout := pl.Timeout
+	if timeout == 0 {
+		timeout = pl.Profile.Timeout.In(pl.Window)
+	}
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	maxBody := pl.MaxBody
+	if maxBody == 0 {
+		maxBody = DefaultMaxBody
+	}
+	var ids atomic.Uint64
+	hdr := pl.headers()
+	units := pl.units()
+	attackers := make([]*vegeta.Attacker, len(units))
+	targeters := make([]vegeta.Targeter, len(units))
+	for i, u := range units {
+		tr, err := u.stream.Targeter(pl.Target, hdr, &ids)
+		if err != nil {
+			return err
+		}
+		targeters[i] = tr
+		opts := []func(*vegeta.Attacker){vegeta.MaxBody(maxBody), vegeta.Timeout(timeout), vegeta.KeepAlive(true), vegeta.Redirects(vegeta.NoFollow)}
+		if u.source != "" {
+			opts = append(opts, vegeta.LocalAddr(net.IPAddr{IP: net.ParseIP(u.source)}))
+		}
+		attackers[i] = vegeta.NewAttacker(opts...)
+	}
+	out := make(chan *vegeta.Result, 1024)
+	var wg sync.WaitGroup
+	for i, u := range units {
+		ch := attackers[i].Attack(targeters[i], u.pacer, 0, u.label)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range ch {
+				out <- r
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(out) }()
+	stopAll := func() {
+		for _, a := range attackers {
+			a.Stop()
+		}
+	}
+	var sinkErr error
+	done := ctx.Done()
+	for {
+		select {
+		case <-done:
+			stopAll()
+			done = nil
+		case r, ok := <-out:
+			if !ok {
+				return sinkErr
+			}
+			if sinkErr == nil {
+				if sinkErr = sink(r); sinkErr != nil {
+					stopAll()
+				}
+			}
+		}
+	}
+}
+
+// Counts tallies results by outcome. The zero value is ready; it is safe for
+// concurrent use.
+type Counts struct {
+	Sent, OK2xx, TooMany, Other, Errors atomic.Int64
+}
+
+// Add counts one result.
+func (c *Counts) Add(r *vegeta.Result) {
+	c.Sent.Add(1)
+	switch {
+	case r.Code == 0:
+		c.Errors.Add(1)
+	case r.Code == http.StatusTooManyRequests:
+		c.TooMany.Add(1)
+	case r.Code >= 200 && r.Code < 300:
+		c.OK2xx.Add(1)
+	default:
+		c.Other.Add(1)
+	}
+}
+
+// String is the progress line's tally.
+func (c *Counts) String() string {
+	return fmt.Sprintf("sent %d  2xx %d  429 %d  other %d  errors %d",
+		c.Sent.Load(), c.OK2xx.Load(), c.TooMany.Load(), c.Other.Load(), c.Errors.Load())
+}
+
+// Outcomes tallies each stream's results by status for the expect checks.
+type Outcomes map[string]map[int]int
+
+// Add records a result under its stream (read from its label).
+func (o Outcomes) Add(r *vegeta.Result) {
+	name := labelValue(r.Attack, "stream")
+	if o[name] == nil {
+		o[name] = map[int]int{}
+	}
+	o[name][int(r.Code)]++
+}
+
+func labelValue(label, key string) string {
+	for _, f := range strings.Fields(label) {
+		if v, ok := strings.CutPrefix(f, key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// Check compares each stream's outcomes with its expect block and returns
+// one line per mismatch (none when every expectation holds).
+func (o Outcomes) Check(p *Profile) []string {
+	var bad []string
+	for _, s := range p.Streams {
+		keys := make([]string, 0, len(s.Expect))
+		for k := range s.Expect {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			want, got := s.Expect[k], 0
+			for code, n := range o[s.Name] {
+				if statusMatches(k, code) {
+					got += n
+				}
+			}
+			if got != want {
+				bad = append(bad, fmt.Sprintf("stream %s: %d × %s, expected %d", s.Name, got, k, want))
+			}
+		}
+	}
+	return bad
+}
+
+// statusMatches reports whether a status code falls under an expect key.
+func statusMatches(key string, code int) bool {
+	switch key {
+	case "errors":
+		return code == 0
+	case "other":
+		return code != 0 && (code < 200 || code >= 300) && code != http.StatusTooManyRequests
+	case "2xx", "3xx", "4xx", "5xx":
+		return code/100 == int(key[0]-'0')
+	}
+	n, _ := strconv.Atoi(key)
+	return n == code
+}

@@ -1,0 +1,149 @@
+package attack
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// MCPProtocolVersion is the MCP protocol revision the attackers speak.
+const MCPProtocolVersion = "2026-07-28"
+
+// template is a request ready to be stamped into a vegeta.Target.
+type template struct {
+	method string
+	url    string
+	header http.Header
+	// For MCP requests with a generated body: the body before and after the
+	// id, so that every request gets a unique id cheaply.
+	pre, post []byte
+	// body is the whole body when it is fixed (REST, or an MCP override).
+	body  []byte
+	padTo int
+}
+
+// Targeter returns a [vegeta.Targeter] sending the stream's requests
+// round-robin against base (such as http://127.0.0.1:8080), with the given
+// extra headers. MCP requests carry a JSON-RPC id unique within the run,
+// drawn from ids, and headers that always agree with the body. The
+// targeter is safe for concurrent use.
+func (s Stream) Targeter(base string, extra http.Header, ids *atomic.Uint64) (vegeta.Targeter, error) {
+	base = strings.TrimRight(base, "/")
+	tpls := make([]template, len(s.Requests))
+	for i, r := range s.Requests {
+		t, err := r.template(s.Surface, base, extra)
+		if err != nil {
+			return nil, fmt.Errorf("stream %s request %d: %w", s.Name, i+1, err)
+		}
+		tpls[i] = t
+	}
+	var next atomic.Uint64
+	return func(tgt *vegeta.Target) error {
+		if tgt == nil {
+			return vegeta.ErrNilTarget
+		}
+		t := &tpls[(next.Add(1)-1)%uint64(len(tpls))]
+		tgt.Method, tgt.URL = t.method, t.url
+		tgt.Header = t.header.Clone()
+		switch {
+		case t.pre != nil:
+			id := strconv.AppendUint(nil, ids.Add(1), 10)
+			body := make([]byte, 0, len(t.pre)+len(id)+len(t.post))
+			tgt.Body = append(append(append(body, t.pre...), id...), t.post...)
+		default:
+			tgt.Body = t.body
+		}
+		if t.padTo > len(tgt.Body) {
+			tgt.Body = append(tgt.Body, bytes.Repeat([]byte(" "), t.padTo-len(tgt.Body))...)
+		}
+		return nil
+	}, nil
+}
+
+func (r Request) template(surface, base string, extra http.Header) (template, error) {
+	t := template{method: r.Method, header: extra.Clone(), padTo: r.PadTo}
+	if t.header == nil {
+		t.header = http.Header{}
+	}
+	if surface == REST {
+		if t.method == "" {
+			t.method = http.MethodGet
+		}
+		u := base + r.Path
+		if len(r.Query) > 0 {
+			q := url.Values{}
+			for k, v := range r.Query {
+				q.Set(k, v)
+			}
+			u += "?" + q.Encode()
+		}
+		t.url = u
+	} else {
+		if t.method == "" {
+			t.method = http.MethodPost
+		}
+		t.url = base + "/mcp"
+		t.header.Set("Content-Type", "application/json")
+		t.header.Set("Accept", "application/json, text/event-stream")
+		t.header.Set("MCP-Protocol-Version", MCPProtocolVersion)
+		if r.RPC != "" {
+			t.header.Set("Mcp-Method", r.RPC)
+			params := map[string]any{}
+			for k, v := range r.Params {
+				params[k] = v
+			}
+			params["_meta"] = map[string]any{
+				"io.modelcontextprotocol/protocolVersion": MCPProtocolVersion,
+				"io.modelcontextprotocol/clientInfo":      map[string]string{"name": "ratecheck", "version": Version},
+			}
+			name, hasName := mcpName(r.RPC, params)
+			if hasName {
+				t.header.Set("Mcp-Name", name)
+			}
+			p, err := json.Marshal(params)
+			if err != nil {
+				return t, fmt.Errorf("params: %w", err)
+			}
+			m, _ := json.Marshal(r.RPC)
+			t.pre = []byte(`{"jsonrpc":"2.0","method":` + string(m) + `,"params":` + string(p) + `,"id":`)
+			t.post = []byte(`}`)
+		}
+	}
+	if r.Body != nil {
+		t.pre, t.body = nil, []byte(*r.Body)
+	}
+	for k, v := range r.Headers {
+		if v == "" {
+			t.header.Del(k)
+		} else {
+			t.header.Set(k, v)
+		}
+	}
+	return t, nil
+}
+
+// mcpName returns the params member Mcp-Name must echo for an MCP method.
+func mcpName(method string, params map[string]any) (string, bool) {
+	key := ""
+	switch method {
+	case "tools/call", "prompts/get":
+		key = "name"
+	case "resources/read":
+		key = "uri"
+	default:
+		return "", false
+	}
+	s, _ := params[key].(string)
+	return s, true
+}
+
+// Version is the ratecheck version sent as MCP clientInfo and recorded in
+// every archive; the command sets it.
+var Version = "dev"

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# bench/pacing.sh: pacing fidelity and top rate of `ratecheck attack` against
+# the Vegeta CLI, on the same loopback target (ratecheck serve --quiet with a
+# limit high enough that nothing is refused), in the same run.
+#
+#   bench/pacing.sh [RATE] [DURATION] [ROUNDS]     (defaults: 1000 5s 3)
+#
+# For each tool and round it prints the deviation of every send time from its
+# schedule (p50, p99, max) at RATE, then the top rate each reaches unpaced.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RATE=${1:-1000}; DUR=${2:-5s}; ROUNDS=${3:-3}
+VEGETA=${VEGETA:-$(command -v vegeta || echo "$(go env GOPATH)/bin/vegeta")}
+[ -x "$VEGETA" ] || { echo "vegeta CLI not found: go install github.com/tsenart/vegeta/v12@v12.13.0" >&2; exit 2; }
+tmp=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+go build -o "$tmp/ratecheck" ./cmd/ratecheck
+"$tmp/ratecheck" serve --quiet --addr 127.0.0.1:18093 --rest-limit 100000000 >/dev/null 2>&1 &
+for _ in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:18093/ && break; sleep 0.05; done
+URL=http://127.0.0.1:18093/api/public/manifests/developers
+cat >"$tmp/paced.yaml" <<YAML
+policy: {surface: rest}
+sources: [127.0.0.1]
+streams:
+  - name: paced
+    surface: rest
+    requests: [{path: /api/public/manifests/developers}]
+    pacer: {type: constant, rate: $RATE/s, duration: $DUR}
+YAML
+
+deviation() { # FILE: schedule deviation of a results file paced at RATE
+  "$VEGETA" encode --to csv "$1" | python3 -c '
+import sys, csv
+rate = float(sys.argv[1])
+rows = sorted((int(r[8]), int(r[0])) for r in csv.reader(sys.stdin))
+t0 = rows[0][1]
+dev = sorted(abs(ts - t0 - seq * 1e9 / rate) / 1e6 for seq, ts in rows)
+n = len(dev)
+print(f"requests {n:6d}  deviation from schedule p50 {dev[n//2]:.3f} ms  p99 {dev[int(n*0.99)]:.3f} ms  max {dev[-1]:.1f} ms")
+' "$RATE"
+}
+
+toprate() { # FILE: requests answered per second
+  "$VEGETA" report -type=json "$1" | python3 -c '
+import sys, json
+r = json.load(sys.stdin)
+print(f"requests {r[\"requests\"]:6d}  answered {r[\"requests\"] / ((r[\"duration\"] + r[\"wait\"]) / 1e9):8.0f} req/s")'
+}
+
+sed "s#rate: $RATE/s#rate: 50000/s#" "$tmp/paced.yaml" >"$tmp/top.yaml"
+for i in $(seq "$ROUNDS"); do
+  echo "round $i"
+  "$tmp/ratecheck" attack --profile "$tmp/paced.yaml" --target http://127.0.0.1:18093 --out "$tmp/runs" >/dev/null
+  run=$(ls -d "$tmp"/runs/* | tail -1)
+  printf '  ratecheck  '; deviation "$run/results.bin"; rm -rf "$tmp/runs"
+  echo "GET $URL" | "$VEGETA" attack -rate="$RATE" -duration="$DUR" >"$tmp/v.bin"
+  printf '  vegeta     '; deviation "$tmp/v.bin"
+  "$tmp/ratecheck" attack --profile "$tmp/top.yaml" --target http://127.0.0.1:18093 --out "$tmp/runs" >/dev/null
+  run=$(ls -d "$tmp"/runs/* | tail -1)
+  printf '  ratecheck top rate  '; toprate "$run/results.bin"; rm -rf "$tmp/runs"
+  echo "GET $URL" | "$VEGETA" attack -rate=50000 -duration="$DUR" >"$tmp/v.bin"
+  printf '  vegeta    top rate  '; toprate "$tmp/v.bin"
+done

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/connectbyjbrh/ratecheck/attack"
+)
+
+const attackHelp = `
+Run a scenario profile (profiles/*.yaml) against a target with Vegeta and
+archive every result under --out as <UTC time>-<profile>/ with results.bin
+(Vegeta gob: "vegeta report results.bin" reads it) and run.json.
+
+Without --target the embedded reference target is started on a free loopback
+port with the same window. Spans written in windows (such as 1.1w) follow
+--window, so a profile written for 60 s runs in compressed time.
+
+A live progress line is shown on stderr when it is a terminal. Ctrl-C stops
+the attack and archives every result already received.
+
+Credential headers (Authorization, Cookie, *-Key, *-Token) are refused unless
+--allow-credentials: the contract's surfaces authenticate nothing, so a key
+only leaks. Their values are never written anywhere ([redacted]).
+
+Exit codes: 0 done and every expect of the profile held, 1 an expect failed
+or the run was interrupted, 2 bad usage or profile, 3 target unreachable.
+`
+
+// attackOptions are the flags of "ratecheck attack".
+type attackOptions struct {
+	profile          string
+	target           string
+	window           time.Duration
+	out              string
+	headers          headerFlag
+	allowCredentials bool
+	seed             uint64
+	timeout          time.Duration
+}
+
+func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o := attackOptions{headers: headerFlag{}}
+	fs := newFlagSet("attack", "--profile FILE [flags]", attackHelp, stderr)
+	fs.StringVar(&o.profile, "profile", "", "scenario `file` (required), such as profiles/rest-limit.yaml")
+	fs.StringVar(&o.target, "target", "", "base `URL` of the target (default: the embedded reference target)")
+	fs.DurationVar(&o.window, "window", 0, "the run's window (default: the profile's policy window)")
+	fs.StringVar(&o.out, "out", "results", "`dir`ectory the run folder is written under")
+	fs.Var(o.headers, "header", "extra request header 'Name: value' (repeatable)")
+	fs.BoolVar(&o.allowCredentials, "allow-credentials", false, "allow credential headers (their values are still never written)")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed recorded with the run")
+	fs.DurationVar(&o.timeout, "timeout", 0, "per-request timeout (default: the profile's, or 10s)")
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	if o.profile == "" {
+		return usageErr(stderr, "attack", "--profile is required (see profiles/README.md)")
+	}
+	if o.window < 0 || o.timeout < 0 {
+		return usageErr(stderr, "attack", "--window and --timeout must not be negative")
+	}
+	if names := attack.Credentials(http.Header(o.headers)); len(names) > 0 && !o.allowCredentials {
+		return usageErr(stderr, "attack", "--header %s carries a credential: the contract's surfaces authenticate nothing and a key sent to them only leaks into logs; pass --allow-credentials if you must", strings.Join(names, ", "))
+	}
+	prof, err := attack.LoadProfile(o.profile)
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecheck attack: %v\n", err)
+		return exitUsage
+	}
+	if names := attack.Credentials(profileHeaders(prof)); len(names) > 0 && !o.allowCredentials {
+		return usageErr(stderr, "attack", "%s: headers %s carry a credential; pass --allow-credentials if you must", o.profile, strings.Join(names, ", "))
+	}
+	window := o.window
+	if window == 0 {
+		window = prof.Policy.Window.D
+	}
+	plan := attack.Plan{Profile: prof, Window: window, Headers: http.Header(o.headers), Timeout: o.timeout}
+	return runPlan(ctx, plan, o.target, o.out, o.seed, stdout, stderr)
+}
+
+// profileHeaders gathers every header a profile sets.
+func profileHeaders(p *attack.Profile) http.Header {
+	h := http.Header{}
+	for k, v := range p.Headers {
+		h.Set(k, v)
+	}
+	for _, s := range p.Streams {
+		for _, r := range s.Requests {
+			for k, v := range r.Headers {
+				h.Set(k, v)
+			}
+		}
+	}
+	return h
+}
+
+// runPlan starts the embedded target if no target is given, runs the plan
+// into a new archive under out, and prints a summary.
+func runPlan(ctx context.Context, plan attack.Plan, targetURL, out string, seed uint64, stdout, stderr io.Writer) int {
+	const name = "attack"
+	embedded := targetURL == ""
+	if embedded {
+		limit := plan.Profile.Policy.Limit
+		restLimit, mcpLimit := 0, 0
+		switch plan.Profile.Policy.Surface {
+		case attack.REST:
+			restLimit = limit
+		case attack.MCP:
+			mcpLimit = limit
+		}
+		ln, err := startEmbedded(plan.Window, restLimit, mcpLimit)
+		if err != nil {
+			return usageErr(stderr, name, "starting the embedded target: %v", err)
+		}
+		defer ln.Close()
+		targetURL = ln.URL
+		fmt.Fprintf(stderr, "ratecheck %s: no --target: attacking the embedded reference target at %s (window %v)\n", name, targetURL, plan.Window)
+	} else {
+		var err error
+		if targetURL, err = checkTarget(targetURL); err != nil {
+			return usageErr(stderr, name, "%v", err)
+		}
+	}
+	plan.Target = targetURL
+	if err := reachable(ctx, targetURL, 5*time.Second); err != nil {
+		fmt.Fprintf(stderr, "ratecheck %s: target %s is unreachable: %v\n", name, targetURL, err)
+		return exitUnreachable
+	}
+	start := time.Now()
+	arch, err := attack.CreateArchive(out, plan.Profile.Name, start)
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecheck %s: %v\n", name, err)
+		return exitUsage
+	}
+	var counts attack.Counts
+	outcomes := attack.Outcomes{}
+	planned := plan.Duration()
+	stopProgress := progress(stderr, start, planned, &counts)
+	lastFlush := time.Now()
+	runErr := plan.Run(ctx, func(r *vegeta.Result) error {
+		counts.Add(r)
+		outcomes.Add(r)
+		if err := arch.Add(r); err != nil {
+			return err
+		}
+		if time.Since(lastFlush) > 100*time.Millisecond {
+			lastFlush = time.Now()
+			return arch.Flush()
+		}
+		return nil
+	})
+	stopProgress()
+	info := plan.Info()
+	info.Embedded, info.Start, info.End, info.Seed = embedded, start.UTC(), time.Now().UTC(), seed
+	info.Host, _ = os.Hostname()
+	info.Interrupted = ctx.Err() != nil
+	if err := arch.Close(info); err != nil && runErr == nil {
+		runErr = err
+	}
+	fmt.Fprintf(stdout, "archived %d results in %s (%v)\n  %s\n", arch.Len(), arch.Dir, time.Since(start).Round(time.Millisecond), counts.String())
+	if runErr != nil {
+		fmt.Fprintf(stderr, "ratecheck %s: %v\n", name, runErr)
+		return exitUsage
+	}
+	if info.Interrupted {
+		fmt.Fprintf(stderr, "ratecheck %s: interrupted; the %d results received are archived in %s\n", name, arch.Len(), arch.Dir)
+		return exitCheckFailed
+	}
+	if bad := outcomes.Check(plan.Profile); len(bad) > 0 {
+		for _, b := range bad {
+			fmt.Fprintf(stdout, "  FAIL %s\n", b)
+		}
+		return exitCheckFailed
+	}
+	return exitOK
+}
+
+// progress prints a live line on stderr every 250 ms when it is a terminal,
+// and returns a function that stops it and ends the line.
+func progress(stderr io.Writer, start time.Time, planned time.Duration, c *attack.Counts) func() {
+	if !isTerminal(stderr) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				fmt.Fprintf(stderr, "\r\033[K")
+				return
+			case <-t.C:
+				fmt.Fprintf(stderr, "\r\033[K%v / %v  %s", time.Since(start).Round(100*time.Millisecond), planned.Round(100*time.Millisecond), c.String())
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// readArchive decodes an archive's results and run.json.
+func readArchive(t *testing.T, dir string) ([]vegeta.Result, map[string]any) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "results.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var rs []vegeta.Result
+	dec := vegeta.NewDecoder(f)
+	for {
+		var r vegeta.Result
+		if err := dec.Decode(&r); err != nil {
+			break
+		}
+		rs = append(rs, r)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info map[string]any
+	if err := json.Unmarshal(b, &info); err != nil {
+		t.Fatal(err)
+	}
+	return rs, info
+}
+
+// onlyRun returns the single run folder under out.
+func onlyRun(t *testing.T, out string) string {
+	t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join(out, "*"))
+	if len(dirs) != 1 {
+		t.Fatalf("want one run folder under %s, got %v", out, dirs)
+	}
+	return dirs[0]
+}
+
+// TestAttackErrorsProfile runs the failure-table profile against the
+// embedded target: every row's status is deterministic, so every expect holds.
+func TestAttackErrorsProfile(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := runCmd(t, "attack", "--profile", "../../profiles/errors.yaml", "--window", "2s", "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	rs, info := readArchive(t, onlyRun(t, out))
+	if len(rs) != 16 || info["results"].(float64) != 16 || info["profile"] != "errors" || info["window_ms"].(float64) != 2000 {
+		t.Errorf("%d results; run.json %v", len(rs), info)
+	}
+	if !strings.Contains(stderr, "embedded reference target") {
+		t.Errorf("stderr does not say it used the embedded target: %s", stderr)
+	}
+	for _, r := range rs {
+		if !strings.HasPrefix(r.Attack, "surface=") || !strings.Contains(r.Attack, "source=127.0.0.3") {
+			t.Errorf("result label %q lacks surface and source", r.Attack)
+		}
+		if len(r.Body) > 1024 {
+			t.Errorf("kept %d bytes of body, want at most 1024", len(r.Body))
+		}
+	}
+}
+
+// TestAttackRESTLimit runs the REST limit profile in compressed time. The
+// exact split depends on timing, so the test asserts what holds under any
+// latency: every planned request is archived, at least the limit of the
+// burst is admitted (nothing came before it), and nothing but 200 and 429
+// comes back.
+func TestAttackRESTLimit(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := runCmd(t, "attack", "--profile", "../../profiles/rest-limit.yaml", "--window", "2s", "--out", out)
+	if code != exitOK && code != exitCheckFailed {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	rs, info := readArchive(t, onlyRun(t, out))
+	if len(rs) != 257 {
+		t.Fatalf("%d results archived, want the 257 planned", len(rs))
+	}
+	if info["embedded_target"] != true || info["interrupted"] != nil {
+		t.Errorf("run.json: %v", info)
+	}
+	counts := map[uint16]int{}
+	burstAdmitted := 0
+	for _, r := range rs {
+		if r.Seq < 250 && r.Code == 200 {
+			burstAdmitted++
+		}
+		counts[r.Code]++
+	}
+	if burstAdmitted < 240 {
+		t.Errorf("%d of the burst of 250 admitted, want at least 240", burstAdmitted)
+	}
+	if counts[200]+counts[429] != 257 {
+		t.Errorf("codes %v, want only 200 and 429", counts)
+	}
+}
+
+func TestAttackUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	typo := filepath.Join(dir, "typo.yaml")
+	os.WriteFile(typo, []byte("policy: {surface: rest}\nstreams:\n  - surface: rest\n    requests: [{path: /x}]\n    pacr: {type: constant}\n"), 0o644)
+	tests := []struct {
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{[]string{"attack"}, exitUsage, "--profile is required"},
+		{[]string{"attack", "--profile", typo}, exitUsage, typo + ":5: field pacr not found in type Stream"},
+		{[]string{"attack", "--profile", "nope.yaml"}, exitUsage, "open nope.yaml: no such file or directory"},
+		{[]string{"attack", "--profile", "../../profiles/errors.yaml", "--header", "Authorization: Bearer S3CRET"}, exitUsage, "--header Authorization carries a credential"},
+		{[]string{"attack", "--profile", "../../profiles/errors.yaml", "--header", "nocolon"}, exitUsage, "want 'Name: value'"},
+		{[]string{"attack", "--profile", "../../profiles/errors.yaml", "--target", "ftp://x"}, exitUsage, "want a base URL"},
+		{[]string{"attack", "--profile", "../../profiles/errors.yaml", "--target", "http://127.0.0.1:1", "--out", dir}, exitUnreachable, "is unreachable"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args[1:], " "), func(t *testing.T) {
+			code, _, stderr := runCmd(t, tt.args...)
+			if code != tt.wantCode || !strings.Contains(stderr, tt.wantErr) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, tt.wantCode, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestAttackNeverWritesCredentials: with --allow-credentials the header is
+// sent, but its value appears in no file the run writes, nor on stdout/stderr.
+func TestAttackNeverWritesCredentials(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := runCmd(t, "attack", "--profile", "../../profiles/errors.yaml", "--window", "2s", "--out", out,
+		"--header", "Authorization: Bearer S3CRET", "--header", "X-Api-Key: S3CRET", "--allow-credentials")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stdout+stderr, "S3CRET") {
+		t.Error("the credential was printed")
+	}
+	err := filepath.Walk(out, func(path string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		b, _ := os.ReadFile(path)
+		if strings.Contains(string(b), "S3CRET") {
+			t.Errorf("%s contains the credential", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, info := readArchive(t, onlyRun(t, out))
+	if h := info["headers"].(map[string]any); h["Authorization"].([]any)[0] != "[redacted]" {
+		t.Errorf("run.json headers %v", h)
+	}
+}

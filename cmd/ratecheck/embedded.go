@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/target"
+)
+
+// startEmbedded starts the reference target in-process on a free loopback
+// port with the given window and limits (zero: the contract's), quiet.
+func startEmbedded(window time.Duration, restLimit, mcpLimit int) (*target.Listener, error) {
+	cfg := target.DefaultConfig()
+	cfg.Window = window
+	if restLimit > 0 {
+		cfg.RESTLimit = restLimit
+	}
+	if mcpLimit > 0 {
+		cfg.MCPLimit = mcpLimit
+	}
+	srv, err := target.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return target.Listen(srv, "127.0.0.1:0")
+}
+
+// checkTarget validates a --target URL.
+func checkTarget(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("--target %q: want a base URL such as http://127.0.0.1:8080", raw)
+	}
+	return strings.TrimRight(raw, "/"), nil
+}
+
+// reachable reports whether the target answers HTTP at all (any status)
+// within timeout.
+func reachable(ctx context.Context, base string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, base+"/", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.Body.Close()
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// headerFlag collects repeated --header 'K: V' flags.
+type headerFlag http.Header
+
+func (h headerFlag) String() string { return "" }
+
+func (h headerFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, ":")
+	k = strings.TrimSpace(k)
+	if !ok || k == "" || strings.ContainsAny(k, " \t") {
+		return fmt.Errorf("want 'Name: value', got %q", s)
+	}
+	http.Header(h).Add(k, strings.TrimSpace(v))
+	return nil
+}

@@ -101,52 +101,83 @@ func profileHeaders(p *attack.Profile) http.Header {
 	return h
 }
 
-// runPlan starts the embedded target if no target is given, runs the plan
-// into a new archive under out, and prints a summary.
+// runPlan runs the plan into a new archive and prints a summary; exit 1
+// when the profile's expectations fail.
 func runPlan(ctx context.Context, plan attack.Plan, targetURL, out string, seed uint64, stdout, stderr io.Writer) int {
-	const name = "attack"
+	run, code := execute(ctx, "attack", plan, targetURL, 0, 0, out, seed, stderr)
+	if run == nil {
+		return code
+	}
+	fmt.Fprintf(stdout, "archived %d results in %s (%v)\n  %s\n", run.results, run.dir, run.took.Round(time.Millisecond), run.counts.String())
+	if code != exitOK {
+		return code
+	}
+	if bad := run.outcomes.Check(plan.Profile); len(bad) > 0 {
+		for _, b := range bad {
+			fmt.Fprintf(stdout, "  FAIL %s\n", b)
+		}
+		return exitCheckFailed
+	}
+	return exitOK
+}
+
+// executed is what execute archived.
+type executed struct {
+	dir      string
+	target   string
+	results  int
+	took     time.Duration
+	counts   *attack.Counts
+	outcomes attack.Outcomes
+}
+
+// execute starts the embedded target if no target is given (with the
+// profile's policy limit, or restLimit and mcpLimit when set), checks the
+// target is reachable, runs the plan into a new archive under out with
+// progress on a terminal, and writes run.json. It returns nil and an exit
+// code when nothing was archived; otherwise the archive and exitOK, or
+// exitCheckFailed when interrupted, or exitUsage when archiving failed.
+func execute(ctx context.Context, name string, plan attack.Plan, targetURL string, restLimit, mcpLimit int, out string, seed uint64, stderr io.Writer) (*executed, int) {
 	embedded := targetURL == ""
 	if embedded {
-		limit := plan.Profile.Policy.Limit
-		restLimit, mcpLimit := 0, 0
-		switch plan.Profile.Policy.Surface {
-		case attack.REST:
-			restLimit = limit
-		case attack.MCP:
-			mcpLimit = limit
+		if restLimit == 0 && mcpLimit == 0 {
+			switch plan.Profile.Policy.Surface {
+			case attack.REST:
+				restLimit = plan.Profile.Policy.Limit
+			case attack.MCP:
+				mcpLimit = plan.Profile.Policy.Limit
+			}
 		}
 		ln, err := startEmbedded(plan.Window, restLimit, mcpLimit)
 		if err != nil {
-			return usageErr(stderr, name, "starting the embedded target: %v", err)
+			return nil, usageErr(stderr, name, "starting the embedded target: %v", err)
 		}
 		defer ln.Close()
 		targetURL = ln.URL
-		fmt.Fprintf(stderr, "ratecheck %s: no --target: attacking the embedded reference target at %s (window %v)\n", name, targetURL, plan.Window)
+		fmt.Fprintf(stderr, "ratecheck %s: no --target: using the embedded reference target at %s (window %v)\n", name, targetURL, plan.Window)
 	} else {
 		var err error
 		if targetURL, err = checkTarget(targetURL); err != nil {
-			return usageErr(stderr, name, "%v", err)
+			return nil, usageErr(stderr, name, "%v", err)
 		}
 	}
 	plan.Target = targetURL
 	if err := reachable(ctx, targetURL, 5*time.Second); err != nil {
 		fmt.Fprintf(stderr, "ratecheck %s: target %s is unreachable: %v\n", name, targetURL, err)
-		return exitUnreachable
+		return nil, exitUnreachable
 	}
 	start := time.Now()
 	arch, err := attack.CreateArchive(out, plan.Profile.Name, start)
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck %s: %v\n", name, err)
-		return exitUsage
+		return nil, exitUsage
 	}
-	var counts attack.Counts
-	outcomes := attack.Outcomes{}
-	planned := plan.Duration()
-	stopProgress := progress(stderr, start, planned, &counts)
+	run := &executed{dir: arch.Dir, target: targetURL, counts: &attack.Counts{}, outcomes: attack.Outcomes{}}
+	stopProgress := progress(stderr, start, plan.Duration(), run.counts)
 	lastFlush := time.Now()
 	runErr := plan.Run(ctx, func(r *vegeta.Result) error {
-		counts.Add(r)
-		outcomes.Add(r)
+		run.counts.Add(r)
+		run.outcomes.Add(r)
 		if err := arch.Add(r); err != nil {
 			return err
 		}
@@ -158,28 +189,23 @@ func runPlan(ctx context.Context, plan attack.Plan, targetURL, out string, seed 
 	})
 	stopProgress()
 	info := plan.Info()
+	info.Command = name
 	info.Embedded, info.Start, info.End, info.Seed = embedded, start.UTC(), time.Now().UTC(), seed
 	info.Host, _ = os.Hostname()
 	info.Interrupted = ctx.Err() != nil
 	if err := arch.Close(info); err != nil && runErr == nil {
 		runErr = err
 	}
-	fmt.Fprintf(stdout, "archived %d results in %s (%v)\n  %s\n", arch.Len(), arch.Dir, time.Since(start).Round(time.Millisecond), counts.String())
+	run.results, run.took = arch.Len(), time.Since(start)
 	if runErr != nil {
-		fmt.Fprintf(stderr, "ratecheck %s: %v\n", name, runErr)
-		return exitUsage
+		fmt.Fprintf(stderr, "ratecheck %s: %v (the %d results received are in %s)\n", name, runErr, arch.Len(), arch.Dir)
+		return run, exitUsage
 	}
 	if info.Interrupted {
 		fmt.Fprintf(stderr, "ratecheck %s: interrupted; the %d results received are archived in %s\n", name, arch.Len(), arch.Dir)
-		return exitCheckFailed
+		return run, exitCheckFailed
 	}
-	if bad := outcomes.Check(plan.Profile); len(bad) > 0 {
-		for _, b := range bad {
-			fmt.Fprintf(stdout, "  FAIL %s\n", b)
-		}
-		return exitCheckFailed
-	}
-	return exitOK
+	return run, exitOK
 }
 
 // progress prints a live line on stderr every 250 ms when it is a terminal,

@@ -41,8 +41,10 @@ type command struct {
 // commands returns the subcommands by name.
 func commands() map[string]command {
 	return map[string]command{
+		"analyze": {"judge archived runs or Vegeta results files against the documented limits", runAnalyze},
 		"attack":  {"run a scenario profile against a target and archive the results", runAttack},
 		"serve":   {"run the reference target that speaks the documented contract", runServe},
+		"verify":  {"prove the documented limits hold: probe plan, archive, analysis, verdict", runVerify},
 		"version": {"print the version", runVersion},
 	}
 }

@@ -1,0 +1,515 @@
+package analyze
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jamiealquiza/tachymeter"
+)
+
+// Check names, in report order, and the groups --checks selects them by.
+var (
+	CheckNames  = []string{"onset", "rolling", "rejected-count", "shape", "isolation", "spoof", "independence", "contract"}
+	CheckGroups = map[string][]string{
+		"limits":    {"onset", "rolling", "rejected-count", "shape"},
+		"isolation": {"isolation", "spoof", "independence"},
+		"contract":  {"contract"},
+	}
+)
+
+// Verdicts of checks, surfaces and runs.
+const (
+	Pass = "pass"
+	Fail = "fail"
+	Skip = "skip"
+)
+
+// Config says what the results are judged against.
+type Config struct {
+	// Window is the documented window (the run's, when compressed).
+	Window time.Duration
+	// Limits are the documented limits per surface.
+	Limits map[string]int
+	// Checks selects checks by name; nil means all.
+	Checks []string
+	// Target and Run are reported as given.
+	Target, Run string
+}
+
+// Verdict is the machine-readable verdict, schema 1 (DESIGN.md §4).
+type Verdict struct {
+	Schema   int              `json:"schema"`
+	Verdict  string           `json:"verdict"`
+	Target   string           `json:"target"`
+	WindowMS int64            `json:"window_ms"`
+	Run      string           `json:"run"`
+	Surfaces []SurfaceVerdict `json:"surfaces"`
+}
+
+// SurfaceVerdict is the verdict of one surface.
+type SurfaceVerdict struct {
+	Surface       string  `json:"surface"`
+	ExpectedLimit int     `json:"expected_limit"`
+	ObservedLimit *int    `json:"observed_limit"`
+	Model         string  `json:"model"`
+	RejectedCount *bool   `json:"rejected_count"`
+	Verdict       string  `json:"verdict"`
+	Checks        []Check `json:"checks"`
+}
+
+// Check is one check's verdict and evidence.
+type Check struct {
+	Name    string `json:"name"`
+	Verdict string `json:"verdict"`
+	Detail  string `json:"detail"`
+}
+
+// Report is a verdict and what a person needs beside it.
+type Report struct {
+	Verdict Verdict
+	// Surfaces holds, per surface in the verdict's order, the evidence that
+	// does not fit schema 1.
+	Surfaces []SurfaceDetail
+	Warnings []string
+}
+
+// SurfaceDetail is the evidence behind a surface's verdict.
+type SurfaceDetail struct {
+	Requests, Admitted, Refused, Faults int
+	Required200, Required429, Indet     int
+	Leaks, FalseThrottles               int
+	Fit                                 Fit
+	Latency                             *tachymeter.Metrics
+	Sources                             []string
+}
+
+// Analyze judges the input against cfg.
+func Analyze(in *Input, cfg Config) *Report {
+	rep := &Report{Verdict: Verdict{Schema: 1, Verdict: Pass, Target: cfg.Target, WindowMS: cfg.Window.Milliseconds(), Run: cfg.Run}}
+	rep.Warnings = append(rep.Warnings, in.Truncated...)
+	bySurface := map[string]map[string]*Group{}
+	for i := range in.Records {
+		r := &in.Records[i]
+		if r.Surface != REST && r.Surface != MCP {
+			continue
+		}
+		if bySurface[r.Surface] == nil {
+			bySurface[r.Surface] = map[string]*Group{}
+		}
+		g := bySurface[r.Surface][r.Source]
+		if g == nil {
+			g = &Group{Surface: r.Surface, Source: r.Source}
+			bySurface[r.Surface][r.Source] = g
+		}
+		g.Records = append(g.Records, r)
+	}
+	for _, sf := range []string{REST, MCP} {
+		groups := bySurface[sf]
+		if groups == nil {
+			continue
+		}
+		other := bySurface[map[string]string{REST: MCP, MCP: REST}[sf]]
+		sv, sd := analyzeSurface(sf, groups, other, cfg)
+		rep.Verdict.Surfaces = append(rep.Verdict.Surfaces, sv)
+		rep.Surfaces = append(rep.Surfaces, sd)
+		if sv.Verdict == Fail {
+			rep.Verdict.Verdict = Fail
+		}
+	}
+	if len(rep.Verdict.Surfaces) == 0 {
+		rep.Verdict.Verdict = Fail
+		rep.Warnings = append(rep.Warnings, "no REST or MCP requests in the input")
+	}
+	return rep
+}
+
+func limitOf(cfg Config, surface string) int {
+	if l := cfg.Limits[surface]; l > 0 {
+		return l
+	}
+	if surface == MCP {
+		return 120
+	}
+	return 240
+}
+
+// at formats a record's send time relative to t0.
+func at(r *Record, t0 int64) string {
+	return "+" + time.Duration(r.Start-t0).Round(time.Millisecond).String()
+}
+
+func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (SurfaceVerdict, SurfaceDetail) {
+	L, W := limitOf(cfg, sf), cfg.Window
+	sv := SurfaceVerdict{Surface: sf, ExpectedLimit: L, Model: FamilyUnknown, Verdict: Pass}
+	var sd SurfaceDetail
+	tach := tachymeter.New(&tachymeter.Config{Size: 100000, HBins: 10})
+	var t0 int64 = 1<<63 - 1
+	var srcs []string
+	for src, g := range groups {
+		srcs = append(srcs, src)
+		t0 = min(t0, g.Records[0].Start)
+	}
+	sort.Strings(srcs)
+	sd.Sources = srcs
+	// The primary group is the one the limit probes came from: the most
+	// refusals, then the most requests.
+	var primary *Group
+	refusalsOf := func(g *Group) int {
+		n := 0
+		for _, r := range g.Records {
+			if refused(r) {
+				n++
+			}
+		}
+		return n
+	}
+	for _, src := range srcs {
+		g := groups[src]
+		if primary == nil || refusalsOf(g) > refusalsOf(primary) || (refusalsOf(g) == refusalsOf(primary) && len(g.Records) > len(primary.Records)) {
+			primary = g
+		}
+	}
+	judged := map[string][]Judgement{}
+	var shapeBad, shapeN int
+	var extras []string
+	for _, src := range srcs {
+		g := groups[src]
+		js := Model(*g, L, W)
+		judged[src] = js
+		for _, r := range g.Records {
+			sd.Requests++
+			tach.AddTime(r.Latency())
+			switch {
+			case refused(r):
+				sd.Refused++
+				shapeN++
+				if !shapeOK(sf, r.Body) {
+					shapeBad++
+				}
+				if r.RetryAfter != "" && !slices.Contains(extras, "Retry-After: "+r.RetryAfter) && len(extras) < 3 {
+					extras = append(extras, "Retry-After: "+r.RetryAfter)
+				}
+				if r.RateLimit != "" && !slices.Contains(extras, "RateLimit: "+r.RateLimit) && len(extras) < 3 {
+					extras = append(extras, "RateLimit: "+r.RateLimit)
+				}
+			case admitted(r):
+				sd.Admitted++
+			default:
+				sd.Faults++
+			}
+		}
+		for _, j := range js {
+			switch j.Required {
+			case Require200:
+				sd.Required200++
+			case Require429:
+				sd.Required429++
+			default:
+				sd.Indet++
+			}
+		}
+	}
+	m := tach.Calc()
+	sd.Latency = m
+	// observed limit, family and refusal counting, from the primary group
+	obs, anyRefused := ObservedLimit(*primary, W)
+	if anyRefused {
+		sv.ObservedLimit = &obs
+	}
+	sd.Fit = FitFamily(*primary, L, W)
+	pj := judged[primary.Source]
+	required429 := 0
+	for _, j := range pj {
+		if j.Required == Require429 {
+			required429++
+		}
+	}
+	switch {
+	case !anyRefused && required429 == 0:
+		sv.Model = FamilyUnknown
+	case !anyRefused:
+		sv.Model = FamilyNone
+	default:
+		sv.Model = sd.Fit.Best.Family
+		if sv.Model == FamilyNone {
+			sv.Model = FamilyUnknown
+		}
+	}
+
+	checks := map[string]Check{}
+	add := func(name, verdict, format string, args ...any) {
+		checks[name] = Check{Name: name, Verdict: verdict, Detail: fmt.Sprintf(format, args...)}
+	}
+	// onset: the first episode, up to the first refusal's response. It
+	// fails only on what is proven: an admission past L, a refusal below L,
+	// or no refusal although the window provably exceeded L.
+	var firstRefusalEnd int64 = 1<<63 - 1
+	for _, r := range primary.Records {
+		if refused(r) {
+			firstRefusalEnd = min(firstRefusalEnd, r.End)
+		}
+	}
+	onsetLeaks, onsetFalse, onsetIndet := 0, 0, 0
+	for _, j := range pj {
+		r := primary.Records[j.Index]
+		if r.Start > firstRefusalEnd || r.Stream == "spoof" {
+			continue
+		}
+		switch {
+		case j.Leak:
+			onsetLeaks++
+		case j.FalseThrottle:
+			onsetFalse++
+		case j.Required == Indeterminate:
+			onsetIndet++
+		}
+	}
+	switch {
+	case !anyRefused && required429 == 0:
+		add("onset", Skip, "no window from %s held more than %d requests, so no 429 was due", primary.Source, L)
+	case !anyRefused:
+		add("onset", Fail, "no 429 at all from %s although %d requests provably exceeded %d in one window: no limit enforced", primary.Source, required429, L)
+	case onsetLeaks > 0:
+		add("onset", Fail, "from %s %d requests were admitted past %d in one window before the first 429 (observed_limit %d)", primary.Source, onsetLeaks, L, obs)
+	case onsetFalse > 0:
+		add("onset", Fail, "from %s 429s began before %d requests could have been in one window (observed_limit %d)", primary.Source, L, obs)
+	case obs == L:
+		add("onset", Pass, "from %s the first 429 came after exactly %d admitted in one window (observed_limit %d)", primary.Source, L, obs)
+	default:
+		add("onset", Pass, "from %s observed_limit %d, within the timing uncertainty: %d requests of the onset could be counted in either window; none provably broke %d", primary.Source, obs, onsetIndet, L)
+	}
+	// rolling: leaks and false throttles of the primary group's limit probes
+	var leaks, falses []string
+	for _, j := range pj {
+		r := primary.Records[j.Index]
+		if r.Stream == "spoof" {
+			continue
+		}
+		if j.Leak {
+			sd.Leaks++
+			if len(leaks) < 2 {
+				leaks = append(leaks, fmt.Sprintf("%s admitted with %d others surely in its window", at(r, t0), j.Definite))
+			}
+		}
+		if j.FalseThrottle {
+			sd.FalseThrottles++
+			if len(falses) < 2 {
+				falses = append(falses, fmt.Sprintf("%s refused with at most %d others in its window", at(r, t0), j.Definite+j.Ambiguous))
+			}
+		}
+	}
+	ew := fmt.Sprintf("effective window %v (documented %v)", sd.Fit.EffectiveWindow.Round(time.Millisecond), W)
+	indet := 0
+	for _, j := range pj {
+		if j.Required == Indeterminate {
+			indet++
+		}
+	}
+	if sd.Leaks+sd.FalseThrottles == 0 {
+		add("rolling", Pass, "%d requests from %s: 0 leaks, 0 false throttles (%d indeterminate); %s", len(pj), primary.Source, indet, ew)
+	} else {
+		add("rolling", Fail, "%d leaks (%s), %d false throttles (%s) against %d per %v; %s",
+			sd.Leaks, strings.Join(leaks, "; "), sd.FalseThrottles, strings.Join(falses, "; "), L, W, ew)
+	}
+	// rejected-count: proven either way by requests that only one reading
+	// of refusals explains.
+	countsProof, forgetsProof := 0, 0
+	for _, j := range pj {
+		r := primary.Records[j.Index]
+		if refused(r) && 1+j.PossibleAdmitted <= L && !j.FalseThrottle {
+			countsProof++ // a limiter that forgot refusals had to admit it
+		}
+		if j.Leak && 1+j.DefiniteAdmitted <= L {
+			forgetsProof++ // admitted although the refusals alone filled the window
+		}
+	}
+	switch {
+	case forgetsProof > 0:
+		no := false
+		sv.RejectedCount = &no
+		add("rejected-count", Fail, "%d requests were admitted while refused requests filled the window: refusals do not count (the contract says they do); best fit %s", forgetsProof, sd.Fit.Best)
+	case countsProof > 0:
+		yes := true
+		sv.RejectedCount = &yes
+		add("rejected-count", Pass, "%d refusals are explained only by counting refused requests, as documented; best fit %s", countsProof, sd.Fit.Best)
+	default:
+		add("rejected-count", Skip, "no request proves either way whether refusals count (timing too uncertain, or the plan did not flood); best fit %s", sd.Fit.Best)
+	}
+	// shape
+	hdrs := ""
+	if len(extras) > 0 {
+		hdrs = "; the target also sent " + strings.Join(extras, ", ")
+	}
+	want := map[string]string{REST: `{"error":{"code":"rate_limited"}}`, MCP: "JSON-RPC error -32603"}[sf]
+	switch {
+	case shapeN == 0:
+		add("shape", Skip, "no 429 to inspect")
+	case shapeBad == 0:
+		add("shape", Pass, "all %d refusals carry %s%s", shapeN, want, hdrs)
+	default:
+		add("shape", Fail, "%d of %d refusals lack %s%s", shapeBad, shapeN, want, hdrs)
+	}
+	// isolation: another address is refused though its own window provably
+	// allowed it (fail), or admitted while the primary address was provably
+	// over its limit (pass).
+	if len(srcs) < 2 {
+		add("isolation", Skip, "one source address only (%s): isolation needs a second (--sources)", primary.Source)
+	} else {
+		var bad []string
+		proven := 0
+		for _, src := range srcs {
+			if src == primary.Source {
+				continue
+			}
+			g := groups[src]
+			for _, j := range judged[src] {
+				r := g.Records[j.Index]
+				if j.FalseThrottle {
+					bad = append(bad, fmt.Sprintf("%s refused at %s with at most %d in its own window", src, at(r, t0), j.Definite+j.Ambiguous))
+				}
+				if admitted(r) && refusedBefore(primary, r, W, L) {
+					proven++
+				}
+			}
+		}
+		switch {
+		case len(bad) > 0:
+			add("isolation", Fail, "another address shares the budget of %s: %s", primary.Source, strings.Join(bad[:min(2, len(bad))], "; "))
+		case proven == 0:
+			add("isolation", Skip, "no request from another address went out while %s was provably over its limit (timing too uncertain)", primary.Source)
+		default:
+			add("isolation", Pass, "%d requests from other addresses were admitted while %s was provably over its limit", proven, primary.Source)
+		}
+	}
+	// spoof: a probe with forged forwarding headers admitted although a
+	// refusal of its real address came back before it was sent and too few
+	// requests could have aged out since for the window to drop below L.
+	spoofN, spoofLeaks, spoofProven := 0, 0, 0
+	for _, j := range pj {
+		r := primary.Records[j.Index]
+		if r.Stream != "spoof" {
+			continue
+		}
+		spoofN++
+		if !admitted(r) {
+			if j.Required == Require429 || refusedBefore(primary, r, W, L) {
+				spoofProven++
+			}
+			continue
+		}
+		if j.Required == Require429 || refusedBefore(primary, r, W, L) {
+			spoofLeaks++
+		}
+	}
+	switch {
+	case spoofN == 0:
+		add("spoof", Skip, "no probe with forged forwarding headers")
+	case spoofLeaks > 0:
+		add("spoof", Fail, "%d of %d probes with forged X-Forwarded-For, Forwarded or X-Real-IP were admitted while %s was provably over its limit: the target trusts forwarding headers", spoofLeaks, spoofN, primary.Source)
+	case spoofProven == 0:
+		add("spoof", Skip, "no forged-header probe went out while %s was provably over its limit (timing too uncertain)", primary.Source)
+	default:
+		add("spoof", Pass, "%d probes with forged X-Forwarded-For, Forwarded or X-Real-IP were refused like their real address", spoofProven)
+	}
+	// independence: refusals explained only by the other surface's traffic
+	og := other[primary.Source]
+	if og == nil {
+		add("independence", Skip, "the other surface was not exercised from %s", primary.Source)
+	} else {
+		explained := 0
+		for _, j := range pj {
+			if !j.FalseThrottle {
+				continue
+			}
+			r := primary.Records[j.Index]
+			if 1+j.Definite+definiteIn(og, r, W) >= L+1 {
+				explained++
+			}
+		}
+		if explained > 0 {
+			add("independence", Fail, "%d refusals on %s from %s are explained only by counting the other surface's requests: the surfaces share a counter", explained, sf, primary.Source)
+		} else {
+			add("independence", Pass, "traffic on the other surface from %s did not count toward this one", primary.Source)
+		}
+	}
+	// contract
+	var rows, bad []string
+	for _, row := range ContractRows {
+		if row.Surface != sf {
+			continue
+		}
+		for _, src := range srcs {
+			for _, r := range groups[src].Records {
+				if r.Stream != row.Stream {
+					continue
+				}
+				rows = append(rows, row.Stream)
+				if p := checkRow(row, r); p != "" {
+					bad = append(bad, fmt.Sprintf("%s (%s): %s", row.Stream, row.What, p))
+				}
+			}
+		}
+	}
+	switch {
+	case len(rows) == 0:
+		add("contract", Skip, "no contract probe on this surface")
+	case len(bad) > 0:
+		add("contract", Fail, "%d of %d rows wrong: %s", len(bad), len(rows), strings.Join(bad, "; "))
+	default:
+		add("contract", Pass, "all %d failure-table rows answer as documented and are classified as answers, not retried", len(rows))
+	}
+
+	selected := cfg.Checks
+	if selected == nil {
+		selected = CheckNames
+	}
+	for _, name := range CheckNames {
+		if !slices.Contains(selected, name) {
+			continue
+		}
+		c := checks[name]
+		sv.Checks = append(sv.Checks, c)
+		if c.Verdict == Fail {
+			sv.Verdict = Fail
+		}
+	}
+	return sv, sd
+}
+
+// refusedBefore reports whether g's window surely held more than L
+// requests when r was counted, from the server's own refusals: some refused
+// request i of g came back before r was sent (so at least L+1 requests were
+// counted by then), and fewer than L+1 of g's requests were sent early
+// enough to have aged out of r's window since.
+func refusedBefore(g *Group, r *Record, w time.Duration, limit int) bool {
+	var lastRefusal *Record
+	for _, i := range g.Records {
+		if refused(i) && i.End <= r.Start && (lastRefusal == nil || i.End > lastRefusal.End) {
+			lastRefusal = i
+		}
+	}
+	if lastRefusal == nil {
+		return false
+	}
+	agedOut := 0
+	for _, k := range g.Records {
+		if k.Start <= r.End-int64(w) {
+			agedOut++
+		}
+	}
+	return limit+1-agedOut >= limit
+}
+
+// definiteIn counts the sure requests of g definitely in r's window.
+func definiteIn(g *Group, r *Record, w time.Duration) int {
+	n := 0
+	for _, i := range g.Records {
+		if sure(i) && i.End <= r.Start && i.Start > r.End-int64(w) {
+			n++
+		}
+	}
+	return n
+}

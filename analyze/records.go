@@ -1,0 +1,184 @@
+// Package analyze judges Vegeta results against a documented rate limit:
+// the uncertainty-interval model of each (surface, source) group, the
+// limiter family that fits, the checks of a verdict and a latency summary.
+// It judges results, never how they were made: it does not import the
+// attack engine or the reference target.
+package analyze
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// Surfaces of the contract.
+const (
+	REST = "rest"
+	MCP  = "mcp"
+)
+
+// Record is what the analyzer keeps of one result.
+type Record struct {
+	Surface, Source, Stream string
+	// Start is the send start (Unix ns), End the arrival of the response.
+	Start, End int64
+	Code       uint16
+	// Body is kept (capped) only for refusals and contract probes.
+	Body []byte
+	// Allow, RetryAfter and RateLimit are response headers reported beside
+	// what was observed.
+	Allow, RetryAfter, RateLimit string
+	File                         int // index of the input file
+}
+
+// Latency returns the record's latency.
+func (r *Record) Latency() time.Duration { return time.Duration(r.End - r.Start) }
+
+// Input is the results of one or more runs, merged by send time.
+type Input struct {
+	Records []Record
+	// Runs holds run.json of each run folder read, when present.
+	Runs []RunInfo
+	// Files are the results files read.
+	Files []string
+	// Recovered counts records read from files that ended mid-record.
+	Truncated []string
+}
+
+// RunInfo is the part of an archive's run.json the analyzer uses.
+type RunInfo struct {
+	Target   string    `json:"target"`
+	WindowMS int64     `json:"window_ms"`
+	Start    time.Time `json:"start"`
+	Policy   struct {
+		Surface string `json:"surface"`
+		Limit   int    `json:"limit"`
+	} `json:"policy"`
+	Dir string `json:"-"`
+}
+
+const keepBody = 1024
+
+// Read reads run folders (holding results.bin and run.json) or results
+// files in any format Vegeta writes (gob, JSON, CSV), and merges them by
+// send time.
+func Read(paths []string) (*Input, error) {
+	in := &Input{}
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		file := p
+		if fi.IsDir() {
+			file = filepath.Join(p, "results.bin")
+			if b, err := os.ReadFile(filepath.Join(p, "run.json")); err == nil {
+				var ri RunInfo
+				if err := json.Unmarshal(b, &ri); err != nil {
+					return nil, fmt.Errorf("%s: %w", filepath.Join(p, "run.json"), err)
+				}
+				ri.Dir = p
+				in.Runs = append(in.Runs, ri)
+			}
+		}
+		if err := in.readFile(file); err != nil {
+			return nil, err
+		}
+	}
+	sort.SliceStable(in.Records, func(i, j int) bool { return in.Records[i].Start < in.Records[j].Start })
+	return in, nil
+}
+
+func (in *Input) readFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	idx := len(in.Files)
+	in.Files = append(in.Files, path)
+	dec := vegeta.DecoderFor(bufio.NewReaderSize(f, 1<<20))
+	if dec == nil {
+		return fmt.Errorf("%s: not a Vegeta results file (gob, JSON or CSV)", path)
+	}
+	var r vegeta.Result
+	n := 0
+	for {
+		r = vegeta.Result{}
+		err := dec.Decode(&r)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if n > 0 && (errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "unexpected EOF")) {
+				in.Truncated = append(in.Truncated, fmt.Sprintf("%s: ends mid-record; read the %d complete records before it", path, n))
+				break
+			}
+			return fmt.Errorf("%s: record %d: %w", path, n+1, err)
+		}
+		n++
+		in.Records = append(in.Records, toRecord(&r, idx))
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: no results", path)
+	}
+	return nil
+}
+
+// toRecord keeps what the analyzer needs of a result.
+func toRecord(r *vegeta.Result, file int) Record {
+	rec := Record{Start: r.Timestamp.UnixNano(), Code: r.Code, File: file}
+	rec.End = rec.Start + int64(r.Latency)
+	for _, f := range strings.Fields(r.Attack) {
+		k, v, _ := strings.Cut(f, "=")
+		switch k {
+		case "surface":
+			rec.Surface = v
+		case "source":
+			rec.Source = v
+		case "stream":
+			rec.Stream = v
+		}
+	}
+	if rec.Surface == "" {
+		rec.Surface = surfaceOf(r.URL)
+	}
+	if rec.Source == "" {
+		rec.Source = "default"
+	}
+	if r.Code == 429 || isContractStream(rec.Stream) {
+		rec.Body = r.Body[:min(len(r.Body), keepBody)]
+	}
+	if r.Headers != nil {
+		rec.Allow = r.Headers.Get("Allow")
+		rec.RetryAfter = r.Headers.Get("Retry-After")
+		rec.RateLimit = strings.TrimSpace(r.Headers.Get("RateLimit") + " " + r.Headers.Get("RateLimit-Policy"))
+	}
+	return rec
+}
+
+// surfaceOf infers the surface of a result from its URL, for results files
+// written without ratecheck's labels (the Vegeta CLI's, say).
+func surfaceOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "other"
+	}
+	switch {
+	case strings.HasPrefix(u.Path, "/api/public/"):
+		return REST
+	case u.Path == "/mcp":
+		return MCP
+	}
+	return "other"
+}

@@ -1,0 +1,102 @@
+package attack
+
+import (
+	"fmt"
+
+	"github.com/connectbyjbrh/ratecheck/profiles"
+)
+
+// VerifyOptions shape the probe plan of verify.
+type VerifyOptions struct {
+	RESTLimit, MCPLimit int
+	// Sources are the limit source, the isolation source and the contract
+	// source, in that order; fewer are allowed (isolation then has no
+	// second address, and contract probes go out last from the last one).
+	Sources []string
+	// Limits, Isolation and Contract select the probe groups.
+	Limits, Isolation, Contract bool
+}
+
+// VerifyProfile returns the probe plan of DESIGN.md §3 for both surfaces in
+// parallel: per surface, L requests over [0, 0.03w] and one more at 0.04w
+// (onset), forged forwarding headers and a second address around 0.045w
+// (spoof, isolation), L refused requests over [0.05w, 0.10w] (do refusals
+// count?), probes every 0.02w from 0.12w to 1.2w and every 0.005w across
+// [w, 1.1w] (window length, recovery edge), and the failure-table probes of
+// errors.yaml from their own address.
+func VerifyProfile(o VerifyOptions) (*Profile, error) {
+	p := &Profile{Name: "verify", Description: "verify probe plan", Policy: Policy{Surface: "both", Window: Span{D: 60e9}}}
+	src := func(i int) []string {
+		if len(o.Sources) == 0 {
+			return nil
+		}
+		return []string{o.Sources[min(i, len(o.Sources)-1)]}
+	}
+	once := func(n int) PacerSpec {
+		return PacerSpec{Type: "constant", Rate: Rate{N: 2000, Per: Span{D: 1e9}}, Count: n}
+	}
+	for _, sf := range []struct {
+		surface string
+		limit   int
+		req     Request
+	}{
+		{REST, o.RESTLimit, Request{Path: "/api/public/search", Query: map[string]string{"q": "rate limits", "limit": "5"}}},
+		{MCP, o.MCPLimit, Request{RPC: "tools/call", Params: map[string]any{"name": "search", "arguments": map[string]any{"query": "rate limits", "limit": 5}}}},
+	} {
+		L := sf.limit
+		stream := func(name string, sources []string, start float64, pacer PacerSpec, reqs ...Request) Stream {
+			if len(reqs) == 0 {
+				reqs = []Request{sf.req}
+			}
+			return Stream{Name: name, Surface: sf.surface, Sources: sources, Start: Span{W: start}, Requests: reqs, Pacer: pacer}
+		}
+		if o.Limits || o.Isolation {
+			p.Streams = append(p.Streams,
+				stream("onset", src(0), 0, PacerSpec{Type: "burst-then-probe", Burst: L, Over: Span{W: 0.03}}),
+				stream("over", src(0), 0.04, once(1)),
+				stream("flood", src(0), 0.05, PacerSpec{Type: "burst-then-probe", Burst: L, Over: Span{W: 0.05}}),
+				stream("probe", src(0), 0.12, PacerSpec{Type: "constant", Rate: Rate{N: 50, Per: Span{W: 1}}, Duration: Span{W: 1.08}}),
+				stream("edge", src(0), 1.0, PacerSpec{Type: "constant", Rate: Rate{N: 200, Per: Span{W: 1}}, Duration: Span{W: 0.1}}))
+		}
+		if o.Isolation {
+			spoofed := func(k, v string) Request {
+				r := sf.req
+				r.Headers = map[string]string{k: v}
+				return r
+			}
+			p.Streams = append(p.Streams,
+				stream("spoof", src(0), 0.045, once(3), spoofed("X-Forwarded-For", "198.51.100.7"),
+					spoofed("Forwarded", "for=198.51.100.7"), spoofed("X-Real-IP", "198.51.100.7")))
+			if len(o.Sources) >= 2 {
+				p.Streams = append(p.Streams, stream("isolation", src(1), 0.045, once(3)))
+			}
+		}
+	}
+	if o.Contract {
+		rows, err := LoadEmbedded("errors.yaml")
+		if err != nil {
+			return nil, err
+		}
+		start := 0.2
+		if len(o.Sources) < 2 {
+			start = 1.25 // from the limit address, once its budget is back
+		}
+		for _, s := range rows.Streams {
+			s.Sources, s.Start, s.Expect = src(2), Span{W: start}, nil
+			p.Streams = append(p.Streams, s)
+		}
+	}
+	if len(p.Streams) == 0 {
+		return nil, fmt.Errorf("no check group selected")
+	}
+	return p, nil
+}
+
+// LoadEmbedded loads a shipped profile by file name.
+func LoadEmbedded(name string) (*Profile, error) {
+	b, err := profiles.FS.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	return ParseProfile("profiles/"+name, b)
+}

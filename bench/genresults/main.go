@@ -1,0 +1,65 @@
+// Command genresults writes a synthetic Vegeta results file (gob) for the
+// analyzer benchmark: N results of a flood from a few addresses against
+// both surfaces, one request per millisecond, the limit enforced by a
+// rolling window, as the reference target would answer.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+func main() {
+	n := flag.Int("n", 1000000, "number of results")
+	out := flag.String("o", "results.bin", "output file")
+	flag.Parse()
+	f, err := os.Create(*out)
+	if err != nil {
+		log.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	enc := vegeta.NewEncoder(w)
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	const window = time.Minute
+	logs := map[string][]time.Time{}
+	for i := range *n {
+		surface, url, limit := "rest", "http://127.0.0.1:8080/api/public/search?q=rate", 240
+		if i%3 == 2 {
+			surface, url, limit = "mcp", "http://127.0.0.1:8080/mcp", 120
+		}
+		src := fmt.Sprintf("127.0.0.%d", 1+i%5)
+		ts := t0.Add(time.Duration(i) * time.Millisecond)
+		key := surface + src
+		var kept []time.Time
+		for _, t := range logs[key] {
+			if ts.Sub(t) < window {
+				kept = append(kept, t)
+			}
+		}
+		code, body := uint16(200), []byte(`{"results":[]}`)
+		if len(kept) >= limit {
+			code, body = 429, []byte(`{"error":{"code":"rate_limited"}}`)
+		}
+		if len(kept) >= limit {
+			kept = kept[len(kept)-limit+1:]
+		}
+		logs[key] = append(kept, ts)
+		r := vegeta.Result{Attack: "surface=" + surface + " source=" + src + " stream=flood", Seq: uint64(i), Code: code,
+			Timestamp: ts, Latency: 300 * time.Microsecond, Method: "GET", URL: url, Body: body, BytesIn: uint64(len(body))}
+		if err := enc.Encode(&r); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		log.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/analyze"
+)
+
+const analyzeHelp = `
+Analyze archived runs (run folders under results/) or any Vegeta results
+files (gob, JSON or CSV, including ones the Vegeta CLI wrote: the surface is
+inferred from the URL when no ratecheck label says it). Several paths, from
+several machines, merge by timestamp. Prints the same tables as verify, or
+schema-1 JSON with --json.
+
+The window defaults to the one recorded in run.json, else 60s.
+
+Exit codes: 0 verified, 1 a check failed, 2 bad usage or unreadable input.
+`
+
+func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	var (
+		window    time.Duration
+		restLimit int
+		mcpLimit  int
+		checksArg string
+		asJSON    bool
+	)
+	fs := newFlagSet("analyze", "[flags] PATH...", analyzeHelp, stderr)
+	fs.DurationVar(&window, "window", 0, "the window the run was made with (default: run.json's, else 60s)")
+	fs.IntVar(&restLimit, "rest-limit", 240, "documented REST requests per window and address")
+	fs.IntVar(&mcpLimit, "mcp-limit", 120, "documented MCP calls per window and address")
+	fs.StringVar(&checksArg, "checks", "limits,isolation,contract", "comma-separated check `groups`: limits, isolation, contract")
+	fs.BoolVar(&asJSON, "json", false, "print the schema-1 JSON verdict on stdout instead of tables")
+	if err := fs.Parse(args); err != nil {
+		if err.Error() == "flag: help requested" {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() == 0 {
+		return usageErr(stderr, "analyze", "name at least one run folder or results file")
+	}
+	if restLimit < 1 || mcpLimit < 1 || window < 0 {
+		return usageErr(stderr, "analyze", "--rest-limit and --mcp-limit must be at least 1, --window positive")
+	}
+	_, checks, err := parseChecks(checksArg)
+	if err != nil {
+		return usageErr(stderr, "analyze", "--checks: %v", err)
+	}
+	in, err := analyze.Read(fs.Args())
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecheck analyze: %v\n", err)
+		return exitUsage
+	}
+	cfg := analyze.Config{Window: window, Limits: map[string]int{analyze.REST: restLimit, analyze.MCP: mcpLimit}, Checks: checks}
+	if len(in.Runs) > 0 {
+		cfg.Target, cfg.Run = in.Runs[0].Target, in.Runs[0].Dir
+		if cfg.Window == 0 {
+			cfg.Window = time.Duration(in.Runs[0].WindowMS) * time.Millisecond
+		}
+	} else {
+		cfg.Run = fs.Arg(0)
+	}
+	if cfg.Window == 0 {
+		cfg.Window = time.Minute
+	}
+	return printVerdict(analyze.Analyze(in, cfg), asJSON, stdout, stderr)
+}

@@ -1,0 +1,86 @@
+// Package report renders verdicts for people and machines: tables, JSON.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+
+	"github.com/connectbyjbrh/ratecheck/analyze"
+)
+
+// JSON writes the schema-1 verdict, indented, with a trailing newline.
+func JSON(w io.Writer, rep *analyze.Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep.Verdict)
+}
+
+// Tables writes, per surface, a summary line, a table of checks with verdict
+// and evidence, and a latency line, then the overall verdict.
+func Tables(w io.Writer, rep *analyze.Report) error {
+	v := rep.Verdict
+	for _, warn := range rep.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	for i, s := range v.Surfaces {
+		d := rep.Surfaces[i]
+		observed := "none refused"
+		if s.ObservedLimit != nil {
+			observed = strconv.Itoa(*s.ObservedLimit)
+		}
+		rc := "unknown"
+		if s.RejectedCount != nil {
+			rc = strconv.FormatBool(*s.RejectedCount)
+		}
+		fmt.Fprintf(w, "\n%s  %s: expected limit %d, observed %s, model %s, refused requests count: %s\n",
+			strings.ToUpper(s.Verdict), strings.ToUpper(s.Surface), s.ExpectedLimit, observed, s.Model, rc)
+		fmt.Fprintf(w, "  %d requests from %s: %d admitted, %d refused, %d faults; required 200: %d, required 429: %d, indeterminate: %d\n",
+			d.Requests, strings.Join(d.Sources, ", "), d.Admitted, d.Refused, d.Faults, d.Required200, d.Required429, d.Indet)
+		t := tablewriter.NewWriter(w)
+		t.Header("check", "verdict", "evidence")
+		for _, c := range s.Checks {
+			if err := t.Append(c.Name, c.Verdict, wrap(c.Detail, 90)); err != nil {
+				return err
+			}
+		}
+		if err := t.Render(); err != nil {
+			return err
+		}
+		if m := d.Latency; m != nil && m.Count > 0 {
+			r := func(d time.Duration) string { return d.Round(10 * time.Microsecond).String() }
+			fmt.Fprintf(w, "  latency: min %s  p50 %s  p95 %s  p99 %s  max %s\n", r(m.Time.Min), r(m.Time.P50), r(m.Time.P95), r(m.Time.P99), r(m.Time.Max))
+		}
+	}
+	fmt.Fprintf(w, "\nverdict: %s (window %v", strings.ToUpper(v.Verdict), time.Duration(v.WindowMS)*time.Millisecond)
+	if v.Run != "" {
+		fmt.Fprintf(w, ", run %s", v.Run)
+	}
+	fmt.Fprintln(w, ")")
+	return nil
+}
+
+// wrap breaks s into lines of at most n bytes at spaces.
+func wrap(s string, n int) string {
+	var b strings.Builder
+	line := 0
+	for i, word := range strings.Fields(s) {
+		if i > 0 {
+			if line+1+len(word) > n {
+				b.WriteByte('\n')
+				line = 0
+			} else {
+				b.WriteByte(' ')
+				line++
+			}
+		}
+		b.WriteString(word)
+		line += len(word)
+	}
+	return b.String()
+}

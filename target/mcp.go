@@ -205,7 +205,7 @@ func (s *Server) refuseMCP(w http.ResponseWriter, r *http.Request, reqID string)
 		_ = json.Unmarshal(b, &req)
 	}
 	e := &rpcError{http.StatusTooManyRequests, CodeInternalError,
-		fmt.Sprintf("rate limited: more than %d calls in the last %v", s.mcp.Limit(), s.cfg.Window)}
+		fmt.Sprintf("rate limited: more than %d calls in the last %v", s.mcpLim.Limit(), s.cfg.Window)}
 	s.logf(r, surfaceMCP, req.Method, e.Status, strconv.Itoa(e.Code), idString(req.ID, reqID))
 	writeJSON(w, e.Status, rpcResponse{JSONRPC: "2.0", ID: nullID(req.ID), Error: e})
 }

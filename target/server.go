@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -53,18 +54,23 @@ func DefaultConfig() Config {
 // Server is the reference target. It is an [http.Handler] and is safe for
 // concurrent use.
 type Server struct {
-	cfg    Config
-	rest   *Limiter
-	mcp    *Limiter
-	corpus *corpus
-	faults *faultSource
-	log    *slog.Logger
-	mux    *http.ServeMux
-	reqID  atomic.Uint64
+	cfg     Config
+	restLim *Limiter
+	mcpLim  *Limiter
+	corpus  *corpus
+	faults  *faultSource
+	log     *slog.Logger
+	rest    http.HandlerFunc
+	mcp     http.HandlerFunc
+	reqID   atomic.Uint64
 	// tooMany is the REST 429 body, built once: under a flood almost every
 	// answer is this one.
-	tooMany []byte
+	tooMany    []byte
+	tooManyLen []string
 }
+
+// jsonContentType is shared by every answer's header map: never mutated.
+var jsonContentType = []string{"application/json"}
 
 // New returns a reference target configured by cfg.
 func New(cfg Config) (*Server, error) {
@@ -80,28 +86,33 @@ func New(cfg Config) (*Server, error) {
 		start := time.Now()
 		cfg.Clock = func() time.Duration { return time.Since(start) }
 	}
-	s := &Server{cfg: cfg, rest: rest, mcp: mcp, corpus: loadCorpus(), faults: newFaultSource(cfg.Faults, cfg.Seed)}
+	s := &Server{cfg: cfg, restLim: rest, mcpLim: mcp, corpus: loadCorpus(), faults: newFaultSource(cfg.Faults, cfg.Seed)}
 	s.tooMany, _ = json.Marshal(restError("rate_limited",
 		fmt.Sprintf("more than %d requests in the last %v from your address", cfg.RESTLimit, cfg.Window)))
 	s.tooMany = append(s.tooMany, '\n')
+	s.tooManyLen = []string{strconv.Itoa(len(s.tooMany))}
 	if cfg.Log != nil {
 		s.log = slog.New(slog.NewTextHandler(cfg.Log, nil))
 	}
-	s.mux = http.NewServeMux()
-	s.mux.HandleFunc("/api/public/", s.limited(surfaceREST, s.serveREST))
-	s.mux.HandleFunc("/mcp", s.limited(surfaceMCP, s.serveMCP))
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, restError("not_found", "no such route: the surfaces are /api/public/ and /mcp"))
-	})
+	s.rest = s.limited(surfaceREST, s.serveREST)
+	s.mcp = s.limited(surfaceMCP, s.serveMCP)
 	return s, nil
 }
 
 // Config returns the configuration the server runs with.
 func (s *Server) Config() Config { return s.cfg }
 
-// ServeHTTP implements [http.Handler].
+// ServeHTTP implements [http.Handler]: /api/public/* is the REST surface,
+// /mcp the MCP endpoint, anything else a plain 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mux.ServeHTTP(w, r)
+	switch p := r.URL.Path; {
+	case strings.HasPrefix(p, "/api/public/"):
+		s.rest(w, r)
+	case p == "/mcp":
+		s.mcp(w, r)
+	default:
+		writeJSON(w, http.StatusNotFound, restError("not_found", "no such route: the surfaces are /api/public/ and /mcp"))
+	}
 }
 
 type surface string
@@ -125,13 +136,13 @@ func ClientAddr(r *http.Request) string {
 // limiter: every request that reaches the surface is counted, whatever it
 // is answered.
 func (s *Server) limited(sf surface, next func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
-	lim := s.rest
+	lim := s.restLim
 	if sf == surfaceMCP {
-		lim = s.mcp
+		lim = s.mcpLim
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("X-Request-Id")
-		if id == "" || len(id) > 64 {
+		if (id == "" || len(id) > 64) && s.log != nil {
 			id = strconv.FormatUint(s.reqID.Add(1), 10)
 		}
 		f, delay := s.faults.draw()
@@ -158,8 +169,8 @@ func (s *Server) limited(sf surface, next func(http.ResponseWriter, *http.Reques
 			} else {
 				s.logf(r, sf, "", http.StatusTooManyRequests, "rate_limited", id)
 				h := w.Header()
-				h.Set("Content-Type", "application/json")
-				h.Set("Content-Length", strconv.Itoa(len(s.tooMany)))
+				h["Content-Type"] = jsonContentType
+				h["Content-Length"] = s.tooManyLen
 				w.WriteHeader(http.StatusTooManyRequests)
 				_, _ = w.Write(s.tooMany)
 			}

@@ -437,3 +437,32 @@ func BenchmarkServeMCP(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFloodHandler compares the reference target's handler under a
+// flood from one address (almost every answer a 429) with a minimal handler
+// that only counts requests per address under a mutex, in the same run.
+func BenchmarkFloodHandler(b *testing.B) {
+	cfg := DefaultConfig()
+	srv, _ := New(cfg)
+	var mu sync.Mutex
+	counts := map[string]int{}
+	minimal := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		counts[ClientAddr(r)]++
+		mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	})
+	for _, h := range []struct {
+		name string
+		h    http.Handler
+	}{{"minimal", minimal}, {"serve", srv}} {
+		b.Run(h.name, func(b *testing.B) {
+			req := httptest.NewRequest(http.MethodGet, "/api/public/search?q=rate", nil)
+			req.RemoteAddr = "127.0.0.1:5555"
+			b.ReportAllocs()
+			for b.Loop() {
+				h.h.ServeHTTP(httptest.NewRecorder(), req)
+			}
+		})
+	}
+}

@@ -73,8 +73,21 @@ var _ vegeta.Pacer = Pacer{}
 
 // Planned returns the planned time of the last hit of s (zero if none).
 func Planned(s Schedule) time.Duration {
+	_, t := last(s)
+	return t
+}
+
+// Count returns how many hits s plans.
+func Count(s Schedule) uint64 {
+	n, _ := last(s)
+	return n
+}
+
+// last finds, by doubling then bisection, how many hits s plans and when
+// the last is due.
+func last(s Schedule) (uint64, time.Duration) {
 	if _, ok := s.At(0); !ok {
-		return 0
+		return 0, 0
 	}
 	lo, hi := uint64(0), uint64(1)
 	for {
@@ -92,30 +105,7 @@ func Planned(s Schedule) time.Duration {
 		}
 	}
 	t, _ := s.At(lo)
-	return t
-}
-
-// Count returns how many hits s plans.
-func Count(s Schedule) uint64 {
-	if _, ok := s.At(0); !ok {
-		return 0
-	}
-	lo, hi := uint64(0), uint64(1)
-	for {
-		if _, ok := s.At(hi); !ok {
-			break
-		}
-		lo, hi = hi, hi*2
-	}
-	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		if _, ok := s.At(mid); ok {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return lo + 1
+	return lo + 1, t
 }
 
 // limit ends a schedule after count hits or at duration (zero: no limit).

@@ -55,6 +55,15 @@ func Tables(w io.Writer, rep *analyze.Report) error {
 		if m := d.Latency; m != nil && m.Count > 0 {
 			r := func(d time.Duration) string { return d.Round(10 * time.Microsecond).String() }
 			fmt.Fprintf(w, "  latency: min %s  p50 %s  p95 %s  p99 %s  max %s\n", r(m.Time.Min), r(m.Time.P50), r(m.Time.P95), r(m.Time.P99), r(m.Time.Max))
+			if m.Histogram != nil {
+				var bins []string
+				for _, bin := range *m.Histogram {
+					for k, n := range bin {
+						bins = append(bins, fmt.Sprintf("%s:%d", strings.ReplaceAll(k, " ", ""), n))
+					}
+				}
+				fmt.Fprintf(w, "  latency histogram (%d samples): %s\n", m.Samples, wrap(strings.Join(bins, "  "), 110))
+			}
 		}
 	}
 	fmt.Fprintf(w, "\nverdict: %s (window %v", strings.ToUpper(v.Verdict), time.Duration(v.WindowMS)*time.Millisecond)

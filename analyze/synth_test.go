@@ -47,8 +47,8 @@ func plan() []planned {
 		}
 		add("onset", srcA, 0, 0.03, sf.L)
 		add("over", srcA, 0.04, 0.04, 1)
-		add("spoof", srcA, 0.045, 0.046, 3)
-		add("isolation", srcB, 0.045, 0.046, 3)
+		add("spoof", srcA, 0.11, 0.111, 3)
+		add("isolation", srcB, 0.11, 0.111, 3)
 		add("flood", srcA, 0.05, 0.10, sf.L)
 		add("probe", srcA, 0.12, 1.18, 54)
 		add("edge", srcA, 1.0, 1.095, 20)

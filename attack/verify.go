@@ -19,9 +19,9 @@ type VerifyOptions struct {
 
 // VerifyProfile returns the probe plan of DESIGN.md §3 for both surfaces in
 // parallel: per surface, L requests over [0, 0.03w] and one more at 0.04w
-// (onset), forged forwarding headers and a second address around 0.045w
-// (spoof, isolation), L refused requests over [0.05w, 0.10w] (do refusals
-// count?), probes every 0.02w from 0.12w to 1.2w and every 0.005w across
+// (onset), L refused requests over [0.05w, 0.10w] (do refusals count?),
+// forged forwarding headers and a second address at 0.11w, once refusals
+// have surely come back (spoof, isolation), probes every 0.02w from 0.12w to 1.2w and every 0.005w across
 // [w, 1.1w] (window length, recovery edge), and the failure-table probes of
 // errors.yaml from their own address.
 func VerifyProfile(o VerifyOptions) (*Profile, error) {
@@ -65,10 +65,10 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 				return r
 			}
 			p.Streams = append(p.Streams,
-				stream("spoof", src(0), 0.045, once(3), spoofed("X-Forwarded-For", "198.51.100.7"),
+				stream("spoof", src(0), 0.11, once(3), spoofed("X-Forwarded-For", "198.51.100.7"),
 					spoofed("Forwarded", "for=198.51.100.7"), spoofed("X-Real-IP", "198.51.100.7")))
 			if len(o.Sources) >= 2 {
-				p.Streams = append(p.Streams, stream("isolation", src(1), 0.045, once(3)))
+				p.Streams = append(p.Streams, stream("isolation", src(1), 0.11, once(3)))
 			}
 		}
 	}

@@ -174,6 +174,7 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 	}
 	judged := map[string][]Judgement{}
 	var shapeBad, shapeN int
+	shapeMemo := map[string]bool{} // bodies are interned: few distinct ones
 	var extras []string
 	for _, src := range srcs {
 		g := groups[src]
@@ -186,7 +187,12 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 			case refused(r):
 				sd.Refused++
 				shapeN++
-				if !shapeOK(sf, r.Body) {
+				ok, seen := shapeMemo[string(r.Body)]
+				if !seen {
+					ok = shapeOK(sf, r.Body)
+					shapeMemo[string(r.Body)] = ok
+				}
+				if !ok {
 					shapeBad++
 				}
 				if r.RetryAfter != "" && !slices.Contains(extras, "Retry-After: "+r.RetryAfter) && len(extras) < 3 {
@@ -355,6 +361,7 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 	// isolation: another address is refused though its own window provably
 	// allowed it (fail), or admitted while the primary address was provably
 	// over its limit (pass).
+	locked := lockedOut(primary, W)
 	if len(srcs) < 2 {
 		add("isolation", Skip, "one source address only (%s): isolation needs a second (--sources)", primary.Source)
 	} else {
@@ -370,7 +377,7 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 				if j.FalseThrottle {
 					bad = append(bad, fmt.Sprintf("%s refused at %s with at most %d in its own window", src, at(r, t0), j.Definite+j.Ambiguous))
 				}
-				if admitted(r) && refusedBefore(primary, r, W, L) {
+				if admitted(r) && locked(r) {
 					proven++
 				}
 			}
@@ -395,12 +402,12 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 		}
 		spoofN++
 		if !admitted(r) {
-			if j.Required == Require429 || refusedBefore(primary, r, W, L) {
+			if j.Required == Require429 || locked(r) {
 				spoofProven++
 			}
 			continue
 		}
-		if j.Required == Require429 || refusedBefore(primary, r, W, L) {
+		if j.Required == Require429 || locked(r) {
 			spoofLeaks++
 		}
 	}
@@ -479,28 +486,24 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 	return sv, sd
 }
 
-// refusedBefore reports whether g's window surely held more than L
-// requests when r was counted, from the server's own refusals: some refused
-// request i of g came back before r was sent (so at least L+1 requests were
-// counted by then), and fewer than L+1 of g's requests were sent early
-// enough to have aged out of r's window since.
-func refusedBefore(g *Group, r *Record, w time.Duration, limit int) bool {
-	var lastRefusal *Record
+// lockedOut returns a function reporting whether g's window surely held
+// more than L requests when a request r was counted, from the server's own
+// refusals: some refused request of g came back before r was sent (so at
+// least L+1 requests were counted by then), and at most one of g's
+// requests was sent early enough to have aged out of r's window since.
+func lockedOut(g *Group, w time.Duration) func(r *Record) bool {
+	firstRefusalEnd := int64(1<<63 - 1)
+	starts := make([]int64, 0, len(g.Records))
 	for _, i := range g.Records {
-		if refused(i) && i.End <= r.Start && (lastRefusal == nil || i.End > lastRefusal.End) {
-			lastRefusal = i
+		if refused(i) {
+			firstRefusalEnd = min(firstRefusalEnd, i.End)
 		}
+		starts = append(starts, i.Start)
 	}
-	if lastRefusal == nil {
-		return false
+	slices.Sort(starts)
+	return func(r *Record) bool {
+		return firstRefusalEnd <= r.Start && le(starts, r.End-int64(w)) <= 1
 	}
-	agedOut := 0
-	for _, k := range g.Records {
-		if k.Start <= r.End-int64(w) {
-			agedOut++
-		}
-	}
-	return limit+1-agedOut >= limit
 }
 
 // definiteIn counts the sure requests of g definitely in r's window.

@@ -138,9 +138,11 @@ func fitOn(ts []int64, obs []bool, limit int, w time.Duration) Fit {
 		}
 		return m
 	}
+	// Scans are bounded so that a flood of a million results fits in about
+	// the time it takes to decode them.
 	phases := 50
-	if len(ts) > 100000 {
-		phases = 5
+	if len(ts) > 20000 {
+		phases = 10
 	}
 	var cands []Candidate
 	all := make([]bool, len(ts))
@@ -176,7 +178,7 @@ func fitOn(ts []int64, obs []bool, limit int, w time.Duration) Fit {
 	// refusals, as documented) that fits best, scanned from half to twice
 	// the documented one; on a tie the one nearest the documented.
 	fit.effM = math.MaxInt
-	for _, k := range windowScan() {
+	for _, k := range windowScan(len(ts)) {
 		wk := int64(w) * int64(k) / 100
 		if m := score(slidingLog(ts, limit, wk, true)); m < fit.effM {
 			fit.effM, fit.EffectiveWindow = m, time.Duration(wk)
@@ -187,9 +189,13 @@ func fitOn(ts []int64, obs []bool, limit int, w time.Duration) Fit {
 
 // windowScan lists window lengths in percent of the documented one, nearest
 // first, so that the first best is the nearest.
-func windowScan() []int {
+func windowScan(n int) []int {
+	step := 1
+	if n > 20000 {
+		step = 5
+	}
 	ks := []int{100}
-	for d := 1; d <= 100; d++ {
+	for d := step; d <= 100; d += step {
 		if 100-d >= 50 {
 			ks = append(ks, 100-d)
 		}
@@ -209,7 +215,7 @@ func abs(x int) int {
 // (t − W, t): the L-th newest counted arrival decides.
 func slidingLog(ts []int64, limit int, W int64, countRefused bool) []bool {
 	out := make([]bool, len(ts))
-	ring := make([]int64, 0, limit)
+	var ring []int64 // grows up to limit
 	head := 0
 	for i, t := range ts {
 		ok := len(ring) < limit || ring[head] <= t-W

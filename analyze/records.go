@@ -7,6 +7,8 @@ package analyze
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,7 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,7 +97,10 @@ func Read(paths []string) (*Input, error) {
 			return nil, err
 		}
 	}
-	sort.SliceStable(in.Records, func(i, j int) bool { return in.Records[i].Start < in.Records[j].Start })
+	byStart := func(a, b Record) int { return cmp.Compare(a.Start, b.Start) }
+	if !slices.IsSortedFunc(in.Records, byStart) {
+		slices.SortStableFunc(in.Records, byStart)
+	}
 	return in, nil
 }
 
@@ -113,6 +118,7 @@ func (in *Input) readFile(path string) error {
 	}
 	var r vegeta.Result
 	n := 0
+	it := &interner{labels: map[string][3]string{}, bodies: map[string][]byte{}}
 	for {
 		r = vegeta.Result{}
 		err := dec.Decode(&r)
@@ -127,7 +133,7 @@ func (in *Input) readFile(path string) error {
 			return fmt.Errorf("%s: record %d: %w", path, n+1, err)
 		}
 		n++
-		in.Records = append(in.Records, toRecord(&r, idx))
+		in.Records = append(in.Records, it.record(&r, idx))
 	}
 	if n == 0 {
 		return fmt.Errorf("%s: no results", path)
@@ -135,29 +141,44 @@ func (in *Input) readFile(path string) error {
 	return nil
 }
 
-// toRecord keeps what the analyzer needs of a result.
-func toRecord(r *vegeta.Result, file int) Record {
+// record keeps what the analyzer needs of a result. Labels are parsed
+// once per distinct label and URL and shared, so a million results hold a
+// handful of strings.
+func (it *interner) record(r *vegeta.Result, file int) Record {
+	labels := it.labels
 	rec := Record{Start: r.Timestamp.UnixNano(), Code: r.Code, File: file}
 	rec.End = rec.Start + int64(r.Latency)
-	for _, f := range strings.Fields(r.Attack) {
-		k, v, _ := strings.Cut(f, "=")
-		switch k {
-		case "surface":
-			rec.Surface = v
-		case "source":
-			rec.Source = v
-		case "stream":
-			rec.Stream = v
+	key := r.Attack
+	if !strings.Contains(key, "surface=") {
+		key += "\x00" + r.URL
+	}
+	l, ok := labels[key]
+	if !ok {
+		for _, f := range strings.Fields(r.Attack) {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "surface":
+				l[0] = v
+			case "source":
+				l[1] = v
+			case "stream":
+				l[2] = v
+			}
+		}
+		if l[0] == "" {
+			l[0] = surfaceOf(r.URL)
+		}
+		if l[1] == "" {
+			l[1] = "default"
+		}
+		l = [3]string{strings.Clone(l[0]), strings.Clone(l[1]), strings.Clone(l[2])}
+		if len(labels) < 1<<16 {
+			labels[strings.Clone(key)] = l
 		}
 	}
-	if rec.Surface == "" {
-		rec.Surface = surfaceOf(r.URL)
-	}
-	if rec.Source == "" {
-		rec.Source = "default"
-	}
-	if r.Code == 429 || isContractStream(rec.Stream) {
-		rec.Body = r.Body[:min(len(r.Body), keepBody)]
+	rec.Surface, rec.Source, rec.Stream = l[0], l[1], l[2]
+	if isContractStream(rec.Stream) || (r.Code == 429 && len(r.Body) > 0) {
+		rec.Body = it.body(r.Body[:min(len(r.Body), keepBody)])
 	}
 	if r.Headers != nil {
 		rec.Allow = r.Headers.Get("Allow")
@@ -165,6 +186,24 @@ func toRecord(r *vegeta.Result, file int) Record {
 		rec.RateLimit = strings.TrimSpace(r.Headers.Get("RateLimit") + " " + r.Headers.Get("RateLimit-Policy"))
 	}
 	return rec
+}
+
+// interner shares the few distinct labels and refusal bodies of a file, so
+// that a flood does not keep a copy of each per result.
+type interner struct {
+	labels map[string][3]string
+	bodies map[string][]byte
+}
+
+func (it *interner) body(b []byte) []byte {
+	if v, ok := it.bodies[string(b)]; ok {
+		return v
+	}
+	v := bytes.Clone(b)
+	if len(it.bodies) < 1024 {
+		it.bodies[string(v)] = v
+	}
+	return v
 }
 
 // surfaceOf infers the surface of a result from its URL, for results files

@@ -58,8 +58,8 @@ type Limiter struct {
 }
 
 // bucket is the state of one client. For the rolling modes ring holds the
-// arrival times of the newest requests that count (at most cap(ring)), oldest
-// at head once full. For fixed-window, n counts the admitted requests of
+// arrival times of the newest requests that count (at most L, or L+1 for
+// off-by-one), oldest at head once full. For fixed-window, n counts the admitted requests of
 // window index idx. For the token bucket, tokens were last refilled at last.
 type bucket struct {
 	ring   []time.Duration
@@ -135,9 +135,10 @@ func (l *Limiter) Allow(key string, now time.Duration) bool {
 		return true
 	default: // the rolling family
 		b.last = now
-		ok := len(b.ring) < cap(b.ring) || b.ring[b.head] <= now-l.window
-		if ok || l.mode == Rolling {
-			b.push(now)
+		n := l.capacity()
+		ok := len(b.ring) < n || b.ring[b.head] <= now-l.window
+		if ok || l.mode == Rolling || l.mode == OffByOne {
+			b.push(now, n)
 		}
 		return ok
 	}
@@ -149,16 +150,24 @@ func (l *Limiter) newBucket(now time.Duration) *bucket {
 		return &bucket{idx: int64(now / l.window)}
 	case TokenBucket:
 		return &bucket{tokens: float64(l.limit), last: now}
-	case OffByOne:
-		return &bucket{ring: make([]time.Duration, 0, l.limit+1)}
 	default:
-		return &bucket{ring: make([]time.Duration, 0, l.limit)}
+		return &bucket{} // the ring grows as requests come, up to capacity()
 	}
 }
 
-// push records an arrival, dropping the oldest once the ring is full.
-func (b *bucket) push(t time.Duration) {
-	if len(b.ring) < cap(b.ring) {
+// capacity is how many arrivals the rolling modes keep per key.
+func (l *Limiter) capacity() int {
+	if l.mode == OffByOne {
+		return l.limit + 1
+	}
+	return l.limit
+}
+
+// push records an arrival in a ring of at most n, dropping the oldest once
+// it is full. The ring grows by appending, so a huge limit costs memory
+// only for the requests actually seen.
+func (b *bucket) push(t time.Duration, n int) {
+	if len(b.ring) < n {
 		b.ring = append(b.ring, t)
 		return
 	}

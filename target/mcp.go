@@ -3,7 +3,6 @@ package target
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +16,10 @@ const ProtocolVersion = "2026-07-28"
 
 // MaxMCPBody is the largest /mcp request body accepted (256 KiB).
 const MaxMCPBody = 256 << 10
+
+// maxDrain bounds how much of an oversized body is read and discarded
+// before the 413 is sent; past it the connection is closed.
+const maxDrain = 16 << 20
 
 // JSON-RPC error codes used on /mcp.
 const (
@@ -165,14 +168,16 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request, reqID string) 
 		fail(nil, "", &rpcError{http.StatusForbidden, CodeInvalidRequest, "Origin is not allowed: send no Origin from a non-browser client"})
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxMCPBody))
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxMCPBody+1))
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			fail(nil, "", &rpcError{http.StatusRequestEntityTooLarge, CodeInvalidRequest, "body over 256 KiB"})
-			return
-		}
 		fail(nil, "", &rpcError{http.StatusBadRequest, CodeParseError, "reading body: " + err.Error()})
+		return
+	}
+	if len(body) > MaxMCPBody {
+		// Read on (up to a bound) before answering, so that a client still
+		// writing its body is not reset and gets to read the 413.
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxDrain))
+		fail(nil, "", &rpcError{http.StatusRequestEntityTooLarge, CodeInvalidRequest, "body over 256 KiB"})
 		return
 	}
 	call, rerr := parseMCP(r.Header, body)

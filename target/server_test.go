@@ -23,7 +23,7 @@ func (c *fakeClock) now() time.Duration  { return time.Duration(c.ns.Load()) }
 func (c *fakeClock) set(d time.Duration) { c.ns.Store(int64(d)) }
 
 // newTestTarget starts a reference target on a loopback httptest server.
-func newTestTarget(t *testing.T, mutate func(*Config)) (*httptest.Server, *fakeClock, *bytes.Buffer) {
+func newTestTarget(t *testing.T, mutate func(*Config)) (*httptest.Server, *fakeClock, *syncBuffer) {
 	t.Helper()
 	clock := &fakeClock{}
 	logs := &syncBuffer{}
@@ -39,7 +39,7 @@ func newTestTarget(t *testing.T, mutate func(*Config)) (*httptest.Server, *fakeC
 	}
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
-	return ts, clock, &logs.Buffer
+	return ts, clock, logs
 }
 
 // syncBuffer is a bytes.Buffer safe for the server's concurrent log writes.
@@ -52,6 +52,13 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.Buffer.Write(p)
+}
+
+// String returns what was written so far.
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.Buffer.String()
 }
 
 // clientFrom returns an HTTP client whose connections come from the loopback

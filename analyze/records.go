@@ -53,7 +53,8 @@ type Input struct {
 	Runs []RunInfo
 	// Files are the results files read.
 	Files []string
-	// Recovered counts records read from files that ended mid-record.
+	// Truncated says, per file that ended mid-record, how many complete
+	// records were read before the break.
 	Truncated []string
 }
 

@@ -99,9 +99,6 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Config returns the configuration the server runs with.
-func (s *Server) Config() Config { return s.cfg }
-
 // ServeHTTP implements [http.Handler]: /api/public/* is the REST surface,
 // /mcp the MCP endpoint, anything else a plain 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -81,9 +82,30 @@ type SurfaceDetail struct {
 	Requests, Admitted, Refused, Faults int
 	Required200, Required429, Indet     int
 	Leaks, FalseThrottles               int
-	Fit                                 Fit
-	Latency                             *tachymeter.Metrics
-	Sources                             []string
+	// Errors counts the transport errors of results without an answer,
+	// by kind (the text after the error's last colon), most frequent first.
+	Errors  []ErrorCount
+	Fit     Fit
+	Latency *tachymeter.Metrics
+	Sources []string
+}
+
+// ErrorCount is how many results failed with one kind of transport error.
+type ErrorCount struct {
+	Kind string
+	N    int
+}
+
+// errKind is the part of a transport error that does not name the request
+// or the connection: the text after its last colon.
+func errKind(err string) string {
+	if err == "" {
+		return "no answer"
+	}
+	if i := strings.LastIndex(err, ": "); i >= 0 {
+		return err[i+2:]
+	}
+	return err
 }
 
 // Analyze judges the input against cfg.
@@ -176,6 +198,7 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 	var shapeBad, shapeN int
 	shapeMemo := map[string]bool{} // bodies are interned: few distinct ones
 	var extras []string
+	errs := map[string]int{}
 	for _, src := range srcs {
 		g := groups[src]
 		js := Model(*g, L, W)
@@ -205,6 +228,9 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 				sd.Admitted++
 			default:
 				sd.Faults++
+				if r.Code == 0 {
+					errs[errKind(r.Err)]++
+				}
 			}
 		}
 		for _, j := range js {
@@ -220,6 +246,10 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 	}
 	m := tach.Calc()
 	sd.Latency = m
+	for k, n := range errs {
+		sd.Errors = append(sd.Errors, ErrorCount{Kind: k, N: n})
+	}
+	slices.SortFunc(sd.Errors, func(a, b ErrorCount) int { return cmp.Or(b.N-a.N, strings.Compare(a.Kind, b.Kind)) })
 	// observed limit, family and refusal counting, from the primary group
 	obs, anyRefused := ObservedLimit(*primary, W)
 	if anyRefused {
@@ -443,7 +473,7 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 		}
 	}
 	// contract
-	var rows, bad []string
+	var rows, bad, unanswered []string
 	for _, row := range ContractRows {
 		if row.Surface != sf {
 			continue
@@ -454,6 +484,10 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 					continue
 				}
 				rows = append(rows, row.Stream)
+				if r.Code == 0 { // no answer: proves nothing about the row
+					unanswered = append(unanswered, fmt.Sprintf("%s (%s)", row.Stream, errKind(r.Err)))
+					continue
+				}
 				if p := checkRow(row, r); p != "" {
 					bad = append(bad, fmt.Sprintf("%s (%s): %s", row.Stream, row.What, p))
 				}
@@ -465,6 +499,8 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 		add("contract", Skip, "no contract probe on this surface")
 	case len(bad) > 0:
 		add("contract", Fail, "%d of %d rows wrong: %s", len(bad), len(rows), strings.Join(bad, "; "))
+	case len(unanswered) > 0:
+		add("contract", Skip, "%d of %d rows got no answer, so they prove nothing: %s", len(unanswered), len(rows), strings.Join(unanswered, "; "))
 	default:
 		add("contract", Pass, "all %d failure-table rows answer as documented and are classified as answers, not retried", len(rows))
 	}

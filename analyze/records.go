@@ -40,7 +40,9 @@ type Record struct {
 	// Allow, RetryAfter and RateLimit are response headers reported beside
 	// what was observed.
 	Allow, RetryAfter, RateLimit string
-	File                         int // index of the input file
+	// Err is the transport error of a result without an answer (code 0).
+	Err  string
+	File int // index of the input file
 }
 
 // Latency returns the record's latency.
@@ -119,7 +121,7 @@ func (in *Input) readFile(path string) error {
 	}
 	var r vegeta.Result
 	n := 0
-	it := &interner{labels: map[string][3]string{}, bodies: map[string][]byte{}}
+	it := &interner{labels: map[string][3]string{}, bodies: map[string][]byte{}, strs: map[string]string{}}
 	for {
 		r = vegeta.Result{}
 		err := dec.Decode(&r)
@@ -181,6 +183,9 @@ func (it *interner) record(r *vegeta.Result, file int) Record {
 	if isContractStream(rec.Stream) || (r.Code == 429 && len(r.Body) > 0) {
 		rec.Body = it.body(r.Body[:min(len(r.Body), keepBody)])
 	}
+	if r.Error != "" {
+		rec.Err = it.str(r.Error)
+	}
 	if r.Headers != nil {
 		rec.Allow = r.Headers.Get("Allow")
 		rec.RetryAfter = r.Headers.Get("Retry-After")
@@ -194,6 +199,19 @@ func (it *interner) record(r *vegeta.Result, file int) Record {
 type interner struct {
 	labels map[string][3]string
 	bodies map[string][]byte
+	strs   map[string]string
+}
+
+// str shares the few distinct error texts of a file.
+func (it *interner) str(s string) string {
+	if v, ok := it.strs[s]; ok {
+		return v
+	}
+	v := strings.Clone(s)
+	if len(it.strs) < 1024 {
+		it.strs[v] = v
+	}
+	return v
 }
 
 func (it *interner) body(b []byte) []byte {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -380,5 +381,35 @@ func BenchmarkModel(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Model(g, 240, synthW)
+	}
+}
+
+// TestUnansweredContractRows: a contract probe that got no answer (a
+// timeout, a reset) proves nothing about its row: the check is skipped with
+// the reason, never failed, and the error is counted by kind.
+func TestUnansweredContractRows(t *testing.T) {
+	in := simulate(documented(1, 0), quiet)
+	for i := range in.Records {
+		if r := &in.Records[i]; r.Surface == REST && isContractStream(r.Stream) {
+			r.Code, r.Body = 0, nil
+			r.Err = `Get "http://127.0.0.1:1/api/public/pages/no-such": net/http: request canceled (Client.Timeout exceeded while awaiting headers)`
+		}
+	}
+	rep := judge(in)
+	if got := failed(rep); len(got) > 0 {
+		t.Fatalf("failed %v, want no failure", got)
+	}
+	var c Check
+	for _, x := range rep.Verdict.Surfaces[0].Checks {
+		if x.Name == "contract" {
+			c = x
+		}
+	}
+	if c.Verdict != Skip || !strings.Contains(c.Detail, "4 of 4 rows got no answer") || !strings.Contains(c.Detail, "Client.Timeout exceeded") {
+		t.Errorf("contract %s: %s", c.Verdict, c.Detail)
+	}
+	want := []ErrorCount{{Kind: "request canceled (Client.Timeout exceeded while awaiting headers)", N: 4}}
+	if got := rep.Surfaces[0].Errors; !slices.Equal(got, want) {
+		t.Errorf("errors %v, want %v", got, want)
 	}
 }

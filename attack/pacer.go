@@ -71,6 +71,44 @@ func (p Pacer) Rate(elapsed time.Duration) float64 {
 
 var _ vegeta.Pacer = Pacer{}
 
+// GatedPacer is a [Pacer] that holds its first hit until Gate is closed,
+// then keeps its own pacing from the later of its offset and the moment the
+// gate opened (so a late start shifts the stream rather than bunching it).
+// Closing Abort instead stops it. It is not safe for concurrent use: Vegeta
+// calls Pace from one goroutine per attack.
+type GatedPacer struct {
+	Pacer
+	Gate, Abort <-chan struct{}
+	// Now returns the time (nil: time.Now); tests pass a fake.
+	Now   func() time.Time
+	shift time.Duration
+	open  bool
+}
+
+// Pace implements vegeta.Pacer.
+func (g *GatedPacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
+	if !g.open {
+		now := g.Now
+		if now == nil {
+			now = time.Now
+		}
+		t0 := now()
+		select {
+		case <-g.Gate:
+		case <-g.Abort:
+			return 0, true
+		}
+		elapsed += now().Sub(t0)
+		g.shift, g.open = max(0, elapsed-g.Offset), true
+	}
+	return g.Pacer.Pace(elapsed-g.shift, hits)
+}
+
+// Rate implements vegeta.Pacer.
+func (g *GatedPacer) Rate(elapsed time.Duration) float64 {
+	return g.Pacer.Rate(elapsed - g.shift)
+}
+
 // Planned returns the planned time of the last hit of s (zero if none).
 func Planned(s Schedule) time.Duration {
 	_, t := last(s)

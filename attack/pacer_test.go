@@ -133,6 +133,38 @@ func TestPacerSplitsAcrossSources(t *testing.T) {
 	}
 }
 
+// TestGatedPacer: a gated pacer holds its first hit until the gate opens,
+// then keeps its pacing from then; an abort stops it.
+func TestGatedPacer(t *testing.T) {
+	sched := Constant(100, time.Second, 0) // a hit every 10ms
+	// The fake clock advances 200ms per reading: the gate "opens" 200ms
+	// after Pace was called at elapsed 100ms, so the stream starts then,
+	// 250ms late, and its second hit is 10ms later.
+	clock := time.Unix(0, 0)
+	tick := func() time.Time { clock = clock.Add(200 * time.Millisecond); return clock }
+	gate := make(chan struct{})
+	close(gate)
+	g := &GatedPacer{Pacer: Pacer{Sched: sched, Offset: 50 * time.Millisecond, K: 1}, Gate: gate, Now: tick}
+	if wait, stop := g.Pace(100*time.Millisecond, 0); wait != 0 || stop {
+		t.Fatalf("first hit: wait %v stop %v, want at once", wait, stop)
+	}
+	if wait, _ := g.Pace(300*time.Millisecond, 1); wait != 10*time.Millisecond {
+		t.Errorf("second hit waits %v, want 10ms", wait)
+	}
+	// A gate open from the start changes nothing.
+	still := func() time.Time { return clock }
+	early := &GatedPacer{Pacer: Pacer{Sched: sched, Offset: 50 * time.Millisecond, K: 1}, Gate: gate, Now: still}
+	if wait, _ := early.Pace(0, 3); wait != 80*time.Millisecond {
+		t.Errorf("open gate: wait %v, want 80ms", wait)
+	}
+	abort := make(chan struct{})
+	close(abort)
+	stopped := &GatedPacer{Pacer: Pacer{Sched: sched, K: 1}, Gate: make(chan struct{}), Abort: abort}
+	if _, stop := stopped.Pace(0, 0); !stop {
+		t.Error("an aborted gated pacer did not stop")
+	}
+}
+
 // BenchmarkPace measures one pacing decision, the attack loop's hot path.
 func BenchmarkPace(b *testing.B) {
 	for _, tc := range []struct {

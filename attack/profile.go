@@ -57,6 +57,11 @@ type Stream struct {
 	Surface string `yaml:"surface"`
 	// Start delays the stream from the start of the run.
 	Start Span `yaml:"start"`
+	// After names earlier streams whose every request must have its result
+	// (an answer or an error) before this stream begins: the stream starts
+	// at Start or then, whichever is later, and keeps its own pacing from
+	// there. It keeps a plan's order on a machine too slow for its times.
+	After []string `yaml:"after"`
 	// Sources overrides the profile's sources; the pacer's rate and count
 	// are split evenly across them.
 	Sources []string `yaml:"sources"`
@@ -275,6 +280,11 @@ func (p *Profile) validate(line func(string) int) error {
 		}
 		if names[s.Name] || strings.ContainsAny(s.Name, " =") {
 			return bad(at("name"), "stream name %q is repeated or has a space or '='", s.Name)
+		}
+		for j, a := range s.After {
+			if !names[a] {
+				return bad(fmt.Sprintf("streams.%d.after.%d", i, j), "stream %s: after %q: no earlier stream has that name", s.Name, a)
+			}
 		}
 		names[s.Name] = true
 		if s.Surface != REST && s.Surface != MCP {

@@ -155,10 +155,41 @@ func (pl Plan) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
 		}
 		attackers[i] = vegeta.NewAttacker(opts...)
 	}
+	// A stream named in another's After has a gate, closed once every
+	// planned request of it has its result. Gates are keyed by surface and
+	// name: a plan may repeat a name across surfaces (verify's does), and
+	// After then names the stream of its own surface.
+	abort := make(chan struct{})
+	gates := map[string]chan struct{}{}
+	left := map[string]uint64{}
+	keyOf := map[*Stream][]string{}
+	for i := range pl.Profile.Streams {
+		s := &pl.Profile.Streams[i]
+		for _, a := range s.After {
+			k := pl.Profile.afterKey(s, a)
+			keyOf[s] = append(keyOf[s], k)
+			if gates[k] == nil {
+				gates[k] = make(chan struct{})
+			}
+		}
+	}
+	for i := range pl.Profile.Streams {
+		s := &pl.Profile.Streams[i]
+		k := s.Surface + "/" + s.Name
+		if g, ok := gates[k]; ok {
+			if left[k] = Count(s.Pacer.Schedule(pl.Window)); left[k] == 0 {
+				close(g)
+			}
+		}
+	}
 	out := make(chan *vegeta.Result, 1024)
 	var wg sync.WaitGroup
 	for i, u := range units {
-		ch := attackers[i].Attack(targeters[i], u.pacer, 0, u.label)
+		var pacer vegeta.Pacer = u.pacer
+		if len(u.stream.After) > 0 {
+			pacer = &GatedPacer{Pacer: u.pacer, Gate: allClosed(keyOf[u.stream], gates, abort), Abort: abort}
+		}
+		ch := attackers[i].Attack(targeters[i], pacer, 0, u.label)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -168,7 +199,12 @@ func (pl Plan) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
 		}()
 	}
 	go func() { wg.Wait(); close(out) }()
+	stopped := false
 	stopAll := func() {
+		if !stopped {
+			stopped = true
+			close(abort)
+		}
 		for _, a := range attackers {
 			a.Stop()
 		}
@@ -184,6 +220,14 @@ func (pl Plan) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
 			if !ok {
 				return sinkErr
 			}
+			if len(gates) > 0 {
+				k := labelValue(r.Attack, "surface") + "/" + labelValue(r.Attack, "stream")
+				if n := left[k]; n > 0 {
+					if left[k] = n - 1; n == 1 {
+						close(gates[k])
+					}
+				}
+			}
 			if sinkErr == nil {
 				if sinkErr = sink(r); sinkErr != nil {
 					stopAll()
@@ -191,6 +235,38 @@ func (pl Plan) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
 			}
 		}
 	}
+}
+
+// afterKey is the gate key of the stream named a in s.After: the stream of
+// that name on s's surface, else the one of that name.
+func (p *Profile) afterKey(s *Stream, a string) string {
+	surface := ""
+	for i := range p.Streams {
+		if o := &p.Streams[i]; o.Name == a && (surface == "" || o.Surface == s.Surface) {
+			surface = o.Surface
+		}
+	}
+	return surface + "/" + a
+}
+
+// allClosed returns a channel closed once every gate of names is closed
+// (never, if abort is closed first).
+func allClosed(names []string, gates map[string]chan struct{}, abort <-chan struct{}) <-chan struct{} {
+	if len(names) == 1 {
+		return gates[names[0]]
+	}
+	all := make(chan struct{})
+	go func() {
+		for _, n := range names {
+			select {
+			case <-gates[n]:
+			case <-abort:
+				return
+			}
+		}
+		close(all)
+	}()
+	return all
 }
 
 // Counts tallies results by outcome. The zero value is ready; it is safe for

@@ -20,10 +20,12 @@ type VerifyOptions struct {
 // VerifyProfile returns the probe plan of DESIGN.md §3 for both surfaces in
 // parallel: per surface, L requests over [0, 0.03w] and one more at 0.04w
 // (onset), L refused requests over [0.05w, 0.10w] (do refusals count?),
-// forged forwarding headers and a second address at 0.11w, once refusals
-// have surely come back (spoof, isolation), probes every 0.02w from 0.12w to 1.2w and every 0.005w across
+// forged forwarding headers and a second address at 0.11w (spoof,
+// isolation), probes every 0.02w from 0.12w to 1.2w and every 0.005w across
 // [w, 1.1w] (window length, recovery edge), and the failure-table probes of
-// errors.yaml from their own address.
+// errors.yaml from their own address. The over request also waits for every
+// answer of the onset, the flood and the spoof and isolation probes for the
+// over request's, so a slow machine delays the plan instead of blurring it.
 func VerifyProfile(o VerifyOptions) (*Profile, error) {
 	p := &Profile{Name: "verify", Description: "verify probe plan", Policy: Policy{Surface: "both", Window: Span{D: 60e9}}}
 	src := func(i int) []string {
@@ -50,11 +52,18 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 			}
 			return Stream{Name: name, Surface: sf.surface, Sources: sources, Start: Span{W: start}, Requests: reqs, Pacer: pacer}
 		}
+		// after keeps the order the checks rely on when the machine is
+		// slower than the plan: the (L+1)-th request goes out only once
+		// the first L are answered, and so on.
+		after := func(s Stream, prev string) Stream {
+			s.After = []string{prev}
+			return s
+		}
 		if o.Limits || o.Isolation {
 			p.Streams = append(p.Streams,
 				stream("onset", src(0), 0, PacerSpec{Type: "burst-then-probe", Burst: L, Over: Span{W: 0.03}}),
-				stream("over", src(0), 0.04, once(1)),
-				stream("flood", src(0), 0.05, PacerSpec{Type: "burst-then-probe", Burst: L, Over: Span{W: 0.05}}),
+				after(stream("over", src(0), 0.04, once(1)), "onset"),
+				after(stream("flood", src(0), 0.05, PacerSpec{Type: "burst-then-probe", Burst: L, Over: Span{W: 0.05}}), "over"),
 				stream("probe", src(0), 0.12, PacerSpec{Type: "constant", Rate: Rate{N: 50, Per: Span{W: 1}}, Duration: Span{W: 1.08}}),
 				stream("edge", src(0), 1.0, PacerSpec{Type: "constant", Rate: Rate{N: 200, Per: Span{W: 1}}, Duration: Span{W: 0.1}}))
 		}
@@ -65,10 +74,10 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 				return r
 			}
 			p.Streams = append(p.Streams,
-				stream("spoof", src(0), 0.11, once(3), spoofed("X-Forwarded-For", "198.51.100.7"),
-					spoofed("Forwarded", "for=198.51.100.7"), spoofed("X-Real-IP", "198.51.100.7")))
+				after(stream("spoof", src(0), 0.11, once(3), spoofed("X-Forwarded-For", "198.51.100.7"),
+					spoofed("Forwarded", "for=198.51.100.7"), spoofed("X-Real-IP", "198.51.100.7")), "over"))
 			if len(o.Sources) >= 2 {
-				p.Streams = append(p.Streams, stream("isolation", src(1), 0.11, once(3)))
+				p.Streams = append(p.Streams, after(stream("isolation", src(1), 0.11, once(3)), "over"))
 			}
 		}
 	}

@@ -42,6 +42,13 @@ func Tables(w io.Writer, rep *analyze.Report) error {
 			strings.ToUpper(s.Verdict), strings.ToUpper(s.Surface), s.ExpectedLimit, observed, s.Model, rc)
 		fmt.Fprintf(w, "  %d requests from %s: %d admitted, %d refused, %d faults; required 200: %d, required 429: %d, indeterminate: %d\n",
 			d.Requests, strings.Join(d.Sources, ", "), d.Admitted, d.Refused, d.Faults, d.Required200, d.Required429, d.Indet)
+		if len(d.Errors) > 0 {
+			var kinds []string
+			for _, e := range d.Errors[:min(len(d.Errors), 3)] {
+				kinds = append(kinds, fmt.Sprintf("%d× %s", e.N, e.Kind))
+			}
+			fmt.Fprintf(w, "  unanswered: %s\n", strings.Join(kinds, "; "))
+		}
 		t := tablewriter.NewWriter(w)
 		t.Header("check", "verdict", "evidence")
 		for _, c := range s.Checks {

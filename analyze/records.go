@@ -41,8 +41,10 @@ type Record struct {
 	// what was observed.
 	Allow, RetryAfter, RateLimit string
 	// Err is the transport error of a result without an answer (code 0).
-	Err  string
-	File int // index of the input file
+	Err string
+	// Fleet is set on a fleet client's attempt (labels client=, attempt=).
+	Fleet *FleetTag
+	File  int // index of the input file
 }
 
 // Latency returns the record's latency.
@@ -180,6 +182,9 @@ func (it *interner) record(r *vegeta.Result, file int) Record {
 		}
 	}
 	rec.Surface, rec.Source, rec.Stream = l[0], l[1], l[2]
+	if strings.Contains(r.Attack, "client=") {
+		rec.Fleet = parseFleetTag(r.Attack)
+	}
 	if isContractStream(rec.Stream) || (r.Code == 429 && len(r.Body) > 0) {
 		rec.Body = it.body(r.Body[:min(len(r.Body), keepBody)])
 	}

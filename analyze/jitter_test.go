@@ -1,0 +1,165 @@
+package analyze
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	jBase = 100 * time.Millisecond
+	jCap  = time.Second
+)
+
+// fleet builds the first request of n clients driven into 429 together at
+// t = 0: every attempt is refused after 1–3 ms, and retry k waits
+// delay(k, u) with u drawn per client from seed.
+func fleet(n, attempts int, seed uint64, delay func(k int, u float64) time.Duration) *Input {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	in := &Input{}
+	for c := range n {
+		t := int64(rng.IntN(int(time.Millisecond)))
+		for a := 1; a <= attempts; a++ {
+			d := time.Duration(-1)
+			if a > 1 {
+				d = delay(a-2, rng.Float64())
+				t += int64(d)
+			}
+			end := t + int64(time.Millisecond) + int64(rng.IntN(2*int(time.Millisecond)))
+			in.Records = append(in.Records, Record{Surface: REST, Source: "127.0.0.2", Stream: "fleet", Start: t, End: end, Code: 429,
+				Fleet: &FleetTag{Client: c, Request: 1, Attempt: a, Delay: max(d, 0)}})
+			t = end
+		}
+	}
+	return in
+}
+
+func full(k int, u float64) time.Duration { return time.Duration(u * float64(ceiling(jBase, jCap, k))) }
+func lockstep(k int, _ float64) time.Duration {
+	return ceiling(jBase, jCap, k)
+}
+func plusMinus20(k int, u float64) time.Duration {
+	return time.Duration(float64(ceiling(jBase, jCap, k)) * (1 + 0.2*(2*u-1)))
+}
+
+func jcfg(seed uint64) JitterConfig {
+	return JitterConfig{Base: jBase, Cap: jCap, Attempts: 4, Sims: 400, Seed: seed}
+}
+
+func checkOf(rep *JitterReport, name string) Check {
+	for _, c := range rep.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	return Check{}
+}
+
+// TestJitterFullPasses: a correct full-jitter fleet passes at least 99
+// runs in 100.
+func TestJitterFullPasses(t *testing.T) {
+	pass := 0
+	var last *JitterReport
+	for seed := range uint64(100) {
+		rep := Jitter(fleet(100, 4, seed, full), jcfg(seed))
+		if rep.Verdict == Pass {
+			pass++
+		} else {
+			last = rep
+		}
+		if seed == 0 && (math.Abs(rep.CollisionRatio-1) > 0.3 || rep.RecollisionRate > 0.2 || len(rep.Waves) != 3) {
+			t.Errorf("seed 0: collision ratio %.2f, re-collision %.2f, %d waves", rep.CollisionRatio, rep.RecollisionRate, len(rep.Waves))
+		}
+	}
+	if pass < 99 {
+		t.Errorf("full jitter passed %d runs in 100, want at least 99; a failing one: %+v", pass, last.Checks)
+	}
+}
+
+// TestJitterLockstepAndNarrowJitterFail: clients in lockstep re-collide at
+// every wave, and a ±20 % jitter breaks the collision bound.
+func TestJitterLockstepAndNarrowJitterFail(t *testing.T) {
+	rep := Jitter(fleet(100, 4, 1, lockstep), jcfg(1))
+	if rep.Verdict != Fail || rep.RecollisionRate < 0.9 || rep.CollisionRatio < 5 || rep.KSP > 1e-6 {
+		t.Errorf("lockstep: verdict %s, collision ratio %.2f, re-collision %.2f, KS p %.2g", rep.Verdict, rep.CollisionRatio, rep.RecollisionRate, rep.KSP)
+	}
+	rep = Jitter(fleet(100, 4, 1, plusMinus20), jcfg(1))
+	if rep.Verdict != Fail {
+		t.Fatalf("±20%% jitter passed: %+v", rep.Checks)
+	}
+	for _, w := range rep.Waves {
+		if w.Collisions <= w.Bound {
+			t.Errorf("±20%% jitter wave %d: %d collisions within the bound %d", w.Attempt, w.Collisions, w.Bound)
+		}
+	}
+}
+
+func TestKSAndPoisson(t *testing.T) {
+	grid := make([]float64, 200)
+	for i := range grid {
+		grid[i] = (float64(i) + 0.5) / 200
+	}
+	if p := ksUniform(grid); p < 0.99 {
+		t.Errorf("KS p of a uniform grid = %v, want about 1", p)
+	}
+	half := make([]float64, 200)
+	for i := range half {
+		half[i] = 0.5 + grid[i]/2 // U(0.5, 1): equal jitter
+	}
+	if p := ksUniform(half); p > 1e-6 {
+		t.Errorf("KS p of U(0.5,1) = %v, want about 0", p)
+	}
+	// P(Poisson(2) > 4) = 0.053, P(> 5) = 0.017.
+	if x := poissonBound(2, 0.05); x != 5 {
+		t.Errorf("poissonBound(2, 0.05) = %d, want 5", x)
+	}
+	if n := countCollisions([]int64{0, 5, 10, 30}, 5); n != 2 {
+		t.Errorf("countCollisions = %d, want 2", n)
+	}
+}
+
+// TestJitterDiscipline: a retried answer, an attempt over the cap and a
+// client that does not slow down after repeated 429s each fail their check.
+func TestJitterDiscipline(t *testing.T) {
+	ms := int64(time.Millisecond)
+	rec := func(client, req, attempt int, start int64, code uint16) Record {
+		return Record{Surface: REST, Source: "127.0.0.2", Stream: "fleet", Start: start * ms, End: (start + 1) * ms, Code: code,
+			Fleet: &FleetTag{Client: client, Request: req, Attempt: attempt, Delay: -1}}
+	}
+	in := &Input{Records: []Record{
+		rec(1, 1, 1, 0, 404), rec(1, 1, 2, 10, 404), // a 404 retried
+		rec(2, 1, 1, 0, 429), rec(2, 1, 2, 10, 429), rec(2, 1, 3, 20, 429), rec(2, 1, 4, 30, 429), rec(2, 1, 5, 40, 429), // over the cap
+		rec(2, 2, 1, 42, 200), // no pause after repeated 429s
+	}}
+	rep := Jitter(in, JitterConfig{Base: jBase, Cap: jCap, Attempts: 4, SlowDown: time.Second, Sims: 50})
+	for _, name := range []string{"retry-answers", "attempt-cap", "slow-down"} {
+		if c := checkOf(rep, name); c.Verdict != Fail {
+			t.Errorf("%s: %s (%s), want fail", name, c.Verdict, c.Detail)
+		}
+	}
+	if c := checkOf(rep, "retry-answers"); !strings.Contains(c.Detail, "1 answers were retried") {
+		t.Errorf("retry-answers: %s", c.Detail)
+	}
+}
+
+func TestParseFleetTag(t *testing.T) {
+	got := parseFleetTag("surface=rest source=127.0.0.2 stream=fleet client=7 request=2 attempt=3 delay=1500000")
+	if got == nil || *got != (FleetTag{Client: 7, Request: 2, Attempt: 3, Delay: 1500 * time.Microsecond}) {
+		t.Errorf("parseFleetTag = %+v", got)
+	}
+	if parseFleetTag("surface=rest source=127.0.0.1 stream=onset") != nil {
+		t.Error("a non-fleet label parsed as a fleet tag")
+	}
+}
+
+// BenchmarkJitter measures judging a 1000-client fleet of 4 attempts.
+func BenchmarkJitter(b *testing.B) {
+	in := fleet(1000, 4, 1, full)
+	cfg := jcfg(1)
+	b.ResetTimer()
+	for b.Loop() {
+		Jitter(in, cfg)
+	}
+}

@@ -63,6 +63,10 @@ type JitterConfig struct {
 	// SlowDown is the least pause a client must take before its next
 	// request after one ended on repeated 429s (0: not checked).
 	SlowDown time.Duration
+	// Uniform says the clients claim full jitter, so their delays must be
+	// uniform over the wave's range (a KS test); for other strategies the
+	// KS p-value is reported, not judged.
+	Uniform bool
 	// Alpha is the significance of all the run's tests together (0: 0.01).
 	Alpha float64
 	// Sims is the number of simulated independent fleets the bounds come
@@ -162,7 +166,6 @@ func Jitter(in *Input, cfg JitterConfig) *JitterReport {
 		}
 	}
 	sort.Ints(clients)
-	rep.Clients = len(clients)
 	add := func(name, verdict, format string, args ...any) {
 		rep.Checks = append(rep.Checks, Check{Name: name, Verdict: verdict, Detail: fmt.Sprintf(format, args...)})
 		if verdict == Fail {
@@ -177,9 +180,14 @@ func Jitter(in *Input, cfg JitterConfig) *JitterReport {
 
 	// Waves of the first request: attempt n+1 of every client that made it.
 	maxAttempt := 0
+	var fleetClients []int // the fleet proper, not the failure-table probes
 	for _, c := range clients {
-		maxAttempt = max(maxAttempt, len(requests[c][1]))
+		if as := requests[c][1]; len(as) > 0 && as[0].rec.Stream == "fleet" {
+			fleetClients = append(fleetClients, c)
+			maxAttempt = max(maxAttempt, len(as))
+		}
 	}
+	rep.Clients = len(fleetClients)
 	type point struct {
 		client          int
 		prevEnd, sched  int64
@@ -188,7 +196,7 @@ func Jitter(in *Input, cfg JitterConfig) *JitterReport {
 	var waves [][]point
 	for n := 2; n <= maxAttempt; n++ {
 		var pts []point
-		for _, c := range clients {
+		for _, c := range fleetClients {
 			as := requests[c][1]
 			if len(as) < n {
 				continue
@@ -207,7 +215,10 @@ func Jitter(in *Input, cfg JitterConfig) *JitterReport {
 	}
 	tests := 0
 	for i := range waves {
-		tests += 3 // collisions, uniformity, peak
+		tests += 2 // collisions, peak
+		if cfg.Uniform {
+			tests++
+		}
 		if i+1 < len(waves) {
 			tests++ // re-collision
 		}
@@ -258,7 +269,7 @@ func Jitter(in *Input, cfg JitterConfig) *JitterReport {
 			us[i] = float64(p.delay) / float64(R)
 		}
 		w.KSP = ksUniform(us)
-		if w.KSP < perTest {
+		if cfg.Uniform && w.KSP < perTest {
 			w.Verdict = Fail
 		}
 		// Peak ε-bin against a Poisson bound over the wave's bins, fixed

@@ -45,7 +45,7 @@ func plusMinus20(k int, u float64) time.Duration {
 }
 
 func jcfg(seed uint64) JitterConfig {
-	return JitterConfig{Base: jBase, Cap: jCap, Attempts: 4, Sims: 400, Seed: seed}
+	return JitterConfig{Base: jBase, Cap: jCap, Attempts: 4, Sims: 400, Seed: seed, Uniform: true}
 }
 
 func checkOf(rep *JitterReport, name string) Check {

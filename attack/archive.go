@@ -53,6 +53,22 @@ type RunInfo struct {
 	Results     int                 `json:"results"`
 	Interrupted bool                `json:"interrupted,omitempty"`
 	Note        string              `json:"note,omitempty"`
+	Fleet       *FleetInfo          `json:"fleet,omitempty"`
+}
+
+// FleetInfo records what a fleet run asked of its clients.
+type FleetInfo struct {
+	Surface    string  `json:"surface"`
+	Source     string  `json:"source"`
+	Clients    int     `json:"clients"`
+	Requests   int     `json:"requests"`
+	Strategy   string  `json:"strategy"`
+	BaseMS     float64 `json:"base_ms"`
+	CapMS      float64 `json:"cap_ms"`
+	Attempts   int     `json:"attempts"`
+	SlowDownMS float64 `json:"slowdown_ms"`
+	EpsilonMS  float64 `json:"epsilon_ms"`
+	Rows       int     `json:"rows"`
 }
 
 // PolicyInfo records the policy a run expected.

@@ -37,8 +37,9 @@ type Client struct {
 	Backoff Backoff
 	// Attempts caps total attempts per request (0: DefaultAttempts).
 	Attempts int
-	// Governor, when set, paces every attempt of the client and slows it
-	// down after a request met 429 twice in a row.
+	// Governor, when set, paces the client's requests (first attempts;
+	// retries keep their jitter) and slows it down after a request gave
+	// up on repeated 429s.
 	Governor *Governor
 	// Rand returns uniform draws in [0, 1) (nil: math/rand/v2).
 	Rand func() float64
@@ -71,8 +72,8 @@ type Attempt struct {
 	Body    []byte
 	Err     error
 	Class   Class
-	// Delay is the backoff drawn before this attempt (zero for the first)
-	// and Waited how long the governor held it back.
+	// Delay is the backoff drawn before this attempt (zero for the first);
+	// Waited is how long the governor held a first attempt back.
 	Delay, Waited time.Duration
 	BytesOut      uint64
 }
@@ -186,7 +187,7 @@ func (c *Client) Do(ctx context.Context, route string, newReq func(ctx context.C
 	in429 := 0
 	for n := 1; ; n++ {
 		var waited time.Duration
-		if c.Governor != nil {
+		if c.Governor != nil && n == 1 {
 			if waited = c.Governor.Reserve(now()); waited > 0 {
 				if err := sleep(ctx, waited); err != nil {
 					return nil, err
@@ -219,9 +220,7 @@ func (c *Client) Do(ctx context.Context, route string, newReq func(ctx context.C
 		c.observe(a)
 		out := &Response{Status: a.Status, Header: a.Header, Body: a.Body, Class: a.Class, Attempts: n}
 		if a.Status == http.StatusTooManyRequests {
-			if in429++; in429 >= 2 && c.Governor != nil {
-				c.Governor.SlowDown(now())
-			}
+			in429++
 		} else {
 			in429 = 0
 		}
@@ -235,6 +234,12 @@ func (c *Client) Do(ctx context.Context, route string, newReq func(ctx context.C
 			return out, nil
 		}
 		if n >= attempts {
+			if in429 >= 2 && c.Governor != nil {
+				// Repeated 429s: slow the whole client down, not this
+				// request's retries (a shared pause would put clients
+				// back in lockstep).
+				c.Governor.SlowDown(now())
+			}
 			return out, &ExhaustedError{Attempts: n, Last: a}
 		}
 		delay = b.Delay(n-1, prev, draw())

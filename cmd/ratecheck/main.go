@@ -45,6 +45,7 @@ func commands() map[string]command {
 		"attack":  {"run a scenario profile against a target and archive the results", runAttack},
 		"serve":   {"run the reference target that speaks the documented contract", runServe},
 		"verify":  {"prove the documented limits hold: probe plan, archive, analysis, verdict", runVerify},
+		"fleet":   {"drive retrying clients into a shared 429 and show whether their jitter spreads them out", runFleet},
 		"version": {"print the version", runVersion},
 	}
 }

@@ -103,12 +103,17 @@ func TestVerifyEmbeddedPasses(t *testing.T) {
 	if v.Schema != 1 || v.WindowMS != verifyWindow.Milliseconds() || len(v.Surfaces) != 2 || !strings.Contains(v.Run, "-verify") {
 		t.Errorf("verdict %+v", v)
 	}
+	b := blurOf(t, v.Run, verifyWindow)
 	for _, s := range v.Surfaces {
 		want := map[string]int{"rest": 240, "mcp": 120}[s.Surface]
+		if s.ExpectedLimit != want {
+			t.Errorf("%s: expected limit %d, want %d", s.Surface, s.ExpectedLimit, want)
+		}
 		// The observed limit is exactly the documented one on a quiet
-		// machine; on a noisy one it may differ within the timing uncertainty.
-		if s.ExpectedLimit != want || s.ObservedLimit == nil {
-			t.Errorf("%s: expected %d, observed %v", s.Surface, s.ExpectedLimit, s.ObservedLimit)
+		// machine; on a noisy one it may differ within the timing
+		// uncertainty, and on a starved one nothing may be refused in time.
+		if s.ObservedLimit == nil && !b.blurred() {
+			t.Errorf("%s: no observed limit although the run was quiet (%s)", s.Surface, b)
 		}
 		var names []string
 		for _, c := range s.Checks {

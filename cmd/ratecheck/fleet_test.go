@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/attack"
+)
+
+// runFleetJSON runs fleet --json with args and decodes its verdict.
+func runFleetJSON(t *testing.T, args ...string) (int, analyze.JitterReport, string) {
+	t.Helper()
+	code, stdout, stderr := runCmd(t, append([]string{"fleet", "--json", "--out", t.TempDir()}, args...)...)
+	var rep analyze.JitterReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("exit %d; stdout is not the fleet JSON: %v\n%s\nstderr: %s", code, err, stdout, stderr)
+	}
+	return code, rep, stderr
+}
+
+func checkNamed(rep analyze.JitterReport, name string) analyze.Check {
+	for _, c := range rep.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	return analyze.Check{}
+}
+
+// TestFleetFullPassesLockstepFails: against the embedded target, a fleet
+// with full jitter spreads out and passes; the same fleet in lockstep
+// re-collides and fails. Full jitter is held to a 1 % false-alarm rate, so
+// a failure is retried once with another seed (both failing: 1 in 10 000).
+func TestFleetFullPassesLockstepFails(t *testing.T) {
+	var rep analyze.JitterReport
+	var code int
+	for _, seed := range []string{"1", "2"} {
+		code, rep, _ = runFleetJSON(t, "--strategy", "full", "--seed", seed)
+		if code == exitOK {
+			break
+		}
+	}
+	if code != exitOK || rep.Verdict != analyze.Pass || len(rep.Waves) != 3 || rep.Clients != 100 {
+		t.Fatalf("full jitter: exit %d, %+v", code, rep)
+	}
+	if rep.EpsilonMS != 2 { // base 6s/60 = 100ms, ε = base/50
+		t.Errorf("ε %vms, want 2ms", rep.EpsilonMS)
+	}
+	code, rep, _ = runFleetJSON(t, "--strategy", "none")
+	var expected float64
+	for _, w := range rep.Waves[:len(rep.Waves)-1] {
+		expected = max(expected, w.RecollisionMax)
+	}
+	if code != exitCheckFailed || rep.Verdict != analyze.Fail || rep.CollisionRatio < 3 || rep.RecollisionRate < 5*expected {
+		t.Errorf("lockstep: exit %d, collision ratio %.2f, re-collision %.2f (independent: %.2f)", code, rep.CollisionRatio, rep.RecollisionRate, expected)
+	}
+}
+
+// TestFleetRetryDiscipline: under injected resets and 5xx, the fleet's
+// clients retry the faults, never an answer (every failure-table row is
+// sent), and never more than the cap.
+func TestFleetRetryDiscipline(t *testing.T) {
+	_, rep, stderr := runFleetJSON(t, "--window", "2s", "--clients", "10", "--faults", "5xx=0.2,reset=0.1", "--attempts", "3")
+	for _, name := range []string{"retry-answers", "attempt-cap"} {
+		if c := checkNamed(rep, name); c.Verdict != analyze.Pass {
+			t.Errorf("%s: %s (%s)\nstderr: %s", name, c.Verdict, c.Detail, stderr)
+		}
+	}
+	rows, err := attack.LoadEmbedded("errors.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 10*2 + len(rows.Streams); rep.AttemptsMax > 3 || rep.Requests != want {
+		t.Errorf("%d requests, at most %d attempts; want %d requests (10 clients × 2 + every row) within 3", rep.Requests, rep.AttemptsMax, want)
+	}
+	if rep.AttemptsMean <= 1 {
+		t.Errorf("%.2f attempts per request: nothing was retried although faults were injected", rep.AttemptsMean)
+	}
+}
+
+func TestFleetUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"fleet", "--strategy", "exponential"}, `--strategy: strategy "exponential": want full, equal, decorrelated or none`},
+		{[]string{"fleet", "--clients", "1"}, "--clients must be at least 2"},
+		{[]string{"fleet", "--surface", "grpc"}, `--surface "grpc": want rest or mcp`},
+		{[]string{"fleet", "--faults", "5xx=2"}, "--faults:"},
+		{[]string{"fleet", "--target", "http://127.0.0.1:1", "--faults", "5xx=0.1"}, "--faults configures the embedded target"},
+		{[]string{"fleet", "--target", "http://127.0.0.1:1"}, "is unreachable"},
+	} {
+		code, _, stderr := runCmd(t, tc.args...)
+		if code == exitOK || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+
+	"github.com/connectbyjbrh/ratecheck/analyze"
+)
+
+// dur formats milliseconds as a rounded duration.
+func dur(ms float64) string {
+	return time.Duration(ms * 1e6).Round(100 * time.Microsecond).String()
+}
+
+// FleetTables writes a fleet's waves side by side (one column per attempt
+// wave), its checks with evidence, and the verdict.
+func FleetTables(w io.Writer, rep *analyze.JitterReport, strategy, run string) error {
+	fmt.Fprintf(w, "%s  fleet of %d clients, strategy %s: %d requests, %.2f attempts each (at most %d); ε %gms\n",
+		strings.ToUpper(rep.Verdict), rep.Clients, strategy, rep.Requests, rep.AttemptsMean, rep.AttemptsMax, rep.EpsilonMS)
+	if len(rep.Waves) > 0 {
+		t := tablewriter.NewWriter(w)
+		header := []any{"figure"}
+		for _, wv := range rep.Waves {
+			header = append(header, fmt.Sprintf("attempt %d", wv.Attempt))
+		}
+		t.Header(header...)
+		row := func(name string, f func(analyze.Wave) string) error {
+			cells := []any{name}
+			for _, wv := range rep.Waves {
+				cells = append(cells, f(wv))
+			}
+			return t.Append(cells...)
+		}
+		g := func(x float64) string { return strconv.FormatFloat(x, 'g', 3, 64) }
+		rows := []struct {
+			name string
+			f    func(analyze.Wave) string
+		}{
+			{"clients", func(wv analyze.Wave) string { return strconv.Itoa(wv.Clients) }},
+			{"range", func(wv analyze.Wave) string { return dur(wv.RangeMS) }},
+			{"collisions (bound)", func(wv analyze.Wave) string { return fmt.Sprintf("%d (%d)", wv.Collisions, wv.Bound) }},
+			{"expected", func(wv analyze.Wave) string { return g(wv.Expected) }},
+			{"collision ratio", func(wv analyze.Wave) string { return g(wv.CollisionRatio) }},
+			{"re-collided next (bound)", func(wv analyze.Wave) string {
+				if wv.RecollBound == 0 && wv.Recollided == 0 && wv.RecollisionRate == 0 {
+					return "-"
+				}
+				return fmt.Sprintf("%d (%d)", wv.Recollided, wv.RecollBound)
+			}},
+			{"re-collision rate (expected)", func(wv analyze.Wave) string {
+				return fmt.Sprintf("%.0f%% (%.0f%%)", 100*wv.RecollisionRate, 100*wv.RecollisionMax)
+			}},
+			{"KS p", func(wv analyze.Wave) string { return g(wv.KSP) }},
+			{"peak ε-bin (bound)", func(wv analyze.Wave) string { return fmt.Sprintf("%d (%d)", wv.PeakBin, wv.PeakBound) }},
+			{"late p99 (machine)", func(wv analyze.Wave) string { return dur(wv.LateP99MS) }},
+			{"verdict", func(wv analyze.Wave) string { return wv.Verdict }},
+		}
+		for _, r := range rows {
+			if err := row(r.name, r.f); err != nil {
+				return err
+			}
+		}
+		if err := t.Render(); err != nil {
+			return err
+		}
+	}
+	t := tablewriter.NewWriter(w)
+	t.Header("check", "verdict", "evidence")
+	for _, c := range rep.Checks {
+		if err := t.Append(c.Name, c.Verdict, wrap(c.Detail, 90)); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nverdict: %s (collision ratio %.2f, re-collision %.0f%%, KS p %.2g; run %s)\n",
+		strings.ToUpper(rep.Verdict), rep.CollisionRatio, 100*rep.RecollisionRate, rep.KSP, run)
+	return nil
+}

@@ -112,8 +112,12 @@ func TestKSAndPoisson(t *testing.T) {
 		t.Errorf("KS p of U(0.5,1) = %v, want about 0", p)
 	}
 	// P(Poisson(2) > 4) = 0.053, P(> 5) = 0.017.
-	if x := poissonBound(2, 0.05); x != 5 {
+	if x := poissonBound([]float64{2}, 0.05); x != 5 {
 		t.Errorf("poissonBound(2, 0.05) = %d, want 5", x)
+	}
+	// Two clients drawing over [0, 4) and [2, 6) in bins of 2: means ½, 1, ½.
+	if m := binMeans([]int64{0, 2}, func(p int64) int64 { return p }, 0, 4, 2); len(m) != 3 || m[0] != 0.5 || m[1] != 1 || m[2] != 0.5 {
+		t.Errorf("binMeans = %v, want [0.5 1 0.5]", m)
 	}
 	if n := countCollisions([]int64{0, 5, 10, 30}, 5); n != 2 {
 		t.Errorf("countCollisions = %d, want 2", n)
@@ -139,7 +143,7 @@ func TestJitterDiscipline(t *testing.T) {
 			t.Errorf("%s: %s (%s), want fail", name, c.Verdict, c.Detail)
 		}
 	}
-	if c := checkOf(rep, "retry-answers"); !strings.Contains(c.Detail, "1 answers were retried") {
+	if c := checkOf(rep, "retry-answers"); !strings.Contains(c.Detail, "an answer was retried 1 times") {
 		t.Errorf("retry-answers: %s", c.Detail)
 	}
 }

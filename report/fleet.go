@@ -37,6 +37,7 @@ func FleetTables(w io.Writer, rep *analyze.JitterReport, strategy, run string) e
 			return t.Append(cells...)
 		}
 		g := func(x float64) string { return strconv.FormatFloat(x, 'g', 3, 64) }
+		last := rep.Waves[len(rep.Waves)-1].Attempt // no wave after it to re-collide in
 		rows := []struct {
 			name string
 			f    func(analyze.Wave) string
@@ -47,12 +48,15 @@ func FleetTables(w io.Writer, rep *analyze.JitterReport, strategy, run string) e
 			{"expected", func(wv analyze.Wave) string { return g(wv.Expected) }},
 			{"collision ratio", func(wv analyze.Wave) string { return g(wv.CollisionRatio) }},
 			{"re-collided next (bound)", func(wv analyze.Wave) string {
-				if wv.RecollBound == 0 && wv.Recollided == 0 && wv.RecollisionRate == 0 {
+				if wv.Attempt == last {
 					return "-"
 				}
 				return fmt.Sprintf("%d (%d)", wv.Recollided, wv.RecollBound)
 			}},
 			{"re-collision rate (expected)", func(wv analyze.Wave) string {
+				if wv.Attempt == last {
+					return "-"
+				}
 				return fmt.Sprintf("%.0f%% (%.0f%%)", 100*wv.RecollisionRate, 100*wv.RecollisionMax)
 			}},
 			{"KS p", func(wv analyze.Wave) string { return g(wv.KSP) }},

@@ -61,3 +61,37 @@ func TestWrap(t *testing.T) {
 		t.Errorf("wrap = %q", got)
 	}
 }
+
+// fleetSample is a two-wave fleet report with one failed check.
+func fleetSample() *analyze.JitterReport {
+	return &analyze.JitterReport{Verdict: analyze.Fail, CollisionRatio: 1.04, RecollisionRate: 0.02, KSP: 0.61, EpsilonMS: 2, Alpha: 0.01,
+		Clients: 100, Requests: 216, AttemptsMean: 3.78, AttemptsMax: 4,
+		Waves: []analyze.Wave{
+			{Attempt: 2, Clients: 100, RangeMS: 100, Collisions: 190, Expected: 189.5, Bound: 243, CollisionRatio: 1.003, Recollided: 3, RecollisionRate: 0.016, RecollisionMax: 0.02, RecollBound: 10, KSP: 0.52, PeakBin: 5, PeakBound: 10, LateP99MS: 12.5, Verdict: analyze.Pass},
+			{Attempt: 3, Clients: 100, RangeMS: 200, Collisions: 52, Expected: 52.8, Bound: 82, CollisionRatio: 0.985, KSP: 0.7, PeakBin: 4, PeakBound: 7, LateP99MS: 3.25, Verdict: analyze.Pass},
+		},
+		Checks: []analyze.Check{
+			{Name: "jitter", Verdict: analyze.Pass, Detail: "every wave is within the bounds of independent jitter"},
+			{Name: "retry-answers", Verdict: analyze.Fail, Detail: "an answer was retried 1 times: only 429, 5xx and transport faults may be"},
+		}}
+}
+
+func TestFleetGolden(t *testing.T) {
+	var got bytes.Buffer
+	if err := FleetTables(&got, fleetSample(), "full", "results/20261130T000000Z-fleet"); err != nil {
+		t.Fatal(err)
+	}
+	const file = "testdata/fleet.golden"
+	if *update {
+		if err := os.WriteFile(file, got.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got.String()); diff != "" {
+		t.Errorf("%s differs (-want +got):\n%s", file, diff)
+	}
+}

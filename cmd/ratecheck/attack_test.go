@@ -75,9 +75,8 @@ func TestAttackErrorsProfile(t *testing.T) {
 
 // TestAttackRESTLimit runs the REST limit profile in compressed time. The
 // exact split depends on timing, so the test asserts what holds under any
-// latency: every planned request is archived, at least the limit of the
-// burst is admitted (nothing came before it), and nothing but 200 and 429
-// comes back.
+// latency: every planned request is archived, at least the limit is
+// admitted, and nothing but 200 and 429 comes back.
 func TestAttackRESTLimit(t *testing.T) {
 	out := t.TempDir()
 	code, stdout, stderr := runCmd(t, "attack", "--profile", "../../profiles/rest-limit.yaml", "--window", "2s", "--out", out)
@@ -92,15 +91,15 @@ func TestAttackRESTLimit(t *testing.T) {
 		t.Errorf("run.json: %v", info)
 	}
 	counts := map[uint16]int{}
-	burstAdmitted := 0
 	for _, r := range rs {
-		if r.Seq < 250 && r.Code == 200 {
-			burstAdmitted++
-		}
 		counts[r.Code]++
 	}
-	if burstAdmitted < 240 {
-		t.Errorf("%d of the burst of 250 admitted, want at least 240", burstAdmitted)
+	// The first 240 arrivals at a fresh limiter are admitted whatever the
+	// timing. (Which requests they are is not fixed: on a loaded machine a
+	// probe on a warm connection can overtake a burst request still
+	// dialling.)
+	if counts[200] < 240 {
+		t.Errorf("%d admitted, want at least the limit, 240", counts[200])
 	}
 	if counts[200]+counts[429] != 257 {
 		t.Errorf("codes %v, want only 200 and 429", counts)

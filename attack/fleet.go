@@ -129,8 +129,7 @@ func (f Fleet) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
 			}
 		}()
 	}
-	time.Sleep(10 * time.Millisecond) // let every client reach the barrier
-	close(start)
+	close(start) // every client's first attempt goes out now
 	wg.Wait()
 	if err := f.rows(ctx, emit); err != nil {
 		return err

@@ -10,11 +10,13 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/connectbyjbrh/ratecheck/client"
+
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 // MCPProtocolVersion is the MCP protocol revision the attackers speak.
-const MCPProtocolVersion = "2026-07-28"
+const MCPProtocolVersion = client.ProtocolVersion
 
 // template is a request ready to be stamped into a vegeta.Target.
 type template struct {
@@ -103,7 +105,7 @@ func (r Request) template(surface, base string, extra http.Header) (template, er
 				"io.modelcontextprotocol/protocolVersion": MCPProtocolVersion,
 				"io.modelcontextprotocol/clientInfo":      map[string]string{"name": "ratecheck", "version": Version},
 			}
-			name, hasName := mcpName(r.RPC, params)
+			name, hasName := client.MCPName(r.RPC, params)
 			if hasName {
 				t.header.Set("Mcp-Name", name)
 			}
@@ -127,21 +129,6 @@ func (r Request) template(surface, base string, extra http.Header) (template, er
 		}
 	}
 	return t, nil
-}
-
-// mcpName returns the params member Mcp-Name must echo for an MCP method.
-func mcpName(method string, params map[string]any) (string, bool) {
-	key := ""
-	switch method {
-	case "tools/call", "prompts/get":
-		key = "name"
-	case "resources/read":
-		key = "uri"
-	default:
-		return "", false
-	}
-	s, _ := params[key].(string)
-	return s, true
 }
 
 // Version is the ratecheck version sent as MCP clientInfo and recorded in

@@ -121,13 +121,7 @@ func (c *Client) Call(ctx context.Context, method string, params map[string]any)
 	for k, v := range params {
 		p[k] = v
 	}
-	name, hasName := "", false
-	switch method {
-	case "tools/call", "prompts/get":
-		name, hasName = stringOf(p["name"]), true
-	case "resources/read":
-		name, hasName = stringOf(p["uri"]), true
-	}
+	name, hasName := MCPName(method, p)
 	return c.Do(ctx, method, func(ctx context.Context, id uint64) (*http.Request, error) {
 		body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": p})
 		if err != nil {
@@ -148,9 +142,21 @@ func (c *Client) Call(ctx context.Context, method string, params map[string]any)
 	})
 }
 
-func stringOf(v any) string {
-	s, _ := v.(string)
-	return s
+// MCPName returns the params member the Mcp-Name header must echo for an
+// MCP method (the tool or prompt name, the resource URI), and whether the
+// method has one.
+func MCPName(method string, params map[string]any) (string, bool) {
+	key := ""
+	switch method {
+	case "tools/call", "prompts/get":
+		key = "name"
+	case "resources/read":
+		key = "uri"
+	default:
+		return "", false
+	}
+	s, _ := params[key].(string)
+	return s, true
 }
 
 // Do runs the retry loop over any request: newReq builds attempt n's

@@ -196,10 +196,23 @@ func Jitter(in *Input, cfg JitterConfig) *JitterReport {
 	}
 	var waves [][]point
 	// Each client's attempts on its own timeline: attempt 1 when it went
-	// out, then each retry its latency plus its drawn delay after the one
-	// before, so that timers the machine ran late (and the lateness they
-	// pass on) are not charged to the clients. Without delay labels (plain
-	// Vegeta results) the observed times are used.
+	// out, then each retry its drawn delay plus the wave's median latency
+	// after the one before. This judges the clients' schedule, not the
+	// machine: timers run late, and the latency of each retry depends on
+	// when the late timer let it out, so observed times (or each retry's
+	// own latency) would split lockstep clients apart and charge the
+	// host's noise to them. Without delay labels (plain Vegeta results)
+	// the observed times are used.
+	medLat := make([]int64, maxAttempt)
+	for n := range medLat {
+		var lat []float64
+		for _, c := range fleetClients {
+			if as := requests[c][1]; len(as) > n {
+				lat = append(lat, float64(as[n].rec.End-as[n].rec.Start))
+			}
+		}
+		medLat[n] = int64(quantile(lat, 0.5))
+	}
 	virtual := map[int][]int64{}
 	for _, c := range fleetClients {
 		as := requests[c][1]
@@ -207,7 +220,7 @@ func Jitter(in *Input, cfg JitterConfig) *JitterReport {
 		v[0] = as[0].rec.Start
 		for n := 1; n < len(as); n++ {
 			if d := as[n].tag.Delay; d >= 0 {
-				v[n] = v[n-1] + (as[n-1].rec.End - as[n-1].rec.Start) + int64(d)
+				v[n] = v[n-1] + medLat[n-1] + int64(d)
 			} else {
 				v[n] = as[n].rec.Start
 			}
@@ -224,7 +237,10 @@ func Jitter(in *Input, cfg JitterConfig) *JitterReport {
 			prev, cur := as[n-2].rec, as[n-1]
 			observed := time.Duration(cur.rec.Start - prev.End)
 			v := virtual[c]
-			d := time.Duration(v[n-1] - v[n-2] - (prev.End - prev.Start))
+			d := observed
+			if cur.tag.Delay >= 0 {
+				d = cur.tag.Delay
+			}
 			pts = append(pts, point{client: c, prevEnd: v[n-1] - int64(d), sched: v[n-1], delay: d, observed: observed})
 		}
 		if len(pts) >= 2 {
@@ -362,9 +378,36 @@ func Jitter(in *Input, cfg JitterConfig) *JitterReport {
 			failedWaves = append(failedWaves, strconv.Itoa(w.Attempt))
 		}
 	}
+	// The experiment's premise: every client's first attempt was refused
+	// together. A host stall longer than the window lets the primer's
+	// requests age out first, and the clients' first attempts are admitted.
+	refused, firstFrom, firstTo := 0, int64(math.MaxInt64), int64(math.MinInt64)
+	for _, c := range fleetClients {
+		a := requests[c][1][0].rec
+		if a.Code == 429 {
+			refused++
+		}
+		firstFrom, firstTo = min(firstFrom, a.Start), max(firstTo, a.Start)
+	}
+	var primeFrom, primeTo int64 = math.MaxInt64, math.MinInt64
+	for i := range in.Records {
+		if r := &in.Records[i]; r.Stream == "prime" && r.Fleet == nil {
+			primeFrom, primeTo = min(primeFrom, r.Start), max(primeTo, r.End)
+		}
+	}
+	setup := fmt.Sprintf("first attempts sent over %v", time.Duration(firstTo-firstFrom).Round(time.Millisecond))
+	if primeFrom <= primeTo {
+		setup = fmt.Sprintf("the primer took %v, then the %s", time.Duration(primeTo-primeFrom).Round(time.Millisecond), setup)
+	}
+	if refused == len(fleetClients) {
+		add("shared-429", Pass, "all %d clients' first attempts were refused together (%s)", refused, setup)
+	} else {
+		add("shared-429", Fail, "only %d of %d clients' first attempts were refused (%s): the address's budget came back before they arrived, so the fleet was not driven into a shared 429; the host stalled for longer than the window allows, or something else spent or freed the budget: re-run with a longer --window (the target's)", refused, len(fleetClients), setup)
+	}
+
 	switch {
 	case len(rep.Waves) == 0:
-		add("jitter", Fail, "no client retried, so the fleet was never driven into a shared 429 and shows nothing (was the address's budget spent? is the limit above the primer's count?)")
+		add("jitter", Fail, "no client retried, so the fleet shows nothing about its jitter")
 	case len(failedWaves) > 0:
 		add("jitter", Fail, "waves %s broke the bounds of independent jitter (collision ratio %.2f, re-collision %.0f%% against about %.0f%% expected, KS p %.2g; ε %v, significance %.2g over %d tests)",
 			strings.Join(failedWaves, ", "), rep.CollisionRatio, 100*rep.RecollisionRate, 100*sumRecollExp/float64(max(sumPairs, 1)), rep.KSP, cfg.Epsilon, cfg.Alpha, tests)

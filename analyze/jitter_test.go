@@ -17,6 +17,11 @@ const (
 // t = 0: every attempt is refused after 1–3 ms, and retry k waits
 // delay(k, u) with u drawn per client from seed.
 func fleet(n, attempts int, seed uint64, delay func(k int, u float64) time.Duration) *Input {
+	return noisyFleet(n, attempts, seed, delay, 2*time.Millisecond)
+}
+
+// noisyFleet is fleet with each refusal taking 1 ms plus up to noise.
+func noisyFleet(n, attempts int, seed uint64, delay func(k int, u float64) time.Duration, noise time.Duration) *Input {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	in := &Input{}
 	for c := range n {
@@ -27,7 +32,7 @@ func fleet(n, attempts int, seed uint64, delay func(k int, u float64) time.Durat
 				d = delay(a-2, rng.Float64())
 				t += int64(d)
 			}
-			end := t + int64(time.Millisecond) + int64(rng.IntN(2*int(time.Millisecond)))
+			end := t + int64(time.Millisecond) + int64(rng.IntN(int(noise)))
 			in.Records = append(in.Records, Record{Surface: REST, Source: "127.0.0.2", Stream: "fleet", Start: t, End: end, Code: 429,
 				Fleet: &FleetTag{Client: c, Request: 1, Attempt: a, Delay: max(d, 0)}})
 			t = end
@@ -93,6 +98,46 @@ func TestJitterLockstepAndNarrowJitterFail(t *testing.T) {
 		if w.Collisions <= w.Bound {
 			t.Errorf("±20%% jitter wave %d: %d collisions within the bound %d", w.Attempt, w.Collisions, w.Bound)
 		}
+	}
+}
+
+// TestJitterHostNoise: refusals that take 1–200 ms, as on a starved host,
+// neither split lockstep clients apart nor make full jitter fail: timing is
+// judged on the clients' own schedule.
+func TestJitterHostNoise(t *testing.T) {
+	rep := Jitter(noisyFleet(100, 4, 1, lockstep, 200*time.Millisecond), jcfg(1))
+	if rep.Verdict != Fail || rep.RecollisionRate < 0.99 {
+		t.Errorf("lockstep: verdict %s, re-collision %.2f", rep.Verdict, rep.RecollisionRate)
+	}
+	pass := 0
+	for seed := range uint64(20) {
+		if Jitter(noisyFleet(100, 4, seed, full, 200*time.Millisecond), jcfg(seed)).Verdict == Pass {
+			pass++
+		}
+	}
+	if pass < 19 {
+		t.Errorf("full jitter on a noisy host passed %d runs in 20", pass)
+	}
+}
+
+// TestJitterSharedRefusal: a fleet whose first attempts were not all
+// refused was not driven into a shared 429, and says so.
+func TestJitterSharedRefusal(t *testing.T) {
+	in := fleet(100, 4, 1, full)
+	rep := Jitter(in, jcfg(1))
+	if c := checkOf(rep, "shared-429"); c.Verdict != Pass || !strings.Contains(c.Detail, "all 100") {
+		t.Errorf("all refused: %+v", c)
+	}
+	admitted := 0
+	for i := range in.Records {
+		if r := &in.Records[i]; r.Fleet.Attempt == 1 && r.Fleet.Client%4 == 0 {
+			r.Code = 200
+			admitted++
+		}
+	}
+	rep = Jitter(in, jcfg(1))
+	if c := checkOf(rep, "shared-429"); c.Verdict != Fail || rep.Verdict != Fail || !strings.Contains(c.Detail, "only 75 of 100") || !strings.Contains(c.Detail, "--window") {
+		t.Errorf("%d admitted: verdict %s, %+v", admitted, rep.Verdict, c)
 	}
 }
 

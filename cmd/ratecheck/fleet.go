@@ -41,8 +41,11 @@ Strategies: full (the contract's advice, the default), equal, decorrelated,
 none (lockstep: the control, which fails).
 
 Without --target the embedded reference target is started with the window
-compressed to 6s (unless --window is given); --faults injects its faults,
-such as 5xx=0.05,reset=0.05.
+compressed to 30s (unless --window is given): the run takes seconds, since
+nothing waits for the window to pass, and a host that stalls for seconds
+still cannot let the budget come back before the fleet's first attempts
+arrive (the shared-429 check says when it did). --faults injects the
+target's faults, such as 5xx=0.05,reset=0.05.
 
 Exit codes: 0 the fleet spread out and kept its discipline, 1 a check
 failed, 2 bad usage, 3 target unreachable.
@@ -84,7 +87,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&o.attempts, "attempts", client.DefaultAttempts, "attempts per request, the first included")
 	fs.DurationVar(&o.slowDown, "slow-down", 0, "least pause after a request gave up on repeated 429s (default: 2*base)")
 	fs.DurationVar(&o.epsilon, "epsilon", 0, "distance that counts as a collision (default: base/50)")
-	fs.DurationVar(&o.window, "window", 0, "the target's window (default 60s; 6s for the embedded target)")
+	fs.DurationVar(&o.window, "window", 0, "the target's window (default 60s; 30s for the embedded target)")
 	fs.IntVar(&o.limit, "limit", 0, "requests the primer sends to spend the address's budget (default: 240 REST, 120 MCP)")
 	fs.StringVar(&o.source, "source", "", "local `address` of every client (default on loopback: 127.0.0.2)")
 	fs.BoolVar(&o.rows, "rows", true, "send every failure-table row once to check that answers are not retried")
@@ -120,7 +123,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if window == 0 {
 		window = time.Minute
 		if o.target == "" {
-			window = 6 * time.Second
+			window = 30 * time.Second
 		}
 	}
 	limit := o.limit

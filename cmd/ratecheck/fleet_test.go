@@ -29,6 +29,26 @@ func checkNamed(rep analyze.JitterReport, name string) analyze.Check {
 	return analyze.Check{}
 }
 
+// runFleetShared runs fleet --json with args at the embedded default window,
+// then at 60s if the host stalled for so long that the fleet was never
+// driven into a shared 429 (which proves nothing either way), and skips the
+// test if neither run was.
+func runFleetShared(t *testing.T, args ...string) (int, analyze.JitterReport) {
+	t.Helper()
+	var detail string
+	for _, window := range []string{"30s", "60s"} {
+		code, rep, _ := runFleetJSON(t, append([]string{"--window", window}, args...)...)
+		shared := checkNamed(rep, "shared-429")
+		if shared.Verdict == analyze.Pass {
+			return code, rep
+		}
+		detail = shared.Detail
+		t.Logf("window %s, %v: %s", window, args, detail)
+	}
+	t.Skipf("the host stalled for longer than a 60s window allows, so the fleet was never driven into a shared 429: %s", detail)
+	return 0, analyze.JitterReport{}
+}
+
 // TestFleetFullPassesLockstepFails: against the embedded target, a fleet
 // with full jitter spreads out and passes; the same fleet in lockstep
 // re-collides and fails. Full jitter is held to a 1 % false-alarm rate, so
@@ -40,7 +60,7 @@ func TestFleetFullPassesLockstepFails(t *testing.T) {
 	var rep analyze.JitterReport
 	var code int
 	for _, seed := range []string{"1", "2"} {
-		code, rep, _ = runFleetJSON(t, "--strategy", "full", "--seed", seed)
+		code, rep = runFleetShared(t, "--strategy", "full", "--seed", seed)
 		if code == exitOK {
 			break
 		}
@@ -48,16 +68,19 @@ func TestFleetFullPassesLockstepFails(t *testing.T) {
 	if code != exitOK || rep.Verdict != analyze.Pass || len(rep.Waves) != 3 || rep.Clients != 100 {
 		t.Fatalf("full jitter: exit %d, %+v", code, rep)
 	}
-	if rep.EpsilonMS != 2 { // base 6s/60 = 100ms, ε = base/50
-		t.Errorf("ε %vms, want 2ms", rep.EpsilonMS)
+	if rep.EpsilonMS != 10 { // base 30s/60 = 500ms, ε = base/50
+		t.Errorf("ε %vms, want 10ms", rep.EpsilonMS)
 	}
-	code, rep, _ = runFleetJSON(t, "--strategy", "none")
+	code, rep = runFleetShared(t, "--strategy", "none")
+	if len(rep.Waves) < 2 {
+		t.Fatalf("lockstep: exit %d, %d waves, want every client to retry at least twice: %+v", code, len(rep.Waves), rep)
+	}
 	var expected float64
 	for _, w := range rep.Waves[:len(rep.Waves)-1] {
 		expected = max(expected, w.RecollisionMax)
 	}
-	if code != exitCheckFailed || rep.Verdict != analyze.Fail || rep.CollisionRatio < 3 || rep.RecollisionRate < 5*expected {
-		t.Errorf("lockstep: exit %d, collision ratio %.2f, re-collision %.2f (independent: %.2f)", code, rep.CollisionRatio, rep.RecollisionRate, expected)
+	if code != exitCheckFailed || rep.Verdict != analyze.Fail || rep.CollisionRatio < 3 || rep.RecollisionRate < 0.9 || rep.RecollisionRate < 5*expected {
+		t.Errorf("lockstep: exit %d, collision ratio %.2f, re-collision %.2f (independent: %.2f), want ≥ 0.9", code, rep.CollisionRatio, rep.RecollisionRate, expected)
 	}
 }
 

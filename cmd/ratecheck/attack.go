@@ -162,7 +162,7 @@ func execute(ctx context.Context, name string, plan attack.Plan, targetURL strin
 		}
 	}
 	plan.Target = targetURL
-	if err := reachable(ctx, targetURL, 5*time.Second); err != nil {
+	if err := reachable(ctx, targetURL, reachTimeout); err != nil {
 		fmt.Fprintf(stderr, "ratecheck %s: target %s is unreachable: %v\n", name, targetURL, err)
 		return nil, exitUnreachable
 	}

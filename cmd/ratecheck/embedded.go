@@ -40,6 +40,11 @@ func checkTarget(raw string) (string, error) {
 	return strings.TrimRight(raw, "/"), nil
 }
 
+// reachTimeout bounds the reachability probe. A refused connection fails at
+// once, so it only bounds a target that accepts and hangs; it is generous
+// because a loaded host can stall even a loopback answer for seconds.
+const reachTimeout = 30 * time.Second
+
 // reachable reports whether the target answers HTTP at all (any status)
 // within timeout.
 func reachable(ctx context.Context, base string, timeout time.Duration) error {

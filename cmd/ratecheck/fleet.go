@@ -167,7 +167,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	} else if f.Target, err = checkTarget(o.target); err != nil {
 		return usageErr(stderr, "fleet", "%v", err)
 	}
-	if err := reachable(ctx, f.Target, 5*time.Second); err != nil {
+	if err := reachable(ctx, f.Target, reachTimeout); err != nil {
 		fmt.Fprintf(stderr, "ratecheck fleet: target %s is unreachable: %v\n", f.Target, err)
 		return exitUnreachable
 	}

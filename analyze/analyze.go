@@ -196,7 +196,7 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 	}
 	judged := map[string][]Judgement{}
 	var shapeBad, shapeN int
-	shapeMemo := map[string]bool{} // bodies are interned: few distinct ones
+	shapeMemo := map[*Answer]bool{} // answers are interned: few distinct ones
 	var extras []string
 	errs := map[string]int{}
 	for _, src := range srcs {
@@ -210,26 +210,27 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 			case refused(r):
 				sd.Refused++
 				shapeN++
-				ok, seen := shapeMemo[string(r.Body)]
+				ok, seen := shapeMemo[r.A]
 				if !seen {
-					ok = shapeOK(sf, r.Body)
-					shapeMemo[string(r.Body)] = ok
+					ok = shapeOK(sf, r.Body())
+					shapeMemo[r.A] = ok
 				}
 				if !ok {
 					shapeBad++
 				}
-				if r.RetryAfter != "" && !slices.Contains(extras, "Retry-After: "+r.RetryAfter) && len(extras) < 3 {
-					extras = append(extras, "Retry-After: "+r.RetryAfter)
+				_, retryAfter, rateLimit := r.Header()
+				if retryAfter != "" && !slices.Contains(extras, "Retry-After: "+retryAfter) && len(extras) < 3 {
+					extras = append(extras, "Retry-After: "+retryAfter)
 				}
-				if r.RateLimit != "" && !slices.Contains(extras, "RateLimit: "+r.RateLimit) && len(extras) < 3 {
-					extras = append(extras, "RateLimit: "+r.RateLimit)
+				if rateLimit != "" && !slices.Contains(extras, "RateLimit: "+rateLimit) && len(extras) < 3 {
+					extras = append(extras, "RateLimit: "+rateLimit)
 				}
 			case admitted(r):
 				sd.Admitted++
 			default:
 				sd.Faults++
 				if r.Code == 0 {
-					errs[errKind(r.Err)]++
+					errs[errKind(r.Err())]++
 				}
 			}
 		}
@@ -485,7 +486,7 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 				}
 				rows = append(rows, row.Stream)
 				if r.Code == 0 { // no answer: proves nothing about the row
-					unanswered = append(unanswered, fmt.Sprintf("%s (%s)", row.Stream, errKind(r.Err)))
+					unanswered = append(unanswered, fmt.Sprintf("%s (%s)", row.Stream, errKind(r.Err())))
 					continue
 				}
 				if p := checkRow(row, r); p != "" {

@@ -29,12 +29,22 @@ const (
 	MCP  = "mcp"
 )
 
-// Record is what the analyzer keeps of one result.
+// Record is what the analyzer keeps of one result: 88 bytes, so that a
+// million results fit in 88 MB.
 type Record struct {
 	Surface, Source, Stream string
 	// Start is the send start (Unix ns), End the arrival of the response.
 	Start, End int64
 	Code       uint16
+	// A is the rest of the answer (nil: none kept), shared by every record
+	// whose answer reads the same, so a flood of refusals holds one.
+	A *Answer
+	// Fleet is set on a fleet client's attempt (labels client=, attempt=).
+	Fleet *FleetTag
+}
+
+// Answer is what a record keeps of its response besides the status.
+type Answer struct {
 	// Body is kept (capped) only for refusals and contract probes.
 	Body []byte
 	// Allow, RetryAfter and RateLimit are response headers reported beside
@@ -42,9 +52,30 @@ type Record struct {
 	Allow, RetryAfter, RateLimit string
 	// Err is the transport error of a result without an answer (code 0).
 	Err string
-	// Fleet is set on a fleet client's attempt (labels client=, attempt=).
-	Fleet *FleetTag
-	File  int // index of the input file
+}
+
+// Body returns the kept response body, if any.
+func (r *Record) Body() []byte {
+	if r.A == nil {
+		return nil
+	}
+	return r.A.Body
+}
+
+// Err returns the transport error, if any.
+func (r *Record) Err() string {
+	if r.A == nil {
+		return ""
+	}
+	return r.A.Err
+}
+
+// Header returns the answer's Allow, Retry-After and RateLimit headers.
+func (r *Record) Header() (allow, retryAfter, rateLimit string) {
+	if r.A == nil {
+		return "", "", ""
+	}
+	return r.A.Allow, r.A.RetryAfter, r.A.RateLimit
 }
 
 // Latency returns the record's latency.
@@ -115,15 +146,19 @@ func (in *Input) readFile(path string) error {
 		return err
 	}
 	defer f.Close()
-	idx := len(in.Files)
 	in.Files = append(in.Files, path)
-	dec := vegeta.DecoderFor(bufio.NewReaderSize(f, 1<<20))
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	cr := &countingReader{r: bufio.NewReaderSize(f, 1<<20)}
+	dec := vegeta.DecoderFor(cr)
 	if dec == nil {
 		return fmt.Errorf("%s: not a Vegeta results file (gob, JSON or CSV)", path)
 	}
 	var r vegeta.Result
 	n := 0
-	it := &interner{labels: map[string][3]string{}, bodies: map[string][]byte{}, strs: map[string]string{}}
+	it := &interner{labels: map[string][3]string{}, answers: map[answerKey]*Answer{}}
 	for {
 		r = vegeta.Result{}
 		err := dec.Decode(&r)
@@ -138,7 +173,12 @@ func (in *Input) readFile(path string) error {
 			return fmt.Errorf("%s: record %d: %w", path, n+1, err)
 		}
 		n++
-		in.Records = append(in.Records, it.record(&r, idx))
+		if n == presizeAfter && cr.n > 0 {
+			// Grow once to the file's likely count rather than doubling
+			// (and copying) a few hundred megabytes as it goes.
+			in.Records = slices.Grow(in.Records, int(size*presizeAfter/cr.n)*21/20)
+		}
+		in.Records = append(in.Records, it.record(&r))
 	}
 	if n == 0 {
 		return fmt.Errorf("%s: no results", path)
@@ -149,9 +189,9 @@ func (in *Input) readFile(path string) error {
 // record keeps what the analyzer needs of a result. Labels are parsed
 // once per distinct label and URL and shared, so a million results hold a
 // handful of strings.
-func (it *interner) record(r *vegeta.Result, file int) Record {
+func (it *interner) record(r *vegeta.Result) Record {
 	labels := it.labels
-	rec := Record{Start: r.Timestamp.UnixNano(), Code: r.Code, File: file}
+	rec := Record{Start: r.Timestamp.UnixNano(), Code: r.Code}
 	rec.End = rec.Start + int64(r.Latency)
 	key := r.Attack
 	if !strings.Contains(key, "surface=") {
@@ -185,47 +225,58 @@ func (it *interner) record(r *vegeta.Result, file int) Record {
 	if strings.Contains(r.Attack, "client=") {
 		rec.Fleet = parseFleetTag(r.Attack)
 	}
+	var a Answer
 	if isContractStream(rec.Stream) || (r.Code == 429 && len(r.Body) > 0) {
-		rec.Body = it.body(r.Body[:min(len(r.Body), keepBody)])
+		a.Body = r.Body[:min(len(r.Body), keepBody)]
 	}
-	if r.Error != "" {
-		rec.Err = it.str(r.Error)
-	}
+	a.Err = r.Error
 	if r.Headers != nil {
-		rec.Allow = r.Headers.Get("Allow")
-		rec.RetryAfter = r.Headers.Get("Retry-After")
-		rec.RateLimit = strings.TrimSpace(r.Headers.Get("RateLimit") + " " + r.Headers.Get("RateLimit-Policy"))
+		a.Allow = r.Headers.Get("Allow")
+		a.RetryAfter = r.Headers.Get("Retry-After")
+		a.RateLimit = strings.TrimSpace(r.Headers.Get("RateLimit") + " " + r.Headers.Get("RateLimit-Policy"))
+	}
+	if len(a.Body) > 0 || a.Err != "" || a.Allow != "" || a.RetryAfter != "" || a.RateLimit != "" {
+		rec.A = it.answer(a)
 	}
 	return rec
 }
 
-// interner shares the few distinct labels and refusal bodies of a file, so
-// that a flood does not keep a copy of each per result.
+// presizeAfter is how many results are read before the file's size and
+// the bytes they took tell how many records to make room for.
+const presizeAfter = 8192
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// interner shares the few distinct labels and answers of a file, so that a
+// flood does not keep a copy of each per result.
 type interner struct {
-	labels map[string][3]string
-	bodies map[string][]byte
-	strs   map[string]string
+	labels  map[string][3]string
+	answers map[answerKey]*Answer
 }
 
-// str shares the few distinct error texts of a file.
-func (it *interner) str(s string) string {
-	if v, ok := it.strs[s]; ok {
-		return v
-	}
-	v := strings.Clone(s)
-	if len(it.strs) < 1024 {
-		it.strs[v] = v
-	}
-	return v
-}
+type answerKey struct{ body, allow, retryAfter, rateLimit, err string }
 
-func (it *interner) body(b []byte) []byte {
-	if v, ok := it.bodies[string(b)]; ok {
+// answer returns the shared copy of a (whose fields may alias the decoded
+// result, which it does not keep).
+func (it *interner) answer(a Answer) *Answer {
+	k := answerKey{string(a.Body), a.Allow, a.RetryAfter, a.RateLimit, a.Err}
+	if v, ok := it.answers[k]; ok {
 		return v
 	}
-	v := bytes.Clone(b)
-	if len(it.bodies) < 1024 {
-		it.bodies[string(v)] = v
+	v := &Answer{Body: bytes.Clone(a.Body), Allow: strings.Clone(a.Allow), RetryAfter: strings.Clone(a.RetryAfter),
+		RateLimit: strings.Clone(a.RateLimit), Err: strings.Clone(a.Err)}
+	if len(it.answers) < 4096 {
+		it.answers[answerKey{string(v.Body), v.Allow, v.RetryAfter, v.RateLimit, v.Err}] = v
 	}
 	return v
 }

@@ -200,14 +200,15 @@ func simulate(srv server, latency func(i int) time.Duration) *Input {
 		switch {
 		case !lim.allow(srv.key(p), tau(i)):
 			rec.Code = 429
-			rec.Body = []byte(`{"error":{"code":"rate_limited"}}`)
+			rec.A = &Answer{Body: []byte(`{"error":{"code":"rate_limited"}}`)}
 			if p.surface == MCP {
-				rec.Body = []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"rate limited"}}`)
+				rec.A = &Answer{Body: []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"rate limited"}}`)}
 			}
 		case isRow:
-			rec.Code, rec.Body, rec.Allow = answer(row)
+			rec.A = &Answer{}
+			rec.Code, rec.A.Body, rec.A.Allow = answer(row)
 		default:
-			rec.Code, rec.Body = 200, []byte(`{"result":{}}`)
+			rec.Code, rec.A = 200, &Answer{Body: []byte(`{"result":{}}`)}
 		}
 	}
 	sort.SliceStable(in.Records, func(i, j int) bool { return in.Records[i].Start < in.Records[j].Start })
@@ -391,8 +392,8 @@ func TestUnansweredContractRows(t *testing.T) {
 	in := simulate(documented(1, 0), quiet)
 	for i := range in.Records {
 		if r := &in.Records[i]; r.Surface == REST && isContractStream(r.Stream) {
-			r.Code, r.Body = 0, nil
-			r.Err = `Get "http://127.0.0.1:1/api/public/pages/no-such": net/http: request canceled (Client.Timeout exceeded while awaiting headers)`
+			r.Code = 0
+			r.A = &Answer{Err: `Get "http://127.0.0.1:1/api/public/pages/no-such": net/http: request canceled (Client.Timeout exceeded while awaiting headers)`}
 		}
 	}
 	rep := judge(in)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jamiealquiza/tachymeter"
@@ -128,16 +129,27 @@ func Analyze(in *Input, cfg Config) *Report {
 		}
 		g.Records = append(g.Records, r)
 	}
-	for _, sf := range []string{REST, MCP} {
-		groups := bySurface[sf]
-		if groups == nil {
+	// The surfaces are judged side by side (they only read the records).
+	surfaces := []string{REST, MCP}
+	svs, sds := make([]SurfaceVerdict, len(surfaces)), make([]SurfaceDetail, len(surfaces))
+	var wg sync.WaitGroup
+	for i, sf := range surfaces {
+		if bySurface[sf] == nil {
 			continue
 		}
-		other := bySurface[map[string]string{REST: MCP, MCP: REST}[sf]]
-		sv, sd := analyzeSurface(sf, groups, other, cfg)
-		rep.Verdict.Surfaces = append(rep.Verdict.Surfaces, sv)
-		rep.Surfaces = append(rep.Surfaces, sd)
-		if sv.Verdict == Fail {
+		wg.Go(func() {
+			other := bySurface[map[string]string{REST: MCP, MCP: REST}[sf]]
+			svs[i], sds[i] = analyzeSurface(sf, bySurface[sf], other, cfg)
+		})
+	}
+	wg.Wait()
+	for i, sf := range surfaces {
+		if bySurface[sf] == nil {
+			continue
+		}
+		rep.Verdict.Surfaces = append(rep.Verdict.Surfaces, svs[i])
+		rep.Surfaces = append(rep.Surfaces, sds[i])
+		if svs[i].Verdict == Fail {
 			rep.Verdict.Verdict = Fail
 		}
 	}
@@ -179,19 +191,16 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 	// The primary group is the one the limit probes came from: the most
 	// refusals, then the most requests.
 	var primary *Group
-	refusalsOf := func(g *Group) int {
-		n := 0
+	var primaryRefusals int
+	for _, src := range srcs {
+		g, n := groups[src], 0
 		for _, r := range g.Records {
 			if refused(r) {
 				n++
 			}
 		}
-		return n
-	}
-	for _, src := range srcs {
-		g := groups[src]
-		if primary == nil || refusalsOf(g) > refusalsOf(primary) || (refusalsOf(g) == refusalsOf(primary) && len(g.Records) > len(primary.Records)) {
-			primary = g
+		if primary == nil || n > primaryRefusals || (n == primaryRefusals && len(g.Records) > len(primary.Records)) {
+			primary, primaryRefusals = g, n
 		}
 	}
 	judged := map[string][]Judgement{}

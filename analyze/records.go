@@ -151,7 +151,21 @@ func (in *Input) readFile(path string) error {
 	if fi, err := f.Stat(); err == nil {
 		size = fi.Size()
 	}
-	cr := &countingReader{r: bufio.NewReaderSize(f, 1<<20)}
+	br := bufio.NewReaderSize(f, 1<<20)
+	if parallelGob && isGob(br) {
+		n, truncated, err := readGob(br, path, size, func(r Record) { in.Records = append(in.Records, r) },
+			func(n int) { in.Records = slices.Grow(in.Records, n) })
+		switch {
+		case err != nil:
+			return err
+		case truncated && n > 0:
+			in.Truncated = append(in.Truncated, fmt.Sprintf("%s: ends mid-record; read the %d complete records before it", path, n))
+		case n == 0:
+			return fmt.Errorf("%s: no results", path)
+		}
+		return nil
+	}
+	cr := &countingReader{r: br}
 	dec := vegeta.DecoderFor(cr)
 	if dec == nil {
 		return fmt.Errorf("%s: not a Vegeta results file (gob, JSON or CSV)", path)
@@ -240,6 +254,10 @@ func (it *interner) record(r *vegeta.Result) Record {
 	}
 	return rec
 }
+
+// parallelGob says whether gob files are decoded on every core (the
+// benchmark turns it off to compare).
+var parallelGob = true
 
 // presizeAfter is how many results are read before the file's size and
 // the bytes they took tell how many records to make room for.

@@ -205,7 +205,7 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 	}
 	judged := map[string][]Judgement{}
 	var shapeBad, shapeN int
-	shapeMemo := map[*Answer]bool{} // answers are interned: few distinct ones
+	shapeMemo := map[string]bool{} // bodies are interned: few distinct ones
 	var extras []string
 	errs := map[string]int{}
 	for _, src := range srcs {
@@ -219,10 +219,10 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 			case refused(r):
 				sd.Refused++
 				shapeN++
-				ok, seen := shapeMemo[r.A]
+				ok, seen := shapeMemo[string(r.Body())]
 				if !seen {
 					ok = shapeOK(sf, r.Body())
-					shapeMemo[r.A] = ok
+					shapeMemo[string(r.Body())] = ok
 				}
 				if !ok {
 					shapeBad++

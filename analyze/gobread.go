@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"sync"
 
@@ -30,7 +31,12 @@ type gobBatch struct {
 	errAt int // the index of the result the error is about
 }
 
-const gobBatchResults = 4096
+// A batch is cut at gobBatchResults results or gobBatchBytes bytes (Vegeta
+// keeps whole bodies), whichever comes first.
+const (
+	gobBatchResults = 4096
+	gobBatchBytes   = 8 << 20
+)
 
 // isGob reports whether br starts with a gob stream of Vegeta results: the
 // first result decodes.
@@ -60,10 +66,12 @@ func gobUint(b []byte) (uint64, int, bool) {
 	return x, 1 + w, true
 }
 
-// readGobMessage reads one whole message: its bytes (length prefix
-// included) and whether it defines a type. io.EOF at a clean end,
-// io.ErrUnexpectedEOF in the middle of a message.
-func readGobMessage(br *bufio.Reader) ([]byte, bool, error) {
+// readGobMessage reads one whole message of at most left bytes: its bytes
+// (length prefix included) and whether it defines a type. io.EOF at a
+// clean end; io.ErrUnexpectedEOF in the middle of a message, or where a
+// length is zero or runs past the file's end (a crash's padding or a
+// corrupt tail), so that nothing is allocated on a bad length's word.
+func readGobMessage(br *bufio.Reader, left int64) ([]byte, bool, error) {
 	head, err := br.Peek(9)
 	if len(head) == 0 {
 		if err == nil {
@@ -72,11 +80,8 @@ func readGobMessage(br *bufio.Reader) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	size, w, ok := gobUint(head)
-	if !ok || size > 1<<30 {
-		if len(head) < 9 {
-			return nil, false, io.ErrUnexpectedEOF
-		}
-		return nil, false, fmt.Errorf("gob: bad message length")
+	if !ok || size == 0 || int64(size) > left-int64(w) {
+		return nil, false, io.ErrUnexpectedEOF
 	}
 	msg := make([]byte, w+int(size))
 	if _, err := io.ReadFull(br, msg); err != nil {
@@ -99,7 +104,7 @@ func readGob(br *bufio.Reader, path string, size int64, add func(Record), grow f
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			it := &interner{labels: map[string][3]string{}, answers: map[answerKey]*Answer{}}
+			it := newInterner()
 			for b := range todo {
 				b.decode(it)
 				done <- b
@@ -118,6 +123,10 @@ func readGob(br *bufio.Reader, path string, size int64, add func(Record), grow f
 		var defs []byte   // type definitions seen so far
 		var values []byte // value messages of the batch being cut
 		afterValues := false
+		left := size
+		if left <= 0 {
+			left = math.MaxInt64
+		}
 		seq, first, n := 0, 0, 0
 		flush := func() {
 			if n == 0 {
@@ -129,7 +138,8 @@ func readGob(br *bufio.Reader, path string, size int64, add func(Record), grow f
 			seq, first, n, values = seq+1, first+n, 0, values[:0]
 		}
 		for {
-			msg, def, err := readGobMessage(br)
+			msg, def, err := readGobMessage(br, left)
+			left -= int64(len(msg))
 			if err != nil {
 				if errors.Is(err, io.ErrUnexpectedEOF) {
 					truncated = true
@@ -151,7 +161,7 @@ func readGob(br *bufio.Reader, path string, size int64, add func(Record), grow f
 			}
 			afterValues = true
 			values = append(values, msg...)
-			if n++; n == gobBatchResults {
+			if n++; n == gobBatchResults || len(values) >= gobBatchBytes {
 				flush()
 			}
 		}

@@ -172,7 +172,7 @@ func (in *Input) readFile(path string) error {
 	}
 	var r vegeta.Result
 	n := 0
-	it := &interner{labels: map[string][3]string{}, answers: map[answerKey]*Answer{}}
+	it := newInterner()
 	for {
 		r = vegeta.Result{}
 		err := dec.Decode(&r)
@@ -280,23 +280,38 @@ func (c *countingReader) Read(p []byte) (int, error) {
 type interner struct {
 	labels  map[string][3]string
 	answers map[answerKey]*Answer
+	bodies  map[string][]byte
 }
 
 type answerKey struct{ body, allow, retryAfter, rateLimit, err string }
 
 // answer returns the shared copy of a (whose fields may alias the decoded
-// result, which it does not keep).
+// result, which it does not keep). Bodies are shared on their own too, for
+// targets whose headers (a remaining count, a reset time) make every
+// answer differ.
 func (it *interner) answer(a Answer) *Answer {
 	k := answerKey{string(a.Body), a.Allow, a.RetryAfter, a.RateLimit, a.Err}
 	if v, ok := it.answers[k]; ok {
 		return v
 	}
-	v := &Answer{Body: bytes.Clone(a.Body), Allow: strings.Clone(a.Allow), RetryAfter: strings.Clone(a.RetryAfter),
+	body, ok := it.bodies[string(a.Body)]
+	if !ok {
+		body = bytes.Clone(a.Body)
+		if len(it.bodies) < 1024 {
+			it.bodies[string(body)] = body
+		}
+	}
+	v := &Answer{Body: body, Allow: strings.Clone(a.Allow), RetryAfter: strings.Clone(a.RetryAfter),
 		RateLimit: strings.Clone(a.RateLimit), Err: strings.Clone(a.Err)}
 	if len(it.answers) < 4096 {
 		it.answers[answerKey{string(v.Body), v.Allow, v.RetryAfter, v.RateLimit, v.Err}] = v
 	}
 	return v
+}
+
+// newInterner returns an empty interner.
+func newInterner() *interner {
+	return &interner{labels: map[string][3]string{}, answers: map[answerKey]*Answer{}, bodies: map[string][]byte{}}
 }
 
 // surfaceOf infers the surface of a result from its URL, for results files

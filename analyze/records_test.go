@@ -59,7 +59,7 @@ func jsonOf(b *bytes.Buffer) vegeta.Encoder { return vegeta.NewJSONEncoder(b) }
 
 // want is what reading rs one by one, as Vegeta does, keeps.
 func want(rs []vegeta.Result) []Record {
-	it := &interner{labels: map[string][3]string{}, answers: map[answerKey]*Answer{}}
+	it := newInterner()
 	out := make([]Record, len(rs))
 	for i := range rs {
 		out[i] = it.record(&rs[i])
@@ -87,6 +87,8 @@ func TestRead(t *testing.T) {
 		{"json", encode(t, jsonOf, rs[:100]), want(rs[:100]), "", ""},
 		{"gob files concatenated", two, byStart(want(append(append([]vegeta.Result{}, rs...), rs[:10]...))), "", ""},
 		{"gob ending mid-record", gob[:len(gob)-5], want(rs[:len(rs)-1]), fmt.Sprintf("ends mid-record; read the %d complete records", len(rs)-1), ""},
+		{"gob padded with zeros", append(append([]byte{}, gob...), make([]byte, 64)...), want(rs), fmt.Sprintf("ends mid-record; read the %d complete records", len(rs)), ""},
+		{"gob with a corrupt length at its end", append(append([]byte{}, gob...), 0xfc, 0x3f, 0xff, 0xff, 0xff), want(rs), fmt.Sprintf("ends mid-record; read the %d complete records", len(rs)), ""},
 		{"empty", nil, nil, "", "not a Vegeta results file"},
 		{"text", []byte("hello\nworld\n"), nil, "", "not a Vegeta results file"},
 	}

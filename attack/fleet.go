@@ -140,22 +140,39 @@ func (f Fleet) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
 }
 
 // prime spends the source's budget with Limit requests over 2 % of the
-// window, and waits for their answers.
+// window, and waits for their answers. Requests that met a fault (a 5xx, a
+// reset) may not have counted, so while none was refused it tops up with
+// as many as were not admitted, a few rounds at most.
 func (f Fleet) prime(ctx context.Context, emit func(*vegeta.Result)) error {
 	req := Request{Path: "/api/public/search", Query: map[string]string{"q": "rate limits"}}
 	if f.Surface == MCP {
 		req = Request{RPC: "tools/list"}
 	}
-	p := &Profile{Name: "fleet", Policy: Policy{Surface: f.Surface, Limit: f.Limit, Window: Span{D: f.Window}},
-		Streams: []Stream{{Name: "prime", Surface: f.Surface, Requests: []Request{req},
-			Pacer: PacerSpec{Type: "burst-then-probe", Burst: f.Limit, Over: Span{W: 0.02}}}}}
-	if f.Source != "" {
-		p.Sources = []string{f.Source}
+	admitted := 0
+	for round, burst := 0, f.Limit; round < 5 && burst > 0 && ctx.Err() == nil; round++ {
+		p := &Profile{Name: "fleet", Policy: Policy{Surface: f.Surface, Limit: f.Limit, Window: Span{D: f.Window}},
+			Streams: []Stream{{Name: "prime", Surface: f.Surface, Requests: []Request{req},
+				Pacer: PacerSpec{Type: "burst-then-probe", Burst: burst, Over: Span{W: 0.02}}}}}
+		if f.Source != "" {
+			p.Sources = []string{f.Source}
+		}
+		refused := false
+		err := Plan{Profile: p, Target: f.Target, Window: f.Window, Timeout: f.Timeout}.Run(ctx, func(r *vegeta.Result) error {
+			switch {
+			case r.Code == http.StatusTooManyRequests:
+				refused = true
+			case r.Code != 0 && r.Code < 500:
+				admitted++
+			}
+			emit(r)
+			return nil
+		})
+		if err != nil || refused {
+			return err
+		}
+		burst = f.Limit - admitted
 	}
-	return Plan{Profile: p, Target: f.Target, Window: f.Window, Timeout: f.Timeout}.Run(ctx, func(r *vegeta.Result) error {
-		emit(r)
-		return nil
-	})
+	return nil
 }
 
 // rows sends each failure-table probe once through a retrying client.

@@ -92,10 +92,10 @@ func readGobMessage(br *bufio.Reader, left int64) ([]byte, bool, error) {
 }
 
 // readGob reads a gob results file of size bytes on every core, handing
-// each result's record to add in file order, and grow the count the file
-// likely holds once its first batch tells. It returns how many were read
-// and whether the file ended mid-record.
-func readGob(br *bufio.Reader, path string, size int64, add func(Record), grow func(n int)) (int, bool, error) {
+// each result's record to add in file order, and to grow how many bytes
+// the first batch's results took. It returns how many were read and
+// whether the file ended mid-record.
+func readGob(br *bufio.Reader, path string, size int64, add func(Record), grow func(n int, took int64)) (int, bool, error) {
 	workers := max(runtime.GOMAXPROCS(0), 1)
 	todo := make(chan *gobBatch, workers)
 	done := make(chan *gobBatch, workers)
@@ -182,8 +182,8 @@ func readGob(br *bufio.Reader, path string, size int64, add func(Record), grow f
 			if firstErr != nil {
 				continue
 			}
-			if b.seq == 0 && b.size > 0 {
-				grow(int(size * int64(b.n) / int64(b.size) * 21 / 20))
+			if b.seq == 0 {
+				grow(b.n, int64(b.size))
 			}
 			for _, r := range b.recs {
 				add(r)

@@ -151,53 +151,59 @@ func (in *Input) readFile(path string) error {
 	if fi, err := f.Stat(); err == nil {
 		size = fi.Size()
 	}
-	br := bufio.NewReaderSize(f, 1<<20)
-	if parallelGob && isGob(br) {
-		n, truncated, err := readGob(br, path, size, func(r Record) { in.Records = append(in.Records, r) },
-			func(n int) { in.Records = slices.Grow(in.Records, n) })
-		switch {
-		case err != nil:
-			return err
-		case truncated && n > 0:
-			in.Truncated = append(in.Truncated, fmt.Sprintf("%s: ends mid-record; read the %d complete records before it", path, n))
-		case n == 0:
-			return fmt.Errorf("%s: no results", path)
+	add := func(r Record) { in.Records = append(in.Records, r) }
+	// grow makes room at once for the file's likely count, from the bytes
+	// its first n results took, rather than doubling (and copying) a few
+	// hundred megabytes as it goes.
+	grow := func(n int, took int64) {
+		if took > 0 {
+			in.Records = slices.Grow(in.Records, int(size*int64(n)/took)*21/20)
 		}
-		return nil
 	}
+	br := bufio.NewReaderSize(f, 1<<20)
+	read := readSequential
+	if parallelGob && isGob(br) {
+		read = readGob
+	}
+	n, truncated, err := read(br, path, size, add, grow)
+	switch {
+	case err != nil:
+		return err
+	case n == 0:
+		return fmt.Errorf("%s: no results", path)
+	case truncated:
+		in.Truncated = append(in.Truncated, fmt.Sprintf("%s: ends mid-record; read the %d complete records before it", path, n))
+	}
+	return nil
+}
+
+// readSequential reads a results file in any format Vegeta writes with
+// Vegeta's decoder, as readGob does (whose signature it shares).
+func readSequential(br *bufio.Reader, path string, _ int64, add func(Record), grow func(n int, took int64)) (int, bool, error) {
 	cr := &countingReader{r: br}
 	dec := vegeta.DecoderFor(cr)
 	if dec == nil {
-		return fmt.Errorf("%s: not a Vegeta results file (gob, JSON or CSV)", path)
+		return 0, false, fmt.Errorf("%s: not a Vegeta results file (gob, JSON or CSV)", path)
 	}
-	var r vegeta.Result
 	n := 0
 	it := newInterner()
 	for {
-		r = vegeta.Result{}
+		var r vegeta.Result
 		err := dec.Decode(&r)
 		if err == io.EOF {
-			break
+			return n, false, nil
 		}
 		if err != nil {
 			if n > 0 && (errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "unexpected EOF")) {
-				in.Truncated = append(in.Truncated, fmt.Sprintf("%s: ends mid-record; read the %d complete records before it", path, n))
-				break
+				return n, true, nil
 			}
-			return fmt.Errorf("%s: record %d: %w", path, n+1, err)
+			return n, false, fmt.Errorf("%s: record %d: %w", path, n+1, err)
 		}
-		n++
-		if n == presizeAfter && cr.n > 0 {
-			// Grow once to the file's likely count rather than doubling
-			// (and copying) a few hundred megabytes as it goes.
-			in.Records = slices.Grow(in.Records, int(size*presizeAfter/cr.n)*21/20)
+		if n++; n == presizeAfter {
+			grow(n, cr.n)
 		}
-		in.Records = append(in.Records, it.record(&r))
+		add(it.record(&r))
 	}
-	if n == 0 {
-		return fmt.Errorf("%s: no results", path)
-	}
-	return nil
 }
 
 // record keeps what the analyzer needs of a result. Labels are parsed

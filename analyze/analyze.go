@@ -114,20 +114,37 @@ func Analyze(in *Input, cfg Config) *Report {
 	rep := &Report{Verdict: Verdict{Schema: 1, Verdict: Pass, Target: cfg.Target, WindowMS: cfg.Window.Milliseconds(), Run: cfg.Run}}
 	rep.Warnings = append(rep.Warnings, in.Truncated...)
 	bySurface := map[string]map[string]*Group{}
+	// Find each label's group, count, then fill the groups in send order.
+	byLabel := map[uint32]*Group{}
+	groupOf := func(r *Record) *Group {
+		g, ok := byLabel[r.label]
+		if !ok {
+			if sf := r.Surface(); sf == REST || sf == MCP {
+				if bySurface[sf] == nil {
+					bySurface[sf] = map[string]*Group{}
+				}
+				if g = bySurface[sf][r.Source()]; g == nil {
+					g = &Group{Surface: sf, Source: r.Source()}
+					bySurface[sf][r.Source()] = g
+				}
+			}
+			byLabel[r.label] = g
+		}
+		return g
+	}
+	size := map[*Group]int{}
 	for i := range in.Records {
-		r := &in.Records[i]
-		if r.Surface != REST && r.Surface != MCP {
-			continue
+		if g := groupOf(&in.Records[i]); g != nil {
+			size[g]++
 		}
-		if bySurface[r.Surface] == nil {
-			bySurface[r.Surface] = map[string]*Group{}
+	}
+	for g, n := range size {
+		g.Records = make([]*Record, 0, n)
+	}
+	for i := range in.Records {
+		if g := byLabel[in.Records[i].label]; g != nil {
+			g.Records = append(g.Records, &in.Records[i])
 		}
-		g := bySurface[r.Surface][r.Source]
-		if g == nil {
-			g = &Group{Surface: r.Surface, Source: r.Source}
-			bySurface[r.Surface][r.Source] = g
-		}
-		g.Records = append(g.Records, r)
 	}
 	// The surfaces are judged side by side (they only read the records).
 	surfaces := []string{REST, MCP}
@@ -203,7 +220,13 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 			primary, primaryRefusals = g, n
 		}
 	}
-	judged := map[string][]Judgement{}
+	// Only the primary group's judgements are kept; of the others' the
+	// isolation check needs their false throttles and how many of them were
+	// admitted while the primary address was provably over its limit.
+	var pj []Judgement
+	locked := lockedOut(primary, W)
+	var isoBad []string // the first two
+	isoBadN, isoProven := 0, 0
 	var shapeBad, shapeN int
 	shapeMemo := map[string]bool{} // bodies are interned: few distinct ones
 	var extras []string
@@ -211,7 +234,22 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 	for _, src := range srcs {
 		g := groups[src]
 		js := Model(*g, L, W)
-		judged[src] = js
+		if g == primary {
+			pj = js
+		} else {
+			for _, j := range js {
+				r := g.Records[j.Index]
+				if j.FalseThrottle {
+					isoBadN++
+				}
+				if j.FalseThrottle && len(isoBad) < 2 {
+					isoBad = append(isoBad, fmt.Sprintf("%s refused at %s with at most %d in its own window", src, at(r, t0), j.Definite+j.Ambiguous))
+				}
+				if admitted(r) && locked(r) {
+					isoProven++
+				}
+			}
+		}
 		for _, r := range g.Records {
 			sd.Requests++
 			tach.AddTime(r.Latency())
@@ -266,7 +304,6 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 		sv.ObservedLimit = &obs
 	}
 	sd.Fit = FitFamily(*primary, L, W)
-	pj := judged[primary.Source]
 	required429 := 0
 	for _, j := range pj {
 		if j.Required == Require429 {
@@ -301,7 +338,7 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 	onsetLeaks, onsetFalse, onsetIndet := 0, 0, 0
 	for _, j := range pj {
 		r := primary.Records[j.Index]
-		if r.Start > firstRefusalEnd || r.Stream == "spoof" {
+		if r.Start > firstRefusalEnd || r.Stream() == "spoof" {
 			continue
 		}
 		switch {
@@ -331,7 +368,7 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 	var leaks, falses []string
 	for _, j := range pj {
 		r := primary.Records[j.Index]
-		if r.Stream == "spoof" {
+		if r.Stream() == "spoof" {
 			continue
 		}
 		if j.Leak {
@@ -365,10 +402,10 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 	countsProof, forgetsProof := 0, 0
 	for _, j := range pj {
 		r := primary.Records[j.Index]
-		if refused(r) && 1+j.PossibleAdmitted <= L && !j.FalseThrottle {
+		if refused(r) && 1+int(j.PossibleAdmitted) <= L && !j.FalseThrottle {
 			countsProof++ // a limiter that forgot refusals had to admit it
 		}
-		if j.Leak && 1+j.DefiniteAdmitted <= L {
+		if j.Leak && 1+int(j.DefiniteAdmitted) <= L {
 			forgetsProof++ // admitted although the refusals alone filled the window
 		}
 	}
@@ -401,34 +438,16 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 	// isolation: another address is refused though its own window provably
 	// allowed it (fail), or admitted while the primary address was provably
 	// over its limit (pass).
-	locked := lockedOut(primary, W)
 	if len(srcs) < 2 {
 		add("isolation", Skip, "one source address only (%s): isolation needs a second (--sources)", primary.Source)
 	} else {
-		var bad []string
-		proven := 0
-		for _, src := range srcs {
-			if src == primary.Source {
-				continue
-			}
-			g := groups[src]
-			for _, j := range judged[src] {
-				r := g.Records[j.Index]
-				if j.FalseThrottle {
-					bad = append(bad, fmt.Sprintf("%s refused at %s with at most %d in its own window", src, at(r, t0), j.Definite+j.Ambiguous))
-				}
-				if admitted(r) && locked(r) {
-					proven++
-				}
-			}
-		}
 		switch {
-		case len(bad) > 0:
-			add("isolation", Fail, "another address shares the budget of %s: %s", primary.Source, strings.Join(bad[:min(2, len(bad))], "; "))
-		case proven == 0:
+		case isoBadN > 0:
+			add("isolation", Fail, "another address shares the budget of %s: %s", primary.Source, strings.Join(isoBad, "; "))
+		case isoProven == 0:
 			add("isolation", Skip, "no request from another address went out while %s was provably over its limit (timing too uncertain)", primary.Source)
 		default:
-			add("isolation", Pass, "%d requests from other addresses were admitted while %s was provably over its limit", proven, primary.Source)
+			add("isolation", Pass, "%d requests from other addresses were admitted while %s was provably over its limit", isoProven, primary.Source)
 		}
 	}
 	// spoof: a probe with forged forwarding headers admitted although a
@@ -437,7 +456,7 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 	spoofN, spoofLeaks, spoofProven := 0, 0, 0
 	for _, j := range pj {
 		r := primary.Records[j.Index]
-		if r.Stream != "spoof" {
+		if r.Stream() != "spoof" {
 			continue
 		}
 		spoofN++
@@ -472,7 +491,7 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 				continue
 			}
 			r := primary.Records[j.Index]
-			if 1+j.Definite+definiteIn(og, r, W) >= L+1 {
+			if 1+int(j.Definite)+definiteIn(og, r, W) >= L+1 {
 				explained++
 			}
 		}
@@ -490,7 +509,7 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 		}
 		for _, src := range srcs {
 			for _, r := range groups[src].Records {
-				if r.Stream != row.Stream {
+				if r.Stream() != row.Stream {
 					continue
 				}
 				rows = append(rows, row.Stream)

@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 )
@@ -100,6 +101,9 @@ func FitFamily(g Group, limit int, w time.Duration) Fit {
 
 // sortedBy returns ts sorted, reordering obs alongside (a copy).
 func sortedBy(ts []int64, obs []bool) ([]int64, []bool) {
+	if slices.IsSorted(ts) {
+		return ts, obs
+	}
 	idx := make([]int, len(ts))
 	for i := range idx {
 		idx[i] = i
@@ -113,29 +117,27 @@ func sortedBy(ts []int64, obs []bool) ([]int64, []bool) {
 }
 
 // fitOn fits every candidate to requests at times ts (sorted) with the
-// observed outcomes obs.
+// observed outcomes obs. Each candidate replays the requests once, adding
+// its admissions to the time bins as it goes.
 func fitOn(ts []int64, obs []bool, limit int, w time.Duration) Fit {
 	t0 := ts[0]
 	bin := max(int64(w)/100, 1)
 	nbins := int((ts[len(ts)-1]-t0)/bin) + 1
+	bins := make([]int32, len(ts))
 	obsBins := make([]int, nbins)
-	for i, a := range obs {
-		if a {
-			obsBins[(ts[i]-t0)/bin]++
+	for i, t := range ts {
+		bins[i] = int32((t - t0) / bin)
+		if obs[i] {
+			obsBins[bins[i]]++
 		}
 	}
-	cand := make([]int, nbins)
-	score := func(adm []bool) int {
-		clear(cand)
-		for i, a := range adm {
-			if a {
-				cand[(ts[i]-t0)/bin]++
-			}
-		}
+	r := &replay{ts: ts, bins: bins, adm: make([]int, nbins), ring: make([]int64, 0, limit)}
+	score := func() int {
 		m := 0
-		for i := range cand {
-			m += abs(cand[i] - obsBins[i])
+		for i := range r.adm {
+			m += abs(r.adm[i] - obsBins[i])
 		}
+		clear(r.adm)
 		return m
 	}
 	// Scans are bounded so that a flood of a million results fits in about
@@ -145,20 +147,21 @@ func fitOn(ts []int64, obs []bool, limit int, w time.Duration) Fit {
 		phases = 10
 	}
 	var cands []Candidate
-	all := make([]bool, len(ts))
-	for i := range all {
-		all[i] = true
+	for i := range ts {
+		r.admit(i)
 	}
-	cands = append(cands, Candidate{Family: FamilyNone, Window: w, Mismatches: score(all)})
+	cands = append(cands, Candidate{Family: FamilyNone, Window: w, Mismatches: score()})
 	for _, cr := range []*bool{&yes, &no} {
-		cands = append(cands, Candidate{Family: FamilySlidingLog, CountsRefused: cr, Window: w,
-			Mismatches: score(slidingLog(ts, limit, int64(w), *cr))})
+		r.slidingLog(limit, int64(w), *cr)
+		cands = append(cands, Candidate{Family: FamilySlidingLog, CountsRefused: cr, Window: w, Mismatches: score()})
 	}
-	cands = append(cands, Candidate{Family: FamilyTokenBucket, CountsRefused: &no, Window: w, Mismatches: score(tokenBucket(ts, limit, int64(w)))})
+	r.tokenBucket(limit, int64(w))
+	cands = append(cands, Candidate{Family: FamilyTokenBucket, CountsRefused: &no, Window: w, Mismatches: score()})
 	bestFixed := Candidate{Family: FamilyFixedWindow, Window: w, Mismatches: math.MaxInt}
 	for p := range phases {
 		ph := int64(w) * int64(p) / int64(phases)
-		if m := score(fixedWindow(ts, limit, int64(w), t0-ph)); m < bestFixed.Mismatches {
+		r.fixedWindow(limit, int64(w), t0-ph)
+		if m := score(); m < bestFixed.Mismatches {
 			bestFixed.Mismatches, bestFixed.Phase = m, time.Duration(ph)
 		}
 	}
@@ -167,7 +170,8 @@ func fitOn(ts []int64, obs []bool, limit int, w time.Duration) Fit {
 		best := Candidate{Family: FamilySlidingWindow, CountsRefused: cr, Window: w, Mismatches: math.MaxInt}
 		for p := range phases {
 			ph := int64(w) * int64(p) / int64(phases)
-			if m := score(slidingCounter(ts, limit, int64(w), t0-ph, *cr)); m < best.Mismatches {
+			r.slidingCounter(limit, int64(w), t0-ph, *cr)
+			if m := score(); m < best.Mismatches {
 				best.Mismatches, best.Phase = m, time.Duration(ph)
 			}
 		}
@@ -180,12 +184,24 @@ func fitOn(ts []int64, obs []bool, limit int, w time.Duration) Fit {
 	fit.effM = math.MaxInt
 	for _, k := range windowScan(len(ts)) {
 		wk := int64(w) * int64(k) / 100
-		if m := score(slidingLog(ts, limit, wk, true)); m < fit.effM {
+		r.slidingLog(limit, wk, true)
+		if m := score(); m < fit.effM {
 			fit.effM, fit.EffectiveWindow = m, time.Duration(wk)
 		}
 	}
 	return fit
 }
+
+// replay replays candidate limiters over requests at times ts (sorted),
+// counting each one's admissions per time bin in adm.
+type replay struct {
+	ts   []int64
+	bins []int32 // the time bin of each request
+	adm  []int
+	ring []int64
+}
+
+func (r *replay) admit(i int) { r.adm[r.bins[i]]++ }
 
 // windowScan lists window lengths in percent of the documented one, nearest
 // first, so that the first best is the nearest.
@@ -213,11 +229,10 @@ func abs(x int) int {
 
 // slidingLog admits a request when fewer than L counted requests arrived in
 // (t − W, t): the L-th newest counted arrival decides.
-func slidingLog(ts []int64, limit int, W int64, countRefused bool) []bool {
-	out := make([]bool, len(ts))
-	var ring []int64 // grows up to limit
+func (r *replay) slidingLog(limit int, W int64, countRefused bool) {
+	ring := r.ring[:0] // grows up to limit
 	head := 0
-	for i, t := range ts {
+	for i, t := range r.ts {
 		ok := len(ring) < limit || ring[head] <= t-W
 		if ok || countRefused {
 			if len(ring) < limit {
@@ -227,48 +242,44 @@ func slidingLog(ts []int64, limit int, W int64, countRefused bool) []bool {
 				head = (head + 1) % limit
 			}
 		}
-		out[i] = ok
+		if ok {
+			r.admit(i)
+		}
 	}
-	return out
 }
 
 // tokenBucket holds L tokens refilled at L per W; refusals cost nothing.
-func tokenBucket(ts []int64, limit int, W int64) []bool {
-	out := make([]bool, len(ts))
-	tokens, last := float64(limit), ts[0]
-	for i, t := range ts {
+func (r *replay) tokenBucket(limit int, W int64) {
+	tokens, last := float64(limit), r.ts[0]
+	for i, t := range r.ts {
 		tokens = math.Min(float64(limit), tokens+float64(t-last)*float64(limit)/float64(W))
 		last = t
 		if tokens >= 1 {
 			tokens--
-			out[i] = true
+			r.admit(i)
 		}
 	}
-	return out
 }
 
 // fixedWindow admits L per window aligned at origin.
-func fixedWindow(ts []int64, limit int, W, origin int64) []bool {
-	out := make([]bool, len(ts))
+func (r *replay) fixedWindow(limit int, W, origin int64) {
 	idx, n := int64(math.MinInt64), 0
-	for i, t := range ts {
+	for i, t := range r.ts {
 		if k := floorDiv(t-origin, W); k != idx {
 			idx, n = k, 0
 		}
 		if n < limit {
 			n++
-			out[i] = true
+			r.admit(i)
 		}
 	}
-	return out
 }
 
 // slidingCounter estimates the rolling count as the previous fixed window's
 // count weighted by its overlap plus the current window's count.
-func slidingCounter(ts []int64, limit int, W, origin int64, countRefused bool) []bool {
-	out := make([]bool, len(ts))
+func (r *replay) slidingCounter(limit int, W, origin int64, countRefused bool) {
 	idx, cur, prev := int64(math.MinInt64), 0, 0
-	for i, t := range ts {
+	for i, t := range r.ts {
 		if k := floorDiv(t-origin, W); k != idx {
 			if k == idx+1 {
 				prev = cur
@@ -283,9 +294,10 @@ func slidingCounter(ts []int64, limit int, W, origin int64, countRefused bool) [
 		if ok || countRefused {
 			cur++
 		}
-		out[i] = ok
+		if ok {
+			r.admit(i)
+		}
 	}
-	return out
 }
 
 func floorDiv(a, b int64) int64 {

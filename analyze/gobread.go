@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -24,8 +25,8 @@ type gobBatch struct {
 	seq   int    // the batch's place in the file
 	first int    // the index of its first result in the file
 	n     int    // results in it
-	size  int    // bytes of its values
-	raw   []byte // type definitions, then the values
+	defs  []byte // the stream's type definitions (shared, read only)
+	vals  []byte // the value messages (a buffer of the pool)
 	recs  []Record
 	err   error
 	errAt int // the index of the result the error is about
@@ -66,39 +67,42 @@ func gobUint(b []byte) (uint64, int, bool) {
 	return x, 1 + w, true
 }
 
-// readGobMessage reads one whole message of at most left bytes: its bytes
-// (length prefix included) and whether it defines a type. io.EOF at a
+// readGobMessage appends one whole message of at most left bytes to buf
+// (length prefix included) and says whether it defines a type. io.EOF at a
 // clean end; io.ErrUnexpectedEOF in the middle of a message, or where a
 // length is zero or runs past the file's end (a crash's padding or a
 // corrupt tail), so that nothing is allocated on a bad length's word.
-func readGobMessage(br *bufio.Reader, left int64) ([]byte, bool, error) {
+func readGobMessage(br *bufio.Reader, buf []byte, left int64) ([]byte, bool, error) {
 	head, err := br.Peek(9)
 	if len(head) == 0 {
 		if err == nil {
 			err = io.EOF
 		}
-		return nil, false, err
+		return buf, false, err
 	}
 	size, w, ok := gobUint(head)
 	if !ok || size == 0 || int64(size) > left-int64(w) {
-		return nil, false, io.ErrUnexpectedEOF
+		return buf, false, io.ErrUnexpectedEOF
 	}
-	msg := make([]byte, w+int(size))
-	if _, err := io.ReadFull(br, msg); err != nil {
-		return nil, false, io.ErrUnexpectedEOF
+	at := len(buf)
+	buf = slices.Grow(buf, w+int(size))[:at+w+int(size)]
+	if _, err := io.ReadFull(br, buf[at:]); err != nil {
+		return buf[:at], false, io.ErrUnexpectedEOF
 	}
-	id, _, ok := gobUint(msg[w:])
-	return msg, ok && id&1 == 1, nil
+	id, _, ok := gobUint(buf[at+w:])
+	return buf, ok && id&1 == 1, nil
 }
 
 // readGob reads a gob results file of size bytes on every core, handing
 // each result's record to add in file order, and to grow how many bytes
 // the first batch's results took. It returns how many were read and
-// whether the file ended mid-record.
+// whether the file ended mid-record. A few batch buffers go round, so that
+// reading a big file does not touch fresh memory for every batch.
 func readGob(br *bufio.Reader, path string, size int64, add func(Record), grow func(n int, took int64)) (int, bool, error) {
 	workers := max(runtime.GOMAXPROCS(0), 1)
 	todo := make(chan *gobBatch, workers)
 	done := make(chan *gobBatch, workers)
+	free := make(chan *gobBatch, 2*workers+2) // batches whose buffers can be reused
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -120,31 +124,40 @@ func readGob(br *bufio.Reader, path string, size int64, add func(Record), grow f
 			wg.Wait()
 			close(done)
 		}()
-		var defs []byte   // type definitions seen so far
-		var values []byte // value messages of the batch being cut
+		var defs []byte // type definitions of the stream being read
 		afterValues := false
 		left := size
 		if left <= 0 {
 			left = math.MaxInt64
 		}
-		seq, first, n := 0, 0, 0
+		seq, first := 0, 0
+		b := &gobBatch{}
 		flush := func() {
-			if n == 0 {
+			if b.n == 0 {
 				return
 			}
-			raw := make([]byte, 0, len(defs)+len(values))
-			raw = append(append(raw, defs...), values...)
-			todo <- &gobBatch{seq: seq, first: first, n: n, size: len(values), raw: raw}
-			seq, first, n, values = seq+1, first+n, 0, values[:0]
+			b.seq, b.first, b.defs = seq, first, defs
+			todo <- b
+			seq, first = seq+1, first+b.n
+			select {
+			case b = <-free:
+				*b = gobBatch{vals: b.vals[:0], recs: b.recs[:0]}
+			default:
+				b = &gobBatch{}
+			}
 		}
 		for {
-			msg, def, err := readGobMessage(br, left)
-			left -= int64(len(msg))
+			var msg []byte
+			var def bool
+			var err error
+			at := len(b.vals)
+			b.vals, def, err = readGobMessage(br, b.vals, left)
+			left -= int64(len(b.vals) - at)
 			if err != nil {
 				if errors.Is(err, io.ErrUnexpectedEOF) {
 					truncated = true
 				} else if err != io.EOF {
-					cutErr = fmt.Errorf("%s: record %d: %w", path, first+n+1, err)
+					cutErr = fmt.Errorf("%s: record %d: %w", path, first+b.n+1, err)
 				}
 				flush()
 				return
@@ -152,16 +165,17 @@ func readGob(br *bufio.Reader, path string, size int64, add func(Record), grow f
 			if def {
 				// Definitions after values start a new stream (files
 				// concatenated with cat): they serve what follows them.
+				msg = bytes.Clone(b.vals[at:])
+				b.vals = b.vals[:at]
 				flush()
 				if afterValues {
 					defs, afterValues = nil, false
 				}
-				defs = append(defs, msg...)
+				defs = append(defs[:len(defs):len(defs)], msg...) // a batch may hold the old slice
 				continue
 			}
 			afterValues = true
-			values = append(values, msg...)
-			if n++; n == gobBatchResults || len(values) >= gobBatchBytes {
+			if b.n++; b.n == gobBatchResults || len(b.vals) >= gobBatchBytes {
 				flush()
 			}
 		}
@@ -169,7 +183,7 @@ func readGob(br *bufio.Reader, path string, size int64, add func(Record), grow f
 	// Collect the batches in order.
 	pending := map[int]*gobBatch{}
 	next, total := 0, 0
-	var firstErr *gobBatch
+	var firstErr error
 	for b := range done {
 		pending[b.seq] = b
 		for {
@@ -179,23 +193,26 @@ func readGob(br *bufio.Reader, path string, size int64, add func(Record), grow f
 			}
 			delete(pending, next)
 			next++
-			if firstErr != nil {
-				continue
+			if firstErr == nil {
+				if b.seq == 0 {
+					grow(b.n, int64(len(b.vals)))
+				}
+				for _, r := range b.recs {
+					add(r)
+				}
+				total += len(b.recs)
+				if b.err != nil {
+					firstErr = fmt.Errorf("%s: record %d: %w", path, b.errAt+1, b.err)
+				}
 			}
-			if b.seq == 0 {
-				grow(b.n, int64(b.size))
-			}
-			for _, r := range b.recs {
-				add(r)
-			}
-			total += len(b.recs)
-			if b.err != nil {
-				firstErr = b
+			select {
+			case free <- b:
+			default:
 			}
 		}
 	}
 	if firstErr != nil {
-		return total, false, fmt.Errorf("%s: record %d: %w", path, firstErr.errAt+1, firstErr.err)
+		return total, false, firstErr
 	}
 	if cutErr != nil {
 		return total, false, cutErr
@@ -203,17 +220,54 @@ func readGob(br *bufio.Reader, path string, size int64, add func(Record), grow f
 	return total, truncated, nil
 }
 
-// decode decodes the batch into records with Vegeta's decoder.
+// decode decodes the batch into records: by the fast decoder when the
+// stream's layout is Vegeta's Result as the fast decoder knows it, else (or
+// if a message surprises it) with Vegeta's decoder.
 func (b *gobBatch) decode(it *interner) {
-	dec := vegeta.NewDecoder(bytes.NewReader(b.raw))
-	b.recs = make([]Record, 0, b.n)
+	if l := it.layout(b.defs); l != nil && b.decodeFast(l, it) {
+		return
+	}
+	dec := vegeta.NewDecoder(io.MultiReader(bytes.NewReader(b.defs), bytes.NewReader(b.vals)))
+	b.recs = b.recs[:0]
 	for i := range b.n {
 		var r vegeta.Result
 		if err := dec.Decode(&r); err != nil {
 			b.err, b.errAt = err, b.first+i
 			return
 		}
+		res := fromVegeta(&r)
+		b.recs = append(b.recs, it.record(&res))
+	}
+}
+
+// decodeFast decodes the batch's values with layout l, and reports false
+// (keeping nothing) at the first message it cannot read.
+func (b *gobBatch) decodeFast(l *resultLayout, it *interner) bool {
+	b.recs = slices.Grow(b.recs[:0], b.n)
+	vals := b.vals
+	var r result
+	for len(vals) > 0 {
+		size, w, ok := gobUint(vals)
+		if !ok || size > uint64(len(vals)-w) {
+			return false
+		}
+		msg := vals[w : w+int(size)]
+		vals = vals[w+int(size):]
+		if l.decodeResult(msg, &r) != nil {
+			return false
+		}
 		b.recs = append(b.recs, it.record(&r))
 	}
-	b.raw = nil
+	return len(b.recs) == b.n
+}
+
+// layout returns the Result layout of a stream's type definitions (nil:
+// not one the fast decoder reads), parsing each distinct one once.
+func (it *interner) layout(defs []byte) *resultLayout {
+	if l, ok := it.layouts[view(defs)]; ok {
+		return l
+	}
+	l := parseLayout(defs)
+	it.layouts[string(defs)] = l
+	return l
 }

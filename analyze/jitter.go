@@ -149,15 +149,16 @@ func Jitter(in *Input, cfg JitterConfig) *JitterReport {
 	requests := map[int]map[int][]fleetAttempt{}
 	for i := range in.Records {
 		r := &in.Records[i]
-		if r.Fleet == nil {
+		tag := r.Fleet()
+		if tag == nil {
 			continue
 		}
-		c := requests[r.Fleet.Client]
+		c := requests[tag.Client]
 		if c == nil {
 			c = map[int][]fleetAttempt{}
-			requests[r.Fleet.Client] = c
+			requests[tag.Client] = c
 		}
-		c[r.Fleet.Request] = append(c[r.Fleet.Request], fleetAttempt{r, r.Fleet})
+		c[tag.Request] = append(c[tag.Request], fleetAttempt{r, tag})
 	}
 	clients := make([]int, 0, len(requests))
 	for c, reqs := range requests {
@@ -183,7 +184,7 @@ func Jitter(in *Input, cfg JitterConfig) *JitterReport {
 	maxAttempt := 0
 	var fleetClients []int // the fleet proper, not the failure-table probes
 	for _, c := range clients {
-		if as := requests[c][1]; len(as) > 0 && as[0].rec.Stream == "fleet" {
+		if as := requests[c][1]; len(as) > 0 && as[0].rec.Stream() == "fleet" {
 			fleetClients = append(fleetClients, c)
 			maxAttempt = max(maxAttempt, len(as))
 		}
@@ -394,7 +395,7 @@ func Jitter(in *Input, cfg JitterConfig) *JitterReport {
 	}
 	var primeFrom, primeTo int64 = math.MaxInt64, math.MinInt64
 	for i := range in.Records {
-		if r := &in.Records[i]; r.Stream == "prime" && r.Fleet == nil {
+		if r := &in.Records[i]; r.Stream() == "prime" && r.Fleet() == nil {
 			primeFrom, primeTo = min(primeFrom, r.Start), max(primeTo, r.End)
 		}
 	}

@@ -33,8 +33,8 @@ func noisyFleet(n, attempts int, seed uint64, delay func(k int, u float64) time.
 				t += int64(d)
 			}
 			end := t + int64(time.Millisecond) + int64(rng.IntN(int(noise)))
-			in.Records = append(in.Records, Record{Surface: REST, Source: "127.0.0.2", Stream: "fleet", Start: t, End: end, Code: 429,
-				Fleet: &FleetTag{Client: c, Request: 1, Attempt: a, Delay: max(d, 0)}})
+			in.Records = append(in.Records, NewRecord(Labels{Surface: REST, Source: "127.0.0.2", Stream: "fleet",
+				Fleet: &FleetTag{Client: c, Request: 1, Attempt: a, Delay: max(d, 0)}}, t, end, 429, nil))
 			t = end
 		}
 	}
@@ -131,7 +131,7 @@ func TestJitterSharedRefusal(t *testing.T) {
 	// Injected faults on some first attempts (a 503, a reset) do not
 	// mean that the budget came back.
 	for i := range in.Records {
-		if r := &in.Records[i]; r.Fleet.Attempt == 1 && r.Fleet.Client%10 == 1 {
+		if r := &in.Records[i]; r.Fleet().Attempt == 1 && r.Fleet().Client%10 == 1 {
 			r.Code = 503
 		}
 	}
@@ -140,7 +140,7 @@ func TestJitterSharedRefusal(t *testing.T) {
 		t.Errorf("10 faults: %+v", c)
 	}
 	for i := range in.Records {
-		if r := &in.Records[i]; r.Fleet.Attempt == 1 && r.Fleet.Client%4 == 0 {
+		if r := &in.Records[i]; r.Fleet().Attempt == 1 && r.Fleet().Client%4 == 0 {
 			r.Code = 200
 		}
 	}
@@ -183,8 +183,8 @@ func TestKSAndPoisson(t *testing.T) {
 func TestJitterDiscipline(t *testing.T) {
 	ms := int64(time.Millisecond)
 	rec := func(client, req, attempt int, start int64, code uint16) Record {
-		return Record{Surface: REST, Source: "127.0.0.2", Stream: "fleet", Start: start * ms, End: (start + 1) * ms, Code: code,
-			Fleet: &FleetTag{Client: client, Request: req, Attempt: attempt, Delay: -1}}
+		return NewRecord(Labels{Surface: REST, Source: "127.0.0.2", Stream: "fleet",
+			Fleet: &FleetTag{Client: client, Request: req, Attempt: attempt, Delay: -1}}, start*ms, (start+1)*ms, code, nil)
 	}
 	in := &Input{Records: []Record{
 		rec(1, 1, 1, 0, 404), rec(1, 1, 2, 10, 404), // a 404 retried

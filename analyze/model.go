@@ -7,7 +7,7 @@ import (
 )
 
 // Outcome is what the uncertainty-interval model requires of a request.
-type Outcome int
+type Outcome uint8
 
 // Required outcomes.
 const (
@@ -16,16 +16,17 @@ const (
 	Require429                   // the window provably held more than L: must be refused
 )
 
-// Judgement is the model's view of one request.
+// Judgement is the model's view of one request: 24 bytes, as a million
+// of them are kept.
 type Judgement struct {
 	// Index is the request's index in its group.
-	Index int
+	Index int32
 	// Definite and Ambiguous are the other requests surely and possibly in
 	// the server's window when it counted this one.
-	Definite, Ambiguous int
+	Definite, Ambiguous int32
 	// DefiniteAdmitted and PossibleAdmitted count only admitted requests:
 	// what a limiter that forgets refusals would see.
-	DefiniteAdmitted, PossibleAdmitted int
+	DefiniteAdmitted, PossibleAdmitted int32
 	Required                           Outcome
 	// Leak is an admission that the window provably forbade; FalseThrottle a
 	// refusal that it provably allowed.
@@ -57,12 +58,15 @@ type window struct {
 	allS, allR         []int64 // the same over every request that may have been counted
 	long               []*Record
 	contains, sureOnly func(*Record) bool
+	at                 [4]int // where the last answer of each count was, for upTo
 }
 
 // newWindow indexes the records of g that count: those for which
 // maybe(r) holds, and of those, surely those for which certain(r) holds.
 func newWindow(g Group, w time.Duration, maybe, certain func(*Record) bool) *window {
-	x := &window{W: int64(w), contains: maybe, sureOnly: certain}
+	n := len(g.Records)
+	x := &window{W: int64(w), contains: maybe, sureOnly: certain,
+		sureS: make([]int64, 0, n), sureR: make([]int64, 0, n), allS: make([]int64, 0, n), allR: make([]int64, 0, n)}
 	for _, r := range g.Records {
 		if !maybe(r) {
 			continue
@@ -76,20 +80,60 @@ func newWindow(g Group, w time.Duration, maybe, certain func(*Record) bool) *win
 		}
 	}
 	for _, a := range [][]int64{x.sureS, x.sureR, x.allS, x.allR} {
-		slices.Sort(a)
+		if !slices.IsSorted(a) {
+			slices.Sort(a)
+		}
 	}
 	return x
 }
 
+// upTo returns #{k : a[k] ≤ v} of a sorted a. It searches out from *at,
+// its previous answer, and leaves the new one there: a group's requests
+// come in send order, so each count moves little from one to the next,
+// and the model runs in about linear time.
+func upTo(a []int64, v int64, at *int) int {
+	n := len(a)
+	lo, hi := 0, min(*at, n) // the answer is in [lo, hi]
+	if hi < n && a[hi] <= v {
+		lo, hi = hi+1, n // gallop right
+		for step := 1; lo+step-1 < n; step *= 2 {
+			if p := lo + step - 1; a[p] > v {
+				hi = p
+				break
+			} else {
+				lo = p + 1
+			}
+		}
+	} else {
+		for step := 1; hi-step >= 0; step *= 2 { // gallop left
+			if p := hi - step; a[p] <= v {
+				lo = p + 1
+				break
+			} else {
+				hi = p
+			}
+		}
+	}
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if a[m] <= v {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	*at = lo
+	return lo
+}
+
 func le(a []int64, x int64) int { return sort.Search(len(a), func(i int) bool { return a[i] > x }) }
-func lt(a []int64, x int64) int { return sort.Search(len(a), func(i int) bool { return a[i] >= x }) }
 
 // definite counts the sure requests other than rj with r_i ≤ s_j and
 // s_i > r_j − W: #{r_i ≤ s_j} − #{s_i ≤ r_j − W} + #{s_i ≤ r_j − W ∧ r_i > s_j},
 // the last term only possible for requests slower than W − lat_j.
 func (x *window) definite(rj *Record) int {
 	s, r := rj.Start, rj.End
-	n := le(x.sureR, s) - le(x.sureS, r-x.W)
+	n := upTo(x.sureR, s, &x.at[0]) - upTo(x.sureS, r-x.W, &x.at[1])
 	for _, li := range x.long {
 		if li != rj && li.Start <= r-x.W && li.End > s {
 			n++
@@ -110,7 +154,7 @@ func (x *window) definite(rj *Record) int {
 // possible counts the requests other than rj not definitely out of its
 // window: #{i ≠ j : r_i > s_j − W ∧ s_i < r_j}.
 func (x *window) possible(rj *Record) int {
-	n := lt(x.allS, rj.End) - le(x.allR, rj.Start-x.W)
+	n := upTo(x.allS, rj.End-1, &x.at[2]) - upTo(x.allR, rj.Start-x.W, &x.at[3])
 	if x.contains(rj) && rj.End > rj.Start {
 		n--
 	}
@@ -134,8 +178,8 @@ func Model(g Group, limit int, w time.Duration) []Judgement {
 			continue
 		}
 		definite, possible := all.definite(rj), all.possible(rj)
-		jd := Judgement{Index: j, Definite: definite, Ambiguous: possible - definite,
-			DefiniteAdmitted: adm.definite(rj), PossibleAdmitted: adm.possible(rj)}
+		jd := Judgement{Index: int32(j), Definite: int32(definite), Ambiguous: int32(possible - definite),
+			DefiniteAdmitted: int32(adm.definite(rj)), PossibleAdmitted: int32(adm.possible(rj))}
 		switch {
 		case 1+definite >= limit+1:
 			jd.Required = Require429

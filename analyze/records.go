@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -29,19 +30,94 @@ const (
 	MCP  = "mcp"
 )
 
-// Record is what the analyzer keeps of one result: 88 bytes, so that a
-// million results fit in 88 MB.
+// Record is what the analyzer keeps of one result: 32 bytes and no
+// pointers, so that a million results fit in 32 MB that the garbage
+// collector never has to scan. What many records share (labels, answers)
+// lives once in the package's tables, and a record holds its indexes.
 type Record struct {
-	Surface, Source, Stream string
 	// Start is the send start (Unix ns), End the arrival of the response.
 	Start, End int64
 	Code       uint16
-	// A is the rest of the answer (nil: none kept), shared by every record
-	// whose answer reads the same, so a flood of refusals holds one.
-	A *Answer
+	label      uint32 // index in labelTab
+	answer     uint32 // index in answerTab; 0: none kept
+}
+
+// Labels say where a record belongs: what its Vegeta attack label (or its
+// URL) names.
+type Labels struct {
+	Surface, Source, Stream string
 	// Fleet is set on a fleet client's attempt (labels client=, attempt=).
 	Fleet *FleetTag
 }
+
+// NewRecord makes a record with its own copy of labels and answer (a nil
+// answer: none), for results that do not come from a file.
+func NewRecord(l Labels, start, end int64, code uint16, a *Answer) Record {
+	r := Record{Start: start, End: end, Code: code, label: labelTab.add(l)}
+	if a != nil {
+		r.answer = answerTab.add(*a)
+	}
+	return r
+}
+
+// Surface, Source, Stream and Fleet return the record's labels.
+func (r *Record) Surface() string  { return labelTab.at(r.label).Surface }
+func (r *Record) Source() string   { return labelTab.at(r.label).Source }
+func (r *Record) Stream() string   { return labelTab.at(r.label).Stream }
+func (r *Record) Fleet() *FleetTag { return labelTab.at(r.label).Fleet }
+
+// Answer returns the rest of the record's answer; nil when none was kept.
+func (r *Record) Answer() *Answer {
+	if r.answer == 0 {
+		return nil
+	}
+	return answerTab.at(r.answer)
+}
+
+// SetAnswer replaces the record's answer (nil: none).
+func (r *Record) SetAnswer(a *Answer) {
+	r.answer = 0
+	if a != nil {
+		r.answer = answerTab.add(*a)
+	}
+}
+
+// table is an append-only list shared by every reader and decoder. Its
+// entries never move, so an index stays valid and reading one needs no
+// lock: a record's index reaches a reader after the entry was written.
+type table[T any] struct {
+	mu     sync.Mutex
+	n      uint32
+	chunks [1 << 16]*[1 << 12]T
+}
+
+// add appends v and returns its index.
+func (t *table[T]) add(v T) uint32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	i := t.n
+	if int(i>>12) == len(t.chunks) {
+		panic("analyze: more than 2^28 distinct labels or answers")
+	}
+	c := t.chunks[i>>12]
+	if c == nil {
+		c = new([1 << 12]T)
+		t.chunks[i>>12] = c
+	}
+	c[i&(1<<12-1)] = v
+	t.n++
+	return i
+}
+
+// at returns the entry at index i.
+func (t *table[T]) at(i uint32) *T { return &t.chunks[i>>12][i&(1<<12-1)] }
+
+// The tables of labels and answers; answer 0 stands for none.
+var (
+	labelTab  table[Labels]
+	answerTab table[Answer]
+	_         = answerTab.add(Answer{})
+)
 
 // Answer is what a record keeps of its response besides the status.
 type Answer struct {
@@ -56,26 +132,26 @@ type Answer struct {
 
 // Body returns the kept response body, if any.
 func (r *Record) Body() []byte {
-	if r.A == nil {
-		return nil
+	if a := r.Answer(); a != nil {
+		return a.Body
 	}
-	return r.A.Body
+	return nil
 }
 
 // Err returns the transport error, if any.
 func (r *Record) Err() string {
-	if r.A == nil {
-		return ""
+	if a := r.Answer(); a != nil {
+		return a.Err
 	}
-	return r.A.Err
+	return ""
 }
 
 // Header returns the answer's Allow, Retry-After and RateLimit headers.
 func (r *Record) Header() (allow, retryAfter, rateLimit string) {
-	if r.A == nil {
-		return "", "", ""
+	if a := r.Answer(); a != nil {
+		return a.Allow, a.RetryAfter, a.RateLimit
 	}
-	return r.A.Allow, r.A.RetryAfter, r.A.RateLimit
+	return "", "", ""
 }
 
 // Latency returns the record's latency.
@@ -202,61 +278,102 @@ func readSequential(br *bufio.Reader, path string, _ int64, add func(Record), gr
 		if n++; n == presizeAfter {
 			grow(n, cr.n)
 		}
-		add(it.record(&r))
+		res := fromVegeta(&r)
+		add(it.record(&res))
+	}
+}
+
+// result is what the analyzer reads of a Vegeta result. Its strings and
+// body may alias a decoder's buffer: record copies what it keeps.
+type result struct {
+	Attack, URL, Error string
+	Body               []byte
+	Code               uint16
+	// Start is the timestamp in Unix nanoseconds.
+	Start, Latency int64
+	// The first values of the Allow, Retry-After, RateLimit and
+	// RateLimit-Policy response headers.
+	Allow, RetryAfter, RateLimit, RateLimitPolicy string
+}
+
+// fromVegeta reads a result Vegeta's decoder made.
+func fromVegeta(v *vegeta.Result) result {
+	r := result{Attack: v.Attack, URL: v.URL, Error: v.Error, Body: v.Body, Code: v.Code,
+		Start: v.Timestamp.UnixNano(), Latency: int64(v.Latency)}
+	for k, vs := range v.Headers {
+		if len(vs) > 0 {
+			r.header(k, vs[0])
+		}
+	}
+	return r
+}
+
+// header keeps the value of a response header the analyzer reports, by its
+// canonical name, as http.Header.Get finds it.
+func (r *result) header(key, value string) {
+	switch key {
+	case "Allow":
+		r.Allow = value
+	case "Retry-After":
+		r.RetryAfter = value
+	case "Ratelimit":
+		r.RateLimit = value
+	case "Ratelimit-Policy":
+		r.RateLimitPolicy = value
 	}
 }
 
 // record keeps what the analyzer needs of a result. Labels are parsed
 // once per distinct label and URL and shared, so a million results hold a
 // handful of strings.
-func (it *interner) record(r *vegeta.Result) Record {
-	labels := it.labels
-	rec := Record{Start: r.Timestamp.UnixNano(), Code: r.Code}
-	rec.End = rec.Start + int64(r.Latency)
+func (it *interner) record(r *result) Record {
+	rec := Record{Start: r.Start, End: r.Start + r.Latency, Code: r.Code}
+	labelled := strings.Contains(r.Attack, "surface=")
 	key := r.Attack
-	if !strings.Contains(key, "surface=") {
-		key += "\x00" + r.URL
+	if !labelled {
+		it.key = append(append(append(it.key[:0], r.Attack...), 0), r.URL...)
+		key = view(it.key)
 	}
-	l, ok := labels[key]
+	id, ok := it.labels[key]
 	if !ok {
+		var l Labels
 		for _, f := range strings.Fields(r.Attack) {
 			k, v, _ := strings.Cut(f, "=")
 			switch k {
 			case "surface":
-				l[0] = v
+				l.Surface = strings.Clone(v)
 			case "source":
-				l[1] = v
+				l.Source = strings.Clone(v)
 			case "stream":
-				l[2] = v
+				l.Stream = strings.Clone(v)
 			}
 		}
-		if l[0] == "" {
-			l[0] = surfaceOf(r.URL)
+		if l.Surface == "" {
+			l.Surface = surfaceOf(r.URL)
 		}
-		if l[1] == "" {
-			l[1] = "default"
+		if l.Source == "" {
+			l.Source = "default"
 		}
-		l = [3]string{strings.Clone(l[0]), strings.Clone(l[1]), strings.Clone(l[2])}
-		if len(labels) < 1<<16 {
-			labels[strings.Clone(key)] = l
-		}
+		l.Fleet = parseFleetTag(r.Attack)
+		id = labelTab.add(l)
+		it.labels[strings.Clone(key)] = id
 	}
-	rec.Surface, rec.Source, rec.Stream = l[0], l[1], l[2]
-	if strings.Contains(r.Attack, "client=") {
-		rec.Fleet = parseFleetTag(r.Attack)
-	}
+	rec.label = id
 	var a Answer
-	if isContractStream(rec.Stream) || (r.Code == 429 && len(r.Body) > 0) {
+	if isContractStream(labelTab.at(id).Stream) || (r.Code == 429 && len(r.Body) > 0) {
 		a.Body = r.Body[:min(len(r.Body), keepBody)]
 	}
-	a.Err = r.Error
-	if r.Headers != nil {
-		a.Allow = r.Headers.Get("Allow")
-		a.RetryAfter = r.Headers.Get("Retry-After")
-		a.RateLimit = strings.TrimSpace(r.Headers.Get("RateLimit") + " " + r.Headers.Get("RateLimit-Policy"))
+	a.Err, a.Allow, a.RetryAfter = r.Error, r.Allow, r.RetryAfter
+	switch { // RateLimit, then RateLimit-Policy, space-separated
+	case r.RateLimitPolicy == "":
+		a.RateLimit = strings.TrimSpace(r.RateLimit)
+	case r.RateLimit == "":
+		a.RateLimit = strings.TrimSpace(r.RateLimitPolicy)
+	default:
+		a.RateLimit = strings.TrimSpace(r.RateLimit + " " + r.RateLimitPolicy)
 	}
 	if len(a.Body) > 0 || a.Err != "" || a.Allow != "" || a.RetryAfter != "" || a.RateLimit != "" {
-		rec.A = it.answer(a)
+		rec.answer = it.answer(a)
 	}
 	return rec
 }
@@ -281,43 +398,46 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// interner shares the few distinct labels and answers of a file, so that a
-// flood does not keep a copy of each per result.
+// interner shares the few distinct labels and answers of a file: each is
+// parsed and copied once, into the package's tables.
 type interner struct {
-	labels  map[string][3]string
-	answers map[answerKey]*Answer
+	key     []byte            // scratch for a label's key
+	labels  map[string]uint32 // attack label (and URL) -> labelTab index
+	answers map[answerKey]uint32
 	bodies  map[string][]byte
+	layouts map[string]*resultLayout // by a stream's type definitions
 }
 
 type answerKey struct{ body, allow, retryAfter, rateLimit, err string }
 
-// answer returns the shared copy of a (whose fields may alias the decoded
-// result, which it does not keep). Bodies are shared on their own too, for
-// targets whose headers (a remaining count, a reset time) make every
-// answer differ.
-func (it *interner) answer(a Answer) *Answer {
-	k := answerKey{string(a.Body), a.Allow, a.RetryAfter, a.RateLimit, a.Err}
-	if v, ok := it.answers[k]; ok {
-		return v
+// answer returns the index of a's copy in answerTab (a's fields may alias
+// the decoded result, which it does not keep). Bodies are shared on their
+// own too, for targets whose headers (a remaining count, a reset time) make
+// every answer differ.
+func (it *interner) answer(a Answer) uint32 {
+	k := answerKey{view(a.Body), a.Allow, a.RetryAfter, a.RateLimit, a.Err}
+	if id, ok := it.answers[k]; ok {
+		return id
 	}
-	body, ok := it.bodies[string(a.Body)]
+	body, ok := it.bodies[view(a.Body)]
 	if !ok {
 		body = bytes.Clone(a.Body)
 		if len(it.bodies) < 1024 {
 			it.bodies[string(body)] = body
 		}
 	}
-	v := &Answer{Body: body, Allow: strings.Clone(a.Allow), RetryAfter: strings.Clone(a.RetryAfter),
+	v := Answer{Body: body, Allow: strings.Clone(a.Allow), RetryAfter: strings.Clone(a.RetryAfter),
 		RateLimit: strings.Clone(a.RateLimit), Err: strings.Clone(a.Err)}
+	id := answerTab.add(v)
 	if len(it.answers) < 4096 {
-		it.answers[answerKey{string(v.Body), v.Allow, v.RetryAfter, v.RateLimit, v.Err}] = v
+		it.answers[answerKey{string(v.Body), v.Allow, v.RetryAfter, v.RateLimit, v.Err}] = id
 	}
-	return v
+	return id
 }
 
 // newInterner returns an empty interner.
 func newInterner() *interner {
-	return &interner{labels: map[string][3]string{}, answers: map[answerKey]*Answer{}, bodies: map[string][]byte{}}
+	return &interner{labels: map[string]uint32{}, answers: map[answerKey]uint32{}, bodies: map[string][]byte{}, layouts: map[string]*resultLayout{}}
 }
 
 // surfaceOf infers the surface of a result from its URL, for results files

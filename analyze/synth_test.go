@@ -181,7 +181,7 @@ func simulate(srv server, latency func(i int) time.Duration) *Input {
 	ps := plan()
 	for i, p := range ps {
 		s := t0 + int64(p.at*float64(synthW))
-		in.Records = append(in.Records, Record{Surface: p.surface, Source: p.source, Stream: p.stream, Start: s, End: s + int64(latency(i))})
+		in.Records = append(in.Records, NewRecord(Labels{Surface: p.surface, Source: p.source, Stream: p.stream}, s, s+int64(latency(i)), 0, nil))
 	}
 	// The server decides in the order it counts: the middle of each interval.
 	order := make([]int, len(ps))
@@ -200,19 +200,24 @@ func simulate(srv server, latency func(i int) time.Duration) *Input {
 		switch {
 		case !lim.allow(srv.key(p), tau(i)):
 			rec.Code = 429
-			rec.A = &Answer{Body: []byte(`{"error":{"code":"rate_limited"}}`)}
-			if p.surface == MCP {
-				rec.A = &Answer{Body: []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"rate limited"}}`)}
-			}
+			rec.SetAnswer(refusals[p.surface])
 		case isRow:
-			rec.A = &Answer{}
-			rec.Code, rec.A.Body, rec.A.Allow = answer(row)
+			var a Answer
+			rec.Code, a.Body, a.Allow = answer(row)
+			rec.SetAnswer(&a)
 		default:
-			rec.Code, rec.A = 200, &Answer{Body: []byte(`{"result":{}}`)}
+			rec.Code = 200
+			rec.SetAnswer(&Answer{Body: []byte(`{"result":{}}`)})
 		}
 	}
 	sort.SliceStable(in.Records, func(i, j int) bool { return in.Records[i].Start < in.Records[j].Start })
 	return in
+}
+
+// refusals are the documented 429 answers of each surface.
+var refusals = map[string]*Answer{
+	REST: {Body: []byte(`{"error":{"code":"rate_limited"}}`)},
+	MCP:  {Body: []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"rate limited"}}`)},
 }
 
 func rowOf(stream string) (ContractRow, bool) {
@@ -391,9 +396,9 @@ func BenchmarkModel(b *testing.B) {
 func TestUnansweredContractRows(t *testing.T) {
 	in := simulate(documented(1, 0), quiet)
 	for i := range in.Records {
-		if r := &in.Records[i]; r.Surface == REST && isContractStream(r.Stream) {
+		if r := &in.Records[i]; r.Surface() == REST && isContractStream(r.Stream()) {
 			r.Code = 0
-			r.A = &Answer{Err: `Get "http://127.0.0.1:1/api/public/pages/no-such": net/http: request canceled (Client.Timeout exceeded while awaiting headers)`}
+			r.SetAnswer(&Answer{Err: `Get "http://127.0.0.1:1/api/public/pages/no-such": net/http: request canceled (Client.Timeout exceeded while awaiting headers)`})
 		}
 	}
 	rep := judge(in)

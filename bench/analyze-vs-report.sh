@@ -4,6 +4,7 @@
 # time and peak RSS, then the ratio of the medians.
 #
 #   bench/analyze-vs-report.sh [N] [ROUNDS]      (defaults: 1000000 3)
+#   RESULTS=file bench/analyze-vs-report.sh      (reuse a results file)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}; ROUNDS=${2:-3}
@@ -11,15 +12,16 @@ VEGETA=${VEGETA:-$(command -v vegeta || echo "$(go env GOPATH)/bin/vegeta")}
 [ -x "$VEGETA" ] || { echo "vegeta CLI not found: go install github.com/tsenart/vegeta/v12@v12.13.0" >&2; exit 2; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/ratecheck" ./cmd/ratecheck
-go run ./bench/genresults -n "$N" -o "$tmp/results.bin"
-echo "results file: $(du -h "$tmp/results.bin" | cut -f1), $N results"
+file=${RESULTS:-$tmp/results.bin}
+[ -n "${RESULTS:-}" ] || go run ./bench/genresults -n "$N" -o "$file"
+echo "results file: $(du -h "$file" | cut -f1)"
 measure() { # NAME CMD...: prints "NAME seconds maxrss_kb"
   local name=$1; shift
   /usr/bin/time -f "$name %e %M" "$@" >/dev/null 2>>"$tmp/times" || true
 }
 for _ in $(seq "$ROUNDS"); do
-  measure analyze "$tmp/ratecheck" analyze --json "$tmp/results.bin"
-  measure report "$VEGETA" report "$tmp/results.bin"
+  measure analyze "$tmp/ratecheck" analyze --json "$file"
+  measure report "$VEGETA" report "$file"
 done
 grep -E '^(analyze|report) ' "$tmp/times" | python3 -c '
 import sys, statistics

@@ -1,7 +1,8 @@
 // Command genresults writes a synthetic Vegeta results file (gob) for the
 // analyzer benchmark: N results of a flood from a few addresses against
 // both surfaces, one request per millisecond, the limit enforced by a
-// rolling window, as the reference target would answer.
+// rolling window, as the reference target would answer. With -spread the
+// latencies vary and the file is in completion order, as Vegeta writes it.
 package main
 
 import (
@@ -9,7 +10,9 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"math/rand/v2"
 	"os"
+	"slices"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -18,7 +21,10 @@ import (
 func main() {
 	n := flag.Int("n", 1000000, "number of results")
 	out := flag.String("o", "results.bin", "output file")
+	spread := flag.Duration("spread", 0, "latencies spread from 300µs up to 300µs+`D`, and results written as they would complete, out of send order (as Vegeta writes them)")
 	flag.Parse()
+	rng := rand.New(rand.NewPCG(1, 1))
+	var pending []vegeta.Result // with -spread: every result, to write in completion order
 	f, err := os.Create(*out)
 	if err != nil {
 		log.Fatal(err)
@@ -43,8 +49,13 @@ func main() {
 			}
 		}
 		code, body := uint16(200), []byte(`{"results":[]}`)
-		if len(kept) >= limit {
+		switch {
+		case len(kept) >= limit && surface == "mcp":
+			code, body = 429, []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"rate limited"}}`)
+		case len(kept) >= limit:
 			code, body = 429, []byte(`{"error":{"code":"rate_limited"}}`)
+		case surface == "mcp":
+			body = []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)
 		}
 		if len(kept) >= limit {
 			kept = kept[len(kept)-limit+1:]
@@ -52,7 +63,18 @@ func main() {
 		logs[key] = append(kept, ts)
 		r := vegeta.Result{Attack: "surface=" + surface + " source=" + src + " stream=flood", Seq: uint64(i), Code: code,
 			Timestamp: ts, Latency: 300 * time.Microsecond, Method: "GET", URL: url, Body: body, BytesIn: uint64(len(body))}
+		if *spread > 0 {
+			r.Latency += time.Duration(rng.Int64N(int64(*spread)))
+			pending = append(pending, r)
+			continue
+		}
 		if err := enc.Encode(&r); err != nil {
+			log.Fatal(err)
+		}
+	}
+	slices.SortStableFunc(pending, func(a, b vegeta.Result) int { return a.End().Compare(b.End()) })
+	for i := range pending {
+		if err := enc.Encode(&pending[i]); err != nil {
 			log.Fatal(err)
 		}
 	}

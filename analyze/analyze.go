@@ -89,6 +89,9 @@ type SurfaceDetail struct {
 	Fit     Fit
 	Latency *tachymeter.Metrics
 	Sources []string
+	// Primary is the source whose requests decided the limit checks: the
+	// one with the most refusals.
+	Primary string
 }
 
 // ErrorCount is how many results failed with one kind of transport error.
@@ -304,6 +307,7 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 		sv.ObservedLimit = &obs
 	}
 	sd.Fit = FitFamily(*primary, L, W)
+	sd.Primary = primary.Source
 	required429 := 0
 	for _, j := range pj {
 		if j.Required == Require429 {

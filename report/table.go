@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jamiealquiza/tachymeter"
 	"github.com/olekukonko/tablewriter"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
@@ -30,18 +31,8 @@ func Tables(w io.Writer, rep *analyze.Report) error {
 	}
 	for i, s := range v.Surfaces {
 		d := rep.Surfaces[i]
-		observed := "none refused"
-		if s.ObservedLimit != nil {
-			observed = strconv.Itoa(*s.ObservedLimit)
-		}
-		rc := "unknown"
-		if s.RejectedCount != nil {
-			rc = strconv.FormatBool(*s.RejectedCount)
-		}
-		fmt.Fprintf(w, "\n%s  %s: expected limit %d, observed %s, model %s, refused requests count: %s\n",
-			strings.ToUpper(s.Verdict), strings.ToUpper(s.Surface), s.ExpectedLimit, observed, s.Model, rc)
-		fmt.Fprintf(w, "  %d requests from %s: %d admitted, %d refused, %d faults; required 200: %d, required 429: %d, indeterminate: %d\n",
-			d.Requests, strings.Join(d.Sources, ", "), d.Admitted, d.Refused, d.Faults, d.Required200, d.Required429, d.Indet)
+		fmt.Fprintf(w, "\n%s  %s: %s\n", strings.ToUpper(s.Verdict), strings.ToUpper(s.Surface), summaryLine(s, d))
+		fmt.Fprintf(w, "  %s\n", countsLine(d))
 		if len(d.Errors) > 0 {
 			var kinds []string
 			for _, e := range d.Errors[:min(len(d.Errors), 3)] {
@@ -60,8 +51,7 @@ func Tables(w io.Writer, rep *analyze.Report) error {
 			return err
 		}
 		if m := d.Latency; m != nil && m.Count > 0 {
-			r := func(d time.Duration) string { return d.Round(10 * time.Microsecond).String() }
-			fmt.Fprintf(w, "  latency: min %s  p50 %s  p95 %s  p99 %s  max %s\n", r(m.Time.Min), r(m.Time.P50), r(m.Time.P95), r(m.Time.P99), r(m.Time.Max))
+			fmt.Fprintf(w, "  %s\n", latencyLine(m))
 			if m.Histogram != nil {
 				var bins []string
 				for _, bin := range *m.Histogram {
@@ -79,6 +69,32 @@ func Tables(w io.Writer, rep *analyze.Report) error {
 	}
 	fmt.Fprintln(w, ")")
 	return nil
+}
+
+// summaryLine says what a surface's limit looked like from outside.
+func summaryLine(s analyze.SurfaceVerdict, d analyze.SurfaceDetail) string {
+	observed := "none refused"
+	if s.ObservedLimit != nil {
+		observed = strconv.Itoa(*s.ObservedLimit)
+	}
+	rc := "unknown"
+	if s.RejectedCount != nil {
+		rc = strconv.FormatBool(*s.RejectedCount)
+	}
+	return fmt.Sprintf("expected limit %d, observed %s, model %s, refused requests count: %s", s.ExpectedLimit, observed, s.Model, rc)
+}
+
+// countsLine counts a surface's requests by answer and by what the model
+// required of them.
+func countsLine(d analyze.SurfaceDetail) string {
+	return fmt.Sprintf("%d requests from %s: %d admitted, %d refused, %d faults; required 200: %d, required 429: %d, indeterminate: %d",
+		d.Requests, strings.Join(d.Sources, ", "), d.Admitted, d.Refused, d.Faults, d.Required200, d.Required429, d.Indet)
+}
+
+// latencyLine gives a surface's latency percentiles.
+func latencyLine(m *tachymeter.Metrics) string {
+	r := func(d time.Duration) string { return d.Round(10 * time.Microsecond).String() }
+	return fmt.Sprintf("latency: min %s  p50 %s  p95 %s  p99 %s  max %s", r(m.Time.Min), r(m.Time.P50), r(m.Time.P95), r(m.Time.P99), r(m.Time.Max))
 }
 
 // wrap breaks s into lines of at most n bytes at spaces.

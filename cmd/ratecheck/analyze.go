@@ -56,6 +56,14 @@ func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "ratecheck analyze: %v\n", err)
 		return exitUsage
 	}
+	cfg := analysisConfig(in, window, restLimit, mcpLimit, checks, fs.Arg(0))
+	return printVerdict(analyze.Analyze(in, cfg), asJSON, stdout, stderr)
+}
+
+// analysisConfig is what archived input is judged against: the window given,
+// else the one run.json recorded, else 60s; the target and run are the
+// first run folder's, else the first path's.
+func analysisConfig(in *analyze.Input, window time.Duration, restLimit, mcpLimit int, checks []string, firstPath string) analyze.Config {
 	cfg := analyze.Config{Window: window, Limits: map[string]int{analyze.REST: restLimit, analyze.MCP: mcpLimit}, Checks: checks}
 	if len(in.Runs) > 0 {
 		cfg.Target, cfg.Run = in.Runs[0].Target, in.Runs[0].Dir
@@ -63,10 +71,10 @@ func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			cfg.Window = time.Duration(in.Runs[0].WindowMS) * time.Millisecond
 		}
 	} else {
-		cfg.Run = fs.Arg(0)
+		cfg.Run = firstPath
 	}
 	if cfg.Window == 0 {
 		cfg.Window = time.Minute
 	}
-	return printVerdict(analyze.Analyze(in, cfg), asJSON, stdout, stderr)
+	return cfg
 }

@@ -43,6 +43,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"analyze": {"judge archived runs or Vegeta results files against the documented limits", runAnalyze},
 		"attack":  {"run a scenario profile against a target and archive the results", runAttack},
+		"report":  {"write a self-contained HTML report with charts of a run", runReport},
 		"serve":   {"run the reference target that speaks the documented contract", runServe},
 		"verify":  {"prove the documented limits hold: probe plan, archive, analysis, verdict", runVerify},
 		"fleet":   {"drive retrying clients into a shared 429 and show whether their jitter spreads them out", runFleet},

@@ -44,6 +44,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"serve", "--faults", "5xx=2"}, exitUsage, "", "ratecheck serve: --faults: fault 5xx=2: want a probability between 0 and 1"},
 		{[]string{"serve", "--allowed-origins", "a,,b"}, exitUsage, "", `ratecheck serve: --allowed-origins: item 2 of "a,,b" is empty`},
 		{[]string{"serve", "--addr", "127.0.0.1:99999"}, exitUsage, "", "ratecheck serve: --addr 127.0.0.1:99999:"},
+		{[]string{"report"}, exitUsage, "", "ratecheck report: name one run folder or results file"},
+		{[]string{"report", "no/such/run"}, exitUsage, "", "ratecheck report: stat no/such/run: no such file or directory"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -52,6 +53,7 @@ type verifyOptions struct {
 	sources   string
 	json      bool
 	out       string
+	report    bool
 	timeout   time.Duration
 }
 
@@ -66,6 +68,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.StringVar(&o.sources, "sources", "", "comma-separated local `addresses`: limit, isolation, contract (default on loopback: 127.0.0.1,127.0.0.2,127.0.0.3)")
 	fs.BoolVar(&o.json, "json", false, "print the schema-1 JSON verdict on stdout instead of tables")
 	fs.StringVar(&o.out, "out", "results", "`dir`ectory the run folder is written under")
+	fs.BoolVar(&o.report, "report", true, "write report.html (verdict and charts) into the run folder")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
@@ -112,8 +115,17 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "ratecheck verify: reading %s: %v\n", run.dir, err)
 		return exitUsage
 	}
-	rep := analyze.Analyze(in, analyze.Config{Window: window, Limits: map[string]int{analyze.REST: o.restLimit, analyze.MCP: o.mcpLimit},
-		Checks: checks, Target: run.target, Run: run.dir})
+	cfg := analyze.Config{Window: window, Limits: map[string]int{analyze.REST: o.restLimit, analyze.MCP: o.mcpLimit},
+		Checks: checks, Target: run.target, Run: run.dir}
+	rep := analyze.Analyze(in, cfg)
+	if o.report {
+		path := filepath.Join(run.dir, report.HTMLFile)
+		if err := writeReport(path, in, rep, cfg); err != nil {
+			fmt.Fprintf(stderr, "ratecheck verify: writing the report: %v\n", err)
+		} else {
+			fmt.Fprintf(stderr, "ratecheck verify: report %s\n", path)
+		}
+	}
 	return printVerdict(rep, o.json, stdout, stderr)
 }
 

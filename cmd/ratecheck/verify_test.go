@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -122,6 +125,15 @@ func TestVerifyEmbeddedPasses(t *testing.T) {
 		if !slices.Equal(names, []string{"onset", "rolling", "rejected-count", "shape", "isolation", "spoof", "independence", "contract"}) {
 			t.Errorf("%s checks %v", s.Surface, names)
 		}
+	}
+	// The run folder holds the HTML report, and `report` rewrites it.
+	page, err := os.ReadFile(filepath.Join(v.Run, "report.html"))
+	if err != nil || !bytes.Contains(page, []byte("first 429")) || bytes.Count(page, []byte("<svg")) != 6 {
+		t.Errorf("report.html: %v; %d charts, first 429 marked: %v", err, bytes.Count(page, []byte("<svg")), bytes.Contains(page, []byte("first 429")))
+	}
+	other := filepath.Join(t.TempDir(), "r.html")
+	if code, stdout, stderr := runCmd(t, "report", "--out", other, v.Run); code != exitOK || !strings.Contains(stdout, other) {
+		t.Errorf("report: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
 

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/report"
+)
+
+const reportHelp = `
+Write a self-contained HTML report of a run (it fetches nothing, so it opens
+offline): the verdict and checks of each surface, and charts of the rolling
+window against the limit (the first 429, leaks and false throttles marked),
+requests by outcome and latency percentiles over time.
+
+RUN is a run folder (the report goes into it as report.html unless --out
+says otherwise) or a Vegeta results file (the report goes to --out).
+verify writes the report into its run folder by itself.
+
+Exit codes: 0 the report was written (whatever the verdict), 2 bad usage or
+unreadable input.
+`
+
+func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	var (
+		out       string
+		window    time.Duration
+		restLimit int
+		mcpLimit  int
+	)
+	fs := newFlagSet("report", "[flags] RUN", reportHelp, stderr)
+	fs.StringVar(&out, "out", "", "`file` to write (default: RUN/report.html for a run folder, else report.html)")
+	fs.DurationVar(&window, "window", 0, "the window the run was made with (default: run.json's, else 60s)")
+	fs.IntVar(&restLimit, "rest-limit", 240, "documented REST requests per window and address")
+	fs.IntVar(&mcpLimit, "mcp-limit", 120, "documented MCP calls per window and address")
+	if err := fs.Parse(args); err != nil {
+		if err.Error() == "flag: help requested" {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 1 {
+		return usageErr(stderr, "report", "name one run folder or results file")
+	}
+	if restLimit < 1 || mcpLimit < 1 || window < 0 {
+		return usageErr(stderr, "report", "--rest-limit and --mcp-limit must be at least 1, --window positive")
+	}
+	in, err := analyze.Read(fs.Args())
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecheck report: %v\n", err)
+		return exitUsage
+	}
+	if out == "" {
+		out = report.HTMLFile
+		if fi, err := os.Stat(fs.Arg(0)); err == nil && fi.IsDir() {
+			out = filepath.Join(fs.Arg(0), report.HTMLFile)
+		}
+	}
+	cfg := analysisConfig(in, window, restLimit, mcpLimit, nil, fs.Arg(0))
+	if err := writeReport(out, in, analyze.Analyze(in, cfg), cfg); err != nil {
+		fmt.Fprintf(stderr, "ratecheck report: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(stdout, "wrote %s\n", out)
+	return exitOK
+}
+
+// writeReport writes the HTML report to path, whole or not at all.
+func writeReport(path string, in *analyze.Input, rep *analyze.Report, cfg analyze.Config) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".report-*.html")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := report.HTML(tmp, in, rep, cfg); err != nil {
+		tmp.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,343 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"image/color"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/connectbyjbrh/ratecheck/analyze"
+)
+
+// HTMLFile is the name of the report a run folder holds.
+const HTMLFile = "report.html"
+
+// HTML writes a self-contained page for people (it fetches nothing, so it
+// opens offline): the verdict and checks of each surface, and charts drawn
+// with gonum/plot as inline SVG: the rolling-window count of the primary
+// address against the limit, with the first 429 and every leak and false
+// throttle marked; requests per outcome over time; latency percentiles over
+// time.
+func HTML(w io.Writer, in *analyze.Input, rep *analyze.Report, cfg analyze.Config) error {
+	page := htmlPage{Verdict: rep.Verdict, Warnings: rep.Warnings, Window: cfg.Window}
+	t0 := int64(math.MaxInt64)
+	for i := range in.Records {
+		t0 = min(t0, in.Records[i].Start)
+	}
+	for i, sv := range rep.Verdict.Surfaces {
+		sd := rep.Surfaces[i]
+		s := htmlSurface{SurfaceVerdict: sv, Detail: sd, Summary: summaryLine(sv, sd), Counts: countsLine(sd)}
+		if sd.Latency != nil && sd.Latency.Count > 0 {
+			s.Latency = latencyLine(sd.Latency)
+		}
+		var recs []*analyze.Record
+		for j := range in.Records {
+			if r := &in.Records[j]; r.Surface() == sv.Surface {
+				recs = append(recs, r)
+			}
+		}
+		for _, c := range []func() (*plot.Plot, error){
+			func() (*plot.Plot, error) { return windowChart(recs, sd.Primary, sv.ExpectedLimit, cfg.Window, t0) },
+			func() (*plot.Plot, error) { return outcomeChart(recs, t0) },
+			func() (*plot.Plot, error) { return latencyChart(recs, t0) },
+		} {
+			p, err := c()
+			if err != nil {
+				return err
+			}
+			svg, err := svgOf(p)
+			if err != nil {
+				return err
+			}
+			s.Charts = append(s.Charts, svg)
+		}
+		page.Surfaces = append(page.Surfaces, s)
+	}
+	return pageTmpl.Execute(w, page)
+}
+
+type htmlPage struct {
+	Verdict  analyze.Verdict
+	Warnings []string
+	Window   time.Duration
+	Surfaces []htmlSurface
+}
+
+type htmlSurface struct {
+	analyze.SurfaceVerdict
+	Detail                   analyze.SurfaceDetail
+	Summary, Counts, Latency string
+	Charts                   []template.HTML
+}
+
+// Colours of the charts: one per outcome, the limit in black.
+var (
+	green  = color.RGBA{R: 0x2e, G: 0x7d, B: 0x32, A: 0xff}
+	red    = color.RGBA{R: 0xc6, G: 0x28, B: 0x28, A: 0xff}
+	orange = color.RGBA{R: 0xef, G: 0x6c, B: 0x00, A: 0xff}
+	blue   = color.RGBA{R: 0x15, G: 0x65, B: 0xc0, A: 0xff}
+	grey   = color.RGBA{R: 0x75, G: 0x75, B: 0x75, A: 0xff}
+)
+
+// chartBins is how many points a series keeps at most: a million requests
+// would make a page no browser opens.
+const chartBins = 600
+
+// windowChart draws, for the primary address, how many requests were
+// surely and possibly in the server's window when each one was counted
+// (the uncertainty interval of DESIGN.md §3), the limit, the first 429,
+// and each leak and false throttle.
+func windowChart(recs []*analyze.Record, primary string, limit int, w time.Duration, t0 int64) (*plot.Plot, error) {
+	p := newPlot(fmt.Sprintf("Rolling %v window of %s against the limit", w, primary), "requests in the window")
+	g := analyze.Group{Source: primary}
+	for _, r := range recs {
+		if r.Source() == primary {
+			g.Records = append(g.Records, r)
+		}
+	}
+	if len(g.Records) == 0 {
+		return p, nil
+	}
+	js := analyze.Model(g, limit, w)
+	first, last := g.Records[0].Start, g.Records[len(g.Records)-1].Start
+	surely, possibly := newBinned(first, last), newBinned(first, last)
+	var leaks, falses plotter.XYs
+	firstRefusal := int64(math.MaxInt64)
+	for _, j := range js {
+		r := g.Records[j.Index]
+		surely.max(r.Start, float64(1+j.Definite))
+		possibly.max(r.Start, float64(1+j.Definite+j.Ambiguous))
+		if r.Code == 429 {
+			firstRefusal = min(firstRefusal, r.Start)
+		}
+		if j.Leak && len(leaks) < 500 {
+			leaks = append(leaks, plotter.XY{X: secs(r.Start, t0), Y: float64(1 + j.Definite)})
+		}
+		if j.FalseThrottle && len(falses) < 500 {
+			falses = append(falses, plotter.XY{X: secs(r.Start, t0), Y: float64(1 + j.Definite + j.Ambiguous)})
+		}
+	}
+	if err := addLine(p, "possibly in the window", possibly.xys(t0), orange, false); err != nil {
+		return nil, err
+	}
+	if err := addLine(p, "surely in the window", surely.xys(t0), blue, false); err != nil {
+		return nil, err
+	}
+	x0, x1 := secs(first, t0), secs(last, t0)
+	if err := addLine(p, fmt.Sprintf("limit %d", limit), plotter.XYs{{X: x0, Y: float64(limit)}, {X: x1, Y: float64(limit)}}, color.Black, true); err != nil {
+		return nil, err
+	}
+	if firstRefusal != math.MaxInt64 {
+		x := secs(firstRefusal, t0)
+		if err := addLine(p, "first 429", plotter.XYs{{X: x, Y: 0}, {X: x, Y: float64(limit) * 1.1}}, red, true); err != nil {
+			return nil, err
+		}
+	}
+	for _, m := range []struct {
+		name string
+		xys  plotter.XYs
+		c    color.Color
+		g    draw.GlyphDrawer
+	}{{"leak (admitted over the limit)", leaks, red, draw.CrossGlyph{}}, {"false throttle (refused under it)", falses, orange, draw.TriangleGlyph{}}} {
+		if len(m.xys) == 0 {
+			continue
+		}
+		sc, err := plotter.NewScatter(m.xys)
+		if err != nil {
+			return nil, err
+		}
+		sc.GlyphStyle.Color, sc.GlyphStyle.Shape, sc.GlyphStyle.Radius = m.c, m.g, vg.Points(3)
+		p.Add(sc)
+		p.Legend.Add(m.name, sc)
+	}
+	return p, nil
+}
+
+// outcomeChart draws requests per time bin by outcome, over every address.
+func outcomeChart(recs []*analyze.Record, t0 int64) (*plot.Plot, error) {
+	if len(recs) == 0 {
+		return newPlot("Requests by outcome", "requests"), nil
+	}
+	first, last := recs[0].Start, recs[len(recs)-1].Start
+	adm, ref, flt := newBinned(first, last), newBinned(first, last), newBinned(first, last)
+	for _, r := range recs {
+		adm.add(r.Start, 0)
+		ref.add(r.Start, 0)
+		flt.add(r.Start, 0)
+		switch {
+		case r.Code == 429:
+			ref.add(r.Start, 1)
+		case r.Code == 0 || r.Code >= 500:
+			flt.add(r.Start, 1)
+		default:
+			adm.add(r.Start, 1)
+		}
+	}
+	p := newPlot("Requests by outcome, every address", fmt.Sprintf("requests per %v", time.Duration(adm.width).Round(time.Millisecond)))
+	for _, s := range []struct {
+		name string
+		b    *binned
+		c    color.Color
+	}{{"admitted", adm, green}, {"refused (429)", ref, red}, {"faults (5xx, no answer)", flt, grey}} {
+		if err := addLine(p, s.name, s.b.xys(t0), s.c, false); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// latencyChart draws latency percentiles per time bin, over every address.
+func latencyChart(recs []*analyze.Record, t0 int64) (*plot.Plot, error) {
+	p := newPlot("Latency percentiles", "latency (ms)")
+	if len(recs) == 0 {
+		return p, nil
+	}
+	const bins = 60
+	first, last := recs[0].Start, recs[len(recs)-1].Start
+	width := max((last-first)/bins+1, 1)
+	lat := make([][]float64, bins+1)
+	for _, r := range recs {
+		k := (r.Start - first) / width
+		lat[k] = append(lat[k], float64(r.End-r.Start)/1e6)
+	}
+	for _, q := range []struct {
+		name string
+		q    float64
+		c    color.Color
+	}{{"p50", 0.50, green}, {"p95", 0.95, orange}, {"p99", 0.99, red}} {
+		var xys plotter.XYs
+		for k, ls := range lat {
+			if len(ls) == 0 {
+				continue
+			}
+			slices.Sort(ls)
+			xys = append(xys, plotter.XY{X: secs(first+int64(k)*width+width/2, t0), Y: ls[int(q.q*float64(len(ls)-1))]})
+		}
+		if err := addLine(p, q.name, xys, q.c, false); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// binned is a series over chartBins time bins.
+type binned struct {
+	first, width int64
+	v            []float64
+	set          []bool
+}
+
+func newBinned(first, last int64) *binned {
+	return &binned{first: first, width: max((last-first)/chartBins+1, 1), v: make([]float64, chartBins+1), set: make([]bool, chartBins+1)}
+}
+
+func (b *binned) max(t int64, v float64) {
+	k := (t - b.first) / b.width
+	if !b.set[k] || v > b.v[k] {
+		b.v[k], b.set[k] = v, true
+	}
+}
+
+func (b *binned) add(t int64, v float64) {
+	k := (t - b.first) / b.width
+	b.v[k] += v
+	b.set[k] = true
+}
+
+func (b *binned) xys(t0 int64) plotter.XYs {
+	var out plotter.XYs
+	for k, v := range b.v {
+		if b.set[k] {
+			out = append(out, plotter.XY{X: secs(b.first+int64(k)*b.width, t0), Y: v})
+		}
+	}
+	return out
+}
+
+// secs is t in seconds since t0.
+func secs(t, t0 int64) float64 { return float64(t-t0) / 1e9 }
+
+func newPlot(title, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "seconds since the run's first request"
+	p.Y.Label.Text = y
+	p.Y.Min = 0
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// addLine adds a line series (dashed when marking) with its legend entry;
+// an empty series adds nothing.
+func addLine(p *plot.Plot, name string, xys plotter.XYs, c color.Color, dashed bool) error {
+	if len(xys) == 0 {
+		return nil
+	}
+	l, err := plotter.NewLine(xys)
+	if err != nil {
+		return fmt.Errorf("chart %q, series %q: %w", p.Title.Text, name, err)
+	}
+	l.Color, l.Width = c, vg.Points(1.2)
+	if dashed {
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	}
+	p.Add(l)
+	p.Legend.Add(name, l)
+	return nil
+}
+
+// svgOf renders p as an SVG element to inline in the page.
+func svgOf(p *plot.Plot) (template.HTML, error) {
+	wt, err := p.WriterTo(9*vg.Inch, 3.6*vg.Inch, "svg")
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		return "", err
+	}
+	s := buf.String()
+	if i := strings.Index(s, "<svg"); i >= 0 {
+		s = s[i:] // the XML declaration and comment do not belong inside HTML
+	}
+	return template.HTML(s), nil //nolint:gosec // made by gonum/plot from numbers and our own titles
+}
+
+var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
+	"upper": strings.ToUpper,
+}).Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>ratecheck {{.Verdict.Verdict}}: {{.Verdict.Run}}</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:70em;color:#212121}
+h1 .pass,td.pass{color:#2e7d32}h1 .fail,td.fail{color:#c62828}h1 .skip,td.skip{color:#757575}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}
+td.pass,td.fail,td.skip{font-weight:bold}.meta{color:#616161}.warn{color:#ef6c00}
+figure{margin:1em 0}svg{max-width:100%;height:auto}
+</style></head><body>
+<h1>ratecheck: <span class="{{.Verdict.Verdict}}">{{upper .Verdict.Verdict}}</span></h1>
+<p class="meta">run {{.Verdict.Run}} · target {{.Verdict.Target}} · window {{.Window}} · schema {{.Verdict.Schema}}</p>
+{{range .Warnings}}<p class="warn">warning: {{.}}</p>{{end}}
+{{range .Surfaces}}
+<h2>{{.Surface}}: <span class="{{.Verdict}}">{{upper .Verdict}}</span></h2>
+<p>{{.Summary}}</p><p class="meta">{{.Counts}}</p>
+<table><tr><th>check</th><th>verdict</th><th>evidence</th></tr>
+{{range .Checks}}<tr><td>{{.Name}}</td><td class="{{.Verdict}}">{{.Verdict}}</td><td>{{.Detail}}</td></tr>
+{{end}}</table>
+{{if .Latency}}<p class="meta">{{.Latency}}</p>{{end}}
+{{range .Charts}}<figure>{{.}}</figure>
+{{end}}
+{{end}}
+</body></html>
+`))

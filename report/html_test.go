@@ -1,0 +1,148 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/analyze"
+)
+
+// flood is a run against a sliding log of 10 per second that leaks one
+// request: a burst over the limit from 127.0.0.1, a trickle from
+// 127.0.0.2, on the REST surface.
+func flood() (*analyze.Input, analyze.Config) {
+	const L, W = 10, time.Second
+	cfg := analyze.Config{Window: W, Limits: map[string]int{analyze.REST: L}, Run: "results/test-verify", Target: "http://127.0.0.1:8080"}
+	in := &analyze.Input{}
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano()
+	var log []int64
+	ms := int64(time.Millisecond)
+	for i := range 300 {
+		src, s := "127.0.0.1", t0+int64(i)*10*ms
+		if i%5 == 4 {
+			src = "127.0.0.2"
+		}
+		code, body := uint16(200), []byte(`{"results":[]}`)
+		if src == "127.0.0.1" {
+			n := 0
+			for _, t := range log {
+				if s-t < int64(W) {
+					n++
+				}
+			}
+			if n >= L && i != 150 { // request 150 leaks
+				code, body = 429, []byte(`{"error":{"code":"rate_limited"}}`)
+			}
+			log = append(log, s)
+		}
+		in.Records = append(in.Records, analyze.NewRecord(analyze.Labels{Surface: analyze.REST, Source: src, Stream: "flood"},
+			s, s+2*ms, code, &analyze.Answer{Body: body}))
+	}
+	return in, cfg
+}
+
+// TestHTML: the page holds the verdict, the checks and three charts per
+// surface, each a non-empty SVG, with the limit, the first 429 and the leak
+// marked, and it references nothing outside itself.
+func TestHTML(t *testing.T) {
+	in, cfg := flood()
+	rep := analyze.Analyze(in, cfg)
+	var buf bytes.Buffer
+	if err := HTML(&buf, in, rep, cfg); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	svgs := regexp.MustCompile(`(?s)<svg.*?</svg>`).FindAllString(page, -1)
+	if len(svgs) != 3 {
+		t.Fatalf("%d charts, want 3 (one surface)", len(svgs))
+	}
+	for i, svg := range svgs {
+		if strings.Count(svg, "<path") < 10 {
+			t.Errorf("chart %d draws almost nothing:\n%.300s", i, svg)
+		}
+	}
+	for _, want := range []string{"FAIL", "rolling", "leak", "limit 10", "first 429", "surely in the window", "p99", "refused (429)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if m := regexp.MustCompile(`(src|href)=|url\(|@import`).FindString(page); m != "" {
+		t.Errorf("the page fetches something (%q): it must open offline", m)
+	}
+}
+
+// TestHTMLInChromium renders the page in headless Chromium: it loads with
+// no console error, and the screenshot shows the charts drew (many
+// colours, not a blank page). Skipped where Chromium is absent.
+func TestHTMLInChromium(t *testing.T) {
+	bin := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		t.Skip("no chromium on PATH (apt-get install chromium; .ci/run installs it)")
+	}
+	in, cfg := flood()
+	dir := t.TempDir()
+	page := filepath.Join(dir, HTMLFile)
+	f, err := os.Create(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := HTML(f, in, analyze.Analyze(in, cfg), cfg); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	shot := filepath.Join(dir, "shot.png")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--user-data-dir="+filepath.Join(dir, "profile"), "--enable-logging=stderr", "--v=0",
+		"--window-size=1200,2400", "--screenshot="+shot, "file://"+page)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "CONSOLE") && (strings.Contains(line, "ERROR") || strings.Contains(line, "Uncaught")) {
+			t.Errorf("console error: %s", line)
+		}
+	}
+	pf, err := os.Open(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v\n%s", err, out)
+	}
+	defer pf.Close()
+	img, err := png.Decode(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := colours(img); n < 20 {
+		t.Errorf("the screenshot has %d colours: the charts did not draw", n)
+	}
+}
+
+// colours counts the distinct colours of img.
+func colours(img image.Image) int {
+	seen := map[[4]uint32]bool{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			r, g, bl, a := img.At(x, y).RGBA()
+			seen[[4]uint32{r, g, bl, a}] = true
+		}
+	}
+	return len(seen)
+}

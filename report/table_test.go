@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"flag"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -36,6 +38,7 @@ func TestGolden(t *testing.T) {
 	}{
 		{"testdata/tables.golden", func(b *bytes.Buffer, r *analyze.Report) error { return Tables(b, r) }},
 		{"testdata/verdict.golden.json", func(b *bytes.Buffer, r *analyze.Report) error { return JSON(b, r) }},
+		{"testdata/junit.golden.xml", func(b *bytes.Buffer, r *analyze.Report) error { return JUnit(b, "ratecheck verify", VerdictSuites(r)) }},
 	} {
 		var got bytes.Buffer
 		if err := tc.write(&got, sample()); err != nil {
@@ -93,5 +96,34 @@ func TestFleetGolden(t *testing.T) {
 	}
 	if diff := cmp.Diff(string(want), got.String()); diff != "" {
 		t.Errorf("%s differs (-want +got):\n%s", file, diff)
+	}
+}
+
+// TestJUnitSchema: the JUnit file validates against the JUnit XML schema
+// (testdata/junit.xsd) with xmllint, and the check does fail a file that
+// breaks the schema. Skipped where xmllint is absent.
+func TestJUnitSchema(t *testing.T) {
+	xmllint, err := exec.LookPath("xmllint")
+	if err != nil {
+		t.Skip("no xmllint on PATH (apt-get install libxml2-utils; .ci/run installs it)")
+	}
+	var good bytes.Buffer
+	if err := JUnit(&good, "ratecheck verify", VerdictSuites(sample())); err != nil {
+		t.Fatal(err)
+	}
+	bad := bytes.Replace(good.Bytes(), []byte("<testcase "), []byte("<testcase bogus=\"1\" "), 1)
+	for _, tc := range []struct {
+		name  string
+		data  []byte
+		valid bool
+	}{{"ours", good.Bytes(), true}, {"broken", bad, false}} {
+		path := filepath.Join(t.TempDir(), "junit.xml")
+		if err := os.WriteFile(path, tc.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(xmllint, "--noout", "--schema", "testdata/junit.xsd", path).CombinedOutput()
+		if (err == nil) != tc.valid {
+			t.Errorf("%s: xmllint said %v, want valid=%v:\n%s", tc.name, err, tc.valid, out)
+		}
 	}
 }

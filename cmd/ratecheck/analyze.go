@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/report"
 )
 
 const analyzeHelp = `
@@ -28,6 +29,7 @@ func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		mcpLimit  int
 		checksArg string
 		asJSON    bool
+		junit     string
 	)
 	fs := newFlagSet("analyze", "[flags] PATH...", analyzeHelp, stderr)
 	fs.DurationVar(&window, "window", 0, "the window the run was made with (default: run.json's, else 60s)")
@@ -35,6 +37,7 @@ func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&mcpLimit, "mcp-limit", 120, "documented MCP calls per window and address")
 	fs.StringVar(&checksArg, "checks", "limits,isolation,contract", "comma-separated check `groups`: limits, isolation, contract")
 	fs.BoolVar(&asJSON, "json", false, "print the schema-1 JSON verdict on stdout instead of tables")
+	fs.StringVar(&junit, "junit", "", "also write the verdict as JUnit XML to `file` (a test case per check per surface)")
 	if err := fs.Parse(args); err != nil {
 		if err.Error() == "flag: help requested" {
 			return exitOK
@@ -47,6 +50,9 @@ func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if restLimit < 1 || mcpLimit < 1 || window < 0 {
 		return usageErr(stderr, "analyze", "--rest-limit and --mcp-limit must be at least 1, --window positive")
 	}
+	if err := checkOutFile("--junit", junit); err != nil {
+		return usageErr(stderr, "analyze", "%v", err)
+	}
 	_, checks, err := parseChecks(checksArg)
 	if err != nil {
 		return usageErr(stderr, "analyze", "--checks: %v", err)
@@ -57,7 +63,13 @@ func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	cfg := analysisConfig(in, window, restLimit, mcpLimit, checks, fs.Arg(0))
-	return printVerdict(analyze.Analyze(in, cfg), asJSON, stdout, stderr)
+	rep := analyze.Analyze(in, cfg)
+	code := printVerdict(rep, asJSON, stdout, stderr)
+	if err := writeJUnit(junit, "ratecheck analyze", report.VerdictSuites(rep)); err != nil {
+		fmt.Fprintf(stderr, "ratecheck analyze: --junit: %v\n", err)
+		return exitUsage
+	}
+	return code
 }
 
 // analysisConfig is what archived input is judged against: the window given,

@@ -70,6 +70,7 @@ type fleetOptions struct {
 	faults   string
 	seed     uint64
 	json     bool
+	junit    string
 	out      string
 	timeout  time.Duration
 }
@@ -94,6 +95,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&o.faults, "faults", "", "faults of the embedded target, such as 5xx=0.05,reset=0.05")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the clients' jitter")
 	fs.BoolVar(&o.json, "json", false, "print the JSON verdict on stdout instead of tables")
+	fs.StringVar(&o.junit, "junit", "", "also write the checks as JUnit XML to `file`")
 	fs.StringVar(&o.out, "out", "results", "`dir`ectory the run folder is written under")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-attempt timeout")
 	if code := parseFlags(fs, args); code >= 0 {
@@ -114,6 +116,9 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr(stderr, "fleet", "durations and --limit must not be negative, --timeout positive")
 	case o.faults != "" && o.target != "":
 		return usageErr(stderr, "fleet", "--faults configures the embedded target; a --target has faults of its own")
+	}
+	if err := checkOutFile("--junit", o.junit); err != nil {
+		return usageErr(stderr, "fleet", "%v", err)
 	}
 	faults, err := target.ParseFaults(o.faults)
 	if err != nil {
@@ -214,6 +219,10 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	rep := analyze.Jitter(in, analyze.JitterConfig{Base: f.Backoff.Base, Cap: f.Backoff.Cap, Epsilon: eps,
 		Attempts: f.Attempts, SlowDown: f.SlowDown, Seed: o.seed, Uniform: strategy == client.Full})
+	if err := writeJUnit(o.junit, "ratecheck fleet", []report.Suite{{Name: "fleet", Checks: rep.Checks}}); err != nil {
+		fmt.Fprintf(stderr, "ratecheck fleet: --junit: %v (the run is kept in %s)\n", err, arch.Dir)
+		return exitUsage
+	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

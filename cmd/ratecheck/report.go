@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -72,12 +74,44 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 
 // writeReport writes the HTML report to path, whole or not at all.
 func writeReport(path string, in *analyze.Input, rep *analyze.Report, cfg analyze.Config) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".report-*.html")
+	return writeAtomic(path, func(w io.Writer) error { return report.HTML(w, in, rep, cfg) })
+}
+
+// writeJUnit writes suites as JUnit XML to path, whole or not at all; an
+// empty path writes nothing.
+func writeJUnit(path, name string, suites []report.Suite) error {
+	if path == "" {
+		return nil
+	}
+	return writeAtomic(path, func(w io.Writer) error { return report.JUnit(w, name, suites) })
+}
+
+// checkOutFile says what is wrong with an output file flag's value before a
+// long run, rather than after it: its directory must exist.
+func checkOutFile(flagName, path string) error {
+	if path == "" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s %s: no directory %s to write it in", flagName, path, dir)
+	}
+	return nil
+}
+
+// writeAtomic writes a file through a temporary one renamed into place, so
+// that a failure never leaves half a file.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name())
-	if err := report.HTML(tmp, in, rep, cfg); err != nil {
+	if err := write(tmp); err != nil {
 		tmp.Close()
 		return fmt.Errorf("%s: %w", path, err)
 	}

@@ -54,6 +54,7 @@ type verifyOptions struct {
 	json      bool
 	out       string
 	report    bool
+	junit     string
 	timeout   time.Duration
 }
 
@@ -69,12 +70,16 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.BoolVar(&o.json, "json", false, "print the schema-1 JSON verdict on stdout instead of tables")
 	fs.StringVar(&o.out, "out", "results", "`dir`ectory the run folder is written under")
 	fs.BoolVar(&o.report, "report", true, "write report.html (verdict and charts) into the run folder")
+	fs.StringVar(&o.junit, "junit", "", "also write the verdict as JUnit XML to `file` (a test case per check per surface)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
 	if o.restLimit < 1 || o.mcpLimit < 1 || o.window < 0 || o.timeout <= 0 {
 		return usageErr(stderr, "verify", "--rest-limit and --mcp-limit must be at least 1, --window and --timeout positive")
+	}
+	if err := checkOutFile("--junit", o.junit); err != nil {
+		return usageErr(stderr, "verify", "%v", err)
 	}
 	groups, checks, err := parseChecks(o.checks)
 	if err != nil {
@@ -126,7 +131,12 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintf(stderr, "ratecheck verify: report %s\n", path)
 		}
 	}
-	return printVerdict(rep, o.json, stdout, stderr)
+	code = printVerdict(rep, o.json, stdout, stderr)
+	if err := writeJUnit(o.junit, "ratecheck verify", report.VerdictSuites(rep)); err != nil {
+		fmt.Fprintf(stderr, "ratecheck verify: --junit: %v (the run is kept in %s)\n", err, run.dir)
+		return exitUsage
+	}
+	return code
 }
 
 // printVerdict writes the report as tables or JSON and returns the exit code.

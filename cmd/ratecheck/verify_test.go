@@ -135,6 +135,14 @@ func TestVerifyEmbeddedPasses(t *testing.T) {
 	if code, stdout, stderr := runCmd(t, "report", "--out", other, v.Run); code != exitOK || !strings.Contains(stdout, other) {
 		t.Errorf("report: exit %d\n%s%s", code, stdout, stderr)
 	}
+	// analyze --junit: a test case per check per surface.
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	if code, _, stderr := runCmd(t, "analyze", "--junit", junit, v.Run); code != exitOK {
+		t.Errorf("analyze --junit: exit %d\n%s", code, stderr)
+	}
+	if x, err := os.ReadFile(junit); err != nil || bytes.Count(x, []byte("<testcase ")) != 16 {
+		t.Errorf("junit: %v, %d test cases, want 16:\n%s", err, bytes.Count(x, []byte("<testcase ")), x)
+	}
 }
 
 // TestVerifyFailsOnWrongTargets: against a target that breaks one property,

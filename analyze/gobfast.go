@@ -120,6 +120,10 @@ func (c *gobCursor) structFields(fn func(field int)) {
 		if d == 0 || c.err != nil {
 			return
 		}
+		if d > uint64(len(c.b)) { // no struct has that many fields: corrupt
+			c.err = errGob
+			return
+		}
 		field += int(d)
 		fn(field)
 	}
@@ -152,7 +156,12 @@ func parseLayout(defs []byte) *resultLayout {
 						}
 					})
 				case d.kind == 3 && f == 1: // structType.Field
-					for range c.uint() {
+					n := c.uint()
+					if n > uint64(len(c.b)-c.pos) { // each field takes bytes
+						c.err = errGob
+						return
+					}
+					for range n {
 						var wf wireField
 						c.structFields(func(g int) {
 							if g == 0 {
@@ -191,7 +200,7 @@ func parseLayout(defs []byte) *resultLayout {
 		"Code":   {fCode, is(gobUintID)},
 		"Timestamp": {fTimestamp, func(id int64) bool {
 			d := types[id]
-			return d != nil && (d.kind == 5 || d.kind == 6) && d.name == "Time"
+			return d != nil && d.kind == 5 && d.name == "Time" // a GobEncoder, as time.Time is
 		}},
 		"Latency":  {fLatency, is(gobInt)},
 		"BytesOut": {fSkipUint, is(gobUintID)},
@@ -267,7 +276,12 @@ func (l *resultLayout) decodeResult(msg []byte, r *result) error {
 		case fURL:
 			r.URL = c.string()
 		case fHeaders:
-			for range c.uint() {
+			n := c.uint()
+			if n > uint64(len(msg)) {
+				c.err = errGob
+				return
+			}
+			for range n {
 				k := c.string()
 				n := c.uint()
 				if c.err != nil || n > uint64(len(msg)) {
@@ -304,6 +318,10 @@ func timeUnixNano(b []byte, c *gobCursor) int64 {
 	}
 	sec := int64(binary.BigEndian.Uint64(b[1:9]))
 	nsec := int64(int32(binary.BigEndian.Uint32(b[9:13])))
+	if nsec < 0 || nsec >= 1e9 { // time would read it differently: let it
+		c.err = errGob
+		return 0
+	}
 	const internalToUnix = -62135596800 // seconds from year 1 to 1970
 	return (sec+internalToUnix)*1e9 + nsec
 }

@@ -81,7 +81,7 @@ func readGobMessage(br *bufio.Reader, buf []byte, left int64) ([]byte, bool, err
 		return buf, false, err
 	}
 	size, w, ok := gobUint(head)
-	if !ok || size == 0 || int64(size) > left-int64(w) {
+	if !ok || size == 0 || left < int64(w) || size > uint64(left-int64(w)) {
 		return buf, false, io.ErrUnexpectedEOF
 	}
 	at := len(buf)

@@ -112,10 +112,12 @@ func (t *table[T]) add(v T) uint32 {
 // at returns the entry at index i.
 func (t *table[T]) at(i uint32) *T { return &t.chunks[i>>12][i&(1<<12-1)] }
 
-// The tables of labels and answers; answer 0 stands for none.
+// The tables of labels and answers. Index 0 of each is blank, so that a
+// zero Record reads as unlabelled with no answer.
 var (
 	labelTab  table[Labels]
 	answerTab table[Answer]
+	_         = labelTab.add(Labels{})
 	_         = answerTab.add(Answer{})
 )
 

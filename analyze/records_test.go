@@ -122,6 +122,8 @@ func TestRead(t *testing.T) {
 		{"gob ending mid-record", gob[:len(gob)-5], want(rs[:len(rs)-1]), fmt.Sprintf("ends mid-record; read the %d complete records", len(rs)-1), ""},
 		{"gob padded with zeros", append(append([]byte{}, gob...), make([]byte, 64)...), want(rs), fmt.Sprintf("ends mid-record; read the %d complete records", len(rs)), ""},
 		{"gob with a corrupt length at its end", append(append([]byte{}, gob...), 0xfc, 0x3f, 0xff, 0xff, 0xff), want(rs), fmt.Sprintf("ends mid-record; read the %d complete records", len(rs)), ""},
+		{"gob with a length past 2^63 at its end", append(append([]byte{}, gob...), 0xf8, 0x80, 0, 0, 0, 0, 0, 0, 0, 1), want(rs), fmt.Sprintf("ends mid-record; read the %d complete records", len(rs)), ""},
+		{"gob with a corrupt field delta", append(append([]byte{}, gob...), badDelta(t, gob)...), nil, "", fmt.Sprintf("record %d", len(rs)+1)},
 		{"empty", nil, nil, "", "not a Vegeta results file"},
 		{"text", []byte("hello\nworld\n"), nil, "", "not a Vegeta results file"},
 	}
@@ -154,6 +156,24 @@ func TestRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// badDelta returns a value message of gob's Result type whose first field
+// delta is 2^64-1: Vegeta's decoder calls it corrupt; the fast one must
+// step aside rather than index with it.
+func badDelta(t *testing.T, gob []byte) []byte {
+	t.Helper()
+	for b := gob; len(b) > 0; {
+		size, w, _ := gobUint(b)
+		payload := b[w : w+int(size)]
+		if id, iw, _ := gobUint(payload); id&1 == 0 {
+			msg := append(append([]byte{}, payload[:iw]...), 0xf8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0)
+			return append([]byte{byte(len(msg))}, msg...)
+		}
+		b = b[w+int(size):]
+	}
+	t.Fatal("no value message")
+	return nil
 }
 
 // TestFastDecoder: the hand-written gob decoder reads every kind of result
@@ -194,6 +214,25 @@ func TestFastDecoder(t *testing.T) {
 		if l.decodeResult(msg[:len(msg)-1], &got) == nil {
 			t.Fatalf("result %d cut short decoded without an error", i)
 		}
+	}
+	// A definition claiming 2^26 fields in 5 bytes is refused at once.
+	if parseLayout([]byte{7, 0xff, 0x81, 3, 2, 0xfc, 4, 0, 0, 0}) != nil {
+		t.Error("a corrupt definition gave a layout")
+	}
+	// Nanoseconds out of range: time.Time reads them its own way, so the
+	// fast decoder steps aside.
+	for i, msg := range vals {
+		var r result
+		bad := bytes.Clone(msg)
+		at := bytes.Index(bad, []byte{0x0f, 1}) // a version-1 timestamp: 15 bytes
+		if at < 0 {
+			continue
+		}
+		bad[at+10] = 0x40 // the first byte of the nanoseconds: 0x40xxxxxx > 1e9
+		if l.decodeResult(bad, &r) == nil {
+			t.Fatalf("result %d: nanoseconds out of range decoded", i)
+		}
+		break
 	}
 	// Another struct named Result, or one with a field more, is not ours.
 	type Result struct {

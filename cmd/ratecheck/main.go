@@ -43,6 +43,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"analyze": {"judge archived runs or Vegeta results files against the documented limits", runAnalyze},
 		"attack":  {"run a scenario profile against a target and archive the results", runAttack},
+		"compare": {"compare a run with a baseline: throughput, latency, limits, verdicts; exit 1 on a regression", runCompare},
 		"report":  {"write a self-contained HTML report with charts of a run", runReport},
 		"serve":   {"run the reference target that speaks the documented contract", runServe},
 		"verify":  {"prove the documented limits hold: probe plan, archive, analysis, verdict", runVerify},

@@ -45,6 +45,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"serve", "--allowed-origins", "a,,b"}, exitUsage, "", `ratecheck serve: --allowed-origins: item 2 of "a,,b" is empty`},
 		{[]string{"serve", "--addr", "127.0.0.1:99999"}, exitUsage, "", "ratecheck serve: --addr 127.0.0.1:99999:"},
 		{[]string{"report"}, exitUsage, "", "ratecheck report: name one run folder or results file"},
+		{[]string{"compare", "a"}, exitUsage, "", "ratecheck compare: name a baseline and a run"},
+		{[]string{"compare", "--max-p99-increase", "lots", "a", "b"}, exitUsage, "", `ratecheck compare: --max-p99-increase "lots": want a percentage such as 10%`},
 		{[]string{"analyze", "--junit", "no/such/dir/j.xml", "x.bin"}, exitUsage, "", "ratecheck analyze: --junit no/such/dir/j.xml: no directory no/such/dir to write it in"},
 		{[]string{"verify", "--junit", "no/such/dir/j.xml"}, exitUsage, "", "ratecheck verify: --junit no/such/dir/j.xml: no directory no/such/dir to write it in"},
 		{[]string{"fleet", "--junit", "no/such/dir/j.xml"}, exitUsage, "", "ratecheck fleet: --junit no/such/dir/j.xml: no directory no/such/dir to write it in"},

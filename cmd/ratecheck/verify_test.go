@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/target"
 )
@@ -85,6 +87,35 @@ func runVerifyJSON(t *testing.T, window time.Duration, args ...string) (int, ver
 	return code, v, stderr
 }
 
+// slowCopy writes a copy of a results file whose every latency is d
+// longer, and returns its path.
+func slowCopy(t *testing.T, path string, d time.Duration) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := filepath.Join(t.TempDir(), "slow.bin")
+	w, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	dec, enc := vegeta.NewDecoder(f), vegeta.NewEncoder(w)
+	for {
+		var r vegeta.Result
+		if err := dec.Decode(&r); err != nil {
+			break
+		}
+		r.Latency += d
+		if err := enc.Encode(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
 // failing returns "surface/check" for every failed check.
 func failing(v verdictJSON) []string {
 	var out []string
@@ -142,6 +173,15 @@ func TestVerifyEmbeddedPasses(t *testing.T) {
 	}
 	if x, err := os.ReadFile(junit); err != nil || bytes.Count(x, []byte("<testcase ")) != 16 {
 		t.Errorf("junit: %v, %d test cases, want 16:\n%s", err, bytes.Count(x, []byte("<testcase ")), x)
+	}
+	// compare: the run against itself has no regression; against a copy
+	// whose answers all came back 50 ms later, p99 regressed.
+	if code, stdout, stderr := runCmd(t, "compare", v.Run, v.Run); code != exitOK || !strings.Contains(stdout, "no regression") {
+		t.Errorf("compare with itself: exit %d\n%s%s", code, stdout, stderr)
+	}
+	slow := slowCopy(t, filepath.Join(v.Run, "results.bin"), 50*time.Millisecond)
+	if code, stdout, stderr := runCmd(t, "compare", "--window", verifyWindow.String(), v.Run, slow); code != exitCheckFailed || !strings.Contains(stdout, "regression: rest: p99") {
+		t.Errorf("compare with a slower run: exit %d, want 1\n%s%s", code, stdout, stderr)
 	}
 }
 

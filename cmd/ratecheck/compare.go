@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/report"
+)
+
+const compareHelp = `
+Compare a run with a baseline run, for capacity planning and release gates:
+side by side per surface, request rate, throughput, latency percentiles,
+observed limit, limiter model and verdict.
+
+It exits 1 when something regressed: a verdict that went from pass to fail,
+a p99 that rose by more than --max-p99-increase, an observed limit or a
+limiter model that changed, a surface missing from the run. Each run is
+judged with the window its run.json recorded and the documented limits.
+Keep baselines as results/README.md explains.
+
+Exit codes: 0 no regression, 1 a regression, 2 bad usage or unreadable input.
+`
+
+func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	var (
+		maxP99    string
+		asJSON    bool
+		window    time.Duration
+		restLimit int
+		mcpLimit  int
+	)
+	fs := newFlagSet("compare", "[flags] BASELINE RUN", compareHelp, stderr)
+	fs.StringVar(&maxP99, "max-p99-increase", "10%", "the largest p99 rise allowed per surface, in `percent`")
+	fs.BoolVar(&asJSON, "json", false, "print the comparison as JSON on stdout instead of a table")
+	fs.DurationVar(&window, "window", 0, "the window the runs were made with (default: each run.json's, else 60s)")
+	fs.IntVar(&restLimit, "rest-limit", 240, "documented REST requests per window and address")
+	fs.IntVar(&mcpLimit, "mcp-limit", 120, "documented MCP calls per window and address")
+	if err := fs.Parse(args); err != nil {
+		if err.Error() == "flag: help requested" {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if window < 0 || restLimit < 1 || mcpLimit < 1 {
+		return usageErr(stderr, "compare", "--rest-limit and --mcp-limit must be at least 1, --window positive")
+	}
+	if fs.NArg() != 2 {
+		return usageErr(stderr, "compare", "name a baseline and a run (run folders or results files)")
+	}
+	limit, err := parsePercent(maxP99)
+	if err != nil {
+		return usageErr(stderr, "compare", "--max-p99-increase %q: %v", maxP99, err)
+	}
+	var sums [2]report.RunSummary
+	for i, path := range fs.Args() {
+		in, err := analyze.Read([]string{path})
+		if err != nil {
+			fmt.Fprintf(stderr, "ratecheck compare: %v\n", err)
+			return exitUsage
+		}
+		cfg := analysisConfig(in, window, restLimit, mcpLimit, nil, path)
+		sums[i] = report.Summarize(in, analyze.Analyze(in, cfg))
+	}
+	c := report.Compare(sums[0], sums[1], limit)
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(c)
+	} else {
+		err = report.CompareTable(stdout, c)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecheck compare: writing the comparison: %v\n", err)
+		return exitUsage
+	}
+	if c.Verdict != analyze.Pass {
+		return exitCheckFailed
+	}
+	return exitOK
+}
+
+// parsePercent reads "10%" or "10" as 0.10.
+func parsePercent(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "%"), 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("want a percentage such as 10%%")
+	}
+	return v / 100, nil
+}

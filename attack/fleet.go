@@ -238,8 +238,8 @@ func attemptResult(surface, source, stream string, clientID int, a client.Attemp
 	r := &vegeta.Result{Attack: FleetLabel(surface, source, stream, a, clientID), Seq: a.Request, Code: uint16(a.Status),
 		Timestamp: a.Start, Latency: a.Latency, BytesOut: a.BytesOut, BytesIn: uint64(len(a.Body)),
 		Method: a.Method, URL: a.URL, Headers: a.Header}
-	if a.Status != http.StatusOK {
-		r.Body = a.Body
+	if a.Status != http.StatusOK || (stream != "fleet" && stream != "prime") {
+		r.Body = a.Body // contract probes keep theirs: a 200 may still be an error result
 	}
 	if a.Err != nil {
 		r.Error = a.Err.Error()

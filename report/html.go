@@ -27,7 +27,7 @@ const HTMLFile = "report.html"
 // with gonum/plot as inline SVG: the rolling-window count of the primary
 // address against the limit, with the first 429 and every leak and false
 // throttle marked; requests per outcome over time; latency percentiles over
-// time.
+// time; and for a fleet, when each attempt wave went out.
 func HTML(w io.Writer, in *analyze.Input, rep *analyze.Report, cfg analyze.Config) error {
 	page := htmlPage{Verdict: rep.Verdict, Warnings: rep.Warnings, Window: cfg.Window}
 	t0 := int64(math.MaxInt64)
@@ -63,7 +63,51 @@ func HTML(w io.Writer, in *analyze.Input, rep *analyze.Report, cfg analyze.Confi
 		}
 		page.Surfaces = append(page.Surfaces, s)
 	}
+	if p, err := fleetChart(in, t0); err != nil {
+		return err
+	} else if p != nil {
+		svg, err := svgOf(p)
+		if err != nil {
+			return err
+		}
+		page.Fleet = svg
+	}
 	return pageTmpl.Execute(w, page)
+}
+
+// fleetChart draws, for a fleet run, when each attempt wave went out: per
+// attempt, how many clients had sent it by each moment. Lockstep clients
+// make vertical steps; jittered ones spread into ramps. Nil when the run
+// has no fleet.
+func fleetChart(in *analyze.Input, t0 int64) (*plot.Plot, error) {
+	waves := map[int][]float64{}
+	for i := range in.Records {
+		if tag := in.Records[i].Fleet(); tag != nil {
+			waves[tag.Attempt] = append(waves[tag.Attempt], secs(in.Records[i].Start, t0))
+		}
+	}
+	if len(waves) == 0 {
+		return nil, nil
+	}
+	p := newPlot("Fleet: when each attempt went out", "clients that had sent it")
+	colours := []color.Color{blue, red, orange, green, grey}
+	for a := 1; a <= len(waves) && a <= 16; a++ {
+		ts := waves[a]
+		if len(ts) == 0 {
+			continue
+		}
+		slices.Sort(ts)
+		step := max(len(ts)/chartBins, 1)
+		var xys plotter.XYs
+		for i := 0; i < len(ts); i += step {
+			xys = append(xys, plotter.XY{X: ts[i], Y: float64(i + 1)})
+		}
+		xys = append(xys, plotter.XY{X: ts[len(ts)-1], Y: float64(len(ts))})
+		if err := addLine(p, fmt.Sprintf("attempt %d", a), xys, colours[(a-1)%len(colours)], false); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 type htmlPage struct {
@@ -71,6 +115,7 @@ type htmlPage struct {
 	Warnings []string
 	Window   time.Duration
 	Surfaces []htmlSurface
+	Fleet    template.HTML // the fleet chart, if the run has a fleet
 }
 
 type htmlSurface struct {
@@ -339,5 +384,8 @@ figure{margin:1em 0}svg{max-width:100%;height:auto}
 {{range .Charts}}<figure>{{.}}</figure>
 {{end}}
 {{end}}
+{{if .Fleet}}<h2>fleet</h2>
+<p>Retry times per attempt wave: lockstep clients go out together (vertical steps), jittered ones spread out (ramps). The verdict above judges the limits; the fleet's own verdict (collisions, re-collisions) is what <code>ratecheck fleet</code> printed.</p>
+<figure>{{.Fleet}}</figure>{{end}}
 </body></html>
 `))

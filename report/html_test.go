@@ -146,3 +146,25 @@ func colours(img image.Image) int {
 	}
 	return len(seen)
 }
+
+// TestHTMLFleet: a run with a fleet gets the chart of its attempt waves.
+func TestHTMLFleet(t *testing.T) {
+	in, cfg := flood()
+	ms := int64(time.Millisecond)
+	t0 := in.Records[len(in.Records)-1].Start
+	for c := range 10 {
+		for a := 1; a <= 3; a++ {
+			s := t0 + int64(a)*500*ms + int64(c)*7*ms
+			in.Records = append(in.Records, analyze.NewRecord(analyze.Labels{Surface: analyze.REST, Source: "127.0.0.3", Stream: "fleet",
+				Fleet: &analyze.FleetTag{Client: c, Request: 1, Attempt: a}}, s, s+ms, 429, nil))
+		}
+	}
+	var buf bytes.Buffer
+	if err := HTML(&buf, in, analyze.Analyze(in, cfg), cfg); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if n := strings.Count(page, "<svg"); n != 4 || !strings.Contains(page, "Fleet: when each attempt went out") || !strings.Contains(page, "attempt 3") {
+		t.Errorf("%d charts, fleet chart drawn: %v", n, strings.Contains(page, "Fleet: when each attempt went out"))
+	}
+}

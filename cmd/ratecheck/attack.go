@@ -11,6 +11,7 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/attack"
 )
 
@@ -112,6 +113,11 @@ func runPlan(ctx context.Context, plan attack.Plan, targetURL, out string, seed 
 	if code != exitOK {
 		return code
 	}
+	limits := map[string]int{analyze.REST: 240, analyze.MCP: 120}
+	if p := plan.Profile.Policy; p.Limit > 0 && (p.Surface == attack.REST || p.Surface == attack.MCP) {
+		limits[p.Surface] = p.Limit
+	}
+	writeRunReport("attack", run.dir, analyze.Config{Window: plan.Window, Limits: limits, Target: run.target, Run: run.dir}, stdout, stderr)
 	if bad := run.outcomes.Check(plan.Profile); len(bad) > 0 {
 		for _, b := range bad {
 			fmt.Fprintf(stdout, "  FAIL %s\n", b)

@@ -107,6 +107,10 @@ func TestAttackRESTLimit(t *testing.T) {
 	if counts[0]+counts[200]+counts[429] != 257 {
 		t.Errorf("codes %v, want only 200 and 429 (and transport errors)", counts)
 	}
+	// The run folder holds its HTML report too.
+	if page, err := os.ReadFile(filepath.Join(onlyRun(t, out), "report.html")); err != nil || !strings.Contains(string(page), "limit 240") {
+		t.Errorf("report.html: %v (limit line drawn: %v)", err, strings.Contains(string(page), "limit 240"))
+	}
 }
 
 func TestAttackUsageErrors(t *testing.T) {

@@ -72,6 +72,20 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// writeRunReport analyzes a run folder and writes its report.html, saying
+// where; a failure is reported and does not change the run's exit code.
+func writeRunReport(name, dir string, cfg analyze.Config, stdout, stderr io.Writer) {
+	in, err := analyze.Read([]string{dir})
+	if err == nil {
+		path := filepath.Join(dir, report.HTMLFile)
+		if err = writeReport(path, in, analyze.Analyze(in, cfg), cfg); err == nil {
+			fmt.Fprintf(stdout, "  report %s\n", path)
+			return
+		}
+	}
+	fmt.Fprintf(stderr, "ratecheck %s: writing the report: %v\n", name, err)
+}
+
 // writeReport writes the HTML report to path, whole or not at all.
 func writeReport(path string, in *analyze.Input, rep *analyze.Report, cfg analyze.Config) error {
 	return writeAtomic(path, func(w io.Writer) error { return report.HTML(w, in, rep, cfg) })

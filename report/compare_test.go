@@ -2,12 +2,9 @@ package report
 
 import (
 	"bytes"
-	"os"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 func summary(p99 float64, limit int, model, verdict string) RunSummary {
@@ -54,19 +51,7 @@ func TestCompareGolden(t *testing.T) {
 	if err := CompareTable(&got, Compare(summary(2, 240, "sliding-log", "pass"), summary(3, 240, "sliding-log", "pass"), 0.10)); err != nil {
 		t.Fatal(err)
 	}
-	const file = "testdata/compare.golden"
-	if *update {
-		if err := os.WriteFile(file, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), got.String()); diff != "" {
-		t.Errorf("%s differs (-want +got):\n%s", file, diff)
-	}
+	golden(t, "testdata/compare.golden", got.Bytes())
 	if !slices.Contains(strings.Split(got.String(), "\n"), "regression: rest: p99 2.00 ms → 3.00 ms (+50%, more than +10%)") {
 		t.Errorf("no regression line:\n%s", got.String())
 	}

@@ -44,18 +44,7 @@ func TestGolden(t *testing.T) {
 		if err := tc.write(&got, sample()); err != nil {
 			t.Fatal(err)
 		}
-		if *update {
-			if err := os.WriteFile(tc.file, got.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(tc.file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(string(want), got.String()); diff != "" {
-			t.Errorf("%s differs (-want +got):\n%s", tc.file, diff)
-		}
+		golden(t, tc.file, got.Bytes())
 	}
 }
 
@@ -84,9 +73,14 @@ func TestFleetGolden(t *testing.T) {
 	if err := FleetTables(&got, fleetSample(), "full", "results/20261130T000000Z-fleet"); err != nil {
 		t.Fatal(err)
 	}
-	const file = "testdata/fleet.golden"
+	golden(t, "testdata/fleet.golden", got.Bytes())
+}
+
+// golden compares got with a golden file (rewritten with -update).
+func golden(t *testing.T, file string, got []byte) {
+	t.Helper()
 	if *update {
-		if err := os.WriteFile(file, got.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(file, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -94,7 +88,7 @@ func TestFleetGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(string(want), got.String()); diff != "" {
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("%s differs (-want +got):\n%s", file, diff)
 	}
 }

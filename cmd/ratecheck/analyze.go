@@ -25,25 +25,20 @@ Exit codes: 0 verified, 1 a check failed, 2 bad usage or unreadable input.
 func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
 		window    time.Duration
-		restLimit int
-		mcpLimit  int
 		checksArg string
 		asJSON    bool
 		junit     string
 	)
 	fs := newFlagSet("analyze", "[flags] PATH...", analyzeHelp, stderr)
 	fs.DurationVar(&window, "window", 0, "the window the run was made with (default: run.json's, else 60s)")
-	fs.IntVar(&restLimit, "rest-limit", 240, "documented REST requests per window and address")
-	fs.IntVar(&mcpLimit, "mcp-limit", 120, "documented MCP calls per window and address")
+	restLimitP, mcpLimitP := limitFlags(fs)
 	fs.StringVar(&checksArg, "checks", "limits,isolation,contract", "comma-separated check `groups`: limits, isolation, contract")
 	fs.BoolVar(&asJSON, "json", false, "print the schema-1 JSON verdict on stdout instead of tables")
 	fs.StringVar(&junit, "junit", "", "also write the verdict as JUnit XML to `file` (a test case per check per surface)")
-	if err := fs.Parse(args); err != nil {
-		if err.Error() == "flag: help requested" {
-			return exitOK
-		}
-		return exitUsage
+	if code := parseArgs(fs, args); code >= 0 {
+		return code
 	}
+	restLimit, mcpLimit := *restLimitP, *mcpLimitP
 	if fs.NArg() == 0 {
 		return usageErr(stderr, "analyze", "name at least one run folder or results file")
 	}

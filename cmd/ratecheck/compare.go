@@ -29,24 +29,19 @@ Exit codes: 0 no regression, 1 a regression, 2 bad usage or unreadable input.
 
 func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
-		maxP99    string
-		asJSON    bool
-		window    time.Duration
-		restLimit int
-		mcpLimit  int
+		maxP99 string
+		asJSON bool
+		window time.Duration
 	)
 	fs := newFlagSet("compare", "[flags] BASELINE RUN", compareHelp, stderr)
 	fs.StringVar(&maxP99, "max-p99-increase", "10%", "the largest p99 rise allowed per surface, in `percent`")
 	fs.BoolVar(&asJSON, "json", false, "print the comparison as JSON on stdout instead of a table")
 	fs.DurationVar(&window, "window", 0, "the window the runs were made with (default: each run.json's, else 60s)")
-	fs.IntVar(&restLimit, "rest-limit", 240, "documented REST requests per window and address")
-	fs.IntVar(&mcpLimit, "mcp-limit", 120, "documented MCP calls per window and address")
-	if err := fs.Parse(args); err != nil {
-		if err.Error() == "flag: help requested" {
-			return exitOK
-		}
-		return exitUsage
+	restLimitP, mcpLimitP := limitFlags(fs)
+	if code := parseArgs(fs, args); code >= 0 {
+		return code
 	}
+	restLimit, mcpLimit := *restLimitP, *mcpLimitP
 	if window < 0 || restLimit < 1 || mcpLimit < 1 {
 		return usageErr(stderr, "compare", "--rest-limit and --mcp-limit must be at least 1, --window positive")
 	}

@@ -127,17 +127,32 @@ func newFlagSet(name, synopsis, description string, stderr io.Writer) *flag.Flag
 // parseFlags parses args and turns the outcome into an exit code: -1 to go
 // on, exitOK after -h, exitUsage on a bad flag (the flag package has said why).
 func parseFlags(fs *flag.FlagSet, args []string) int {
+	if code := parseArgs(fs, args); code >= 0 {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return exitUsage
+	}
+	return -1
+}
+
+// parseArgs is parseFlags for commands that take arguments after their flags.
+func parseArgs(fs *flag.FlagSet, args []string) int {
 	err := fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
 	case err != nil:
 		return exitUsage
-	case fs.NArg() > 0:
-		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return exitUsage
 	}
 	return -1
+}
+
+// limitFlags declares --rest-limit and --mcp-limit, the documented limits.
+func limitFlags(fs *flag.FlagSet) (rest, mcp *int) {
+	return fs.Int("rest-limit", 240, "documented REST requests per window and address"),
+		fs.Int("mcp-limit", 120, "documented MCP calls per window and address")
 }
 
 // usageErr prints a usage error for a subcommand and returns exitUsage.

@@ -30,22 +30,17 @@ unreadable input.
 
 func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
-		out       string
-		window    time.Duration
-		restLimit int
-		mcpLimit  int
+		out    string
+		window time.Duration
 	)
 	fs := newFlagSet("report", "[flags] RUN", reportHelp, stderr)
 	fs.StringVar(&out, "out", "", "`file` to write (default: RUN/report.html for a run folder, else report.html)")
 	fs.DurationVar(&window, "window", 0, "the window the run was made with (default: run.json's, else 60s)")
-	fs.IntVar(&restLimit, "rest-limit", 240, "documented REST requests per window and address")
-	fs.IntVar(&mcpLimit, "mcp-limit", 120, "documented MCP calls per window and address")
-	if err := fs.Parse(args); err != nil {
-		if err.Error() == "flag: help requested" {
-			return exitOK
-		}
-		return exitUsage
+	restLimitP, mcpLimitP := limitFlags(fs)
+	if code := parseArgs(fs, args); code >= 0 {
+		return code
 	}
+	restLimit, mcpLimit := *restLimitP, *mcpLimitP
 	if fs.NArg() != 1 {
 		return usageErr(stderr, "report", "name one run folder or results file")
 	}

@@ -2,6 +2,7 @@ package attack
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -23,7 +24,7 @@ func ParseSpan(s string) (Span, error) {
 	s = strings.TrimSpace(s)
 	if num, ok := strings.CutSuffix(s, "w"); ok {
 		f, err := strconv.ParseFloat(num, 64)
-		if err != nil || f < 0 {
+		if err != nil || !(f >= 0) || math.IsInf(f, 1) { // NaN and Inf too
 			return Span{}, fmt.Errorf("%q: want a non-negative number of windows such as 1.1w", s)
 		}
 		return Span{W: f}, nil
@@ -76,7 +77,7 @@ type Rate struct {
 func ParseRate(s string) (Rate, error) {
 	num, unit, found := strings.Cut(strings.TrimSpace(s), "/")
 	n, err := strconv.ParseFloat(num, 64)
-	if err != nil || n < 0 {
+	if err != nil || !(n >= 0) || math.IsInf(n, 1) { // NaN and Inf too
 		return Rate{}, fmt.Errorf("%q: want a rate such as 100/s, 6000/m or 216/w", s)
 	}
 	per := Span{D: time.Second}

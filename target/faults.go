@@ -56,7 +56,7 @@ func ParseFaults(spec string) (Faults, error) {
 		switch key {
 		case "5xx", "reset":
 			p, err := strconv.ParseFloat(val, 64)
-			if err != nil || p < 0 || p > 1 {
+			if err != nil || !(p >= 0 && p <= 1) { // NaN too
 				return Faults{}, fmt.Errorf("fault %s=%s: want a probability between 0 and 1", key, val)
 			}
 			if key == "5xx" {

@@ -1,0 +1,50 @@
+package attack
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// FuzzParseProfile: any bytes as a profile are accepted or refused with a
+// *ProfileError naming the file, never a panic.
+func FuzzParseProfile(f *testing.F) {
+	paths, _ := filepath.Glob("../profiles/*.yaml")
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("policy: {surface: rest}\nstreams:\n  - surface: rest\n    requests: [{path: /x}]\n    pacr: {type: constant}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := ParseProfile("fuzz.yaml", data)
+		if err != nil {
+			var pe *ProfileError
+			if !errors.As(err, &pe) || pe.File != "fuzz.yaml" || !strings.Contains(err.Error(), "fuzz.yaml") {
+				t.Fatalf("error %v (%T) does not name the file", err, err)
+			}
+			return
+		}
+		if p == nil || len(p.Streams) == 0 {
+			t.Fatalf("accepted a profile with no streams: %q", data)
+		}
+	})
+}
+
+// FuzzParseSpanRate: spans and rates parse or say what they want, and
+// what they accept is never negative.
+func FuzzParseSpanRate(f *testing.F) {
+	for _, s := range []string{"1.1w", "0.03w", "500ms", "100/s", "6000/m", "216/w", "5/500ms", "7", "-1w", "NaN/s", "1e400w"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if sp, err := ParseSpan(s); err == nil && (sp.D < 0 || sp.W < 0 || sp.W != sp.W) {
+			t.Fatalf("ParseSpan(%q) = %+v", s, sp)
+		}
+		if r, err := ParseRate(s); err == nil && (r.N < 0 || r.N != r.N || r.Per.D < 0 || r.Per.W < 0) {
+			t.Fatalf("ParseRate(%q) = %+v", s, r)
+		}
+	})
+}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/target"
@@ -42,8 +44,10 @@ func checkTarget(raw string) (string, error) {
 
 // reachTimeout bounds the reachability probe. A refused connection fails at
 // once, so it only bounds a target that accepts and hangs; it is generous
-// because a loaded host can stall even a loopback answer for seconds.
-const reachTimeout = 30 * time.Second
+// because a loaded host can stall even a loopback answer for seconds, and
+// short enough that a dead target is told within 30 s. (A var: tests
+// shorten it.)
+var reachTimeout = 25 * time.Second
 
 // reachable reports whether the target answers HTTP at all (any status)
 // within timeout.
@@ -55,7 +59,13 @@ func reachable(ctx context.Context, base string, timeout time.Duration) error {
 		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
+	switch {
+	case err == nil:
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+		return fmt.Errorf("no answer to HEAD / within %v: it accepts connections but does not answer (stalled or overloaded)", timeout)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("connection refused: nothing listens there (is the target running? is the port right?)")
+	default:
 		return err
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)

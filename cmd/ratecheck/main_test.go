@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -144,5 +146,59 @@ func TestServeQuiet(t *testing.T) {
 	}
 	if logs.String() != "" {
 		t.Errorf("--quiet logged:\n%s", logs)
+	}
+}
+
+// TestUnreachableTarget: a target that is not running, or accepts and never
+// answers, is exit 3 with a message that says which, for every command
+// that attacks, and nothing is archived. (The probe's 25 s bound is
+// shortened here.)
+func TestUnreachableTarget(t *testing.T) {
+	defer func(d time.Duration) { reachTimeout = d }(reachTimeout)
+	reachTimeout = 500 * time.Millisecond
+	stalled, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	go func() { // accept and hold every connection, never answer
+		var held []net.Conn
+		for {
+			c, err := stalled.Accept()
+			if err != nil {
+				for _, c := range held {
+					c.Close()
+				}
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadURL := "http://" + dead.Addr().String()
+	dead.Close()
+	for _, tc := range []struct{ name, url, want string }{
+		{"stalled", "http://" + stalled.Addr().String(), "accepts connections but does not answer"},
+		{"dead", deadURL, "connection refused: nothing listens there"},
+	} {
+		for _, args := range [][]string{
+			{"verify", "--window", "2s"},
+			{"attack", "--profile", "../../profiles/rest-limit.yaml", "--window", "2s"},
+			{"fleet", "--window", "2s"},
+		} {
+			t.Run(tc.name+" "+args[0], func(t *testing.T) {
+				out := t.TempDir()
+				code, _, stderr := runCmd(t, append(args, "--target", tc.url, "--out", out)...)
+				if code != exitUnreachable || !strings.Contains(stderr, tc.want) {
+					t.Errorf("exit %d, want 3, saying %q:\n%s", code, tc.want, stderr)
+				}
+				if entries, _ := os.ReadDir(out); len(entries) > 0 {
+					t.Errorf("archived %d runs of an unreachable target", len(entries))
+				}
+			})
+		}
 	}
 }

@@ -52,6 +52,8 @@ type RunInfo struct {
 	Seed        uint64              `json:"seed"`
 	Results     int                 `json:"results"`
 	Interrupted bool                `json:"interrupted,omitempty"`
+	// Aborted says why the attack stopped early on its own (a failing target).
+	Aborted string `json:"aborted,omitempty"`
 	Note        string              `json:"note,omitempty"`
 	Fleet       *FleetInfo          `json:"fleet,omitempty"`
 }

@@ -32,6 +32,9 @@ type Plan struct {
 	Timeout time.Duration
 	// MaxBody caps the bytes of each response body kept (default DefaultMaxBody).
 	MaxBody int64
+	// AbortShare stops the attack when more than this share of the last 100
+	// results were transport errors or 5xx (0: never); see FailureGuard.
+	AbortShare float64
 }
 
 // Label returns the Result.Attack label of a stream's results:

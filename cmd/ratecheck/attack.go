@@ -45,6 +45,7 @@ type attackOptions struct {
 	allowCredentials bool
 	seed             uint64
 	timeout          time.Duration
+	abortAt          string
 }
 
 func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -58,6 +59,7 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.BoolVar(&o.allowCredentials, "allow-credentials", false, "allow credential headers (their values are still never written)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed recorded with the run")
 	fs.DurationVar(&o.timeout, "timeout", 0, "per-request timeout (default: the profile's, or 10s)")
+	fs.StringVar(&o.abortAt, "abort-at", "50%", "stop adding load when more than this `share` of the last 100 results were transport errors or 5xx (0: never)")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
@@ -66,6 +68,10 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if o.window < 0 || o.timeout < 0 {
 		return usageErr(stderr, "attack", "--window and --timeout must not be negative")
+	}
+	abortShare, err := parsePercent(o.abortAt)
+	if err != nil || abortShare > 1 {
+		return usageErr(stderr, "attack", "--abort-at %q: want a share such as 50%% (0 never aborts)", o.abortAt)
 	}
 	if names := attack.Credentials(http.Header(o.headers)); len(names) > 0 && !o.allowCredentials {
 		return usageErr(stderr, "attack", "--header %s carries a credential: the contract's surfaces authenticate nothing and a key sent to them only leaks into logs; pass --allow-credentials if you must", strings.Join(names, ", "))
@@ -82,7 +88,7 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if window == 0 {
 		window = prof.Policy.Window.D
 	}
-	plan := attack.Plan{Profile: prof, Window: window, Headers: http.Header(o.headers), Timeout: o.timeout}
+	plan := attack.Plan{Profile: prof, Window: window, Headers: http.Header(o.headers), Timeout: o.timeout, AbortShare: abortShare}
 	return runPlan(ctx, plan, o.target, o.out, o.seed, stdout, stderr)
 }
 
@@ -181,11 +187,21 @@ func execute(ctx context.Context, name string, plan attack.Plan, targetURL strin
 	run := &executed{dir: arch.Dir, target: targetURL, counts: &attack.Counts{}, outcomes: attack.Outcomes{}}
 	stopProgress := progress(stderr, start, plan.Duration(), run.counts)
 	lastFlush := time.Now()
-	runErr := plan.Run(ctx, func(r *vegeta.Result) error {
+	// A failing target stops the attackers but not the archive: what is in
+	// flight is still recorded.
+	guard := attack.FailureGuard{Max: plan.AbortShare}
+	var failing *attack.FailingError
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	runErr := plan.Run(runCtx, func(r *vegeta.Result) error {
 		run.counts.Add(r)
 		run.outcomes.Add(r)
 		if err := arch.Add(r); err != nil {
 			return err
+		}
+		if err := guard.Add(r); err != nil && failing == nil {
+			failing = err.(*attack.FailingError)
+			stopRun()
 		}
 		if time.Since(lastFlush) > 100*time.Millisecond {
 			lastFlush = time.Now()
@@ -199,6 +215,9 @@ func execute(ctx context.Context, name string, plan attack.Plan, targetURL strin
 	info.Embedded, info.Start, info.End, info.Seed = embedded, start.UTC(), time.Now().UTC(), seed
 	info.Host, _ = os.Hostname()
 	info.Interrupted = ctx.Err() != nil
+	if failing != nil {
+		info.Aborted = failing.Error()
+	}
 	if err := arch.Close(info); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -210,6 +229,10 @@ func execute(ctx context.Context, name string, plan attack.Plan, targetURL strin
 	if info.Interrupted {
 		fmt.Fprintf(stderr, "ratecheck %s: interrupted; the %d results received are archived in %s\n", name, arch.Len(), arch.Dir)
 		return run, exitCheckFailed
+	}
+	if failing != nil {
+		fmt.Fprintf(stderr, "ratecheck %s: %v (--abort-at); the %d results received are archived in %s\n", name, failing, arch.Len(), arch.Dir)
+		return run, exitUnreachable
 	}
 	return run, exitOK
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -168,5 +171,32 @@ func TestAttackNeverWritesCredentials(t *testing.T) {
 	_, info := readArchive(t, onlyRun(t, out))
 	if h := info["headers"].(map[string]any); h["Authorization"].([]any)[0] != "[redacted]" {
 		t.Errorf("run.json headers %v", h)
+	}
+}
+
+// TestAttackAbortsOnFailingTarget: when the target starts failing (every
+// answer a 503), the attack stops adding load, keeps what it received and
+// says why, exit 3; run.json records it.
+func TestAttackAbortsOnFailingTarget(t *testing.T) {
+	var n atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) > 30 {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte(`{"results":[]}`))
+	}))
+	defer ts.Close()
+	out := t.TempDir()
+	code, _, stderr := runCmd(t, "attack", "--profile", "../../profiles/rest-steady.yaml", "--window", "4s", "--target", ts.URL, "--out", out)
+	if code != exitUnreachable || !strings.Contains(stderr, "the target is failing") || !strings.Contains(stderr, "archived in") {
+		t.Fatalf("exit %d, want 3 and why:\n%s", code, stderr)
+	}
+	rs, info := readArchive(t, onlyRun(t, out))
+	if len(rs) >= 360 || len(rs) < 80 || info["aborted"] == nil {
+		t.Errorf("%d of 360 planned results archived (want the ~81 before the abort); run.json aborted: %v", len(rs), info["aborted"])
+	}
+	if int64(len(rs)) != n.Load()-1 { // the target saw the reachability probe too
+		t.Errorf("the target answered %d requests, %d archived", n.Load()-1, len(rs))
 	}
 }

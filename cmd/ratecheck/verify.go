@@ -54,6 +54,7 @@ type verifyOptions struct {
 	json      bool
 	out       string
 	report    bool
+	abortAt   string
 	junit     string
 	timeout   time.Duration
 }
@@ -70,6 +71,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.BoolVar(&o.json, "json", false, "print the schema-1 JSON verdict on stdout instead of tables")
 	fs.StringVar(&o.out, "out", "results", "`dir`ectory the run folder is written under")
 	fs.BoolVar(&o.report, "report", true, "write report.html (verdict and charts) into the run folder")
+	fs.StringVar(&o.abortAt, "abort-at", "50%", "stop adding load when more than this `share` of the last 100 results were transport errors or 5xx (0: never)")
 	fs.StringVar(&o.junit, "junit", "", "also write the verdict as JUnit XML to `file` (a test case per check per surface)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout")
 	if code := parseFlags(fs, args); code >= 0 {
@@ -80,6 +82,10 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if err := checkOutFile("--junit", o.junit); err != nil {
 		return usageErr(stderr, "verify", "%v", err)
+	}
+	abortShare, err := parsePercent(o.abortAt)
+	if err != nil || abortShare > 1 {
+		return usageErr(stderr, "verify", "--abort-at %q: want a share such as 50%% (0 never aborts)", o.abortAt)
 	}
 	groups, checks, err := parseChecks(o.checks)
 	if err != nil {
@@ -109,7 +115,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return usageErr(stderr, "verify", "%v", err)
 	}
-	plan := attack.Plan{Profile: prof, Window: window, Timeout: o.timeout}
+	plan := attack.Plan{Profile: prof, Window: window, Timeout: o.timeout, AbortShare: abortShare}
 	fmt.Fprintf(stderr, "ratecheck verify: probing both surfaces for about %v (window %v)\n", plan.Duration().Round(100*time.Millisecond), window)
 	run, code := execute(ctx, "verify", plan, o.target, o.restLimit, o.mcpLimit, o.out, 1, stderr)
 	if run == nil || code != exitOK {

@@ -358,3 +358,31 @@ func statusMatches(key string, code int) bool {
 	n, _ := strconv.Atoi(key)
 	return n == code
 }
+
+// PeakRate returns the most requests the plan sends in any one second: per
+// stream, the busiest second of its schedule, added up over the streams
+// (as if their busiest seconds met, which bounds the real peak).
+func (pl Plan) PeakRate() int {
+	total := 0
+	for i := range pl.Profile.Streams {
+		s := pl.Profile.Streams[i].Pacer.Schedule(pl.Window)
+		best := 0
+		var lo uint64
+		for hi := uint64(0); ; hi++ {
+			t, ok := s.At(hi)
+			if !ok {
+				break
+			}
+			for {
+				t0, _ := s.At(lo)
+				if t-t0 < time.Second {
+					break
+				}
+				lo++
+			}
+			best = max(best, int(hi-lo+1))
+		}
+		total += best
+	}
+	return total
+}

@@ -46,6 +46,8 @@ type attackOptions struct {
 	seed             uint64
 	timeout          time.Duration
 	abortAt          string
+	maxRate          int
+	maxDuration      time.Duration
 }
 
 func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -59,6 +61,8 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.BoolVar(&o.allowCredentials, "allow-credentials", false, "allow credential headers (their values are still never written)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed recorded with the run")
 	fs.DurationVar(&o.timeout, "timeout", 0, "per-request timeout (default: the profile's, or 10s)")
+	fs.IntVar(&o.maxRate, "max-rate", 1000, "ceiling on the requests a profile may send in any one second; raise it to run a bigger one")
+	fs.DurationVar(&o.maxDuration, "max-duration", 15*time.Minute, "ceiling on how long a profile may run; raise it to run a longer one")
 	fs.StringVar(&o.abortAt, "abort-at", "50%", "stop adding load when more than this `share` of the last 100 results were transport errors or 5xx (0: never)")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
@@ -89,6 +93,14 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		window = prof.Policy.Window.D
 	}
 	plan := attack.Plan{Profile: prof, Window: window, Headers: http.Header(o.headers), Timeout: o.timeout, AbortShare: abortShare}
+	// Ceilings: a profile (or a --window that compresses it) that would send
+	// more than the operator allowed does not start.
+	if peak := plan.PeakRate(); peak > o.maxRate {
+		return usageErr(stderr, "attack", "%s at window %v sends up to %d requests in one second, above the ceiling --max-rate %d: raise --max-rate if you mean it", o.profile, window, peak, o.maxRate)
+	}
+	if d := plan.Duration(); d > o.maxDuration {
+		return usageErr(stderr, "attack", "%s at window %v runs for %v, above the ceiling --max-duration %v: raise --max-duration if you mean it", o.profile, window, d.Round(time.Second), o.maxDuration)
+	}
 	return runPlan(ctx, plan, o.target, o.out, o.seed, stdout, stderr)
 }
 

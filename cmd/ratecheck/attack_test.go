@@ -132,6 +132,8 @@ func TestAttackUsageErrors(t *testing.T) {
 		{[]string{"attack", "--profile", "../../profiles/errors.yaml", "--header", "nocolon"}, exitUsage, "want 'Name: value'"},
 		{[]string{"attack", "--profile", "../../profiles/errors.yaml", "--target", "ftp://x"}, exitUsage, "want a base URL"},
 		{[]string{"attack", "--profile", "../../profiles/errors.yaml", "--target", "http://127.0.0.1:1", "--out", dir}, exitUnreachable, "is unreachable"},
+		{[]string{"attack", "--profile", "../../profiles/rest-limit.yaml", "--max-rate", "100"}, exitUsage, "rest-limit.yaml at window 1m0s sends up to 208 requests in one second, above the ceiling --max-rate 100: raise --max-rate"},
+		{[]string{"attack", "--profile", "../../profiles/rest-steady.yaml", "--max-duration", "1m"}, exitUsage, "runs for 2m0s, above the ceiling --max-duration 1m0s: raise --max-duration"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args[1:], " "), func(t *testing.T) {

@@ -186,6 +186,10 @@ func execute(ctx context.Context, name string, plan attack.Plan, targetURL strin
 		}
 	}
 	plan.Target = targetURL
+	if err := warnRemote(ctx, stderr, isTerminal(stderr), name, targetURL, plan.Duration()); err != nil {
+		fmt.Fprintf(stderr, "ratecheck %s: cancelled before sending anything\n", name)
+		return nil, exitCheckFailed
+	}
 	if err := reachable(ctx, targetURL, reachTimeout); err != nil {
 		fmt.Fprintf(stderr, "ratecheck %s: target %s is unreachable: %v\n", name, targetURL, err)
 		return nil, exitUnreachable

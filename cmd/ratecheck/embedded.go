@@ -72,6 +72,28 @@ func reachable(ctx context.Context, base string, timeout time.Duration) error {
 	return resp.Body.Close()
 }
 
+// remoteWait is how long a person at a terminal has to cancel an attack on
+// a target that is not on loopback.
+var remoteWait = 5 * time.Second
+
+// warnRemote warns, in an interactive terminal, before load goes to a
+// target that is not on loopback (someone's real service), and gives
+// remoteWait to press Ctrl-C; it returns ctx's error if they did. Off a
+// terminal (CI, scripts) it says nothing and waits for nothing.
+func warnRemote(ctx context.Context, stderr io.Writer, terminal bool, name, target string, planned time.Duration) error {
+	if !terminal || isLoopbackTarget(target) {
+		return nil
+	}
+	fmt.Fprintf(stderr, "ratecheck %s: %s is not a loopback address: this sends real load to it for about %v. Starting in %v; Ctrl-C to cancel.\n",
+		name, target, planned.Round(100*time.Millisecond), remoteWait)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(remoteWait):
+		return nil
+	}
+}
+
 // isTerminal reports whether w is a terminal (a character device).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)

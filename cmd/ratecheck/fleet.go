@@ -172,6 +172,10 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	} else if f.Target, err = checkTarget(o.target); err != nil {
 		return usageErr(stderr, "fleet", "%v", err)
 	}
+	if err := warnRemote(ctx, stderr, isTerminal(stderr), "fleet", f.Target, window); err != nil {
+		fmt.Fprintln(stderr, "ratecheck fleet: cancelled before sending anything")
+		return exitCheckFailed
+	}
 	if err := reachable(ctx, f.Target, reachTimeout); err != nil {
 		fmt.Fprintf(stderr, "ratecheck fleet: target %s is unreachable: %v\n", f.Target, err)
 		return exitUnreachable

@@ -54,8 +54,12 @@ type RunInfo struct {
 	Interrupted bool                `json:"interrupted,omitempty"`
 	// Aborted says why the attack stopped early on its own (a failing target).
 	Aborted string `json:"aborted,omitempty"`
-	Note        string              `json:"note,omitempty"`
-	Fleet       *FleetInfo          `json:"fleet,omitempty"`
+	// ClockStepMS is how far the wall clock jumped during the run (wall
+	// elapsed minus monotonic elapsed), when it did: the archived timestamps
+	// are wall-clock, so spans across the step are off by that much.
+	ClockStepMS int64      `json:"clock_step_ms,omitempty"`
+	Note        string     `json:"note,omitempty"`
+	Fleet       *FleetInfo `json:"fleet,omitempty"`
 }
 
 // FleetInfo records what a fleet run asked of its clients.
@@ -160,4 +164,12 @@ func diskHint(err error) error {
 		return fmt.Errorf("the disk is full: %w", err)
 	}
 	return err
+}
+
+// ClockStep returns how far the wall clock stepped while wall time elapsed
+// wall and the monotonic clock mono, and whether that is a step rather than
+// drift (more than 100 ms plus 1 % of the run).
+func ClockStep(wall, mono time.Duration) (time.Duration, bool) {
+	step := wall - mono
+	return step, step.Abs() > 100*time.Millisecond+mono/100
 }

@@ -231,6 +231,10 @@ func execute(ctx context.Context, name string, plan attack.Plan, targetURL strin
 	info.Embedded, info.Start, info.End, info.Seed = embedded, start.UTC(), time.Now().UTC(), seed
 	info.Host, _ = os.Hostname()
 	info.Interrupted = ctx.Err() != nil
+	if step, stepped := attack.ClockStep(time.Now().Round(0).Sub(start.Round(0)), time.Since(start)); stepped {
+		info.ClockStepMS = step.Milliseconds()
+		fmt.Fprintf(stderr, "ratecheck %s: the wall clock stepped by %v during the run (NTP or a manual change): archived timestamps across the step are off by that much; run again for exact windows\n", name, step.Round(time.Millisecond))
+	}
 	if failing != nil {
 		info.Aborted = failing.Error()
 	}

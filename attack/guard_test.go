@@ -3,7 +3,6 @@ package attack
 import (
 	"errors"
 	"testing"
-	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
@@ -55,24 +54,5 @@ func TestFailureGuard(t *testing.T) {
 				t.Errorf("tripped at %d, want %d", at, tt.tripAt)
 			}
 		})
-	}
-}
-
-// TestClockStep: a wall clock that jumps against the monotonic one is a
-// step; a little drift is not.
-func TestClockStep(t *testing.T) {
-	for _, tc := range []struct {
-		wall, mono time.Duration
-		step       bool
-	}{
-		{10 * time.Second, 10 * time.Second, false},
-		{10*time.Second + 50*time.Millisecond, 10 * time.Second, false},
-		{13 * time.Second, 10 * time.Second, true},
-		{7 * time.Second, 10 * time.Second, true},
-		{time.Hour + 30*time.Second, time.Hour, false}, // under 1 %
-	} {
-		if got, step := ClockStep(tc.wall, tc.mono); step != tc.step || got != tc.wall-tc.mono {
-			t.Errorf("ClockStep(%v, %v) = %v, %v; want %v, %v", tc.wall, tc.mono, got, step, tc.wall-tc.mono, tc.step)
-		}
 	}
 }

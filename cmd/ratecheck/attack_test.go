@@ -202,3 +202,27 @@ func TestAttackAbortsOnFailingTarget(t *testing.T) {
 		t.Errorf("the target answered %d requests, %d archived", n.Load()-1, len(rs))
 	}
 }
+
+// TestCredentialsInTargetURL: a password in --target is refused by every
+// command that attacks, is never echoed, and nothing is archived.
+func TestCredentialsInTargetURL(t *testing.T) {
+	for _, args := range [][]string{
+		{"attack", "--profile", "../../profiles/errors.yaml"},
+		{"verify"},
+		{"fleet"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			out := t.TempDir()
+			code, stdout, stderr := runCmd(t, append(args, "--target", "http://admin:S3CRET@127.0.0.1:8080", "--out", out)...)
+			if code != exitUsage || !strings.Contains(stderr, "carries credentials") {
+				t.Errorf("exit %d, want 2 refusing the credentials:\n%s", code, stderr)
+			}
+			if strings.Contains(stdout+stderr, "S3CRET") {
+				t.Errorf("the password was printed:\n%s%s", stdout, stderr)
+			}
+			if entries, _ := os.ReadDir(out); len(entries) > 0 {
+				t.Errorf("%d runs archived", len(entries))
+			}
+		})
+	}
+}

@@ -36,7 +36,15 @@ func startEmbedded(window time.Duration, restLimit, mcpLimit int) (*target.Liste
 // checkTarget validates a --target URL.
 func checkTarget(raw string) (string, error) {
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if err != nil {
+		return "", fmt.Errorf("--target: not a URL; want a base URL such as http://127.0.0.1:8080") // raw may hold a secret
+	}
+	if u.User != nil {
+		// A password in the URL would be archived in run.json, the report
+		// and every message: refuse it, and never echo it.
+		return "", fmt.Errorf("--target %s carries credentials (user:password@): the contract's surfaces authenticate nothing, so remove them", u.Redacted())
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("--target %q: want a base URL such as http://127.0.0.1:8080", raw)
 	}
 	return strings.TrimRight(raw, "/"), nil

@@ -42,8 +42,8 @@ func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if fs.NArg() == 0 {
 		return usageErr(stderr, "analyze", "name at least one run folder or results file")
 	}
-	if restLimit < 1 || mcpLimit < 1 || window < 0 {
-		return usageErr(stderr, "analyze", "--rest-limit and --mcp-limit must be at least 1, --window positive")
+	if err := checkLimits(restLimit, mcpLimit, window); err != nil {
+		return usageErr(stderr, "analyze", "%v", err)
 	}
 	if err := checkOutFile("--junit", junit); err != nil {
 		return usageErr(stderr, "analyze", "%v", err)

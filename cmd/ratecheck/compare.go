@@ -42,8 +42,8 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	restLimit, mcpLimit := *restLimitP, *mcpLimitP
-	if window < 0 || restLimit < 1 || mcpLimit < 1 {
-		return usageErr(stderr, "compare", "--rest-limit and --mcp-limit must be at least 1, --window positive")
+	if err := checkLimits(restLimit, mcpLimit, window); err != nil {
+		return usageErr(stderr, "compare", "%v", err)
 	}
 	if fs.NArg() != 2 {
 		return usageErr(stderr, "compare", "name a baseline and a run (run folders or results files)")

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/connectbyjbrh/ratecheck/attack"
 )
@@ -147,6 +148,20 @@ func parseArgs(fs *flag.FlagSet, args []string) int {
 		return exitUsage
 	}
 	return -1
+}
+
+// checkLimits names the first of the limit and window flags that is out of
+// range; a zero window means "the default".
+func checkLimits(rest, mcp int, window time.Duration) error {
+	switch {
+	case rest < 1:
+		return fmt.Errorf("--rest-limit must be at least 1, got %d", rest)
+	case mcp < 1:
+		return fmt.Errorf("--mcp-limit must be at least 1, got %d", mcp)
+	case window < 0:
+		return fmt.Errorf("--window must be positive, got %v", window)
+	}
+	return nil
 }
 
 // limitFlags declares --rest-limit and --mcp-limit, the documented limits.

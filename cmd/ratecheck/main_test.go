@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -232,5 +234,51 @@ func TestWarnRemote(t *testing.T) {
 				t.Errorf("err %v, said %q; want error %v, saying %q", err, out.String(), tt.wantErr, tt.wantOut)
 			}
 		})
+	}
+}
+
+var updateGolden = flag.Bool("update", false, "rewrite testdata golden files")
+
+// TestBadFlags: every malformed command line of testdata/bad-flags.txt is
+// refused with exit 2 before anything is sent, with exactly the message in
+// testdata/bad-flags.golden.
+func TestBadFlags(t *testing.T) {
+	table, err := os.ReadFile("testdata/bad-flags.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got strings.Builder
+	for _, line := range strings.Split(string(table), "\n") {
+		if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		args := strings.Fields(line)
+		for i := range args {
+			args[i] = strings.ReplaceAll(args[i], "_", " ") // _ is a space inside an argument
+		}
+		code, stdout, stderr := runCmd(t, args...)
+		if code != exitUsage {
+			t.Errorf("%s: exit %d, want 2\n%s%s", line, code, stdout, stderr)
+		}
+		if _, err := os.Stat("results"); err == nil {
+			os.RemoveAll("results")
+			t.Errorf("%s: archived a run", line)
+		}
+		// The first line says what is wrong (usage follows for flag errors).
+		msg, _, _ := strings.Cut(stderr, "\n")
+		fmt.Fprintf(&got, "%s\n  exit %d: %s\n", line, code, msg)
+	}
+	const golden = "testdata/bad-flags.golden"
+	if *updateGolden {
+		if err := os.WriteFile(golden, []byte(got.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != got.String() {
+		t.Errorf("messages differ from %s (go test -run TestBadFlags -update to accept):\n%s", golden, got.String())
 	}
 }

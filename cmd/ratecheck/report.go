@@ -44,8 +44,8 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() != 1 {
 		return usageErr(stderr, "report", "name one run folder or results file")
 	}
-	if restLimit < 1 || mcpLimit < 1 || window < 0 {
-		return usageErr(stderr, "report", "--rest-limit and --mcp-limit must be at least 1, --window positive")
+	if err := checkLimits(restLimit, mcpLimit, window); err != nil {
+		return usageErr(stderr, "report", "%v", err)
 	}
 	in, err := analyze.Read(fs.Args())
 	if err != nil {

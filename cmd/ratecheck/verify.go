@@ -77,8 +77,16 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
-	if o.restLimit < 1 || o.mcpLimit < 1 || o.window < 0 || o.timeout <= 0 {
-		return usageErr(stderr, "verify", "--rest-limit and --mcp-limit must be at least 1, --window and --timeout positive")
+	if err := checkLimits(o.restLimit, o.mcpLimit, o.window); err != nil {
+		return usageErr(stderr, "verify", "%v", err)
+	}
+	if o.timeout <= 0 {
+		return usageErr(stderr, "verify", "--timeout must be positive, got %v", o.timeout)
+	}
+	if o.target != "" { // before anything is announced
+		if _, err := checkTarget(o.target); err != nil {
+			return usageErr(stderr, "verify", "%v", err)
+		}
 	}
 	if err := checkOutFile("--junit", o.junit); err != nil {
 		return usageErr(stderr, "verify", "%v", err)

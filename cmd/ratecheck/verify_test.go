@@ -325,7 +325,7 @@ func TestVerifyUsage(t *testing.T) {
 	}{
 		{[]string{"verify", "--checks", "speed"}, `--checks: unknown group "speed"`},
 		{[]string{"verify", "--sources", "host"}, `--sources: "host" is not an IP address`},
-		{[]string{"verify", "--rest-limit", "0"}, "--rest-limit and --mcp-limit must be at least 1"},
+		{[]string{"verify", "--rest-limit", "0"}, "--rest-limit must be at least 1, got 0"},
 		{[]string{"verify", "--target", "http://127.0.0.1:1"}, "is unreachable"},
 	} {
 		code, _, stderr := runCmd(t, tc.args...)

@@ -147,11 +147,9 @@ func readGob(br *bufio.Reader, path string, size int64, add func(Record), grow f
 			}
 		}
 		for {
-			var msg []byte
-			var def bool
-			var err error
 			at := len(b.vals)
-			b.vals, def, err = readGobMessage(br, b.vals, left)
+			vals, def, err := readGobMessage(br, b.vals, left)
+			b.vals = vals
 			left -= int64(len(b.vals) - at)
 			if err != nil {
 				if errors.Is(err, io.ErrUnexpectedEOF) {
@@ -165,7 +163,7 @@ func readGob(br *bufio.Reader, path string, size int64, add func(Record), grow f
 			if def {
 				// Definitions after values start a new stream (files
 				// concatenated with cat): they serve what follows them.
-				msg = bytes.Clone(b.vals[at:])
+				msg := bytes.Clone(b.vals[at:])
 				b.vals = b.vals[:at]
 				flush()
 				if afterValues {

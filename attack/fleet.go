@@ -179,6 +179,9 @@ func (f Fleet) prime(ctx context.Context, emit func(*vegeta.Result)) error {
 func (f Fleet) rows(ctx context.Context, emit func(*vegeta.Result)) error {
 	var ids atomic.Uint64
 	for j, row := range f.Rows {
+		if ctx.Err() != nil {
+			return nil // stopped: send nothing more
+		}
 		tr, err := row.Targeter(f.Target, nil, &ids)
 		if err != nil {
 			return fmt.Errorf("row %s: %w", row.Name, err)
@@ -214,7 +217,7 @@ func (f Fleet) clientFrom(source string, i int, surface, stream string, emit fun
 	rng := rand.New(rand.NewPCG(f.Seed, uint64(i)))
 	c := &client.Client{
 		BaseURL:  f.Target,
-		HTTP:     &http.Client{Transport: tr, Timeout: f.Timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		HTTP:     &http.Client{Transport: client.SendOnce(tr), Timeout: f.Timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		Backoff:  f.Backoff,
 		Attempts: f.Attempts,
 		Governor: &client.Governor{Min: f.SlowDown, Max: f.Backoff.Cap},

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/client"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -152,11 +153,7 @@ func (pl Plan) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
 			return err
 		}
 		targeters[i] = tr
-		opts := []func(*vegeta.Attacker){vegeta.MaxBody(maxBody), vegeta.Timeout(timeout), vegeta.KeepAlive(true), vegeta.Redirects(vegeta.NoFollow)}
-		if u.source != "" {
-			opts = append(opts, vegeta.LocalAddr(net.IPAddr{IP: net.ParseIP(u.source)}))
-		}
-		attackers[i] = vegeta.NewAttacker(opts...)
+		attackers[i] = vegeta.NewAttacker(vegeta.MaxBody(maxBody), vegeta.Client(httpClient(u.source, timeout)))
 	}
 	// A stream named in another's After has a gate, closed once every
 	// planned request of it has its result. Gates are keyed by surface and
@@ -385,4 +382,27 @@ func (pl Plan) PeakRate() int {
 		total += best
 	}
 	return total
+}
+
+// httpClient is the client of one attacker: Vegeta's defaults (keep-alive,
+// its TLS settings and connection pool), no redirects followed, bound to
+// source when set, and sending every request at most once (see
+// client.SendOnce), so the archive holds exactly what the target saw.
+func httpClient(source string, timeout time.Duration) *http.Client {
+	dialer := &net.Dialer{KeepAlive: 30 * time.Second}
+	if source != "" {
+		dialer.LocalAddr = &net.TCPAddr{IP: net.ParseIP(source)}
+	}
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         dialer.DialContext,
+		TLSClientConfig:     vegeta.DefaultTLSConfig,
+		MaxIdleConnsPerHost: vegeta.DefaultConnections,
+		MaxConnsPerHost:     vegeta.DefaultMaxConnections,
+	}
+	return &http.Client{
+		Transport:     client.SendOnce(tr),
+		Timeout:       timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }

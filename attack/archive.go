@@ -120,8 +120,10 @@ func CreateArchive(root, name string, now time.Time) (*Archive, error) {
 	return &Archive{Dir: dir, f: f, bw: bw, enc: vegeta.NewEncoder(bw)}, nil
 }
 
-// Add appends one result.
+// Add appends one result, its credential values redacted first (in r too:
+// see RedactResult).
 func (a *Archive) Add(r *vegeta.Result) error {
+	RedactResult(r)
 	if err := a.enc.Encode(r); err != nil {
 		return fmt.Errorf("writing %s: %w", filepath.Join(a.Dir, ResultsFile), diskHint(err))
 	}

@@ -27,12 +27,15 @@ port with the same window. Spans written in windows (such as 1.1w) follow
 A live progress line is shown on stderr when it is a terminal. Ctrl-C stops
 the attack and archives every result already received.
 
-Credential headers (Authorization, Cookie, *-Key, *-Token) are refused unless
---allow-credentials: the contract's surfaces authenticate nothing, so a key
-only leaks. Their values are never written anywhere ([redacted]).
+Credential headers (Authorization, Cookie, *-Key, *-Token) and query
+parameters (key, token, *_key, *_token, password, secret, sig, ...) are
+refused unless --allow-credentials: the contract's surfaces authenticate
+nothing, so a key only leaks. Their values, and cookies the target sets, are
+never written anywhere ([redacted]).
 
 Exit codes: 0 done and every expect of the profile held, 1 an expect failed
-or the run was interrupted, 2 bad usage or profile, 3 target unreachable.
+or the run was interrupted, 2 bad usage or profile, 3 target unreachable or
+failing (--abort-at).
 `
 
 // attackOptions are the flags of "ratecheck attack".
@@ -58,7 +61,7 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.DurationVar(&o.window, "window", 0, "the run's window (default: the profile's policy window)")
 	fs.StringVar(&o.out, "out", "results", "`dir`ectory the run folder is written under")
 	fs.Var(o.headers, "header", "extra request header 'Name: value' (repeatable)")
-	fs.BoolVar(&o.allowCredentials, "allow-credentials", false, "allow credential headers (their values are still never written)")
+	fs.BoolVar(&o.allowCredentials, "allow-credentials", false, "allow credential headers and query parameters (their values are still never written)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed recorded with the run")
 	fs.DurationVar(&o.timeout, "timeout", 0, "per-request timeout (default: the profile's, or 10s)")
 	fs.IntVar(&o.maxRate, "max-rate", 1000, "ceiling on the requests a profile may send in any one second; raise it to run a bigger one")
@@ -87,6 +90,9 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if names := attack.Credentials(profileHeaders(prof)); len(names) > 0 && !o.allowCredentials {
 		return usageErr(stderr, "attack", "%s: headers %s carry a credential; pass --allow-credentials if you must", o.profile, strings.Join(names, ", "))
+	}
+	if names := attack.QueryCredentials(prof); len(names) > 0 && !o.allowCredentials {
+		return usageErr(stderr, "attack", "%s: query parameters %s carry a credential; pass --allow-credentials if you must", o.profile, strings.Join(names, ", "))
 	}
 	window := o.window
 	if window == 0 {
@@ -231,10 +237,7 @@ func execute(ctx context.Context, name string, plan attack.Plan, targetURL strin
 	info.Embedded, info.Start, info.End, info.Seed = embedded, start.UTC(), time.Now().UTC(), seed
 	info.Host, _ = os.Hostname()
 	info.Interrupted = ctx.Err() != nil
-	if step, stepped := attack.ClockStep(time.Now().Round(0).Sub(start.Round(0)), time.Since(start)); stepped {
-		info.ClockStepMS = step.Milliseconds()
-		fmt.Fprintf(stderr, "ratecheck %s: the wall clock stepped by %v during the run (NTP or a manual change): archived timestamps across the step are off by that much; run again for exact windows\n", name, step.Round(time.Millisecond))
-	}
+	noteClockStep(stderr, name, start, &info)
 	if failing != nil {
 		info.Aborted = failing.Error()
 	}
@@ -255,6 +258,16 @@ func execute(ctx context.Context, name string, plan attack.Plan, targetURL strin
 		return run, exitUnreachable
 	}
 	return run, exitOK
+}
+
+// noteClockStep compares the wall-clock and monotonic time elapsed since
+// start and, when the wall clock stepped, says so and records it in info:
+// archived timestamps are wall-clock.
+func noteClockStep(stderr io.Writer, name string, start time.Time, info *attack.RunInfo) {
+	if step, stepped := attack.ClockStep(time.Now().Round(0).Sub(start.Round(0)), time.Since(start)); stepped {
+		info.ClockStepMS = step.Milliseconds()
+		fmt.Fprintf(stderr, "ratecheck %s: the wall clock stepped by %v during the run (NTP or a manual change): archived timestamps across the step are off by that much; run again for exact windows\n", name, step.Round(time.Millisecond))
+	}
 }
 
 // progress prints a live line on stderr every 250 ms when it is a terminal,

@@ -148,34 +148,67 @@ func TestAttackUsageErrors(t *testing.T) {
 	}
 }
 
-// TestAttackNeverWritesCredentials: with --allow-credentials the header is
-// sent, but its value appears in no file the run writes, nor on stdout/stderr.
+// TestAttackNeverWritesCredentials: with --allow-credentials, credentials
+// in headers (flag and profile) and in query parameters are sent, and a
+// cookie the target sets is received, but no value appears in any file the
+// run writes, nor on stdout or stderr.
 func TestAttackNeverWritesCredentials(t *testing.T) {
-	out := t.TempDir()
-	code, stdout, stderr := runCmd(t, "attack", "--profile", "../../profiles/errors.yaml", "--window", "2s", "--out", out,
-		"--header", "Authorization: Bearer S3CRET", "--header", "X-Api-Key: S3CRET", "--allow-credentials")
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
+	url := startTarget(t, 2*time.Second, nil, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Set-Cookie", "session=S3CRET")
+			h.ServeHTTP(w, r)
+		})
+	})
+	for _, args := range [][]string{
+		{"--profile", "../../profiles/errors.yaml", "--header", "Authorization: Bearer S3CRET", "--header", "X-Api-Key: S3CRET"},
+		{"--profile", "testdata/credentials.yaml"},
+	} {
+		t.Run(args[1], func(t *testing.T) {
+			out := t.TempDir()
+			code, stdout, stderr := runCmd(t, append([]string{"attack", "--window", "2s", "--out", out, "--target", url, "--allow-credentials"}, args...)...)
+			if code != exitOK && code != exitCheckFailed {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if strings.Contains(stdout+stderr, "S3CRET") {
+				t.Error("a credential was printed")
+			}
+			scanForSecret(t, out, "S3CRET")
+			rs, info := readArchive(t, onlyRun(t, out))
+			if len(rs) == 0 || rs[0].Headers.Get("Set-Cookie") != "[redacted]" {
+				t.Errorf("%d results; the first has Set-Cookie %q", len(rs), rs[0].Headers.Get("Set-Cookie"))
+			}
+			if h := info["headers"].(map[string]any); len(h) == 0 {
+				t.Errorf("run.json headers %v", h)
+			}
+		})
 	}
-	if strings.Contains(stdout+stderr, "S3CRET") {
-		t.Error("the credential was printed")
+	// Without --allow-credentials the query credential is refused.
+	code, _, stderr := runCmd(t, "attack", "--profile", "testdata/credentials.yaml", "--out", t.TempDir(), "--target", url)
+	if code != exitUsage || !strings.Contains(stderr, "carry a credential") {
+		t.Errorf("exit %d without --allow-credentials: %s", code, stderr)
 	}
-	err := filepath.Walk(out, func(path string, fi os.FileInfo, err error) error {
+}
+
+// scanForSecret fails t if any file under dir contains secret.
+func scanForSecret(t *testing.T, dir, secret string) {
+	t.Helper()
+	n := 0
+	err := filepath.Walk(dir, func(path string, fi os.FileInfo, err error) error {
 		if err != nil || fi.IsDir() {
 			return err
 		}
-		b, _ := os.ReadFile(path)
-		if strings.Contains(string(b), "S3CRET") {
+		n++
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(b), secret) {
 			t.Errorf("%s contains the credential", path)
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, info := readArchive(t, onlyRun(t, out))
-	if h := info["headers"].(map[string]any); h["Authorization"].([]any)[0] != "[redacted]" {
-		t.Errorf("run.json headers %v", h)
+	if err != nil || n == 0 {
+		t.Fatalf("scanning %s: %d files, %v", dir, n, err)
 	}
 }
 
@@ -267,7 +300,11 @@ func TestAttackRecordsEveryRequestUnderFaults(t *testing.T) {
 		}
 	}
 	t.Logf("the target received %d requests (and the probe); %d results archived, %d of them resets or 503s", received.Load()-1, len(rs), errs)
-	if len(rs) != 257 || received.Load()-1 < int64(len(rs)) || errs == 0 {
-		t.Errorf("%d archived, %d received, %d faults; want all 257 planned, some faults", len(rs), received.Load()-1, errs)
+	// Every request the target received is archived: net/http's silent
+	// resend of a GET after a reset would make received exceed archived.
+	// Fewer is possible: a request whose pooled connection had just been
+	// dropped never left, and is archived as a transport error.
+	if len(rs) != 257 || received.Load()-1 > int64(len(rs)) || errs == 0 {
+		t.Errorf("%d archived, %d received, %d faults; want all 257 planned and archived, some faults", len(rs), received.Load()-1, errs)
 	}
 }

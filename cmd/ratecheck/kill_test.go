@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,4 +94,46 @@ func TestKilledRunIsRecovered(t *testing.T) {
 	if code == exitUsage {
 		t.Errorf("analyze of the killed run: exit 2\n%s%s", stdout, stderr)
 	}
+}
+
+// TestTracebackHasNoCredential: the goroutine dump of a run stopped with
+// SIGQUIT mid-attack (what a panic prints, for every goroutine) holds no
+// credential value, though requests carrying two were in flight; nor does
+// anything the run wrote.
+func TestTracebackHasNoCredential(t *testing.T) {
+	url := startTarget(t, 2*time.Second, nil, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Set-Cookie", "session=S3CRET")
+			time.Sleep(20 * time.Millisecond) // keep requests in flight
+			h.ServeHTTP(w, r)
+		})
+	})
+	out := t.TempDir()
+	cmd := exec.Command(os.Args[0], "attack", "--profile", "testdata/credentials.yaml", "--window", "8s", "--out", out,
+		"--target", url, "--allow-credentials", "--header", "Authorization: Bearer S3CRET")
+	cmd.Env = append(os.Environ(), "RATECHECK_TEST_MAIN=1", "GOTRACEBACK=system")
+	var output strings.Builder
+	cmd.Stdout, cmd.Stderr = &output, &output
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		matches, _ := filepath.Glob(filepath.Join(out, "*", "results.bin"))
+		if fi, err := os.Stat(strings.Join(matches, "")); err == nil && fi.Size() > 0 {
+			break
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	dump := output.String()
+	if !strings.Contains(dump, "SIGQUIT") || !strings.Contains(dump, "goroutine ") {
+		t.Fatalf("no goroutine dump after SIGQUIT:\n%s", dump)
+	}
+	t.Logf("goroutine dump: %d bytes, %d goroutines", len(dump), strings.Count(dump, "\ngoroutine "))
+	if strings.Contains(dump, "S3CRET") {
+		t.Errorf("the goroutine dump contains the credential")
+	}
+	scanForSecret(t, out, "S3CRET")
 }

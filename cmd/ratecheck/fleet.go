@@ -48,7 +48,7 @@ arrive (the shared-429 check says when it did). --faults injects the
 target's faults, such as 5xx=0.05,reset=0.05.
 
 Exit codes: 0 the fleet spread out and kept its discipline, 1 a check
-failed, 2 bad usage, 3 target unreachable.
+failed, 2 bad usage, 3 target unreachable or failing (--abort-at).
 `
 
 // fleetOptions are the flags of "ratecheck fleet".
@@ -73,6 +73,7 @@ type fleetOptions struct {
 	junit    string
 	out      string
 	timeout  time.Duration
+	abortAt  string
 }
 
 func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -98,8 +99,13 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&o.junit, "junit", "", "also write the checks as JUnit XML to `file`")
 	fs.StringVar(&o.out, "out", "results", "`dir`ectory the run folder is written under")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-attempt timeout")
+	fs.StringVar(&o.abortAt, "abort-at", "50%", "stop adding load when more than this `share` of the last 100 attempts were transport errors or 5xx (0: never)")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
+	}
+	abortShare, err := parsePercent(o.abortAt)
+	if err != nil {
+		return usageErr(stderr, "fleet", "--abort-at %q: want a share such as 50%% (0 never aborts)", o.abortAt)
 	}
 	strategy, err := client.ParseStrategy(o.strategy)
 	if err != nil {
@@ -194,9 +200,22 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// against the longest a request can take.
 	longest := 2*f.Window/100 + time.Duration(f.Requests)*(f.SlowDown+time.Duration(f.Attempts)*f.Backoff.Cap)
 	stopProgress := progress(stderr, start, longest, counts)
-	runErr := f.Run(ctx, func(r *vegeta.Result) error {
+	// A failing target stops the clients but not the archive: attempts in
+	// flight are still recorded.
+	guard := attack.FailureGuard{Max: abortShare}
+	var failing *attack.FailingError
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	runErr := f.Run(runCtx, func(r *vegeta.Result) error {
 		counts.Add(r)
-		return arch.Add(r)
+		if err := arch.Add(r); err != nil {
+			return err
+		}
+		if err := guard.Add(r); err != nil && failing == nil {
+			failing = err.(*attack.FailingError)
+			stopRun()
+		}
+		return nil
 	})
 	stopProgress()
 	host, _ := os.Hostname()
@@ -205,6 +224,10 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Version: attack.Version, Host: host, Start: start.UTC(), End: time.Now().UTC(), Seed: o.seed, Interrupted: ctx.Err() != nil,
 		Fleet: &attack.FleetInfo{Surface: f.Surface, Source: f.Source, Clients: f.Clients, Requests: f.Requests, Strategy: string(strategy),
 			BaseMS: ms(f.Backoff.Base), CapMS: ms(f.Backoff.Cap), Attempts: f.Attempts, SlowDownMS: ms(f.SlowDown), EpsilonMS: ms(eps), Rows: len(f.Rows)}}
+	noteClockStep(stderr, "fleet", start, &info)
+	if failing != nil {
+		info.Aborted = failing.Error()
+	}
 	if err := arch.Close(info); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -215,6 +238,10 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if info.Interrupted {
 		fmt.Fprintf(stderr, "ratecheck fleet: interrupted; the %d results received are archived in %s\n", arch.Len(), arch.Dir)
 		return exitCheckFailed
+	}
+	if failing != nil {
+		fmt.Fprintf(stderr, "ratecheck fleet: %v (--abort-at); the %d results received are archived in %s\n", failing, arch.Len(), arch.Dir)
+		return exitUnreachable
 	}
 	in, err := analyze.Read([]string{arch.Dir})
 	if err != nil {

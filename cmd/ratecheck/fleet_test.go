@@ -2,11 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/attack"
+	"github.com/connectbyjbrh/ratecheck/target"
 )
 
 // runFleetJSON runs fleet --json with args and decodes its verdict.
@@ -122,5 +127,61 @@ func TestFleetUsage(t *testing.T) {
 		if code == exitOK || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %q", tc.args, code, stderr, tc.want)
 		}
+	}
+}
+
+// TestFleetUnderFaults: against a target that resets, fails and delays,
+// and one that dies mid-run, fleet finishes, archives every attempt the
+// target received (and every transport error), and a dying target stops
+// the fleet (--abort-at) with the partial run archived.
+func TestFleetUnderFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		faults   target.Faults
+		dieAfter int64 // the target answers only this many requests (0: all)
+		wantCode int
+	}{
+		{name: "reset, 5xx and delay", faults: target.Faults{Reset: 0.1, ServerError: 0.1, DelayMax: 200 * time.Millisecond}, wantCode: exitOK},
+		{name: "dies mid-run", dieAfter: 100, wantCode: exitUnreachable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := target.DefaultConfig()
+			cfg.Window, cfg.Faults = 2*time.Second, tc.faults
+			srv, err := target.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var received atomic.Int64
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if n := received.Add(1); tc.dieAfter > 0 && n > tc.dieAfter {
+					c, _, err := w.(http.Hijacker).Hijack() // dead: no answer, ever
+					if err == nil {
+						c.Close()
+					}
+					return
+				}
+				srv.ServeHTTP(w, r)
+			}))
+			defer ts.Close()
+			out := t.TempDir()
+			code, stdout, stderr := runCmd(t, "fleet", "--json", "--target", ts.URL, "--window", "2s", "--clients", "10", "--attempts", "3", "--out", out)
+			if tc.wantCode == exitOK && code != exitOK && code != exitCheckFailed || tc.wantCode != exitOK && code != tc.wantCode {
+				t.Fatalf("exit %d, want %d\n%s%s", code, tc.wantCode, stdout, stderr)
+			}
+			rs, info := readArchive(t, onlyRun(t, out))
+			faults := 0
+			for _, r := range rs {
+				if r.Code == 0 || r.Code >= 500 {
+					faults++
+				}
+			}
+			t.Logf("the target received %d requests (and the probe); %d attempts archived, %d of them transport errors or 5xx", received.Load()-1, len(rs), faults)
+			if got := received.Load() - 1; got > int64(len(rs)) || got < int64(len(rs))-int64(faults) || faults == 0 {
+				t.Errorf("%d received, %d archived with %d faults: want every received request archived, some faults", got, len(rs), faults)
+			}
+			if tc.dieAfter > 0 && (info["aborted"] == nil || !strings.Contains(stderr, "the target is failing")) {
+				t.Errorf("run.json aborted: %v; stderr:\n%s", info["aborted"], stderr)
+			}
+		})
 	}
 }

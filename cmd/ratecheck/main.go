@@ -109,7 +109,7 @@ Commands:
 		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprint(w, `
-Exit codes: 0 verified, 1 a check failed, 2 bad usage, config or input, 3 target unreachable.
+Exit codes: 0 verified, 1 a check failed, 2 bad usage, config or input, 3 target unreachable or failing.
 `)
 }
 

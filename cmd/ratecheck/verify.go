@@ -40,7 +40,8 @@ skipped).
 Check groups (--checks): limits = onset, rolling, rejected-count, shape;
 isolation = isolation, spoof, independence; contract = contract.
 
-Exit codes: 0 verified, 1 a check failed, 2 bad usage, 3 target unreachable.
+Exit codes: 0 verified, 1 a check failed, 2 bad usage, 3 target unreachable
+or failing (--abort-at).
 `
 
 // verifyOptions are the flags of "ratecheck verify".

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -336,5 +337,40 @@ func TestVerifyUsage(t *testing.T) {
 		if code != want || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, want, tc.want)
 		}
+	}
+}
+
+// TestVerifyUnderFaults: against a correct target that resets, fails and
+// delays requests, verify finishes, archives every request the target
+// received, and counts no fault as a leak or a false throttle: faults are
+// retryable, not answers. A limit check may be indeterminate (the faults
+// can hide the onset), never failed.
+func TestVerifyUnderFaults(t *testing.T) {
+	var received atomic.Int64
+	url := startTarget(t, verifyWindow, func(c *target.Config) {
+		c.Faults = target.Faults{Reset: 0.1, ServerError: 0.1, DelayMax: 200 * time.Millisecond}
+	}, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			received.Add(1)
+			h.ServeHTTP(w, r)
+		})
+	})
+	code, v, stderr := runVerifyJSON(t, verifyWindow, "--target", url, "--checks", "limits,isolation")
+	if code != exitOK && code != exitCheckFailed {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if f := failing(v); len(f) > 0 {
+		t.Errorf("faults made checks fail on a correct target: %v\n%+v", f, v.Surfaces)
+	}
+	rs, _ := readArchive(t, v.Run)
+	faults := 0
+	for _, r := range rs {
+		if r.Code == 0 || r.Code >= 500 {
+			faults++
+		}
+	}
+	t.Logf("verdict %s; the target received %d requests (and the probe); %d archived, %d of them resets or 5xx", v.Verdict, received.Load()-1, len(rs), faults)
+	if got := received.Load() - 1; got > int64(len(rs)) || got < int64(len(rs)-faults) || faults == 0 {
+		t.Errorf("%d received, %d archived with %d faults: want every received request archived, some faults", got, len(rs), faults)
 	}
 }

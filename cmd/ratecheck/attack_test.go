@@ -212,30 +212,52 @@ func scanForSecret(t *testing.T, dir, secret string) {
 	}
 }
 
-// TestAttackAbortsOnFailingTarget: when the target starts failing (every
-// answer a 503), the attack stops adding load, keeps what it received and
-// says why, exit 3; run.json records it.
+// TestAttackAbortsOnFailingTarget: when the target starts failing mid-run
+// (every answer a 503; every request left hanging; the server gone), the
+// attack stops adding load, keeps what it received, says why and exits 3;
+// run.json records it. Every request that reached the target is archived.
 func TestAttackAbortsOnFailingTarget(t *testing.T) {
-	var n atomic.Int64
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if n.Add(1) > 30 {
-			http.Error(w, "down", http.StatusServiceUnavailable)
-			return
-		}
-		w.Write([]byte(`{"results":[]}`))
-	}))
-	defer ts.Close()
-	out := t.TempDir()
-	code, _, stderr := runCmd(t, "attack", "--profile", "../../profiles/rest-steady.yaml", "--window", "4s", "--target", ts.URL, "--out", out)
-	if code != exitUnreachable || !strings.Contains(stderr, "the target is failing") || !strings.Contains(stderr, "archived in") {
-		t.Fatalf("exit %d, want 3 and why:\n%s", code, stderr)
-	}
-	rs, info := readArchive(t, onlyRun(t, out))
-	if len(rs) >= 360 || len(rs) < 80 || info["aborted"] == nil {
-		t.Errorf("%d of 360 planned results archived (want the ~81 before the abort); run.json aborted: %v", len(rs), info["aborted"])
-	}
-	if int64(len(rs)) != n.Load()-1 { // the target saw the reachability probe too
-		t.Errorf("the target answered %d requests, %d archived", n.Load()-1, len(rs))
+	for _, mode := range []string{"503", "stall", "die"} {
+		t.Run(mode, func(t *testing.T) {
+			var n atomic.Int64
+			stop := make(chan struct{})
+			var ts *httptest.Server
+			ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if n.Add(1) <= 30 {
+					w.Write([]byte(`{"results":[]}`))
+					return
+				}
+				switch mode {
+				case "503":
+					http.Error(w, "down", http.StatusServiceUnavailable)
+				case "stall":
+					select { // hang until the client gives up
+					case <-r.Context().Done():
+					case <-stop:
+					}
+				case "die":
+					go ts.Config.Close() // stop accepting, drop every connection
+				}
+			}))
+			defer ts.Close()
+			defer close(stop)
+			out := t.TempDir()
+			code, _, stderr := runCmd(t, "attack", "--profile", "../../profiles/rest-steady.yaml", "--window", "4s", "--target", ts.URL,
+				"--out", out, "--timeout", "300ms")
+			if code != exitUnreachable || !strings.Contains(stderr, "the target is failing") || !strings.Contains(stderr, "archived in") {
+				t.Fatalf("exit %d, want 3 and why:\n%s", code, stderr)
+			}
+			rs, info := readArchive(t, onlyRun(t, out))
+			t.Logf("%d requests reached the target (and the probe), %d archived of 360 planned", n.Load()-1, len(rs))
+			if len(rs) >= 360 || len(rs) < 80 || info["aborted"] == nil {
+				t.Errorf("%d of 360 planned results archived (want the ~81 before the abort); run.json aborted: %v", len(rs), info["aborted"])
+			}
+			// The target saw the reachability probe too. Once it is gone,
+			// requests are archived as refused connections it never saw.
+			if got := n.Load() - 1; got > int64(len(rs)) || mode != "die" && got != int64(len(rs)) {
+				t.Errorf("%d requests reached the target, %d archived", got, len(rs))
+			}
+		})
 	}
 }
 

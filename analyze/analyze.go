@@ -75,7 +75,9 @@ type Report struct {
 	// Surfaces holds, per surface in the verdict's order, the evidence that
 	// does not fit schema 1.
 	Surfaces []SurfaceDetail
-	Warnings []string
+	// Notes describe the input (such as the shards merged); Warnings say
+	// what may make the verdict less than it seems.
+	Notes, Warnings []string
 }
 
 // SurfaceDetail is the evidence behind a surface's verdict.
@@ -116,6 +118,9 @@ func errKind(err string) string {
 func Analyze(in *Input, cfg Config) *Report {
 	rep := &Report{Verdict: Verdict{Schema: 1, Verdict: Pass, Target: cfg.Target, WindowMS: cfg.Window.Milliseconds(), Run: cfg.Run}}
 	rep.Warnings = append(rep.Warnings, in.Truncated...)
+	notes, warnings := mergeNotes(in, cfg.Window)
+	rep.Notes = notes
+	rep.Warnings = append(rep.Warnings, warnings...)
 	bySurface := map[string]map[string]*Group{}
 	// Find each label's group, count, then fill the groups in send order.
 	byLabel := map[uint32]*Group{}

@@ -180,7 +180,12 @@ type RunInfo struct {
 		Surface string `json:"surface"`
 		Limit   int    `json:"limit"`
 	} `json:"policy"`
-	Dir string `json:"-"`
+	Profile string `json:"profile"`
+	// Shard is "i/n" for shard i of an attack split over n machines;
+	// StartAt the instant the shards agreed to start at.
+	Shard   string     `json:"shard"`
+	StartAt *time.Time `json:"start_at"`
+	Dir     string     `json:"-"`
 }
 
 const keepBody = 1024
@@ -196,19 +201,21 @@ func Read(paths []string) (*Input, error) {
 			return nil, err
 		}
 		file := p
+		var run *RunInfo
 		if fi.IsDir() {
 			file = filepath.Join(p, "results.bin")
 			if b, err := os.ReadFile(filepath.Join(p, "run.json")); err == nil {
-				var ri RunInfo
-				if err := json.Unmarshal(b, &ri); err != nil {
+				run = &RunInfo{Dir: p}
+				if err := json.Unmarshal(b, run); err != nil {
 					return nil, fmt.Errorf("%s: %w", filepath.Join(p, "run.json"), err)
 				}
-				ri.Dir = p
-				in.Runs = append(in.Runs, ri)
 			}
 		}
 		if err := in.readFile(file); err != nil {
 			return nil, err
+		}
+		if run != nil {
+			in.Runs = append(in.Runs, *run)
 		}
 	}
 	byStart := func(a, b Record) int { return cmp.Compare(a.Start, b.Start) }

@@ -52,6 +52,10 @@ type RunInfo struct {
 	Seed        uint64              `json:"seed"`
 	Results     int                 `json:"results"`
 	Interrupted bool                `json:"interrupted,omitempty"`
+	// Shard is "i/n" when the run was shard i of an attack split over n
+	// machines; StartAt is the instant the shards agreed to start at.
+	Shard   string     `json:"shard,omitempty"`
+	StartAt *time.Time `json:"start_at,omitempty"`
 	// Aborted says why the attack stopped early on its own (a failing target).
 	Aborted string `json:"aborted,omitempty"`
 	// ClockStepMS is how far the wall clock jumped during the run (wall

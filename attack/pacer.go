@@ -37,6 +37,21 @@ func (p Pacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
 	return 0, false
 }
 
+// takes reports whether hit g of the schedule is one of this pacer's.
+func (p Pacer) takes(g uint64) bool {
+	k := max(p.K, 1)
+	return g >= p.J && (g-p.J)%k == 0
+}
+
+// Count returns how many hits this pacer sends.
+func (p Pacer) Count() uint64 {
+	n, k := Count(p.Sched), max(p.K, 1)
+	if n <= p.J {
+		return 0
+	}
+	return (n - p.J + k - 1) / k
+}
+
 // Rate implements vegeta.Pacer: the planned instantaneous rate (hits per
 // second) of this pacer's share around elapsed.
 func (p Pacer) Rate(elapsed time.Duration) float64 {

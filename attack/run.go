@@ -36,6 +36,11 @@ type Plan struct {
 	// AbortShare stops the attack when more than this share of the last 100
 	// results were transport errors or 5xx (0: never); see FailureGuard.
 	AbortShare float64
+	// Shard is the part of the attack this machine sends (zero: all).
+	Shard Shard
+	// StartAt, when set, is the instant the shards of an attack agreed to
+	// start at: the caller waits for it before Run, and run.json records it.
+	StartAt time.Time
 }
 
 // Label returns the Result.Attack label of a stream's results:
@@ -72,12 +77,19 @@ func (pl Plan) units() []unit {
 		srcs := pl.Profile.StreamSources(s)
 		sched := s.Pacer.Schedule(pl.Window)
 		for j, src := range srcs {
+			ok, J, K := pl.Shard.take(j, len(srcs))
+			if !ok {
+				continue
+			}
 			label := src
-			if label == "" {
+			switch {
+			case label == "" && pl.Shard.Split():
+				label = fmt.Sprintf("shard-%d", pl.Shard.I)
+			case label == "":
 				label = "default"
 			}
 			us = append(us, unit{stream: s, source: src, label: Label(s.Surface, label, s.Name),
-				pacer: Pacer{Sched: sched, Offset: s.Start.In(pl.Window), K: uint64(len(srcs)), J: uint64(j)}})
+				pacer: Pacer{Sched: sched, Offset: s.Start.In(pl.Window), K: K, J: J}})
 		}
 	}
 	return us
@@ -100,16 +112,28 @@ func (pl Plan) Info() RunInfo {
 	info := RunInfo{Command: "attack", Profile: p.Name, Target: pl.Target, WindowMS: pl.Window.Milliseconds(),
 		Policy:  PolicyInfo{Surface: p.Policy.Surface, Limit: p.Policy.Limit, WindowMS: p.Policy.Window.In(pl.Window).Milliseconds()},
 		Headers: Redact(pl.headers()), Version: Version}
+	if pl.Shard.Split() {
+		info.Shard = pl.Shard.String()
+	}
+	if !pl.StartAt.IsZero() {
+		at := pl.StartAt.UTC()
+		info.StartAt = &at
+	}
+	units := pl.units()
 	for i := range p.Streams {
 		s := &p.Streams[i]
-		srcs := p.StreamSources(s)
-		for _, src := range srcs {
-			if src != "" && !slices.Contains(info.Sources, src) {
-				info.Sources = append(info.Sources, src)
+		si := StreamInfo{Name: s.Name, Surface: s.Surface, Pacer: s.Pacer.Type, StartMS: s.Start.In(pl.Window).Milliseconds()}
+		for _, u := range units {
+			if u.stream != s {
+				continue
+			}
+			si.Sources = append(si.Sources, u.source)
+			si.Planned += u.pacer.Count()
+			if u.source != "" && !slices.Contains(info.Sources, u.source) {
+				info.Sources = append(info.Sources, u.source)
 			}
 		}
-		info.Streams = append(info.Streams, StreamInfo{Name: s.Name, Surface: s.Surface, Sources: srcs,
-			Pacer: s.Pacer.Type, Planned: Count(s.Pacer.Schedule(pl.Window)), StartMS: s.Start.In(pl.Window).Milliseconds()})
+		info.Streams = append(info.Streams, si)
 	}
 	return info
 }
@@ -177,7 +201,12 @@ func (pl Plan) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
 		s := &pl.Profile.Streams[i]
 		k := s.Surface + "/" + s.Name
 		if g, ok := gates[k]; ok {
-			if left[k] = Count(s.Pacer.Schedule(pl.Window)); left[k] == 0 {
+			for _, u := range units {
+				if u.stream == s {
+					left[k] += u.pacer.Count()
+				}
+			}
+			if left[k] == 0 {
 				close(g)
 			}
 		}
@@ -361,23 +390,46 @@ func statusMatches(key string, code int) bool {
 // (as if their busiest seconds met, which bounds the real peak).
 func (pl Plan) PeakRate() int {
 	total := 0
+	units := pl.units()
 	for i := range pl.Profile.Streams {
-		s := pl.Profile.Streams[i].Pacer.Schedule(pl.Window)
-		best := 0
+		s := &pl.Profile.Streams[i]
+		var mine []Pacer
+		for _, u := range units {
+			if u.stream == s {
+				mine = append(mine, u.pacer)
+			}
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		// Slide a one-second window over the schedule, counting only the
+		// hits this plan sends (all of them, unless it is a shard).
+		sends := func(g uint64) int {
+			for _, p := range mine {
+				if p.takes(g) {
+					return 1
+				}
+			}
+			return 0
+		}
+		sched := mine[0].Sched
+		best, n := 0, 0
 		var lo uint64
 		for hi := uint64(0); ; hi++ {
-			t, ok := s.At(hi)
+			t, ok := sched.At(hi)
 			if !ok {
 				break
 			}
+			n += sends(hi)
 			for {
-				t0, _ := s.At(lo)
+				t0, _ := sched.At(lo)
 				if t-t0 < time.Second {
 					break
 				}
+				n -= sends(lo)
 				lo++
 			}
-			best = max(best, int(hi-lo+1))
+			best = max(best, n)
 		}
 		total += best
 	}

@@ -29,7 +29,7 @@ const HTMLFile = "report.html"
 // throttle marked; requests per outcome over time; latency percentiles over
 // time; and for a fleet, when each attempt wave went out.
 func HTML(w io.Writer, in *analyze.Input, rep *analyze.Report, cfg analyze.Config) error {
-	page := htmlPage{Verdict: rep.Verdict, Warnings: rep.Warnings, Window: cfg.Window}
+	page := htmlPage{Verdict: rep.Verdict, Notes: rep.Notes, Warnings: rep.Warnings, Window: cfg.Window}
 	t0 := int64(math.MaxInt64)
 	for i := range in.Records {
 		t0 = min(t0, in.Records[i].Start)
@@ -112,6 +112,7 @@ func fleetChart(in *analyze.Input, t0 int64) (*plot.Plot, error) {
 
 type htmlPage struct {
 	Verdict  analyze.Verdict
+	Notes    []string
 	Warnings []string
 	Window   time.Duration
 	Surfaces []htmlSurface
@@ -373,6 +374,7 @@ figure{margin:1em 0}svg{max-width:100%;height:auto}
 </style></head><body>
 <h1>ratecheck: <span class="{{.Verdict.Verdict}}">{{upper .Verdict.Verdict}}</span></h1>
 <p class="meta">run {{.Verdict.Run}} · target {{.Verdict.Target}} · window {{.Window}} · schema {{.Verdict.Schema}}</p>
+{{range .Notes}}<p>note: {{.}}</p>{{end}}
 {{range .Warnings}}<p class="warn">warning: {{.}}</p>{{end}}
 {{range .Surfaces}}
 <h2>{{.Surface}}: <span class="{{.Verdict}}">{{upper .Verdict}}</span></h2>

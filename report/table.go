@@ -26,6 +26,9 @@ func JSON(w io.Writer, rep *analyze.Report) error {
 // and evidence, and a latency line, then the overall verdict.
 func Tables(w io.Writer, rep *analyze.Report) error {
 	v := rep.Verdict
+	for _, note := range rep.Notes {
+		fmt.Fprintf(w, "note: %s\n", note)
+	}
 	for _, warn := range rep.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}

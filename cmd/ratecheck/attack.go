@@ -51,6 +51,8 @@ type attackOptions struct {
 	abortAt          string
 	maxRate          int
 	maxDuration      time.Duration
+	shard            string
+	startAt          string
 }
 
 func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -67,8 +69,29 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.IntVar(&o.maxRate, "max-rate", 1000, "ceiling on the requests a profile may send in any one second; raise it to run a bigger one")
 	fs.DurationVar(&o.maxDuration, "max-duration", 15*time.Minute, "ceiling on how long a profile may run; raise it to run a longer one")
 	fs.StringVar(&o.abortAt, "abort-at", "50%", "stop adding load when more than this `share` of the last 100 results were transport errors or 5xx (0: never)")
+	fs.StringVar(&o.shard, "shard", "", "send only part `i/n` of the attack, such as 0/3 (with --target; see deploy/kubernetes)")
+	fs.StringVar(&o.startAt, "start-at", "", "wait until this RFC 3339 `instant` to start, such as 2026-11-30T09:00:00Z (the shards' agreed start)")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
+	}
+	var shard attack.Shard
+	var err error
+	if o.shard != "" {
+		if shard, err = attack.ParseShard(o.shard); err != nil {
+			return usageErr(stderr, "attack", "--shard: %v", err)
+		}
+		if o.target == "" {
+			return usageErr(stderr, "attack", "--shard needs --target: every shard must attack the same target, not an embedded one of its own")
+		}
+	}
+	var startAt time.Time
+	if o.startAt != "" {
+		if startAt, err = time.Parse(time.RFC3339Nano, o.startAt); err != nil {
+			return usageErr(stderr, "attack", "--start-at %q: want an RFC 3339 instant such as 2026-11-30T09:00:00Z", o.startAt)
+		}
+		if time.Until(startAt) > 24*time.Hour {
+			return usageErr(stderr, "attack", "--start-at %s is more than 24h away", o.startAt)
+		}
 	}
 	if o.profile == "" {
 		return usageErr(stderr, "attack", "--profile is required (see profiles/README.md)")
@@ -98,7 +121,8 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if window == 0 {
 		window = prof.Policy.Window.D
 	}
-	plan := attack.Plan{Profile: prof, Window: window, Headers: http.Header(o.headers), Timeout: o.timeout, AbortShare: abortShare}
+	plan := attack.Plan{Profile: prof, Window: window, Headers: http.Header(o.headers), Timeout: o.timeout, AbortShare: abortShare,
+		Shard: shard, StartAt: startAt}
 	// Ceilings: a profile (or a --window that compresses it) that would send
 	// more than the operator allowed does not start.
 	if peak := plan.PeakRate(); peak > o.maxRate {
@@ -142,6 +166,10 @@ func runPlan(ctx context.Context, plan attack.Plan, targetURL, out string, seed 
 		limits[p.Surface] = p.Limit
 	}
 	writeRunReport("attack", run.dir, analyze.Config{Window: plan.Window, Limits: limits, Target: run.target, Run: run.dir}, stdout, stderr)
+	if plan.Shard.Split() {
+		fmt.Fprintf(stdout, "  shard %v: the profile's expect counts are for the whole attack; analyze the merged shards\n", plan.Shard)
+		return exitOK
+	}
 	if bad := run.outcomes.Check(plan.Profile); len(bad) > 0 {
 		for _, b := range bad {
 			fmt.Fprintf(stdout, "  FAIL %s\n", b)
@@ -200,8 +228,16 @@ func execute(ctx context.Context, name string, plan attack.Plan, targetURL strin
 		fmt.Fprintf(stderr, "ratecheck %s: target %s is unreachable: %v\n", name, targetURL, err)
 		return nil, exitUnreachable
 	}
+	if err := waitForStart(ctx, stderr, name, plan.StartAt); err != nil {
+		fmt.Fprintf(stderr, "ratecheck %s: cancelled before sending anything\n", name)
+		return nil, exitCheckFailed
+	}
 	start := time.Now()
-	arch, err := attack.CreateArchive(out, plan.Profile.Name, start)
+	folder := plan.Profile.Name
+	if plan.Shard.Split() {
+		folder += fmt.Sprintf("-shard%dof%d", plan.Shard.I, plan.Shard.N)
+	}
+	arch, err := attack.CreateArchive(out, folder, start)
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck %s: %v\n", name, err)
 		return nil, exitUsage
@@ -258,6 +294,29 @@ func execute(ctx context.Context, name string, plan attack.Plan, targetURL strin
 		return run, exitUnreachable
 	}
 	return run, exitOK
+}
+
+// waitForStart waits until at (the shards' agreed start), saying so, or
+// until ctx ends. An instant already past is a warning, not an error: the
+// shard starts at once and analyze reports the skew between shards.
+func waitForStart(ctx context.Context, stderr io.Writer, name string, at time.Time) error {
+	if at.IsZero() {
+		return nil
+	}
+	d := time.Until(at)
+	if d <= 0 {
+		fmt.Fprintf(stderr, "ratecheck %s: warning: --start-at %s passed %v ago: starting now (analyze reports the skew between shards)\n", name, at.UTC().Format(time.RFC3339Nano), (-d).Round(time.Millisecond))
+		return nil
+	}
+	fmt.Fprintf(stderr, "ratecheck %s: waiting %v for --start-at %s\n", name, d.Round(time.Millisecond), at.UTC().Format(time.RFC3339Nano))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // noteClockStep compares the wall-clock and monotonic time elapsed since

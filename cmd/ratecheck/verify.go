@@ -158,6 +158,13 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 func printVerdict(rep *analyze.Report, asJSON bool, stdout, stderr io.Writer) int {
 	var err error
 	if asJSON {
+		// stdout is schema 1 exactly; what a person should know goes to stderr.
+		for _, note := range rep.Notes {
+			fmt.Fprintf(stderr, "note: %s\n", note)
+		}
+		for _, warn := range rep.Warnings {
+			fmt.Fprintf(stderr, "warning: %s\n", warn)
+		}
 		err = report.JSON(stdout, rep)
 	} else {
 		err = report.Tables(stdout, rep)

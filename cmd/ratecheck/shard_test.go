@@ -1,0 +1,141 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/analyze"
+)
+
+// TestShardsMergeLikeOneMachine runs a profile with three addresses as three
+// shards, three processes started at an agreed instant, each sending from
+// one address, then as one process; both against a fresh reference target.
+// Analyzing the three archives together gives the totals of the shards, the
+// requests and answers per address the target saw, and the verdict of the
+// single-machine run.
+func TestShardsMergeLikeOneMachine(t *testing.T) {
+	type perSource map[string]map[int]int // source → status → count
+	run := func(shards int) (*analyze.Report, perSource, perSource, int) {
+		var mu sync.Mutex
+		seen := perSource{}
+		url := startTarget(t, 4*time.Second, nil, func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+				h.ServeHTTP(rec, r)
+				ip, _, _ := net.SplitHostPort(r.RemoteAddr)
+				mu.Lock()
+				if seen[ip] == nil {
+					seen[ip] = map[int]int{}
+				}
+				seen[ip][rec.code]++
+				mu.Unlock()
+			})
+		})
+		out := t.TempDir()
+		args := []string{"attack", "--profile", "testdata/shards.yaml", "--window", "4s", "--target", url, "--out", out}
+		if shards == 1 {
+			if code, _, stderr := runCmd(t, args...); code != exitOK {
+				t.Fatalf("exit %d\n%s", code, stderr)
+			}
+		} else {
+			at := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+			var cmds []*exec.Cmd
+			var logs []*strings.Builder
+			for i := range shards {
+				cmd := exec.Command(os.Args[0], append(args, "--shard", fmt.Sprintf("%d/%d", i, shards), "--start-at", at)...)
+				cmd.Env = append(os.Environ(), "RATECHECK_TEST_MAIN=1")
+				var log strings.Builder
+				cmd.Stdout, cmd.Stderr = &log, &log
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				cmds, logs = append(cmds, cmd), append(logs, &log)
+			}
+			for i, cmd := range cmds {
+				if err := cmd.Wait(); err != nil {
+					t.Fatalf("shard %d: %v\n%s", i, err, logs[i])
+				}
+			}
+		}
+		dirs, _ := filepath.Glob(filepath.Join(out, "*"))
+		if len(dirs) != shards {
+			t.Fatalf("%d run folders, want %d: %v", len(dirs), shards, dirs)
+		}
+		sum := 0
+		for _, d := range dirs {
+			rs, _ := readArchive(t, d)
+			sum += len(rs)
+		}
+		in, err := analyze.Read(dirs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		archived := perSource{}
+		for _, r := range in.Records {
+			if archived[r.Source()] == nil {
+				archived[r.Source()] = map[int]int{}
+			}
+			archived[r.Source()][int(r.Code)]++
+		}
+		rep := analyze.Analyze(in, analysisConfig(in, 0, 240, 120, nil, dirs[0]))
+		if len(in.Records) != sum {
+			t.Errorf("%d records merged from archives holding %d", len(in.Records), sum)
+		}
+		return rep, archived, seen, sum
+	}
+
+	one, oneSources, _, oneN := run(1)
+	merged, sources, seen, n := run(3)
+	t.Logf("one machine: %d results %v; three shards: %d results %v; notes %v", oneN, oneSources, n, sources, merged.Notes)
+	if n != oneN || len(sources) != 3 {
+		t.Errorf("three shards sent %d requests from %d addresses; one machine %d from 3", n, len(sources), oneN)
+	}
+	for src, codes := range sources {
+		for code, c := range codes {
+			if seen[src][code] != c || oneSources[src][code] != c {
+				t.Errorf("%s, status %d: %d archived by the shards, the target answered %d, one machine got %d", src, code, c, seen[src][code], oneSources[src][code])
+			}
+		}
+	}
+	if len(merged.Notes) != 1 || !strings.Contains(merged.Notes[0], "merged 3 shards of shards") {
+		t.Errorf("notes %q: want the merge of 3 shards and their skew", merged.Notes)
+	}
+	a, b := verdictSummary(one), verdictSummary(merged)
+	if a != b {
+		t.Errorf("verdicts differ:\none machine:  %s\nthree shards: %s", a, b)
+	}
+}
+
+// verdictSummary is what must agree between two runs of one profile: the
+// verdicts, per surface the observed limit and model, and each check's
+// verdict (not its evidence, whose timings differ).
+func verdictSummary(rep *analyze.Report) string {
+	var b strings.Builder
+	b.WriteString(rep.Verdict.Verdict)
+	for _, s := range rep.Verdict.Surfaces {
+		fmt.Fprintf(&b, " %s:%s:%s", s.Surface, s.Verdict, s.Model)
+		if s.ObservedLimit != nil {
+			fmt.Fprintf(&b, ":%d", *s.ObservedLimit)
+		}
+		for _, c := range s.Checks {
+			fmt.Fprintf(&b, " %s=%s", c.Name, c.Verdict)
+		}
+	}
+	return b.String()
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) { r.code = code; r.ResponseWriter.WriteHeader(code) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -26,6 +27,16 @@ port with the same window. Spans written in windows (such as 1.1w) follow
 
 A live progress line is shown on stderr when it is a terminal. Ctrl-C stops
 the attack and archives every result already received.
+
+--shard i/n sends shard i of the attack split over n machines (each with
+--target set to the same target): a stream with at least n sources is split
+by source, so each address's traffic comes from one machine; otherwise the
+shards take turns with its requests. --start-at makes every shard start at
+one instant; until then a shard also waits for the target to come up. Run
+folders are named <time>-<profile>-shard<i>of<n>; analyze them together to
+merge. --sources own sends from the machine's own address (a Kubernetes pod
+has one), labelled shard-<i> in a shard. ratecheck k8s-job writes the
+Kubernetes Job that runs the shards.
 
 Credential headers (Authorization, Cookie, *-Key, *-Token) and query
 parameters (key, token, *_key, *_token, password, secret, sig, ...) are
@@ -53,6 +64,7 @@ type attackOptions struct {
 	maxDuration      time.Duration
 	shard            string
 	startAt          string
+	sources          string
 }
 
 func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -69,6 +81,7 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.IntVar(&o.maxRate, "max-rate", 1000, "ceiling on the requests a profile may send in any one second; raise it to run a bigger one")
 	fs.DurationVar(&o.maxDuration, "max-duration", 15*time.Minute, "ceiling on how long a profile may run; raise it to run a longer one")
 	fs.StringVar(&o.abortAt, "abort-at", "50%", "stop adding load when more than this `share` of the last 100 results were transport errors or 5xx (0: never)")
+	fs.StringVar(&o.sources, "sources", "", "comma-separated local `addresses` replacing the profile's sources, or own: the machine's own address")
 	fs.StringVar(&o.shard, "shard", "", "send only part `i/n` of the attack, such as 0/3 (with --target; see deploy/kubernetes)")
 	fs.StringVar(&o.startAt, "start-at", "", "wait until this RFC 3339 `instant` to start, such as 2026-11-30T09:00:00Z (the shards' agreed start)")
 	if code := parseFlags(fs, args); code >= 0 {
@@ -117,6 +130,11 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if names := attack.QueryCredentials(prof); len(names) > 0 && !o.allowCredentials {
 		return usageErr(stderr, "attack", "%s: query parameters %s carry a credential; pass --allow-credentials if you must", o.profile, strings.Join(names, ", "))
 	}
+	if o.sources != "" {
+		if err := replaceSources(prof, o.sources); err != nil {
+			return usageErr(stderr, "attack", "--sources: %v", err)
+		}
+	}
 	window := o.window
 	if window == 0 {
 		window = prof.Policy.Window.D
@@ -132,6 +150,28 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return usageErr(stderr, "attack", "%s at window %v runs for %v, above the ceiling --max-duration %v: raise --max-duration if you mean it", o.profile, window, d.Round(time.Second), o.maxDuration)
 	}
 	return runPlan(ctx, plan, o.target, o.out, o.seed, stdout, stderr)
+}
+
+// replaceSources makes every stream of p send from the addresses of list
+// (comma-separated IPs), or from the machine's own address for "own".
+func replaceSources(p *attack.Profile, list string) error {
+	var sources []string
+	if list != "own" {
+		var err error
+		if sources, err = parseList(list); err != nil {
+			return err
+		}
+		for _, s := range sources {
+			if net.ParseIP(s) == nil {
+				return fmt.Errorf("%q is not an IP address (or use own)", s)
+			}
+		}
+	}
+	p.Sources = sources
+	for i := range p.Streams {
+		p.Streams[i].Sources = nil
+	}
+	return nil
 }
 
 // profileHeaders gathers every header a profile sets.
@@ -224,7 +264,7 @@ func execute(ctx context.Context, name string, plan attack.Plan, targetURL strin
 		fmt.Fprintf(stderr, "ratecheck %s: cancelled before sending anything\n", name)
 		return nil, exitCheckFailed
 	}
-	if err := reachable(ctx, targetURL, reachTimeout); err != nil {
+	if err := reachableBy(ctx, stderr, name, targetURL, plan.StartAt); err != nil {
 		fmt.Fprintf(stderr, "ratecheck %s: target %s is unreachable: %v\n", name, targetURL, err)
 		return nil, exitUnreachable
 	}
@@ -294,6 +334,27 @@ func execute(ctx context.Context, name string, plan attack.Plan, targetURL strin
 		return run, exitUnreachable
 	}
 	return run, exitOK
+}
+
+// reachableBy checks that the target answers. Before an agreed start (a
+// shard) it keeps trying, every second, until that instant: the target may
+// still be coming up, as when it is deployed with the shards.
+func reachableBy(ctx context.Context, stderr io.Writer, name, target string, startAt time.Time) error {
+	for said := false; ; said = true {
+		err := reachable(ctx, target, reachTimeout)
+		left := time.Until(startAt)
+		if err == nil || left <= 0 || ctx.Err() != nil {
+			return err
+		}
+		if !said {
+			fmt.Fprintf(stderr, "ratecheck %s: target %s is not reachable yet (%v): trying again until --start-at\n", name, target, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(time.Second, left)):
+		}
+	}
 }
 
 // waitForStart waits until at (the shards' agreed start), saying so, or

@@ -49,6 +49,7 @@ func commands() map[string]command {
 		"serve":   {"run the reference target that speaks the documented contract", runServe},
 		"verify":  {"prove the documented limits hold: probe plan, archive, analysis, verdict", runVerify},
 		"fleet":   {"drive retrying clients into a shared 429 and show whether their jitter spreads them out", runFleet},
+		"k8s-job": {"print the Kubernetes Indexed Job that runs an attack as shards on many machines", runK8sJob},
 		"version": {"print the version", runVersion},
 	}
 }

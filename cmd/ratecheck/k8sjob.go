@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/attack"
+	"github.com/connectbyjbrh/ratecheck/deploy/kubernetes"
+)
+
+const k8sJobHelp = `
+Print, as YAML, the Kubernetes manifests that run an attack as N shards of
+an Indexed Job: pod i runs "ratecheck attack --shard i/N" with the profile
+(shipped in a ConfigMap), every pod starts at the same instant (--start-in
+from now, or --start-at), sends from its own address, and writes its run
+folder to a shared PersistentVolumeClaim under /results/<name>.
+
+Without --target the reference target is deployed too (a Deployment and a
+Service named <name>-target) and the shards attack it.
+
+Arguments after -- are passed to every shard's attack, such as
+-- --max-rate 5000 --timeout 2s.
+
+  ratecheck k8s-job --profile profiles/capacity.yaml --shards 3 --target http://api.internal | kubectl apply -f -
+
+deploy/kubernetes/README.md has the image to build, and the commands to
+wait for the Job, copy the run folders out and merge them with analyze.
+
+Exit codes: 0 printed, 2 bad usage or profile.
+`
+
+func runK8sJob(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	var (
+		profile, image, target, name, namespace, claim, claimSize, startAt string
+		shards                                                             int
+		window, startIn                                                    time.Duration
+	)
+	fs := newFlagSet("k8s-job", "--profile FILE --shards N [flags] [-- attack flags]", k8sJobHelp, stderr)
+	fs.StringVar(&profile, "profile", "", "scenario `file` (required)")
+	fs.IntVar(&shards, "shards", 0, "number of shards, one pod each (required)")
+	fs.StringVar(&image, "image", "ratecheck:"+version, "container `image` with ratecheck on PATH (see deploy/kubernetes/Dockerfile)")
+	fs.StringVar(&target, "target", "", "base `URL` the shards attack (default: deploy the reference target alongside)")
+	fs.StringVar(&name, "name", "", "name of the Job, prefix of every object (default: ratecheck-<profile name>)")
+	fs.StringVar(&namespace, "namespace", "", "namespace of every object (default: kubectl's)")
+	fs.StringVar(&claim, "claim", "", "existing PersistentVolumeClaim for the results (default: create <name>-results, ReadWriteMany)")
+	fs.StringVar(&claimSize, "claim-size", "1Gi", "size of the claim created when --claim is not given")
+	fs.DurationVar(&window, "window", 0, "the run's window (default: the profile's)")
+	fs.DurationVar(&startIn, "start-in", 2*time.Minute, "start the shards this long after now (time to apply, schedule and pull the image)")
+	fs.StringVar(&startAt, "start-at", "", "start the shards at this RFC 3339 `instant` instead of --start-in")
+	if code := parseArgs(fs, args); code >= 0 {
+		return code
+	}
+	extra := fs.Args()
+	if profile == "" || shards == 0 {
+		return usageErr(stderr, "k8s-job", "--profile and --shards are required")
+	}
+	if shards < 1 {
+		return usageErr(stderr, "k8s-job", "--shards %d: want at least 1", shards)
+	}
+	if window < 0 || startIn < 0 {
+		return usageErr(stderr, "k8s-job", "--window and --start-in must not be negative")
+	}
+	for _, a := range extra {
+		flagName, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && slices.Contains([]string{"profile", "target", "shard", "start-at", "sources", "out", "window"}, flagName) {
+			return usageErr(stderr, "k8s-job", "after --: %s is set by k8s-job itself (use its own flag, if it has one)", a)
+		}
+	}
+	start := time.Now().Add(startIn).Truncate(time.Second)
+	if startAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, startAt)
+		if err != nil {
+			return usageErr(stderr, "k8s-job", "--start-at %q: want an RFC 3339 instant such as 2026-11-30T09:00:00Z", startAt)
+		}
+		start = t
+	}
+	if target != "" {
+		var err error
+		if target, err = checkTarget(target); err != nil {
+			return usageErr(stderr, "k8s-job", "%v", err)
+		}
+	}
+	text, err := os.ReadFile(profile)
+	if err != nil {
+		return usageErr(stderr, "k8s-job", "--profile: %v", err)
+	}
+	prof, err := attack.ParseProfile(profile, text)
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecheck k8s-job: %v\n", err)
+		return exitUsage
+	}
+	if names := append(attack.Credentials(profileHeaders(prof)), attack.QueryCredentials(prof)...); len(names) > 0 {
+		return usageErr(stderr, "k8s-job", "%s carries credentials (%s): a ConfigMap is no place for them", profile, strings.Join(names, ", "))
+	}
+	if name == "" {
+		name = kubernetes.DefaultName(prof.Name)
+	}
+	newClaim := claim == ""
+	if newClaim {
+		claim = name + "-results"
+	}
+	o := kubernetes.Options{Name: name, Namespace: namespace, ProfileName: prof.Name, ProfileFile: filepath.Base(profile), Profile: text,
+		Shards: shards, Image: image, Target: target, Window: window, StartAt: start, Claim: claim, NewClaim: newClaim, ClaimSize: claimSize, Args: extra}
+	if err := o.Check(); err != nil {
+		return usageErr(stderr, "k8s-job", "%v", err)
+	}
+	if err := kubernetes.Write(stdout, o); err != nil {
+		fmt.Fprintf(stderr, "ratecheck k8s-job: %v\n", err)
+		return exitUsage
+	}
+	return exitOK
+}

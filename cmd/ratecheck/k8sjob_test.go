@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/target"
+)
+
+// TestK8sJobPodsRun runs the command of every pod of a generated Job, as
+// the Job controller would (JOB_COMPLETION_INDEX set, the profile and the
+// results volume mounted), against a local target: the shards start
+// together, and their run folders merge into the whole profile.
+func TestK8sJobPodsRun(t *testing.T) {
+	// The pods share this machine's address here, not in a cluster: lift
+	// the limit so that no request is refused for it.
+	url := startTarget(t, 2*time.Second, func(c *target.Config) { c.RESTLimit = 100000 }, nil)
+	code, stdout, stderr := runCmd(t, "k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--target", url,
+		"--window", "2s", "--start-at", time.Now().Add(1500*time.Millisecond).UTC().Format(time.RFC3339Nano))
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	docs := strings.Split(stdout, "\n---\n")
+	var job batchv1.Job
+	if err := yaml.Unmarshal([]byte(docs[len(docs)-1]), &job); err != nil {
+		t.Fatal(err)
+	}
+	c := job.Spec.Template.Spec.Containers[0]
+	if c.Command[0] != "ratecheck" {
+		t.Fatalf("command %v", c.Command)
+	}
+	profiles, _ := filepath.Abs("../../profiles")
+	results := t.TempDir()
+	var wg sync.WaitGroup
+	codes := make([]int, *job.Spec.Completions)
+	logs := make([]bytes.Buffer, len(codes))
+	for i := range codes {
+		var args []string
+		for _, a := range c.Args {
+			a = strings.ReplaceAll(a, "$(JOB_COMPLETION_INDEX)", strconv.Itoa(i))
+			a = strings.Replace(a, "/etc/ratecheck", profiles, 1)
+			a = strings.Replace(a, "/results", results, 1)
+			args = append(args, a)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = run(context.Background(), args, &logs[i], &logs[i])
+		}()
+	}
+	wg.Wait()
+	for i, code := range codes {
+		if code != exitOK {
+			t.Fatalf("pod %d: exit %d\n%s", i, code, logs[i].String())
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(results, job.Name, "*"))
+	in, err := analyze.Read(dirs)
+	if err != nil || len(dirs) != 3 {
+		t.Fatalf("%d run folders: %v", len(dirs), err)
+	}
+	bySource := map[string]int{}
+	for _, r := range in.Records {
+		bySource[r.Source()]++
+	}
+	rep := analyze.Analyze(in, analysisConfig(in, 0, 240, 120, nil, dirs[0]))
+	t.Logf("%d results by source %v; %v", len(in.Records), bySource, rep.Notes)
+	if len(in.Records) != 480 || len(bySource) != 3 || bySource["shard-0"] != 160 {
+		t.Errorf("%d results by source %v: want capacity's 480, 160 from each shard's own address", len(in.Records), bySource)
+	}
+	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "merged 3 shards of capacity") {
+		t.Errorf("notes %q", rep.Notes)
+	}
+}
+
+func TestK8sJobUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"k8s-job", "--shards", "3"}, "--profile and --shards are required"},
+		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "-1"}, "--shards -1: want at least 1"},
+		{[]string{"k8s-job", "--profile", "nope.yaml", "--shards", "3"}, "--profile: open nope.yaml: no such file or directory"},
+		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--name", "Big_Name"}, `--name "Big_Name": want at most 40 lowercase letters`},
+		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--start-at", "9am"}, `--start-at "9am": want an RFC 3339 instant`},
+		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--", "--shard", "1/2"}, "after --: --shard is set by k8s-job itself"},
+		{[]string{"k8s-job", "--profile", "testdata/credentials.yaml", "--shards", "3"}, "carries credentials (X-Session-Token, api_key): a ConfigMap is no place for them"},
+		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--target", "http://u:S3CRET@h"}, "carries credentials"},
+	} {
+		code, stdout, stderr := runCmd(t, tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) || stdout != "" || strings.Contains(stderr, "S3CRET") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

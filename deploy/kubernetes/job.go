@@ -1,0 +1,348 @@
+// Package kubernetes writes the manifests that run a ratecheck attack as
+// the shards of a Kubernetes Indexed Job: pod i of n runs
+// "ratecheck attack --shard i/n", all start at one agreed instant, and each
+// writes its run folder to a shared volume, from which the folders are
+// copied out and analyzed together. See README.md beside this file.
+//
+// The manifests are plain YAML built from the few API fields they need;
+// the tests decode them strictly into the Kubernetes API types.
+package kubernetes
+
+import (
+	"fmt"
+	"io"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Options describe the Job.
+type Options struct {
+	// Name names the Job and prefixes every other object (default
+	// ratecheck-<profile name>).
+	Name string
+	// Namespace, when set, is written into every object.
+	Namespace string
+	// ProfileName is the profile's name; ProfileFile its file name and
+	// Profile its text, shipped in a ConfigMap.
+	ProfileName, ProfileFile string
+	Profile                  []byte
+	// Shards is the number of pods (n).
+	Shards int
+	// Image is the container image holding the ratecheck binary on PATH.
+	Image string
+	// Target is the base URL attacked. Empty: the reference target is
+	// deployed alongside (a Deployment and a Service) and attacked.
+	Target string
+	// Window, when set, is passed to attack (and to the reference target).
+	Window time.Duration
+	// StartAt is the instant every shard starts at.
+	StartAt time.Time
+	// Claim is the PersistentVolumeClaim the run folders are written to;
+	// NewClaim adds it to the manifests (ReadWriteMany, ClaimSize).
+	Claim     string
+	NewClaim  bool
+	ClaimSize string
+	// Args are extra arguments for every shard's attack, such as
+	// --max-rate 5000.
+	Args []string
+}
+
+// TargetPort is the port the reference target listens on when deployed.
+const TargetPort = 8080
+
+// ResultsDir is where the shared volume is mounted in a shard.
+const ResultsDir = "/results"
+
+var (
+	dnsLabel  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	configKey = regexp.MustCompile(`^[-._a-zA-Z0-9]{1,253}$`)
+)
+
+// DefaultName is the Job name for a profile: ratecheck-<name>, lowercased,
+// with anything a Kubernetes name cannot hold replaced by '-'.
+func DefaultName(profile string) string {
+	b := []byte(strings.ToLower("ratecheck-" + profile))
+	for i, c := range b {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			b[i] = '-'
+		}
+	}
+	return strings.Trim(string(b[:min(len(b), 40)]), "-")
+}
+
+// Check says what is wrong with o, naming the k8s-job flag that sets it.
+func (o Options) Check() error {
+	switch {
+	case len(o.Name) > 40 || !dnsLabel.MatchString(o.Name):
+		return fmt.Errorf("--name %q: want at most 40 lowercase letters, digits and '-', starting and ending with a letter or digit (it prefixes the names of the Job's objects)", o.Name)
+	case o.Namespace != "" && (len(o.Namespace) > 63 || !dnsLabel.MatchString(o.Namespace)):
+		return fmt.Errorf("--namespace %q is not a valid Kubernetes namespace name", o.Namespace)
+	case o.Shards < 1 || o.Shards > 1000:
+		return fmt.Errorf("--shards %d: want 1 to 1000", o.Shards)
+	case o.Image == "" || strings.ContainsAny(o.Image, " \t\n"):
+		return fmt.Errorf("--image %q: want an image reference such as registry.example.com/ratecheck:v1", o.Image)
+	case len(o.Claim) > 63 || !dnsLabel.MatchString(o.Claim):
+		return fmt.Errorf("--claim %q is not a valid PersistentVolumeClaim name", o.Claim)
+	case !configKey.MatchString(o.ProfileFile):
+		return fmt.Errorf("profile file name %q cannot be a ConfigMap key: rename it to letters, digits, '-', '_' and '.'", o.ProfileFile)
+	case o.StartAt.IsZero():
+		return fmt.Errorf("no start instant")
+	}
+	return nil
+}
+
+// Write writes the manifests, as YAML documents, to w: the profile's
+// ConfigMap, the claim if new, the reference target if no Target is set,
+// and the Job.
+func Write(w io.Writer, o Options) error {
+	if err := o.Check(); err != nil {
+		return err
+	}
+	labels := map[string]string{"app.kubernetes.io/name": "ratecheck", "app.kubernetes.io/instance": o.Name}
+	meta := func(name, component string) objectMeta {
+		l := map[string]string{"app.kubernetes.io/component": component}
+		for k, v := range labels {
+			l[k] = v
+		}
+		return objectMeta{Name: name, Namespace: o.Namespace, Labels: l}
+	}
+	var docs []any
+	cm := o.Name + "-profile"
+	docs = append(docs, configMap{APIVersion: "v1", Kind: "ConfigMap", Metadata: meta(cm, "profile"),
+		Data: map[string]string{o.ProfileFile: string(o.Profile)}})
+	if o.NewClaim {
+		docs = append(docs, claim{APIVersion: "v1", Kind: "PersistentVolumeClaim", Metadata: meta(o.Claim, "results"),
+			Spec: claimSpec{AccessModes: []string{"ReadWriteMany"}, Resources: claimResources{Requests: map[string]string{"storage": o.ClaimSize}}}})
+	}
+	target := o.Target
+	if target == "" {
+		svc := o.Name + "-target"
+		target = fmt.Sprintf("http://%s:%d", svc, TargetPort)
+		args := []string{"serve", "--addr", fmt.Sprintf(":%d", TargetPort)}
+		if o.Window > 0 {
+			args = append(args, "--window", o.Window.String())
+		}
+		tm := meta(svc, "target")
+		docs = append(docs,
+			deployment{APIVersion: "apps/v1", Kind: "Deployment", Metadata: tm, Spec: deploymentSpec{
+				Replicas: 1, Selector: selector{MatchLabels: tm.Labels},
+				Template: podTemplate{Metadata: objectMeta{Labels: tm.Labels}, Spec: podSpec{
+					SecurityContext: &podSecurity{RunAsNonRoot: true, RunAsUser: 65532},
+					Containers: []container{{Name: "target", Image: o.Image, Command: []string{"ratecheck"}, Args: args,
+						Ports:          []containerPort{{Name: "http", ContainerPort: TargetPort}},
+						ReadinessProbe: &probe{TCPSocket: tcpSocket{Port: TargetPort}}}}}}}},
+			service{APIVersion: "v1", Kind: "Service", Metadata: tm, Spec: serviceSpec{Selector: tm.Labels,
+				Ports: []servicePort{{Name: "http", Port: TargetPort, TargetPort: TargetPort}}}})
+	}
+	args := []string{"attack",
+		"--profile", path.Join("/etc/ratecheck", o.ProfileFile),
+		"--target", target,
+		"--shard", fmt.Sprintf("$(JOB_COMPLETION_INDEX)/%d", o.Shards),
+		"--start-at", o.StartAt.UTC().Format(time.RFC3339Nano),
+		"--sources", "own",
+		"--out", path.Join(ResultsDir, o.Name)}
+	if o.Window > 0 {
+		args = append(args, "--window", o.Window.String())
+	}
+	args = append(args, o.Args...)
+	jm := meta(o.Name, "shard")
+	zero := 0
+	docs = append(docs, job{APIVersion: "batch/v1", Kind: "Job", Metadata: jm, Spec: jobSpec{
+		CompletionMode: "Indexed", Completions: o.Shards, Parallelism: o.Shards,
+		// A shard that failed is not run again: a retry would start
+		// after the agreed instant and send its share twice.
+		BackoffLimit: &zero,
+		Template: podTemplate{Metadata: objectMeta{Labels: jm.Labels}, Spec: podSpec{
+			RestartPolicy:   "Never",
+			SecurityContext: &podSecurity{RunAsNonRoot: true, RunAsUser: 65532, FSGroup: 65532},
+			// Spread the shards over nodes: more machines, more addresses.
+			TopologySpreadConstraints: []spread{{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname",
+				WhenUnsatisfiable: "ScheduleAnyway", LabelSelector: selector{MatchLabels: jm.Labels}}},
+			Containers: []container{{Name: "attack", Image: o.Image, Command: []string{"ratecheck"}, Args: args,
+				Env: []envVar{{Name: "JOB_COMPLETION_INDEX", ValueFrom: &envSource{FieldRef: fieldRef{
+					FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}},
+				VolumeMounts: []volumeMount{{Name: "profile", MountPath: "/etc/ratecheck", ReadOnly: true}, {Name: "results", MountPath: ResultsDir}}}},
+			Volumes: []volume{
+				{Name: "profile", ConfigMap: &configMapVolume{Name: cm}},
+				{Name: "results", PersistentVolumeClaim: &claimVolume{ClaimName: o.Claim}}}}}}})
+
+	fmt.Fprintf(w, "# ratecheck k8s-job: %d shards of %s against %s, starting at %s.\n", o.Shards, o.ProfileName, target, o.StartAt.UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "# Apply before then: kubectl apply -f THIS_FILE. Merge: see deploy/kubernetes/README.md.\n")
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	for _, d := range docs {
+		if err := enc.Encode(d); err != nil {
+			return err
+		}
+	}
+	return enc.Close()
+}
+
+// The API fields the manifests use, named as in the Kubernetes API.
+
+type objectMeta struct {
+	Name      string            `yaml:"name,omitempty"`
+	Namespace string            `yaml:"namespace,omitempty"`
+	Labels    map[string]string `yaml:"labels,omitempty"`
+}
+
+type configMap struct {
+	APIVersion string            `yaml:"apiVersion"`
+	Kind       string            `yaml:"kind"`
+	Metadata   objectMeta        `yaml:"metadata"`
+	Data       map[string]string `yaml:"data"`
+}
+
+type claim struct {
+	APIVersion string     `yaml:"apiVersion"`
+	Kind       string     `yaml:"kind"`
+	Metadata   objectMeta `yaml:"metadata"`
+	Spec       claimSpec  `yaml:"spec"`
+}
+
+type claimSpec struct {
+	AccessModes []string       `yaml:"accessModes"`
+	Resources   claimResources `yaml:"resources"`
+}
+
+type claimResources struct {
+	Requests map[string]string `yaml:"requests"`
+}
+
+type deployment struct {
+	APIVersion string         `yaml:"apiVersion"`
+	Kind       string         `yaml:"kind"`
+	Metadata   objectMeta     `yaml:"metadata"`
+	Spec       deploymentSpec `yaml:"spec"`
+}
+
+type deploymentSpec struct {
+	Replicas int         `yaml:"replicas"`
+	Selector selector    `yaml:"selector"`
+	Template podTemplate `yaml:"template"`
+}
+
+type service struct {
+	APIVersion string      `yaml:"apiVersion"`
+	Kind       string      `yaml:"kind"`
+	Metadata   objectMeta  `yaml:"metadata"`
+	Spec       serviceSpec `yaml:"spec"`
+}
+
+type serviceSpec struct {
+	Selector map[string]string `yaml:"selector"`
+	Ports    []servicePort     `yaml:"ports"`
+}
+
+type servicePort struct {
+	Name       string `yaml:"name"`
+	Port       int    `yaml:"port"`
+	TargetPort int    `yaml:"targetPort"`
+}
+
+type job struct {
+	APIVersion string     `yaml:"apiVersion"`
+	Kind       string     `yaml:"kind"`
+	Metadata   objectMeta `yaml:"metadata"`
+	Spec       jobSpec    `yaml:"spec"`
+}
+
+type jobSpec struct {
+	CompletionMode string      `yaml:"completionMode"`
+	Completions    int         `yaml:"completions"`
+	Parallelism    int         `yaml:"parallelism"`
+	BackoffLimit   *int        `yaml:"backoffLimit"`
+	Template       podTemplate `yaml:"template"`
+}
+
+type selector struct {
+	MatchLabels map[string]string `yaml:"matchLabels"`
+}
+
+type podTemplate struct {
+	Metadata objectMeta `yaml:"metadata"`
+	Spec     podSpec    `yaml:"spec"`
+}
+
+type podSpec struct {
+	RestartPolicy             string       `yaml:"restartPolicy,omitempty"`
+	SecurityContext           *podSecurity `yaml:"securityContext,omitempty"`
+	TopologySpreadConstraints []spread     `yaml:"topologySpreadConstraints,omitempty"`
+	Containers                []container  `yaml:"containers"`
+	Volumes                   []volume     `yaml:"volumes,omitempty"`
+}
+
+type podSecurity struct {
+	RunAsNonRoot bool `yaml:"runAsNonRoot"`
+	RunAsUser    int  `yaml:"runAsUser,omitempty"`
+	FSGroup      int  `yaml:"fsGroup,omitempty"`
+}
+
+type spread struct {
+	MaxSkew           int      `yaml:"maxSkew"`
+	TopologyKey       string   `yaml:"topologyKey"`
+	WhenUnsatisfiable string   `yaml:"whenUnsatisfiable"`
+	LabelSelector     selector `yaml:"labelSelector"`
+}
+
+type container struct {
+	Name           string          `yaml:"name"`
+	Image          string          `yaml:"image"`
+	Command        []string        `yaml:"command"`
+	Args           []string        `yaml:"args"`
+	Env            []envVar        `yaml:"env,omitempty"`
+	Ports          []containerPort `yaml:"ports,omitempty"`
+	ReadinessProbe *probe          `yaml:"readinessProbe,omitempty"`
+	VolumeMounts   []volumeMount   `yaml:"volumeMounts,omitempty"`
+}
+
+type envVar struct {
+	Name      string     `yaml:"name"`
+	ValueFrom *envSource `yaml:"valueFrom,omitempty"`
+}
+
+type envSource struct {
+	FieldRef fieldRef `yaml:"fieldRef"`
+}
+
+type fieldRef struct {
+	FieldPath string `yaml:"fieldPath"`
+}
+
+type containerPort struct {
+	Name          string `yaml:"name"`
+	ContainerPort int    `yaml:"containerPort"`
+}
+
+// probe is a TCP probe: an HTTP one would spend the kubelet's budget.
+type probe struct {
+	TCPSocket tcpSocket `yaml:"tcpSocket"`
+}
+
+type tcpSocket struct {
+	Port int `yaml:"port"`
+}
+
+type volumeMount struct {
+	Name      string `yaml:"name"`
+	MountPath string `yaml:"mountPath"`
+	ReadOnly  bool   `yaml:"readOnly,omitempty"`
+}
+
+type volume struct {
+	Name                  string           `yaml:"name"`
+	ConfigMap             *configMapVolume `yaml:"configMap,omitempty"`
+	PersistentVolumeClaim *claimVolume     `yaml:"persistentVolumeClaim,omitempty"`
+}
+
+type configMapVolume struct {
+	Name string `yaml:"name"`
+}
+
+type claimVolume struct {
+	ClaimName string `yaml:"claimName"`
+}

@@ -1,0 +1,273 @@
+package kubernetes
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// objects are the manifests decoded into the Kubernetes API types.
+type objects struct {
+	configMap  *corev1.ConfigMap
+	claim      *corev1.PersistentVolumeClaim
+	deployment *appsv1.Deployment
+	service    *corev1.Service
+	job        *batchv1.Job
+}
+
+// decode splits the YAML documents and decodes each strictly into the API
+// type of its kind, as the API server does with fieldValidation=Strict (the
+// default of kubectl apply).
+func decode(t *testing.T, manifest []byte) objects {
+	t.Helper()
+	var o objects
+	for i, doc := range bytes.Split(manifest, []byte("\n---\n")) {
+		doc = append(doc, '\n') // the split took it
+		var head struct{ APIVersion, Kind string }
+		if err := yaml.Unmarshal(doc, &head); err != nil {
+			t.Fatalf("document %d: %v", i, err)
+		}
+		var into any
+		switch head.APIVersion + " " + head.Kind {
+		case "v1 ConfigMap":
+			o.configMap = &corev1.ConfigMap{}
+			into = o.configMap
+		case "v1 PersistentVolumeClaim":
+			o.claim = &corev1.PersistentVolumeClaim{}
+			into = o.claim
+		case "apps/v1 Deployment":
+			o.deployment = &appsv1.Deployment{}
+			into = o.deployment
+		case "v1 Service":
+			o.service = &corev1.Service{}
+			into = o.service
+		case "batch/v1 Job":
+			o.job = &batchv1.Job{}
+			into = o.job
+		default:
+			t.Fatalf("document %d: unexpected %s %s", i, head.APIVersion, head.Kind)
+		}
+		// As the API server decodes: field names match case-sensitively;
+		// unknown and repeated fields are errors.
+		js, err := yaml.YAMLToJSONStrict(doc)
+		if err != nil {
+			t.Fatalf("document %d (%s): %v", i, head.Kind, err)
+		}
+		strict, err := json.UnmarshalStrict(js, into, json.DisallowDuplicateFields, json.DisallowUnknownFields)
+		if err != nil || len(strict) > 0 {
+			t.Fatalf("document %d (%s): %v %v", i, head.Kind, err, strict)
+		}
+	}
+	return o
+}
+
+func options() Options {
+	return Options{Name: "ratecheck-capacity", ProfileName: "capacity", ProfileFile: "capacity.yaml",
+		Profile: []byte("name: capacity\nstreams: []\n"), Shards: 3, Image: "registry.example.com/ratecheck:v1",
+		StartAt: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), Claim: "ratecheck-capacity-results", NewClaim: true, ClaimSize: "1Gi"}
+}
+
+// TestManifest: for every combination of options the manifests decode
+// strictly into the API types and hold together as the API server and the
+// Job controller require: valid names and labels, an Indexed Job of n
+// completions run n at a time and never retried, pods that never restart,
+// every mount backed by a volume that names an object of the manifest (or
+// the existing claim), the shard index taken from the completion index, and
+// a Service that selects the target's pods.
+func TestManifest(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*Options)
+	}{
+		{"defaults", func(*Options) {}},
+		{"remote target, existing claim, namespace", func(o *Options) {
+			o.Target, o.Claim, o.NewClaim, o.Namespace = "https://api.example.com", "shared-results", false, "load"
+		}},
+		{"one shard, window, extra args", func(o *Options) {
+			o.Shards, o.Window, o.Args = 1, 6*time.Second, []string{"--max-rate", "5000"}
+		}},
+		{"many shards", func(o *Options) { o.Shards = 50 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := options()
+			tc.change(&opts)
+			var b bytes.Buffer
+			if err := Write(&b, opts); err != nil {
+				t.Fatal(err)
+			}
+			o := decode(t, b.Bytes())
+			if o.configMap == nil || o.job == nil || (o.claim != nil) != opts.NewClaim || (o.deployment != nil) != (opts.Target == "") || (o.service != nil) != (opts.Target == "") {
+				t.Fatalf("objects %+v for %+v", o, opts)
+			}
+			checkMeta := func(kind, name, namespace string, labels map[string]string) {
+				for _, msg := range validation.IsDNS1123Label(name) {
+					t.Errorf("%s name %q: %s", kind, name, msg)
+				}
+				if namespace != opts.Namespace {
+					t.Errorf("%s namespace %q, want %q", kind, namespace, opts.Namespace)
+				}
+				for k, v := range labels {
+					for _, msg := range append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...) {
+						t.Errorf("%s label %s=%s: %s", kind, k, v, msg)
+					}
+				}
+			}
+			checkMeta("ConfigMap", o.configMap.Name, o.configMap.Namespace, o.configMap.Labels)
+			if string(o.configMap.Data[opts.ProfileFile]) != string(opts.Profile) {
+				t.Errorf("ConfigMap data %v does not hold the profile as %s", o.configMap.Data, opts.ProfileFile)
+			}
+			if o.claim != nil {
+				checkMeta("PersistentVolumeClaim", o.claim.Name, o.claim.Namespace, o.claim.Labels)
+				if q := o.claim.Spec.Resources.Requests[corev1.ResourceStorage]; q.String() != opts.ClaimSize || !slices.Contains(o.claim.Spec.AccessModes, corev1.ReadWriteMany) {
+					t.Errorf("claim requests %v, modes %v", q.String(), o.claim.Spec.AccessModes)
+				}
+			}
+			j := o.job
+			checkMeta("Job", j.Name, j.Namespace, j.Labels)
+			s := j.Spec
+			if s.CompletionMode == nil || *s.CompletionMode != batchv1.IndexedCompletion || s.Completions == nil || int(*s.Completions) != opts.Shards ||
+				s.Parallelism == nil || int(*s.Parallelism) != opts.Shards || s.BackoffLimit == nil || *s.BackoffLimit != 0 {
+				t.Errorf("job spec: mode %v, completions %v, parallelism %v, backoff %v", s.CompletionMode, s.Completions, s.Parallelism, s.BackoffLimit)
+			}
+			pod := s.Template.Spec
+			if pod.RestartPolicy != corev1.RestartPolicyNever || len(pod.Containers) != 1 {
+				t.Fatalf("pod: restart %q, %d containers", pod.RestartPolicy, len(pod.Containers))
+			}
+			if !selects(pod.TopologySpreadConstraints[0].LabelSelector.MatchLabels, s.Template.Labels) {
+				t.Errorf("spread selector %v does not select the shards %v", pod.TopologySpreadConstraints[0].LabelSelector.MatchLabels, s.Template.Labels)
+			}
+			c := pod.Containers[0]
+			checkPod("Job", t, pod, o, opts)
+			args := strings.Join(c.Args, " ")
+			want := "attack --profile /etc/ratecheck/" + opts.ProfileFile
+			if !strings.HasPrefix(args, want) || !strings.Contains(args, " --shard $(JOB_COMPLETION_INDEX)/"+strconv.Itoa(opts.Shards)+" ") ||
+				!strings.Contains(args, " --start-at 2026-11-30T09:00:00Z ") || !strings.Contains(args, " --out /results/"+opts.Name) {
+				t.Errorf("args %q", args)
+			}
+			if !strings.HasSuffix(args, strings.Join(opts.Args, " ")) {
+				t.Errorf("args %q do not end with the extra %q", args, opts.Args)
+			}
+			if len(c.Env) != 1 || c.Env[0].Name != "JOB_COMPLETION_INDEX" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.FieldRef == nil ||
+				c.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.annotations['batch.kubernetes.io/job-completion-index']" {
+				t.Errorf("env %+v: want JOB_COMPLETION_INDEX from the completion-index annotation", c.Env)
+			}
+			if opts.Target == "" {
+				d, svc := o.deployment, o.service
+				checkMeta("Deployment", d.Name, d.Namespace, d.Labels)
+				checkMeta("Service", svc.Name, svc.Namespace, svc.Labels)
+				checkPod("Deployment", t, d.Spec.Template.Spec, o, opts)
+				if !selects(d.Spec.Selector.MatchLabels, d.Spec.Template.Labels) || !selects(svc.Spec.Selector, d.Spec.Template.Labels) {
+					t.Errorf("selectors %v and %v do not select the target's pods %v", d.Spec.Selector.MatchLabels, svc.Spec.Selector, d.Spec.Template.Labels)
+				}
+				if !strings.Contains(args, " --target http://"+svc.Name+":"+strconv.Itoa(int(svc.Spec.Ports[0].Port))+" ") ||
+					svc.Spec.Ports[0].TargetPort.IntValue() != int(d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort) {
+					t.Errorf("the shards attack %q; the Service %s listens on %v for port %v", args, svc.Name, svc.Spec.Ports, d.Spec.Template.Spec.Containers[0].Ports)
+				}
+			} else if !strings.Contains(args, " --target "+opts.Target+" ") {
+				t.Errorf("args %q do not attack %s", args, opts.Target)
+			}
+		})
+	}
+}
+
+// checkPod: every container has a name and the image, and every mount is
+// backed by a volume whose source is an object of the manifest or the
+// existing claim.
+func checkPod(kind string, t *testing.T, pod corev1.PodSpec, o objects, opts Options) {
+	t.Helper()
+	volumes := map[string]corev1.Volume{}
+	for _, v := range pod.Volumes {
+		volumes[v.Name] = v
+		switch {
+		case v.ConfigMap != nil && v.ConfigMap.Name != o.configMap.Name:
+			t.Errorf("%s: volume %s names ConfigMap %s, not %s", kind, v.Name, v.ConfigMap.Name, o.configMap.Name)
+		case v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName != opts.Claim:
+			t.Errorf("%s: volume %s names claim %s, not %s", kind, v.Name, v.PersistentVolumeClaim.ClaimName, opts.Claim)
+		}
+	}
+	for _, c := range pod.Containers {
+		if msgs := validation.IsDNS1123Label(c.Name); len(msgs) > 0 || c.Image != opts.Image {
+			t.Errorf("%s: container %q (%v), image %q", kind, c.Name, msgs, c.Image)
+		}
+		for _, m := range c.VolumeMounts {
+			if _, ok := volumes[m.Name]; !ok {
+				t.Errorf("%s: mount %s has no volume", kind, m.Name)
+			}
+		}
+	}
+}
+
+// selects reports whether selector matches labels.
+func selects(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return len(selector) > 0
+}
+
+// TestManifestGolden pins the manifests a person reads and applies.
+func TestManifestGolden(t *testing.T) {
+	opts := options()
+	opts.Profile, _ = os.ReadFile("../../profiles/capacity.yaml")
+	opts.Window = 4 * time.Second
+	var b bytes.Buffer
+	if err := Write(&b, opts); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "capacity-3.golden.yaml")
+	if *update {
+		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != string(want) {
+		t.Errorf("manifests differ from %s (go test -update to accept):\n%s", golden, b.String())
+	}
+}
+
+func TestCheck(t *testing.T) {
+	for _, tc := range []struct {
+		change func(*Options)
+		want   string
+	}{
+		{func(o *Options) { o.Name = "Rate_Check" }, `--name "Rate_Check": want at most 40 lowercase letters`},
+		{func(o *Options) { o.Name = strings.Repeat("a", 41) }, `want at most 40 lowercase letters`},
+		{func(o *Options) { o.Namespace = "Load" }, `--namespace "Load" is not a valid Kubernetes namespace name`},
+		{func(o *Options) { o.Shards = 0 }, `--shards 0: want 1 to 1000`},
+		{func(o *Options) { o.Image = "" }, `--image "": want an image reference`},
+		{func(o *Options) { o.Claim = "results/x" }, `--claim "results/x" is not a valid PersistentVolumeClaim name`},
+		{func(o *Options) { o.ProfileFile = "my profile.yaml" }, `profile file name "my profile.yaml" cannot be a ConfigMap key`},
+	} {
+		opts := options()
+		tc.change(&opts)
+		if err := Write(new(bytes.Buffer), opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %q", opts, err, tc.want)
+		}
+	}
+	for profile, want := range map[string]string{"capacity": "ratecheck-capacity", "REST Limit!": "ratecheck-rest-limit", strings.Repeat("x", 60): "ratecheck-" + strings.Repeat("x", 30)} {
+		if got := DefaultName(profile); got != want {
+			t.Errorf("DefaultName(%q) = %q, want %q", profile, got, want)
+		}
+	}
+}

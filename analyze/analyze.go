@@ -3,10 +3,12 @@ package analyze
 import (
 	"cmp"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jamiealquiza/tachymeter"
@@ -114,67 +116,68 @@ func errKind(err string) string {
 	return err
 }
 
-// Analyze judges the input against cfg.
+// Analyze judges an input held in memory against cfg.
 func Analyze(in *Input, cfg Config) *Report {
+	rep, _ := AnalyzeSource(in, cfg) // reading memory cannot fail
+	return rep
+}
+
+// AnalyzeSource judges src against cfg in two passes over its records.
+// The first counts each group (a surface and a source address) and picks
+// each surface's primary group: the one the limit probes came from, with
+// the most refusals. The second, in send order, runs the windowed model
+// of every group, and the observed limit and limiter fit of the primaries,
+// holding about one window of records at a time.
+func AnalyzeSource(src Source, cfg Config) (*Report, error) {
+	meta := src.Info()
 	rep := &Report{Verdict: Verdict{Schema: 1, Verdict: Pass, Target: cfg.Target, WindowMS: cfg.Window.Milliseconds(), Run: cfg.Run}}
-	rep.Warnings = append(rep.Warnings, in.Truncated...)
-	notes, warnings := mergeNotes(in, cfg.Window)
+	rep.Warnings = append(rep.Warnings, meta.Truncated...)
+	notes, warnings := mergeNotes(meta, cfg.Window)
 	rep.Notes = notes
 	rep.Warnings = append(rep.Warnings, warnings...)
-	bySurface := map[string]map[string]*Group{}
-	// Find each label's group, count, then fill the groups in send order.
-	byLabel := map[uint32]*Group{}
-	groupOf := func(r *Record) *Group {
-		g, ok := byLabel[r.label]
-		if !ok {
-			if sf := r.Surface(); sf == REST || sf == MCP {
-				if bySurface[sf] == nil {
-					bySurface[sf] = map[string]*Group{}
-				}
-				if g = bySurface[sf][r.Source()]; g == nil {
-					g = &Group{Surface: sf, Source: r.Source()}
-					bySurface[sf][r.Source()] = g
-				}
-			}
-			byLabel[r.label] = g
+
+	// Each surface is judged by a worker of its own, side by side: both see
+	// every record and take theirs (and, for the independence check, the
+	// other surface's from their primary's source).
+	rest, mcp := newSurfaceRun(REST, cfg), newSurfaceRun(MCP, cfg)
+	workers := []*surfaceRun{rest, mcp}
+	err := fanOut(src.Each, workers, func(s *surfaceRun, r *Record, seq int) {
+		if g := s.groupOf(r, true); g != nil {
+			s.count(g, r, seq)
 		}
-		return g
+	})
+	if err != nil {
+		return nil, err
 	}
-	size := map[*Group]int{}
-	for i := range in.Records {
-		if g := groupOf(&in.Records[i]); g != nil {
-			size[g]++
+	rest.choosePrimary(mcp)
+	mcp.choosePrimary(rest)
+	err = fanOut(src.InOrder, workers, func(s *surfaceRun, r *Record, _ int) {
+		switch g := s.groupOf(r, false); {
+		case g == nil:
+		case g.surface == s:
+			g.add(r)
+		case g == s.other:
+			s.addOther(r)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	surfaces := map[string]*surfaceRun{}
+	for _, s := range workers {
+		if len(s.groups) > 0 {
+			surfaces[s.name] = s
 		}
 	}
-	for g, n := range size {
-		g.Records = make([]*Record, 0, n)
-	}
-	for i := range in.Records {
-		if g := byLabel[in.Records[i].label]; g != nil {
-			g.Records = append(g.Records, &in.Records[i])
-		}
-	}
-	// The surfaces are judged side by side (they only read the records).
-	surfaces := []string{REST, MCP}
-	svs, sds := make([]SurfaceVerdict, len(surfaces)), make([]SurfaceDetail, len(surfaces))
-	var wg sync.WaitGroup
-	for i, sf := range surfaces {
-		if bySurface[sf] == nil {
+	for _, sf := range []string{REST, MCP} {
+		s := surfaces[sf]
+		if s == nil {
 			continue
 		}
-		wg.Go(func() {
-			other := bySurface[map[string]string{REST: MCP, MCP: REST}[sf]]
-			svs[i], sds[i] = analyzeSurface(sf, bySurface[sf], other, cfg)
-		})
-	}
-	wg.Wait()
-	for i, sf := range surfaces {
-		if bySurface[sf] == nil {
-			continue
-		}
-		rep.Verdict.Surfaces = append(rep.Verdict.Surfaces, svs[i])
-		rep.Surfaces = append(rep.Surfaces, sds[i])
-		if svs[i].Verdict == Fail {
+		sv, sd := s.verdict()
+		rep.Verdict.Surfaces = append(rep.Verdict.Surfaces, sv)
+		rep.Surfaces = append(rep.Surfaces, sd)
+		if sv.Verdict == Fail {
 			rep.Verdict.Verdict = Fail
 		}
 	}
@@ -182,7 +185,7 @@ func Analyze(in *Input, cfg Config) *Report {
 		rep.Verdict.Verdict = Fail
 		rep.Warnings = append(rep.Warnings, "no REST or MCP requests in the input")
 	}
-	return rep
+	return rep, nil
 }
 
 func limitOf(cfg Config, surface string) int {
@@ -200,125 +203,352 @@ func at(r *Record, t0 int64) string {
 	return "+" + time.Duration(r.Start-t0).Round(time.Millisecond).String()
 }
 
-func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (SurfaceVerdict, SurfaceDetail) {
-	L, W := limitOf(cfg, sf), cfg.Window
-	sv := SurfaceVerdict{Surface: sf, ExpectedLimit: L, Model: FamilyUnknown, Verdict: Pass}
-	var sd SurfaceDetail
-	tach := tachymeter.New(&tachymeter.Config{Size: 100000, HBins: 10})
-	var t0 int64 = 1<<63 - 1
-	var srcs []string
-	for src, g := range groups {
-		srcs = append(srcs, src)
-		t0 = min(t0, g.Records[0].Start)
+// groupRun is one group's counts (first pass) and model (second pass).
+type groupRun struct {
+	surface         *surfaceRun
+	source          string
+	n, refusals     int
+	answered        int
+	first, second   int64 // the two earliest sends
+	firstRefusalEnd int64
+	extras          []string // the first distinct headers its refusals carried, in send order
+	model           *groupModel
+	// Of a group other than its surface's primary: the first two false
+	// throttles, in send order.
+	isoBad []string
+}
+
+// add takes the group's next request in send order (second pass).
+func (g *groupRun) add(r *Record) {
+	s := g.surface
+	if g == s.primary {
+		s.fit.add(r, g.model.n)
 	}
-	sort.Strings(srcs)
-	sd.Sources = srcs
-	// The primary group is the one the limit probes came from: the most
-	// refusals, then the most requests.
-	var primary *Group
-	var primaryRefusals int
-	for _, src := range srcs {
-		g, n := groups[src], 0
-		for _, r := range g.Records {
-			if refused(r) {
-				n++
-			}
+	g.model.add(r)
+	if refused(r) {
+		g.addExtras(r)
+	}
+}
+
+// addExtras notes the Retry-After and RateLimit values a refusal carried:
+// the first six distinct, enough for the surface to report its first three.
+func (g *groupRun) addExtras(r *Record) {
+	_, retryAfter, rateLimit := r.Header()
+	if retryAfter != "" && !slices.Contains(g.extras, "Retry-After: "+retryAfter) && len(g.extras) < 6 {
+		g.extras = append(g.extras, "Retry-After: "+retryAfter)
+	}
+	if rateLimit != "" && !slices.Contains(g.extras, "RateLimit: "+rateLimit) && len(g.extras) < 6 {
+		g.extras = append(g.extras, "RateLimit: "+rateLimit)
+	}
+}
+
+// surfaceRun gathers one surface's evidence over both passes.
+type surfaceRun struct {
+	name     string
+	L        int
+	W        time.Duration
+	selected []string // the checks reported (nil: all)
+	groups   map[string]*groupRun
+	byLabel  []*groupRun // by label index; nil: not seen yet, or not a group
+	seen     []bool      // by label index: looked up
+	t0       int64
+	sd       SurfaceDetail
+	// first pass
+	shapeN, shapeBad int
+	shapeMemo        map[string]bool // bodies are interned: few distinct ones
+	errs             map[string]int
+	lat              reservoir
+	contract         []contractHit
+	// second pass
+	primary                            *groupRun
+	other                              *groupRun // the other surface's group from the primary's source
+	otherSure                          []span    // its surely counted requests sent within a window of the primary's
+	fit                                *familyFit
+	obs                                int
+	anyRefused                         bool
+	judgedN                            int
+	required429                        int
+	indet                              int
+	onsetLeaks, onsetFalse, onsetIndet int
+	leaks, falses                      []string
+	countsProof, forgetsProof          int
+	spoofN, spoofLeaks, spoofProven    int
+	explained                          int
+	isoBadN, isoProven                 int
+}
+
+// span is a request's send and response.
+type span struct{ start, end int64 }
+
+// contractHit is a contract probe, kept (they are few) to report in order.
+type contractHit struct {
+	row    int
+	source string
+	seq    int
+	rec    Record
+}
+
+func newSurfaceRun(name string, cfg Config) *surfaceRun {
+	return &surfaceRun{name: name, L: limitOf(cfg, name), W: cfg.Window, selected: cfg.Checks, groups: map[string]*groupRun{}, t0: 1<<63 - 1,
+		shapeMemo: map[string]bool{}, errs: map[string]int{}, lat: newReservoir(100000)}
+}
+
+func (s *surfaceRun) group(source string) *groupRun {
+	g := s.groups[source]
+	if g == nil {
+		g = &groupRun{surface: s, source: source, first: 1<<63 - 1, second: 1<<63 - 1, firstRefusalEnd: 1<<63 - 1}
+		s.groups[source] = g
+		s.sd.Sources = append(s.sd.Sources, source)
+	}
+	return g
+}
+
+// groupOf returns r's group, of this surface or the other (nil: neither).
+// With create it makes groups of this surface as records name them (first
+// pass); the second pass only looks them up, the other surface's too.
+func (s *surfaceRun) groupOf(r *Record, create bool) *groupRun {
+	if int(r.label) < len(s.seen) && s.seen[r.label] {
+		return s.byLabel[r.label]
+	}
+	if int(r.label) >= len(s.seen) {
+		n := max(int(r.label)+1, 2*len(s.seen))
+		s.seen, s.byLabel = slices.Grow(s.seen, n-len(s.seen))[:n], slices.Grow(s.byLabel, n-len(s.byLabel))[:n]
+	}
+	var g *groupRun
+	switch sf := r.Surface(); {
+	case sf == s.name && create:
+		g = s.group(r.Source())
+	case sf == s.name:
+		g = s.groups[r.Source()]
+	case s.other != nil && sf == s.other.surface.name && r.Source() == s.other.source:
+		g = s.other
+	}
+	s.seen[r.label], s.byLabel[r.label] = true, g
+	return g
+}
+
+// count takes a record of group g in any order (first pass); seq is its
+// place in the input.
+func (s *surfaceRun) count(g *groupRun, r *Record, seq int) {
+	g.n++
+	s.t0 = min(s.t0, r.Start)
+	if r.Start < g.first {
+		g.first, g.second = r.Start, g.first
+	} else if r.Start < g.second {
+		g.second = r.Start
+	}
+	s.sd.Requests++
+	s.lat.add(r.End - r.Start)
+	switch {
+	case refused(r):
+		g.refusals++
+		g.answered++
+		g.firstRefusalEnd = min(g.firstRefusalEnd, r.End)
+		s.sd.Refused++
+		s.shapeN++
+		ok, seen := s.shapeMemo[string(r.Body())]
+		if !seen {
+			ok = shapeOK(s.name, r.Body())
+			s.shapeMemo[string(r.Body())] = ok
 		}
-		if primary == nil || n > primaryRefusals || (n == primaryRefusals && len(g.Records) > len(primary.Records)) {
-			primary, primaryRefusals = g, n
+		if !ok {
+			s.shapeBad++
+		}
+	case admitted(r):
+		g.answered++
+		s.sd.Admitted++
+	default:
+		s.sd.Faults++
+		if r.Code == 0 {
+			s.errs[errKind(r.Err())]++
 		}
 	}
-	// Only the primary group's judgements are kept; of the others' the
-	// isolation check needs their false throttles and how many of them were
-	// admitted while the primary address was provably over its limit.
-	var pj []Judgement
-	locked := lockedOut(primary, W)
-	var isoBad []string // the first two
-	isoBadN, isoProven := 0, 0
-	var shapeBad, shapeN int
-	shapeMemo := map[string]bool{} // bodies are interned: few distinct ones
-	var extras []string
-	errs := map[string]int{}
-	for _, src := range srcs {
-		g := groups[src]
-		js := Model(*g, L, W)
-		if g == primary {
-			pj = js
-		} else {
-			for _, j := range js {
-				r := g.Records[j.Index]
-				if j.FalseThrottle {
-					isoBadN++
-				}
-				if j.FalseThrottle && len(isoBad) < 2 {
-					isoBad = append(isoBad, fmt.Sprintf("%s refused at %s with at most %d in its own window", src, at(r, t0), j.Definite+j.Ambiguous))
-				}
-				if admitted(r) && locked(r) {
-					isoProven++
-				}
-			}
-		}
-		for _, r := range g.Records {
-			sd.Requests++
-			tach.AddTime(r.Latency())
-			switch {
-			case refused(r):
-				sd.Refused++
-				shapeN++
-				ok, seen := shapeMemo[string(r.Body())]
-				if !seen {
-					ok = shapeOK(sf, r.Body())
-					shapeMemo[string(r.Body())] = ok
-				}
-				if !ok {
-					shapeBad++
-				}
-				_, retryAfter, rateLimit := r.Header()
-				if retryAfter != "" && !slices.Contains(extras, "Retry-After: "+retryAfter) && len(extras) < 3 {
-					extras = append(extras, "Retry-After: "+retryAfter)
-				}
-				if rateLimit != "" && !slices.Contains(extras, "RateLimit: "+rateLimit) && len(extras) < 3 {
-					extras = append(extras, "RateLimit: "+rateLimit)
-				}
-			case admitted(r):
-				sd.Admitted++
-			default:
-				sd.Faults++
-				if r.Code == 0 {
-					errs[errKind(r.Err())]++
-				}
-			}
-		}
-		for _, j := range js {
-			switch j.Required {
-			case Require200:
-				sd.Required200++
-			case Require429:
-				sd.Required429++
-			default:
-				sd.Indet++
+	if isContractStream(r.Stream()) {
+		for i, row := range ContractRows {
+			if row.Surface == s.name && row.Stream == r.Stream() {
+				s.contract = append(s.contract, contractHit{row: i, source: g.source, seq: seq, rec: *r})
 			}
 		}
 	}
-	m := tach.Calc()
+}
+
+// choosePrimary picks the group the limit probes came from (the most
+// refusals, then the most requests) and sets every group's model up for
+// the second pass.
+func (s *surfaceRun) choosePrimary(other *surfaceRun) {
+	clear(s.seen) // the second pass looks the other surface's group up too
+	if len(s.groups) == 0 {
+		return
+	}
+	sort.Strings(s.sd.Sources)
+	for _, src := range s.sd.Sources {
+		g := s.groups[src]
+		if s.primary == nil || g.refusals > s.primary.refusals || (g.refusals == s.primary.refusals && g.n > s.primary.n) {
+			s.primary = g
+		}
+	}
+	for _, src := range s.sd.Sources {
+		g := s.groups[src]
+		g.model = newGroupModel(s.L, s.W, func(j *judged) { s.judged(g, j) })
+	}
+	s.fit = newFamilyFit(s.L, s.W, s.primary.answered)
+	s.other = other.groups[s.primary.source]
+}
+
+// locked reports whether the primary group's window surely held more than
+// L requests when a request r was counted, from the server's own refusals:
+// some refused request of the primary came back before r was sent (so at
+// least L+1 requests were counted by then), and at most one of its
+// requests was sent early enough to have aged out of r's window since.
+func (s *surfaceRun) locked(r *Record) bool {
+	p := s.primary
+	return p.firstRefusalEnd <= r.Start && r.End-int64(s.W) < p.second
+}
+
+// addOther takes a request of the other surface from the primary's source.
+func (s *surfaceRun) addOther(r *Record) {
+	if sure(r) {
+		s.otherSure = append(s.otherSure, span{r.Start, r.End})
+	}
+}
+
+// definiteOther counts the other surface's sure requests from the
+// primary's source definitely in r's window.
+func (s *surfaceRun) definiteOther(r *Record) int {
+	n := 0
+	for _, o := range s.otherSure {
+		if o.end <= r.Start && o.start > r.End-int64(s.W) {
+			n++
+		}
+	}
+	return n
+}
+
+// judged takes a request of group g with the model's judgement, in send
+// order within the group (second pass).
+func (s *surfaceRun) judged(g *groupRun, j *judged) {
+	if !j.judged {
+		return
+	}
+	r := &j.Record
+	switch j.Required {
+	case Require200:
+		s.sd.Required200++
+	case Require429:
+		s.sd.Required429++
+	default:
+		s.sd.Indet++
+	}
+	if g != s.primary {
+		if j.FalseThrottle {
+			s.isoBadN++
+			if len(g.isoBad) < 2 {
+				g.isoBad = append(g.isoBad, fmt.Sprintf("%s refused at %s with at most %d in its own window", g.source, at(r, s.t0), j.Definite+j.Ambiguous))
+			}
+		}
+		if admitted(r) && s.locked(r) {
+			s.isoProven++
+		}
+		return
+	}
+	// The primary group: the other surface's requests before this one's
+	// window are of no more use.
+	k := 0
+	for k < len(s.otherSure) && s.otherSure[k].start <= r.Start-int64(s.W) {
+		k++
+	}
+	s.otherSure = s.otherSure[k:]
+	s.judgedN++
+	if refused(r) {
+		s.obs, s.anyRefused = max(s.obs, j.observed), true
+	}
+	L, stream := s.L, r.Stream()
+	switch j.Required {
+	case Require429:
+		s.required429++
+	case Indeterminate:
+		s.indet++
+	}
+	// onset: the first episode, up to the first refusal's response.
+	if r.Start <= g.firstRefusalEnd && stream != "spoof" {
+		switch {
+		case j.Leak:
+			s.onsetLeaks++
+		case j.FalseThrottle:
+			s.onsetFalse++
+		case j.Required == Indeterminate:
+			s.onsetIndet++
+		}
+	}
+	// rolling: leaks and false throttles of the limit probes
+	if stream != "spoof" {
+		if j.Leak {
+			s.sd.Leaks++
+			if len(s.leaks) < 2 {
+				s.leaks = append(s.leaks, fmt.Sprintf("%s admitted with %d others surely in its window", at(r, s.t0), j.Definite))
+			}
+		}
+		if j.FalseThrottle {
+			s.sd.FalseThrottles++
+			if len(s.falses) < 2 {
+				s.falses = append(s.falses, fmt.Sprintf("%s refused with at most %d others in its window", at(r, s.t0), j.Definite+j.Ambiguous))
+			}
+		}
+	}
+	// rejected-count: requests that only one reading of refusals explains
+	if refused(r) && 1+int(j.PossibleAdmitted) <= L && !j.FalseThrottle {
+		s.countsProof++ // a limiter that forgot refusals had to admit it
+	}
+	if j.Leak && 1+int(j.DefiniteAdmitted) <= L {
+		s.forgetsProof++ // admitted although the refusals alone filled the window
+	}
+	// spoof: forged forwarding headers while the address was over its limit
+	if stream == "spoof" {
+		s.spoofN++
+		switch {
+		case !admitted(r):
+			if j.Required == Require429 || s.locked(r) {
+				s.spoofProven++
+			}
+		case j.Required == Require429 || s.locked(r):
+			s.spoofLeaks++
+		}
+	}
+	// independence: refusals explained only by the other surface's traffic
+	if s.other != nil && j.FalseThrottle && 1+int(j.Definite)+s.definiteOther(r) >= L+1 {
+		s.explained++
+	}
+}
+
+// verdict ends the second pass and judges the surface.
+func (s *surfaceRun) verdict() (SurfaceVerdict, SurfaceDetail) {
+	for _, src := range s.sd.Sources {
+		s.groups[src].model.flush()
+	}
+	L, W, sd, primary := s.L, s.W, s.sd, s.primary
+	sv := SurfaceVerdict{Surface: s.name, ExpectedLimit: L, Model: FamilyUnknown, Verdict: Pass}
+	m := s.lat.metrics()
 	sd.Latency = m
-	for k, n := range errs {
+	for k, n := range s.errs {
 		sd.Errors = append(sd.Errors, ErrorCount{Kind: k, N: n})
 	}
 	slices.SortFunc(sd.Errors, func(a, b ErrorCount) int { return cmp.Or(b.N-a.N, strings.Compare(a.Kind, b.Kind)) })
+	var extras []string
+	for _, src := range s.sd.Sources {
+		for _, e := range s.groups[src].extras {
+			if !slices.Contains(extras, e) && len(extras) < 3 {
+				extras = append(extras, e)
+			}
+		}
+	}
 	// observed limit, family and refusal counting, from the primary group
-	obs, anyRefused := ObservedLimit(*primary, W)
+	obs, anyRefused := s.obs, s.anyRefused
 	if anyRefused {
 		sv.ObservedLimit = &obs
 	}
-	sd.Fit = FitFamily(*primary, L, W)
-	sd.Primary = primary.Source
-	required429 := 0
-	for _, j := range pj {
-		if j.Required == Require429 {
-			required429++
-		}
-	}
+	sd.Fit = s.fit.result()
+	sd.Primary = primary.source
+	required429 := s.required429
 	switch {
 	case !anyRefused && required429 == 0:
 		sv.Model = FamilyUnknown
@@ -335,201 +565,109 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 	add := func(name, verdict, format string, args ...any) {
 		checks[name] = Check{Name: name, Verdict: verdict, Detail: fmt.Sprintf(format, args...)}
 	}
-	// onset: the first episode, up to the first refusal's response. It
-	// fails only on what is proven: an admission past L, a refusal below L,
-	// or no refusal although the window provably exceeded L.
-	var firstRefusalEnd int64 = 1<<63 - 1
-	for _, r := range primary.Records {
-		if refused(r) {
-			firstRefusalEnd = min(firstRefusalEnd, r.End)
-		}
-	}
-	onsetLeaks, onsetFalse, onsetIndet := 0, 0, 0
-	for _, j := range pj {
-		r := primary.Records[j.Index]
-		if r.Start > firstRefusalEnd || r.Stream() == "spoof" {
-			continue
-		}
-		switch {
-		case j.Leak:
-			onsetLeaks++
-		case j.FalseThrottle:
-			onsetFalse++
-		case j.Required == Indeterminate:
-			onsetIndet++
-		}
-	}
+	// onset fails only on what is proven: an admission past L, a refusal
+	// below L, or no refusal although the window provably exceeded L.
 	switch {
 	case !anyRefused && required429 == 0:
-		add("onset", Skip, "no window from %s held more than %d requests, so no 429 was due", primary.Source, L)
+		add("onset", Skip, "no window from %s held more than %d requests, so no 429 was due", primary.source, L)
 	case !anyRefused:
-		add("onset", Fail, "no 429 at all from %s although %d requests provably exceeded %d in one window: no limit enforced", primary.Source, required429, L)
-	case onsetLeaks > 0:
-		add("onset", Fail, "from %s %d requests were admitted past %d in one window before the first 429 (observed_limit %d)", primary.Source, onsetLeaks, L, obs)
-	case onsetFalse > 0:
-		add("onset", Fail, "from %s 429s began before %d requests could have been in one window (observed_limit %d)", primary.Source, L, obs)
+		add("onset", Fail, "no 429 at all from %s although %d requests provably exceeded %d in one window: no limit enforced", primary.source, required429, L)
+	case s.onsetLeaks > 0:
+		add("onset", Fail, "from %s %d requests were admitted past %d in one window before the first 429 (observed_limit %d)", primary.source, s.onsetLeaks, L, obs)
+	case s.onsetFalse > 0:
+		add("onset", Fail, "from %s 429s began before %d requests could have been in one window (observed_limit %d)", primary.source, L, obs)
 	case obs == L:
-		add("onset", Pass, "from %s the first 429 came after exactly %d admitted in one window (observed_limit %d)", primary.Source, L, obs)
+		add("onset", Pass, "from %s the first 429 came after exactly %d admitted in one window (observed_limit %d)", primary.source, L, obs)
 	default:
-		add("onset", Pass, "from %s observed_limit %d, within the timing uncertainty: %d requests of the onset could be counted in either window; none provably broke %d", primary.Source, obs, onsetIndet, L)
-	}
-	// rolling: leaks and false throttles of the primary group's limit probes
-	var leaks, falses []string
-	for _, j := range pj {
-		r := primary.Records[j.Index]
-		if r.Stream() == "spoof" {
-			continue
-		}
-		if j.Leak {
-			sd.Leaks++
-			if len(leaks) < 2 {
-				leaks = append(leaks, fmt.Sprintf("%s admitted with %d others surely in its window", at(r, t0), j.Definite))
-			}
-		}
-		if j.FalseThrottle {
-			sd.FalseThrottles++
-			if len(falses) < 2 {
-				falses = append(falses, fmt.Sprintf("%s refused with at most %d others in its window", at(r, t0), j.Definite+j.Ambiguous))
-			}
-		}
+		add("onset", Pass, "from %s observed_limit %d, within the timing uncertainty: %d requests of the onset could be counted in either window; none provably broke %d", primary.source, obs, s.onsetIndet, L)
 	}
 	ew := fmt.Sprintf("effective window %v (documented %v)", sd.Fit.EffectiveWindow.Round(time.Millisecond), W)
-	indet := 0
-	for _, j := range pj {
-		if j.Required == Indeterminate {
-			indet++
-		}
-	}
 	if sd.Leaks+sd.FalseThrottles == 0 {
-		add("rolling", Pass, "%d requests from %s: 0 leaks, 0 false throttles (%d indeterminate); %s", len(pj), primary.Source, indet, ew)
+		add("rolling", Pass, "%d requests from %s: 0 leaks, 0 false throttles (%d indeterminate); %s", s.judgedN, primary.source, s.indet, ew)
 	} else {
 		add("rolling", Fail, "%d leaks (%s), %d false throttles (%s) against %d per %v; %s",
-			sd.Leaks, strings.Join(leaks, "; "), sd.FalseThrottles, strings.Join(falses, "; "), L, W, ew)
-	}
-	// rejected-count: proven either way by requests that only one reading
-	// of refusals explains.
-	countsProof, forgetsProof := 0, 0
-	for _, j := range pj {
-		r := primary.Records[j.Index]
-		if refused(r) && 1+int(j.PossibleAdmitted) <= L && !j.FalseThrottle {
-			countsProof++ // a limiter that forgot refusals had to admit it
-		}
-		if j.Leak && 1+int(j.DefiniteAdmitted) <= L {
-			forgetsProof++ // admitted although the refusals alone filled the window
-		}
+			sd.Leaks, strings.Join(s.leaks, "; "), sd.FalseThrottles, strings.Join(s.falses, "; "), L, W, ew)
 	}
 	switch {
-	case forgetsProof > 0:
+	case s.forgetsProof > 0:
 		no := false
 		sv.RejectedCount = &no
-		add("rejected-count", Fail, "%d requests were admitted while refused requests filled the window: refusals do not count (the contract says they do); best fit %s", forgetsProof, sd.Fit.Best)
-	case countsProof > 0:
+		add("rejected-count", Fail, "%d requests were admitted while refused requests filled the window: refusals do not count (the contract says they do); best fit %s", s.forgetsProof, sd.Fit.Best)
+	case s.countsProof > 0:
 		yes := true
 		sv.RejectedCount = &yes
-		add("rejected-count", Pass, "%d refusals are explained only by counting refused requests, as documented; best fit %s", countsProof, sd.Fit.Best)
+		add("rejected-count", Pass, "%d refusals are explained only by counting refused requests, as documented; best fit %s", s.countsProof, sd.Fit.Best)
 	default:
 		add("rejected-count", Skip, "no request proves either way whether refusals count (timing too uncertain, or the plan did not flood); best fit %s", sd.Fit.Best)
 	}
-	// shape
 	hdrs := ""
 	if len(extras) > 0 {
 		hdrs = "; the target also sent " + strings.Join(extras, ", ")
 	}
-	want := map[string]string{REST: `{"error":{"code":"rate_limited"}}`, MCP: "JSON-RPC error -32603"}[sf]
+	want := map[string]string{REST: `{"error":{"code":"rate_limited"}}`, MCP: "JSON-RPC error -32603"}[s.name]
 	switch {
-	case shapeN == 0:
+	case s.shapeN == 0:
 		add("shape", Skip, "no 429 to inspect")
-	case shapeBad == 0:
-		add("shape", Pass, "all %d refusals carry %s%s", shapeN, want, hdrs)
+	case s.shapeBad == 0:
+		add("shape", Pass, "all %d refusals carry %s%s", s.shapeN, want, hdrs)
 	default:
-		add("shape", Fail, "%d of %d refusals lack %s%s", shapeBad, shapeN, want, hdrs)
+		add("shape", Fail, "%d of %d refusals lack %s%s", s.shapeBad, s.shapeN, want, hdrs)
 	}
 	// isolation: another address is refused though its own window provably
 	// allowed it (fail), or admitted while the primary address was provably
 	// over its limit (pass).
-	if len(srcs) < 2 {
-		add("isolation", Skip, "one source address only (%s): isolation needs a second (--sources)", primary.Source)
+	if len(s.sd.Sources) < 2 {
+		add("isolation", Skip, "one source address only (%s): isolation needs a second (--sources)", primary.source)
 	} else {
-		switch {
-		case isoBadN > 0:
-			add("isolation", Fail, "another address shares the budget of %s: %s", primary.Source, strings.Join(isoBad, "; "))
-		case isoProven == 0:
-			add("isolation", Skip, "no request from another address went out while %s was provably over its limit (timing too uncertain)", primary.Source)
-		default:
-			add("isolation", Pass, "%d requests from other addresses were admitted while %s was provably over its limit", isoProven, primary.Source)
-		}
-	}
-	// spoof: a probe with forged forwarding headers admitted although a
-	// refusal of its real address came back before it was sent and too few
-	// requests could have aged out since for the window to drop below L.
-	spoofN, spoofLeaks, spoofProven := 0, 0, 0
-	for _, j := range pj {
-		r := primary.Records[j.Index]
-		if r.Stream() != "spoof" {
-			continue
-		}
-		spoofN++
-		if !admitted(r) {
-			if j.Required == Require429 || locked(r) {
-				spoofProven++
+		var isoBad []string
+		for _, src := range s.sd.Sources {
+			for _, b := range s.groups[src].isoBad {
+				if len(isoBad) < 2 {
+					isoBad = append(isoBad, b)
+				}
 			}
-			continue
 		}
-		if j.Required == Require429 || locked(r) {
-			spoofLeaks++
+		switch {
+		case s.isoBadN > 0:
+			add("isolation", Fail, "another address shares the budget of %s: %s", primary.source, strings.Join(isoBad, "; "))
+		case s.isoProven == 0:
+			add("isolation", Skip, "no request from another address went out while %s was provably over its limit (timing too uncertain)", primary.source)
+		default:
+			add("isolation", Pass, "%d requests from other addresses were admitted while %s was provably over its limit", s.isoProven, primary.source)
 		}
 	}
 	switch {
-	case spoofN == 0:
+	case s.spoofN == 0:
 		add("spoof", Skip, "no probe with forged forwarding headers")
-	case spoofLeaks > 0:
-		add("spoof", Fail, "%d of %d probes with forged X-Forwarded-For, Forwarded or X-Real-IP were admitted while %s was provably over its limit: the target trusts forwarding headers", spoofLeaks, spoofN, primary.Source)
-	case spoofProven == 0:
-		add("spoof", Skip, "no forged-header probe went out while %s was provably over its limit (timing too uncertain)", primary.Source)
+	case s.spoofLeaks > 0:
+		add("spoof", Fail, "%d of %d probes with forged X-Forwarded-For, Forwarded or X-Real-IP were admitted while %s was provably over its limit: the target trusts forwarding headers", s.spoofLeaks, s.spoofN, primary.source)
+	case s.spoofProven == 0:
+		add("spoof", Skip, "no forged-header probe went out while %s was provably over its limit (timing too uncertain)", primary.source)
 	default:
-		add("spoof", Pass, "%d probes with forged X-Forwarded-For, Forwarded or X-Real-IP were refused like their real address", spoofProven)
+		add("spoof", Pass, "%d probes with forged X-Forwarded-For, Forwarded or X-Real-IP were refused like their real address", s.spoofProven)
 	}
-	// independence: refusals explained only by the other surface's traffic
-	og := other[primary.Source]
-	if og == nil {
-		add("independence", Skip, "the other surface was not exercised from %s", primary.Source)
-	} else {
-		explained := 0
-		for _, j := range pj {
-			if !j.FalseThrottle {
-				continue
-			}
-			r := primary.Records[j.Index]
-			if 1+int(j.Definite)+definiteIn(og, r, W) >= L+1 {
-				explained++
-			}
-		}
-		if explained > 0 {
-			add("independence", Fail, "%d refusals on %s from %s are explained only by counting the other surface's requests: the surfaces share a counter", explained, sf, primary.Source)
-		} else {
-			add("independence", Pass, "traffic on the other surface from %s did not count toward this one", primary.Source)
-		}
+	switch {
+	case s.other == nil:
+		add("independence", Skip, "the other surface was not exercised from %s", primary.source)
+	case s.explained > 0:
+		add("independence", Fail, "%d refusals on %s from %s are explained only by counting the other surface's requests: the surfaces share a counter", s.explained, s.name, primary.source)
+	default:
+		add("independence", Pass, "traffic on the other surface from %s did not count toward this one", primary.source)
 	}
-	// contract
+	// contract, in the table's order, then by source, then by send time
+	slices.SortStableFunc(s.contract, func(a, b contractHit) int {
+		return cmp.Or(a.row-b.row, strings.Compare(a.source, b.source), cmp.Compare(a.rec.Start, b.rec.Start), a.seq-b.seq)
+	})
 	var rows, bad, unanswered []string
-	for _, row := range ContractRows {
-		if row.Surface != sf {
+	for _, h := range s.contract {
+		row, r := ContractRows[h.row], &h.rec
+		rows = append(rows, row.Stream)
+		if r.Code == 0 { // no answer: proves nothing about the row
+			unanswered = append(unanswered, fmt.Sprintf("%s (%s)", row.Stream, errKind(r.Err())))
 			continue
 		}
-		for _, src := range srcs {
-			for _, r := range groups[src].Records {
-				if r.Stream() != row.Stream {
-					continue
-				}
-				rows = append(rows, row.Stream)
-				if r.Code == 0 { // no answer: proves nothing about the row
-					unanswered = append(unanswered, fmt.Sprintf("%s (%s)", row.Stream, errKind(r.Err())))
-					continue
-				}
-				if p := checkRow(row, r); p != "" {
-					bad = append(bad, fmt.Sprintf("%s (%s): %s", row.Stream, row.What, p))
-				}
-			}
+		if p := checkRow(row, r); p != "" {
+			bad = append(bad, fmt.Sprintf("%s (%s): %s", row.Stream, row.What, p))
 		}
 	}
 	switch {
@@ -543,7 +681,7 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 		add("contract", Pass, "all %d failure-table rows answer as documented and are classified as answers, not retried", len(rows))
 	}
 
-	selected := cfg.Checks
+	selected := s.selected
 	if selected == nil {
 		selected = CheckNames
 	}
@@ -560,33 +698,98 @@ func analyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (Sur
 	return sv, sd
 }
 
-// lockedOut returns a function reporting whether g's window surely held
-// more than L requests when a request r was counted, from the server's own
-// refusals: some refused request of g came back before r was sent (so at
-// least L+1 requests were counted by then), and at most one of g's
-// requests was sent early enough to have aged out of r's window since.
-func lockedOut(g *Group, w time.Duration) func(r *Record) bool {
-	firstRefusalEnd := int64(1<<63 - 1)
-	starts := make([]int64, 0, len(g.Records))
-	for _, i := range g.Records {
-		if refused(i) {
-			firstRefusalEnd = min(firstRefusalEnd, i.End)
-		}
-		starts = append(starts, i.Start)
+// fanOut runs each over the source's records and hands them, in batches,
+// to one goroutine per surface, which calls take with its place in the
+// stream. It returns once every worker is done.
+func fanOut(each func(func(*Record)) error, workers []*surfaceRun, take func(s *surfaceRun, r *Record, seq int)) error {
+	type batch struct {
+		recs []Record
+		seq  int
+		left atomic.Int32
 	}
-	slices.Sort(starts)
-	return func(r *Record) bool {
-		return firstRefusalEnd <= r.Start && le(starts, r.End-int64(w)) <= 1
+	const size = 4096
+	free := make(chan *batch, 8)
+	for range cap(free) {
+		free <- &batch{recs: make([]Record, 0, size)}
+	}
+	chans := make([]chan *batch, len(workers))
+	var wg sync.WaitGroup
+	for i, s := range workers {
+		chans[i] = make(chan *batch, cap(free))
+		wg.Go(func() {
+			for b := range chans[i] {
+				for k := range b.recs {
+					take(s, &b.recs[k], b.seq+k)
+				}
+				if b.left.Add(-1) == 0 {
+					free <- b
+				}
+			}
+		})
+	}
+	b, seq := <-free, 0
+	send := func() {
+		b.seq = seq
+		seq += len(b.recs)
+		b.left.Store(int32(len(workers)))
+		for _, c := range chans {
+			c <- b
+		}
+		b = <-free
+		b.recs = b.recs[:0]
+	}
+	err := each(func(r *Record) {
+		if b.recs = append(b.recs, *r); len(b.recs) == size {
+			send()
+		}
+	})
+	if len(b.recs) > 0 {
+		send()
+	}
+	for _, c := range chans {
+		close(c)
+	}
+	wg.Wait()
+	return err
+}
+
+// reservoir keeps a uniform sample of at most size latencies (all of them
+// up to size), with the exact count, least and greatest, for the latency
+// summary: a million results take a bounded sample, not a million slots.
+type reservoir struct {
+	size     int
+	n        int
+	min, max int64
+	sample   []time.Duration
+	rng      *rand.Rand
+}
+
+func newReservoir(size int) reservoir {
+	return reservoir{size: size, min: 1<<63 - 1, max: -1 << 63, rng: rand.New(rand.NewPCG(1, 2))}
+}
+
+func (v *reservoir) add(lat int64) {
+	v.n++
+	v.min, v.max = min(v.min, lat), max(v.max, lat)
+	if len(v.sample) < v.size {
+		v.sample = append(v.sample, time.Duration(lat))
+	} else if k := v.rng.IntN(v.n); k < v.size {
+		v.sample[k] = time.Duration(lat)
 	}
 }
 
-// definiteIn counts the sure requests of g definitely in r's window.
-func definiteIn(g *Group, r *Record, w time.Duration) int {
-	n := 0
-	for _, i := range g.Records {
-		if sure(i) && i.End <= r.Start && i.Start > r.End-int64(w) {
-			n++
-		}
+// metrics summarizes the sample with tachymeter; the count, least and
+// greatest are the exact ones.
+func (v *reservoir) metrics() *tachymeter.Metrics {
+	tach := tachymeter.New(&tachymeter.Config{Size: max(len(v.sample), 1), HBins: 10})
+	for _, d := range v.sample {
+		tach.AddTime(d)
 	}
-	return n
+	m := tach.Calc()
+	if v.n > 0 {
+		m.Count = v.n
+		m.Time.Min, m.Time.Max = time.Duration(v.min), time.Duration(v.max)
+		m.Time.Range = m.Time.Max - m.Time.Min
+	}
+	return m
 }

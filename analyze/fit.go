@@ -1,10 +1,9 @@
 package analyze
 
 import (
+	"container/heap"
 	"fmt"
 	"math"
-	"slices"
-	"sort"
 	"time"
 )
 
@@ -63,22 +62,60 @@ var (
 // which does not care in what order concurrent requests reached the server.
 // The fewest mismatches win; ties go to the simplest family.
 func FitFamily(g Group, limit int, w time.Duration) Fit {
-	// The server counted each request somewhere between its send and its
-	// response: replay on both ends and keep, per candidate, the better.
-	// Send times fit when the delay is on the way in, response times when
-	// requests queued at the server.
-	var starts, ends []int64
-	var obs []bool
+	n := 0
 	for _, r := range g.Records {
 		if admitted(r) || refused(r) {
-			starts, ends, obs = append(starts, r.Start), append(ends, r.End), append(obs, admitted(r))
+			n++
 		}
 	}
-	if len(starts) == 0 {
-		return Fit{Best: Candidate{Family: FamilyUnknown, Window: w}}
+	f := newFamilyFit(limit, w, n)
+	for i, r := range g.Records {
+		f.add(r, int32(i))
 	}
-	endTs, endObs := sortedBy(ends, obs)
-	fs, fe := fitOn(starts, obs, limit, w), fitOn(endTs, endObs, limit, w)
+	return f.result()
+}
+
+// familyFit fits the candidates to a group's answered requests as they
+// stream past in send order. The server counted each request somewhere
+// between its send and its response: the candidates are replayed on both
+// ends, and each keeps the better. Send times fit when the delay is on the
+// way in, response times when requests queued at the server.
+type familyFit struct {
+	starts, ends *replay
+	byEnd        endHeap // answered requests not yet replayed on their responses
+}
+
+// newFamilyFit fits n answered requests (the count sets how finely phases
+// and windows are scanned).
+func newFamilyFit(limit int, w time.Duration, n int) *familyFit {
+	return &familyFit{starts: newReplay(limit, w, n), ends: newReplay(limit, w, n)}
+}
+
+// add takes a group's next request in send order; index is its place.
+func (f *familyFit) add(r *Record, index int32) {
+	// A response at or before this send can go: every later request is
+	// sent, so answered, no earlier; ties go in send order.
+	for len(f.byEnd) > 0 && f.byEnd[0].end <= r.Start {
+		e := heap.Pop(&f.byEnd).(endItem)
+		f.ends.add(e.end, e.ok)
+	}
+	if !admitted(r) && !refused(r) {
+		return
+	}
+	f.starts.add(r.Start, admitted(r))
+	heap.Push(&f.byEnd, endItem{end: r.End, index: index, ok: admitted(r)})
+}
+
+// result replays what is left and returns the fit.
+func (f *familyFit) result() Fit {
+	for len(f.byEnd) > 0 {
+		e := heap.Pop(&f.byEnd).(endItem)
+		f.ends.add(e.end, e.ok)
+	}
+	if !f.starts.started {
+		return Fit{Best: Candidate{Family: FamilyUnknown, Window: time.Duration(f.starts.w)}}
+	}
+	fs, fe := f.starts.fit(), f.ends.fit()
 	fit := Fit{Candidates: make([]Candidate, len(fs.Candidates))}
 	for i := range fs.Candidates {
 		fit.Candidates[i] = fs.Candidates[i]
@@ -99,109 +136,159 @@ func FitFamily(g Group, limit int, w time.Duration) Fit {
 	return fit
 }
 
-// sortedBy returns ts sorted, reordering obs alongside (a copy).
-func sortedBy(ts []int64, obs []bool) ([]int64, []bool) {
-	if slices.IsSorted(ts) {
-		return ts, obs
-	}
-	idx := make([]int, len(ts))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return ts[idx[a]] < ts[idx[b]] })
-	t2, o2 := make([]int64, len(ts)), make([]bool, len(ts))
-	for i, k := range idx {
-		t2[i], o2[i] = ts[k], obs[k]
-	}
-	return t2, o2
+// endItem is an answered request waiting to be replayed on its response.
+type endItem struct {
+	end   int64
+	index int32
+	ok    bool
 }
 
-// fitOn fits every candidate to requests at times ts (sorted) with the
-// observed outcomes obs. Each candidate replays the requests once, adding
-// its admissions to the time bins as it goes.
-func fitOn(ts []int64, obs []bool, limit int, w time.Duration) Fit {
-	t0 := ts[0]
-	bin := max(int64(w)/100, 1)
-	nbins := int((ts[len(ts)-1]-t0)/bin) + 1
-	bins := make([]int32, len(ts))
-	obsBins := make([]int, nbins)
-	for i, t := range ts {
-		bins[i] = int32((t - t0) / bin)
-		if obs[i] {
-			obsBins[bins[i]]++
-		}
-	}
-	r := &replay{ts: ts, bins: bins, adm: make([]int, nbins), ring: make([]int64, 0, limit)}
-	score := func() int {
-		m := 0
-		for i := range r.adm {
-			m += abs(r.adm[i] - obsBins[i])
-		}
-		clear(r.adm)
-		return m
-	}
+// endHeap orders answered requests by response, then send order.
+type endHeap []endItem
+
+func (h endHeap) Len() int { return len(h) }
+func (h endHeap) Less(i, j int) bool {
+	return h[i].end < h[j].end || h[i].end == h[j].end && h[i].index < h[j].index
+}
+func (h endHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *endHeap) Push(x any)   { *h = append(*h, x.(endItem)) }
+func (h *endHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// replay runs every candidate limiter over requests in time order at
+// once, each scoring Σ over time bins of w/100 of |admitted by it −
+// admitted observed|; bins start at the first request.
+type replay struct {
+	limit        int
+	w            int64
+	phases       int
+	scan         []int // effective-window lengths, percent of w, nearest first
+	started      bool
+	t0, bin, cur int64
+	obs          int // observed admissions in the current bin
+	none         score
+	logs         []slidingLog // counting refusals, not; then the window scan
+	bucket       tokenBucket
+	fixed        []fixedWindow
+	counters     []slidingCounter // counting refusals (phases), then not
+}
+
+// score is a candidate's admissions in the current bin and its mismatches
+// over the bins closed.
+type score struct{ adm, mis int }
+
+func (s *score) close(obs int) {
+	s.mis += abs(s.adm - obs)
+	s.adm = 0
+}
+
+func newReplay(limit int, w time.Duration, n int) *replay {
 	// Scans are bounded so that a flood of a million results fits in about
 	// the time it takes to decode them.
 	phases := 50
-	if len(ts) > 20000 {
+	if n > 20000 {
 		phases = 10
 	}
-	var cands []Candidate
-	for i := range ts {
-		r.admit(i)
+	return &replay{limit: limit, w: int64(w), phases: phases, scan: windowScan(n)}
+}
+
+// start sets the candidates up at the first request's time t.
+func (r *replay) start(t int64) {
+	r.started, r.t0, r.bin = true, t, max(r.w/100, 1)
+	W := r.w
+	r.logs = append(r.logs, newSlidingLog(r.limit, W, true), newSlidingLog(r.limit, W, false))
+	for _, k := range r.scan {
+		r.logs = append(r.logs, newSlidingLog(r.limit, W*int64(k)/100, true))
 	}
-	cands = append(cands, Candidate{Family: FamilyNone, Window: w, Mismatches: score()})
-	for _, cr := range []*bool{&yes, &no} {
-		r.slidingLog(limit, int64(w), *cr)
-		cands = append(cands, Candidate{Family: FamilySlidingLog, CountsRefused: cr, Window: w, Mismatches: score()})
+	r.bucket = tokenBucket{limit: r.limit, W: W, tokens: float64(r.limit), last: t}
+	for p := range r.phases {
+		r.fixed = append(r.fixed, fixedWindow{limit: r.limit, W: W, origin: t - W*int64(p)/int64(r.phases), idx: math.MinInt64})
 	}
-	r.tokenBucket(limit, int64(w))
-	cands = append(cands, Candidate{Family: FamilyTokenBucket, CountsRefused: &no, Window: w, Mismatches: score()})
-	bestFixed := Candidate{Family: FamilyFixedWindow, Window: w, Mismatches: math.MaxInt}
-	for p := range phases {
-		ph := int64(w) * int64(p) / int64(phases)
-		r.fixedWindow(limit, int64(w), t0-ph)
-		if m := score(); m < bestFixed.Mismatches {
-			bestFixed.Mismatches, bestFixed.Phase = m, time.Duration(ph)
+	for _, cr := range []bool{true, false} {
+		for p := range r.phases {
+			r.counters = append(r.counters, slidingCounter{limit: r.limit, W: W, origin: t - W*int64(p)/int64(r.phases), countRefused: cr, idx: math.MinInt64})
 		}
 	}
-	cands = append(cands, bestFixed)
-	for _, cr := range []*bool{&yes, &no} {
-		best := Candidate{Family: FamilySlidingWindow, CountsRefused: cr, Window: w, Mismatches: math.MaxInt}
-		for p := range phases {
-			ph := int64(w) * int64(p) / int64(phases)
-			r.slidingCounter(limit, int64(w), t0-ph, *cr)
-			if m := score(); m < best.Mismatches {
-				best.Mismatches, best.Phase = m, time.Duration(ph)
+}
+
+// add replays one request at time t, admitted or not by the server.
+func (r *replay) add(t int64, ok bool) {
+	if !r.started {
+		r.start(t)
+	}
+	if b := (t - r.t0) / r.bin; b != r.cur {
+		r.closeBin()
+		r.cur = b
+	}
+	if ok {
+		r.obs++
+	}
+	r.none.adm++
+	for i := range r.logs {
+		r.logs[i].add(t)
+	}
+	r.bucket.add(t)
+	for i := range r.fixed {
+		r.fixed[i].add(t)
+	}
+	for i := range r.counters {
+		r.counters[i].add(t)
+	}
+}
+
+func (r *replay) closeBin() {
+	r.none.close(r.obs)
+	for i := range r.logs {
+		r.logs[i].close(r.obs)
+	}
+	r.bucket.close(r.obs)
+	for i := range r.fixed {
+		r.fixed[i].close(r.obs)
+	}
+	for i := range r.counters {
+		r.counters[i].close(r.obs)
+	}
+	r.obs = 0
+}
+
+// fit closes the last bin and names each family's best candidate.
+func (r *replay) fit() Fit {
+	r.closeBin()
+	w := time.Duration(r.w)
+	cands := []Candidate{{Family: FamilyNone, Window: w, Mismatches: r.none.mis}}
+	for i, cr := range []*bool{&yes, &no} {
+		cands = append(cands, Candidate{Family: FamilySlidingLog, CountsRefused: cr, Window: w, Mismatches: r.logs[i].mis})
+	}
+	cands = append(cands, Candidate{Family: FamilyTokenBucket, CountsRefused: &no, Window: w, Mismatches: r.bucket.mis})
+	bestPhase := func(family string, cr *bool, mis func(p int) int) Candidate {
+		best := Candidate{Family: family, CountsRefused: cr, Window: w, Mismatches: math.MaxInt}
+		for p := range r.phases {
+			if m := mis(p); m < best.Mismatches {
+				best.Mismatches, best.Phase = m, time.Duration(r.w*int64(p)/int64(r.phases))
 			}
 		}
-		cands = append(cands, best)
+		return best
+	}
+	cands = append(cands, bestPhase(FamilyFixedWindow, nil, func(p int) int { return r.fixed[p].mis }))
+	for i, cr := range []*bool{&yes, &no} {
+		cands = append(cands, bestPhase(FamilySlidingWindow, cr, func(p int) int { return r.counters[i*r.phases+p].mis }))
 	}
 	fit := Fit{Candidates: cands}
 	// The effective window: the sliding-log window length (counting
 	// refusals, as documented) that fits best, scanned from half to twice
 	// the documented one; on a tie the one nearest the documented.
 	fit.effM = math.MaxInt
-	for _, k := range windowScan(len(ts)) {
-		wk := int64(w) * int64(k) / 100
-		r.slidingLog(limit, wk, true)
-		if m := score(); m < fit.effM {
-			fit.effM, fit.EffectiveWindow = m, time.Duration(wk)
+	for i, l := range r.logs[2:] {
+		if l.mis < fit.effM {
+			fit.effM, fit.EffectiveWindow = l.mis, time.Duration(r.w*int64(r.scan[i])/100)
 		}
 	}
 	return fit
 }
-
-// replay replays candidate limiters over requests at times ts (sorted),
-// counting each one's admissions per time bin in adm.
-type replay struct {
-	ts   []int64
-	bins []int32 // the time bin of each request
-	adm  []int
-	ring []int64
-}
-
-func (r *replay) admit(i int) { r.adm[r.bins[i]]++ }
 
 // windowScan lists window lengths in percent of the documented one, nearest
 // first, so that the first best is the nearest.
@@ -229,74 +316,97 @@ func abs(x int) int {
 
 // slidingLog admits a request when fewer than L counted requests arrived in
 // (t − W, t): the L-th newest counted arrival decides.
-func (r *replay) slidingLog(limit int, W int64, countRefused bool) {
-	ring := r.ring[:0] // grows up to limit
-	head := 0
-	for i, t := range r.ts {
-		ok := len(ring) < limit || ring[head] <= t-W
-		if ok || countRefused {
-			if len(ring) < limit {
-				ring = append(ring, t)
-			} else {
-				ring[head] = t
-				head = (head + 1) % limit
-			}
+type slidingLog struct {
+	score
+	W            int64
+	countRefused bool
+	ring         []int64 // grows up to limit
+	head         int
+}
+
+func newSlidingLog(limit int, W int64, countRefused bool) slidingLog {
+	return slidingLog{W: W, countRefused: countRefused, ring: make([]int64, 0, limit)}
+}
+
+func (l *slidingLog) add(t int64) {
+	limit := cap(l.ring)
+	ok := len(l.ring) < limit || l.ring[l.head] <= t-l.W
+	if ok || l.countRefused {
+		if len(l.ring) < limit {
+			l.ring = append(l.ring, t)
+		} else {
+			l.ring[l.head] = t
+			l.head = (l.head + 1) % limit
 		}
-		if ok {
-			r.admit(i)
-		}
+	}
+	if ok {
+		l.adm++
 	}
 }
 
 // tokenBucket holds L tokens refilled at L per W; refusals cost nothing.
-func (r *replay) tokenBucket(limit int, W int64) {
-	tokens, last := float64(limit), r.ts[0]
-	for i, t := range r.ts {
-		tokens = math.Min(float64(limit), tokens+float64(t-last)*float64(limit)/float64(W))
-		last = t
-		if tokens >= 1 {
-			tokens--
-			r.admit(i)
-		}
+type tokenBucket struct {
+	score
+	limit  int
+	W      int64
+	tokens float64
+	last   int64
+}
+
+func (b *tokenBucket) add(t int64) {
+	b.tokens = math.Min(float64(b.limit), b.tokens+float64(t-b.last)*float64(b.limit)/float64(b.W))
+	b.last = t
+	if b.tokens >= 1 {
+		b.tokens--
+		b.adm++
 	}
 }
 
 // fixedWindow admits L per window aligned at origin.
-func (r *replay) fixedWindow(limit int, W, origin int64) {
-	idx, n := int64(math.MinInt64), 0
-	for i, t := range r.ts {
-		if k := floorDiv(t-origin, W); k != idx {
-			idx, n = k, 0
-		}
-		if n < limit {
-			n++
-			r.admit(i)
-		}
+type fixedWindow struct {
+	score
+	limit          int
+	W, origin, idx int64
+	n              int
+}
+
+func (f *fixedWindow) add(t int64) {
+	if k := floorDiv(t-f.origin, f.W); k != f.idx {
+		f.idx, f.n = k, 0
+	}
+	if f.n < f.limit {
+		f.n++
+		f.adm++
 	}
 }
 
 // slidingCounter estimates the rolling count as the previous fixed window's
 // count weighted by its overlap plus the current window's count.
-func (r *replay) slidingCounter(limit int, W, origin int64, countRefused bool) {
-	idx, cur, prev := int64(math.MinInt64), 0, 0
-	for i, t := range r.ts {
-		if k := floorDiv(t-origin, W); k != idx {
-			if k == idx+1 {
-				prev = cur
-			} else {
-				prev = 0
-			}
-			idx, cur = k, 0
+type slidingCounter struct {
+	score
+	limit          int
+	W, origin, idx int64
+	countRefused   bool
+	cur, prev      int
+}
+
+func (c *slidingCounter) add(t int64) {
+	if k := floorDiv(t-c.origin, c.W); k != c.idx {
+		if k == c.idx+1 {
+			c.prev = c.cur
+		} else {
+			c.prev = 0
 		}
-		frac := float64(t-origin-idx*W) / float64(W)
-		est := float64(prev)*(1-frac) + float64(cur)
-		ok := est+1 <= float64(limit)
-		if ok || countRefused {
-			cur++
-		}
-		if ok {
-			r.admit(i)
-		}
+		c.idx, c.cur = k, 0
+	}
+	frac := float64(t-c.origin-c.idx*c.W) / float64(c.W)
+	est := float64(c.prev)*(1-frac) + float64(c.cur)
+	ok := est+1 <= float64(c.limit)
+	if ok || c.countRefused {
+		c.cur++
+	}
+	if ok {
+		c.adm++
 	}
 }
 

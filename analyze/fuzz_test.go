@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
@@ -38,6 +39,33 @@ func FuzzRead(f *testing.F) {
 		}
 		if len(in.Records) == 0 {
 			t.Fatal("no error and no records")
+		}
+		// Whatever was read is analyzed without a panic, from memory and
+		// from disk alike, as the batch analyzer did.
+		cfg := Config{Window: time.Second}
+		got := comparable(Analyze(in, cfg))
+		lo, hi := in.Records[0].Start, in.Records[0].Start
+		for _, r := range in.Records {
+			lo, hi = min(lo, r.Start, r.End), max(hi, r.Start, r.End)
+		}
+		// The batch analyzer binned the whole span in memory: compare on
+		// inputs it can take.
+		if hi-lo > 0 && hi-lo < 1000*int64(cfg.Window) {
+			if want := comparable(refAnalyze(in, cfg)); got != want {
+				t.Fatalf("streaming analysis differs from the batch one:\n%s\nbatch:\n%s", got, want)
+			}
+		}
+		sp, err := Open([]string{path})
+		if err != nil {
+			t.Fatalf("Read took it, Open refused it: %v", err)
+		}
+		defer sp.Close()
+		fromDisk, err := AnalyzeSource(sp, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := comparable(fromDisk); d != got {
+			t.Fatalf("analysis from disk differs from memory:\n%s\nmemory:\n%s", d, got)
 		}
 	})
 }

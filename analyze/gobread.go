@@ -94,11 +94,10 @@ func readGobMessage(br *bufio.Reader, buf []byte, left int64) ([]byte, bool, err
 }
 
 // readGob reads a gob results file of size bytes on every core, handing
-// each result's record to add in file order, and to grow how many bytes
-// the first batch's results took. It returns how many were read and
+// each result's record to add in file order. It returns how many were read and
 // whether the file ended mid-record. A few batch buffers go round, so that
 // reading a big file does not touch fresh memory for every batch.
-func readGob(br *bufio.Reader, path string, size int64, add func(Record), grow func(n int, took int64)) (int, bool, error) {
+func readGob(br *bufio.Reader, path string, size int64, add func(Record)) (int, bool, error) {
 	workers := max(runtime.GOMAXPROCS(0), 1)
 	todo := make(chan *gobBatch, workers)
 	done := make(chan *gobBatch, workers)
@@ -192,9 +191,6 @@ func readGob(br *bufio.Reader, path string, size int64, add func(Record), grow f
 			delete(pending, next)
 			next++
 			if firstErr == nil {
-				if b.seq == 0 {
-					grow(b.n, int64(len(b.vals)))
-				}
 				for _, r := range b.recs {
 					add(r)
 				}

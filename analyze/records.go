@@ -159,16 +159,11 @@ func (r *Record) Header() (allow, retryAfter, rateLimit string) {
 // Latency returns the record's latency.
 func (r *Record) Latency() time.Duration { return time.Duration(r.End - r.Start) }
 
-// Input is the results of one or more runs, merged by send time.
+// Input is the results of one or more runs, merged by send time, in
+// memory.
 type Input struct {
 	Records []Record
-	// Runs holds run.json of each run folder read, when present.
-	Runs []RunInfo
-	// Files are the results files read.
-	Files []string
-	// Truncated says, per file that ended mid-record, how many complete
-	// records were read before the break.
-	Truncated []string
+	Meta
 }
 
 // RunInfo is the part of an archive's run.json the analyzer uses.
@@ -192,31 +187,14 @@ const keepBody = 1024
 
 // Read reads run folders (holding results.bin and run.json) or results
 // files in any format Vegeta writes (gob, JSON, CSV), and merges them by
-// send time.
+// send time, in memory. Open does the same on disk.
 func Read(paths []string) (*Input, error) {
 	in := &Input{}
-	for _, p := range paths {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return nil, err
-		}
-		file := p
-		var run *RunInfo
-		if fi.IsDir() {
-			file = filepath.Join(p, "results.bin")
-			if b, err := os.ReadFile(filepath.Join(p, "run.json")); err == nil {
-				run = &RunInfo{Dir: p}
-				if err := json.Unmarshal(b, run); err != nil {
-					return nil, fmt.Errorf("%s: %w", filepath.Join(p, "run.json"), err)
-				}
-			}
-		}
-		if err := in.readFile(file); err != nil {
-			return nil, err
-		}
-		if run != nil {
-			in.Runs = append(in.Runs, *run)
-		}
+	err := readInputs(paths, &in.Meta, func(_ string, read func(add func(Record)) error) error {
+		return read(func(r Record) { in.Records = append(in.Records, r) })
+	})
+	if err != nil {
+		return nil, err
 	}
 	byStart := func(a, b Record) int { return cmp.Compare(a.Start, b.Start) }
 	if !slices.IsSortedFunc(in.Records, byStart) {
@@ -225,46 +203,72 @@ func Read(paths []string) (*Input, error) {
 	return in, nil
 }
 
-func (in *Input) readFile(path string) error {
+// readInputs reads each path, a run folder or a results file, into meta
+// (run.json, the file, whether it was truncated), and hands its results
+// file to each, whose read hands every record to add in file order.
+func readInputs(paths []string, meta *Meta, each func(file string, read func(add func(Record)) error) error) error {
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		file := p
+		var run *RunInfo
+		if fi.IsDir() {
+			file = filepath.Join(p, "results.bin")
+			if b, err := os.ReadFile(filepath.Join(p, "run.json")); err == nil {
+				run = &RunInfo{Dir: p}
+				if err := json.Unmarshal(b, run); err != nil {
+					return fmt.Errorf("%s: %w", filepath.Join(p, "run.json"), err)
+				}
+			}
+		}
+		err = each(file, func(add func(Record)) error {
+			n, truncated, err := readFile(file, add)
+			switch {
+			case err != nil:
+				return err
+			case n == 0:
+				return fmt.Errorf("%s: no results", file)
+			case truncated:
+				meta.Truncated = append(meta.Truncated, fmt.Sprintf("%s: ends mid-record; read the %d complete records before it", file, n))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		meta.Files = append(meta.Files, file)
+		if run != nil {
+			meta.Runs = append(meta.Runs, *run)
+		}
+	}
+	return nil
+}
+
+// readFile hands every record of a results file to add, in file order,
+// and returns how many there were and whether the file ended mid-record.
+func readFile(path string, add func(Record)) (int, bool, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return 0, false, err
 	}
 	defer f.Close()
-	in.Files = append(in.Files, path)
 	var size int64
 	if fi, err := f.Stat(); err == nil {
 		size = fi.Size()
-	}
-	add := func(r Record) { in.Records = append(in.Records, r) }
-	// grow makes room at once for the file's likely count, from the bytes
-	// its first n results took, rather than doubling (and copying) a few
-	// hundred megabytes as it goes.
-	grow := func(n int, took int64) {
-		if took > 0 {
-			in.Records = slices.Grow(in.Records, int(size*int64(n)/took)*21/20)
-		}
 	}
 	br := bufio.NewReaderSize(f, 1<<20)
 	read := readSequential
 	if parallelGob && isGob(br) {
 		read = readGob
 	}
-	n, truncated, err := read(br, path, size, add, grow)
-	switch {
-	case err != nil:
-		return err
-	case n == 0:
-		return fmt.Errorf("%s: no results", path)
-	case truncated:
-		in.Truncated = append(in.Truncated, fmt.Sprintf("%s: ends mid-record; read the %d complete records before it", path, n))
-	}
-	return nil
+	return read(br, path, size, add)
 }
 
 // readSequential reads a results file in any format Vegeta writes with
 // Vegeta's decoder, as readGob does (whose signature it shares).
-func readSequential(br *bufio.Reader, path string, _ int64, add func(Record), grow func(n int, took int64)) (int, bool, error) {
+func readSequential(br *bufio.Reader, path string, _ int64, add func(Record)) (int, bool, error) {
 	cr := &countingReader{r: br}
 	dec := vegeta.DecoderFor(cr)
 	if dec == nil {
@@ -284,9 +288,7 @@ func readSequential(br *bufio.Reader, path string, _ int64, add func(Record), gr
 			}
 			return n, false, fmt.Errorf("%s: record %d: %w", path, n+1, err)
 		}
-		if n++; n == presizeAfter {
-			grow(n, cr.n)
-		}
+		n++
 		res := fromVegeta(&r)
 		add(it.record(&res))
 	}
@@ -390,10 +392,6 @@ func (it *interner) record(r *result) Record {
 // parallelGob says whether gob files are decoded on every core (the
 // benchmark turns it off to compare).
 var parallelGob = true
-
-// presizeAfter is how many results are read before the file's size and
-// the bytes they took tell how many records to make room for.
-const presizeAfter = 8192
 
 // countingReader counts the bytes read through it.
 type countingReader struct {

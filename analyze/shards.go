@@ -13,7 +13,7 @@ import (
 // planned offset, so this is the skew between the shards' requests against
 // plan), and, as warnings, shards missing, repeated or of different splits,
 // and a skew above 1 % of the window.
-func mergeNotes(in *Input, window time.Duration) (notes, warnings []string) {
+func mergeNotes(in *Meta, window time.Duration) (notes, warnings []string) {
 	type shard struct {
 		i, n  int
 		start time.Time

@@ -19,6 +19,11 @@ schema-1 JSON with --json.
 
 The window defaults to the one recorded in run.json, else 60s.
 
+Any number of results is analyzed in bounded memory: the input is read
+once into a compact temporary copy under $TMPDIR (26 bytes a result,
+removed at the end), then judged in send order holding about one window
+of results at a time.
+
 Exit codes: 0 verified, 1 a check failed, 2 bad usage or unreadable input.
 `
 
@@ -52,13 +57,20 @@ func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return usageErr(stderr, "analyze", "--checks: %v", err)
 	}
-	in, err := analyze.Read(fs.Args())
+	// On disk, not in memory: a results file of any size is analyzed in
+	// about one window's worth of memory.
+	in, err := analyze.Open(fs.Args())
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck analyze: %v\n", err)
 		return exitUsage
 	}
-	cfg := analysisConfig(in, window, restLimit, mcpLimit, checks, fs.Arg(0))
-	rep := analyze.Analyze(in, cfg)
+	defer in.Close()
+	cfg := analysisConfig(in.Info(), window, restLimit, mcpLimit, checks, fs.Arg(0))
+	rep, err := analyze.AnalyzeSource(in, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecheck analyze: %v\n", err)
+		return exitUsage
+	}
 	code := printVerdict(rep, asJSON, stdout, stderr)
 	if err := writeJUnit(junit, "ratecheck analyze", report.VerdictSuites(rep)); err != nil {
 		fmt.Fprintf(stderr, "ratecheck analyze: --junit: %v\n", err)
@@ -70,7 +82,7 @@ func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int 
 // analysisConfig is what archived input is judged against: the window given,
 // else the one run.json recorded, else 60s; the target and run are the
 // first run folder's, else the first path's.
-func analysisConfig(in *analyze.Input, window time.Duration, restLimit, mcpLimit int, checks []string, firstPath string) analyze.Config {
+func analysisConfig(in *analyze.Meta, window time.Duration, restLimit, mcpLimit int, checks []string, firstPath string) analyze.Config {
 	cfg := analyze.Config{Window: window, Limits: map[string]int{analyze.REST: restLimit, analyze.MCP: mcpLimit}, Checks: checks}
 	if len(in.Runs) > 0 {
 		cfg.Target, cfg.Run = in.Runs[0].Target, in.Runs[0].Dir

@@ -59,7 +59,7 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "ratecheck compare: %v\n", err)
 			return exitUsage
 		}
-		cfg := analysisConfig(in, window, restLimit, mcpLimit, nil, path)
+		cfg := analysisConfig(&in.Meta, window, restLimit, mcpLimit, nil, path)
 		sums[i] = report.Summarize(in, analyze.Analyze(in, cfg))
 	}
 	c := report.Compare(sums[0], sums[1], limit)

@@ -58,7 +58,7 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			out = filepath.Join(fs.Arg(0), report.HTMLFile)
 		}
 	}
-	cfg := analysisConfig(in, window, restLimit, mcpLimit, nil, fs.Arg(0))
+	cfg := analysisConfig(&in.Meta, window, restLimit, mcpLimit, nil, fs.Arg(0))
 	if err := writeReport(out, in, analyze.Analyze(in, cfg), cfg); err != nil {
 		fmt.Fprintf(stderr, "ratecheck report: %v\n", err)
 		return exitUsage

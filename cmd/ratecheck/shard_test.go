@@ -85,7 +85,7 @@ func TestShardsMergeLikeOneMachine(t *testing.T) {
 			}
 			archived[r.Source()][int(r.Code)]++
 		}
-		rep := analyze.Analyze(in, analysisConfig(in, 0, 240, 120, nil, dirs[0]))
+		rep := analyze.Analyze(in, analysisConfig(&in.Meta, 0, 240, 120, nil, dirs[0]))
 		if len(in.Records) != sum {
 			t.Errorf("%d records merged from archives holding %d", len(in.Records), sum)
 		}

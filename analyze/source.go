@@ -1,0 +1,311 @@
+package analyze
+
+import (
+	"bufio"
+	"container/heap"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Source is what Analyze judges: records read twice, first in any order
+// (counts, and which group is the primary), then in send order (the
+// windows), and what the input says of itself. *Input is one, in memory;
+// *Spill is one on disk, for inputs too big to hold.
+type Source interface {
+	// Each hands every record to fn, in any order. The record is valid
+	// only during the call.
+	Each(fn func(*Record)) error
+	// InOrder hands every record to fn in send order; records sent at the
+	// same instant come in input order (file, then place in the file).
+	InOrder(fn func(*Record)) error
+	// Info describes the input.
+	Info() *Meta
+}
+
+// Meta is what an input says of itself besides its records.
+type Meta struct {
+	// Runs holds run.json of each run folder read, when present.
+	Runs []RunInfo
+	// Files are the results files read.
+	Files []string
+	// Truncated says, per file that ended mid-record, how many complete
+	// records were read before the break.
+	Truncated []string
+}
+
+// Each implements Source.
+func (in *Input) Each(fn func(*Record)) error { return in.InOrder(fn) }
+
+// InOrder implements Source: the records are kept in send order.
+func (in *Input) InOrder(fn func(*Record)) error {
+	for i := range in.Records {
+		fn(&in.Records[i])
+	}
+	return nil
+}
+
+// Info implements Source.
+func (in *Input) Info() *Meta { return &in.Meta }
+
+// Spill is an input read once and kept on disk in a compact form (26 bytes
+// a record, in a temporary directory), so that analyzing it takes memory
+// for a window of records, not for all of them. Close removes it.
+type Spill struct {
+	Meta
+	dir   string
+	parts []spillPart
+}
+
+// spillPart is one input file's records, in file order.
+type spillPart struct {
+	path string
+	n    int
+	// disp is how far back in time a record's send reached behind the
+	// latest send before it in the file (Vegeta writes results as they
+	// complete, not as they were sent): the reorder buffer's depth.
+	disp int64
+}
+
+const spillRecord = 26
+
+// Open reads run folders or results files, as Read does, into a Spill.
+func Open(paths []string) (*Spill, error) {
+	dir, err := os.MkdirTemp("", "ratecheck-analyze-")
+	if err != nil {
+		return nil, fmt.Errorf("making a temporary directory for the analysis (set TMPDIR to choose another place): %w", err)
+	}
+	s := &Spill{dir: dir}
+	err = readInputs(paths, &s.Meta, func(file string, read func(add func(Record)) error) error {
+		part := spillPart{path: filepath.Join(dir, fmt.Sprintf("%d.rec", len(s.parts)))}
+		f, err := os.Create(part.path)
+		if err != nil {
+			return err
+		}
+		w := bufio.NewWriterSize(f, 1<<20)
+		var buf [spillRecord]byte
+		latest := int64(-1 << 63)
+		var werr error
+		err = read(func(r Record) {
+			if werr != nil {
+				return
+			}
+			if part.n == 0 {
+				latest = r.Start
+			}
+			part.n++
+			part.disp = max(part.disp, latest-r.Start)
+			latest = max(latest, r.Start)
+			putRecord(buf[:], &r)
+			_, werr = w.Write(buf[:])
+		})
+		if werr == nil {
+			werr = w.Flush()
+		}
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil && err == nil {
+			err = fmt.Errorf("writing the analysis's temporary copy of %s in %s (set TMPDIR to choose another place): %w", file, dir, werr)
+		}
+		s.parts = append(s.parts, part)
+		return err
+	})
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close removes the spill's files.
+func (s *Spill) Close() error { return os.RemoveAll(s.dir) }
+
+// Info implements Source.
+func (s *Spill) Info() *Meta { return &s.Meta }
+
+// Each implements Source, in file order.
+func (s *Spill) Each(fn func(*Record)) error {
+	for _, p := range s.parts {
+		pr, err := s.open(p)
+		if err != nil {
+			return err
+		}
+		for {
+			r, ok, err := pr.read()
+			if err != nil || !ok {
+				pr.f.Close()
+				if err != nil {
+					return err
+				}
+				break
+			}
+			fn(&r)
+		}
+	}
+	return nil
+}
+
+// InOrder implements Source: each file is put in send order through a
+// reorder buffer as deep as its records reached back, and the files are
+// merged.
+func (s *Spill) InOrder(fn func(*Record)) error {
+	var heads mergeHeap
+	for i, p := range s.parts {
+		pr, err := s.open(p)
+		if err != nil {
+			return err
+		}
+		defer pr.f.Close()
+		pr.file = i
+		ok, err := pr.next()
+		if err != nil {
+			return err
+		}
+		if ok {
+			heads = append(heads, pr)
+		}
+	}
+	heap.Init(&heads)
+	for len(heads) > 0 {
+		pr := heads[0]
+		fn(&pr.cur.Record)
+		ok, err := pr.next()
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			heap.Fix(&heads, 0)
+		default:
+			heap.Pop(&heads)
+		}
+	}
+	return nil
+}
+
+func (s *Spill) open(p spillPart) (*partReader, error) {
+	f, err := os.Open(p.path)
+	if err != nil {
+		return nil, err
+	}
+	return &partReader{f: f, br: bufio.NewReaderSize(f, 1<<20), disp: p.disp, latest: -1 << 63}, nil
+}
+
+// partReader reads one part, and in send order through next.
+type partReader struct {
+	f      *os.File
+	br     *bufio.Reader
+	file   int
+	disp   int64
+	latest int64
+	seq    uint64
+	eof    bool
+	buf    [spillRecord]byte
+	pend   seqHeap
+	cur    seqRecord
+}
+
+// read returns the next record in file order.
+func (p *partReader) read() (Record, bool, error) {
+	if _, err := io.ReadFull(p.br, p.buf[:]); err != nil {
+		if errors.Is(err, io.EOF) {
+			return Record{}, false, nil
+		}
+		return Record{}, false, fmt.Errorf("reading the analysis's temporary copy %s: %w", p.f.Name(), err)
+	}
+	return getRecord(p.buf[:]), true, nil
+}
+
+// next moves cur to the next record in send order. A record can go once a
+// record sent more than disp later has been read: none read after it can
+// have been sent before it.
+func (p *partReader) next() (bool, error) {
+	if p.disp == 0 { // in send order already
+		r, ok, err := p.read()
+		p.cur = seqRecord{Record: r, seq: p.seq}
+		p.seq++
+		return ok, err
+	}
+	for {
+		if len(p.pend) > 0 && (p.eof || p.pend[0].Start <= p.latest-p.disp) {
+			p.cur = heap.Pop(&p.pend).(seqRecord)
+			return true, nil
+		}
+		if p.eof {
+			return false, nil
+		}
+		r, ok, err := p.read()
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			p.eof = true
+			continue
+		}
+		p.latest = max(p.latest, r.Start)
+		heap.Push(&p.pend, seqRecord{Record: r, seq: p.seq})
+		p.seq++
+	}
+}
+
+// seqRecord is a record and its place in its file.
+type seqRecord struct {
+	Record
+	seq uint64
+}
+
+// seqHeap orders records by send time, then place in the file.
+type seqHeap []seqRecord
+
+func (h seqHeap) Len() int { return len(h) }
+func (h seqHeap) Less(i, j int) bool {
+	return h[i].Start < h[j].Start || h[i].Start == h[j].Start && h[i].seq < h[j].seq
+}
+func (h seqHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *seqHeap) Push(x any)   { *h = append(*h, x.(seqRecord)) }
+func (h *seqHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// mergeHeap orders the parts by their current record: send time, then
+// file, then place in the file.
+type mergeHeap []*partReader
+
+func (h mergeHeap) Len() int { return len(h) }
+func (h mergeHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	if a.cur.Start != b.cur.Start {
+		return a.cur.Start < b.cur.Start
+	}
+	if a.file != b.file {
+		return a.file < b.file
+	}
+	return a.cur.seq < b.cur.seq
+}
+func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(*partReader)) }
+func (h *mergeHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func putRecord(b []byte, r *Record) {
+	binary.LittleEndian.PutUint64(b[0:], uint64(r.Start))
+	binary.LittleEndian.PutUint64(b[8:], uint64(r.End))
+	binary.LittleEndian.PutUint16(b[16:], r.Code)
+	binary.LittleEndian.PutUint32(b[18:], r.label)
+	binary.LittleEndian.PutUint32(b[22:], r.answer)
+}
+
+func getRecord(b []byte) Record {
+	return Record{Start: int64(binary.LittleEndian.Uint64(b[0:])), End: int64(binary.LittleEndian.Uint64(b[8:])),
+		Code: binary.LittleEndian.Uint16(b[16:]), label: binary.LittleEndian.Uint32(b[18:]), answer: binary.LittleEndian.Uint32(b[22:])}
+}

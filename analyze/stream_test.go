@@ -1,0 +1,257 @@
+package analyze
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// The streaming analyzer against the batch one it replaced
+// (reference_test.go), on random inputs: the same judgements, fits,
+// observed limits and reports.
+
+// randomGroup is n requests of one group at random times and latencies
+// (ties, zero latencies, some slower than half a window), answered at
+// random: admitted, refused or a fault.
+func randomGroup(rng *rand.Rand, n int, w time.Duration) Group {
+	g := Group{Surface: REST, Source: srcA}
+	t := int64(0)
+	for range n {
+		switch rng.IntN(4) {
+		case 0: // same send time as the previous
+		case 1:
+			t += rng.Int64N(int64(w) / 10)
+		default:
+			t += rng.Int64N(int64(w) / 200)
+		}
+		lat := rng.Int64N(int64(w) / 50)
+		switch rng.IntN(20) {
+		case 0:
+			lat = 0
+		case 1:
+			lat = int64(w)/2 + rng.Int64N(int64(w))
+		}
+		code := []uint16{200, 200, 429, 429, 429, 0, 503}[rng.IntN(7)]
+		r := NewRecord(Labels{Surface: REST, Source: srcA, Stream: "s"}, t, t+lat, code, nil)
+		g.Records = append(g.Records, &r)
+	}
+	return g
+}
+
+func TestModelMatchesBatch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for i := range 400 {
+		n := 1 + rng.IntN(600)
+		if i%50 == 0 {
+			n = 25000 // past the size where the fit scans coarser
+		}
+		g := randomGroup(rng, n, synthW)
+		limit := 1 + rng.IntN(60)
+		if got, want := Model(g, limit, synthW), refModel(g, limit, synthW); !slices.Equal(got, want) {
+			t.Fatalf("group %d (%d requests, limit %d): Model differs from the batch model at %s", i, n, limit, firstDiff(got, want))
+		}
+		gotObs, gotAny := ObservedLimit(g, synthW)
+		wantObs, wantAny := refObservedLimit(g, synthW)
+		if gotObs != wantObs || gotAny != wantAny {
+			t.Fatalf("group %d: ObservedLimit %d %v, batch %d %v", i, gotObs, gotAny, wantObs, wantAny)
+		}
+		if got, want := FitFamily(g, limit, synthW), refFitFamily(g, limit, synthW); !reflect.DeepEqual(got, want) {
+			t.Fatalf("group %d (%d requests, limit %d): FitFamily\n%+v\nbatch\n%+v", i, n, limit, got, want)
+		}
+	}
+}
+
+func firstDiff(a, b []Judgement) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return fmt.Sprintf("%d: %+v against %+v", i, a[i], b[i])
+		}
+	}
+	return fmt.Sprintf("lengths %d and %d", len(a), len(b))
+}
+
+// randomInput runs verify's plan against a random server (right or wrong
+// in any of the ways the checks catch) with random latencies, and turns
+// some answers into faults.
+func randomInput(rng *rand.Rand) *Input {
+	W := int64(synthW)
+	servers := []func() server{
+		func() server { return documented(1, 0) },
+		func() server { return documented(1.3, 0) },
+		func() server { return documented(1, 1) },
+		func() server {
+			return server{rest: &fixedSim{limit: 240, w: W, n: map[string]map[int64]int{}}, mcp: &fixedSim{limit: 120, w: W, n: map[string]map[int64]int{}}, key: perAddress}
+		},
+		func() server {
+			return server{rest: &bucketSim{limit: 240, w: W, tokens: map[string]float64{}, last: map[string]int64{}},
+				mcp: &bucketSim{limit: 120, w: W, tokens: map[string]float64{}, last: map[string]int64{}}, key: perAddress}
+		},
+		func() server {
+			return server{rest: &counterSim{limit: 240, w: W, n: map[string]map[int64]int{}}, mcp: &counterSim{limit: 120, w: W, n: map[string]map[int64]int{}}, key: perAddress}
+		},
+		func() server { return server{rest: noneSim{}, mcp: noneSim{}, key: perAddress} },
+		func() server { s := documented(1, 0); s.key = func(p planned) string { return p.surface }; return s }, // shared by addresses
+		func() server { s := documented(1, 0); s.key = func(p planned) string { return p.source }; return s },  // shared by surfaces
+		func() server {
+			s := documented(1, 0)
+			s.rest.(*slidingLogSim).countRefused, s.mcp.(*slidingLogSim).countRefused = false, false
+			return s
+		},
+	}
+	srv := servers[rng.IntN(len(servers))]()
+	scale := []time.Duration{0, time.Millisecond, 50 * time.Millisecond, 2 * time.Second}[rng.IntN(4)]
+	in := simulate(srv, func(int) time.Duration {
+		if rng.IntN(100) == 0 {
+			return synthW/2 + time.Duration(rng.Int64N(int64(synthW)))
+		}
+		return time.Duration(rng.Int64N(int64(scale) + 1))
+	})
+	faults := rng.IntN(3) * 5 // percent
+	for i := range in.Records {
+		r := &in.Records[i]
+		switch p := rng.IntN(100); {
+		case p < faults/2:
+			r.Code = 0
+			r.SetAnswer(&Answer{Err: "read tcp 127.0.0.1:4000: connection reset by peer"})
+		case p < faults:
+			r.Code = 503
+		case r.Code == 429 && rng.IntN(30) == 0:
+			r.SetAnswer(&Answer{Body: []byte("slow down")}) // not the documented shape
+		case r.Code == 429 && rng.IntN(10) == 0:
+			r.SetAnswer(&Answer{Body: r.Body(), RetryAfter: fmt.Sprint(rng.IntN(4)), RateLimit: "limit=240"})
+		}
+	}
+	return in
+}
+
+// comparable is what two reports must agree on: all of it but the latency
+// summary, and of that the figures a person reads.
+func comparable(rep *Report) string {
+	type lat struct {
+		Samples, Count          int
+		Min, P50, P95, P99, Max time.Duration
+		Histogram               string
+	}
+	var lats []lat
+	var details []SurfaceDetail
+	for _, d := range rep.Surfaces {
+		m := d.Latency
+		lats = append(lats, lat{m.Samples, m.Count, m.Time.Min, m.Time.P50, m.Time.P95, m.Time.P99, m.Time.Max, fmt.Sprint(m.Histogram)})
+		d.Latency = nil
+		details = append(details, d)
+	}
+	b, _ := json.MarshalIndent(struct {
+		Verdict         Verdict
+		Details         []SurfaceDetail
+		Latency         []lat
+		Notes, Warnings []string
+	}{rep.Verdict, details, lats, rep.Notes, rep.Warnings}, "", " ")
+	return string(b)
+}
+
+func TestAnalyzeMatchesBatch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	for i := range 150 {
+		in := randomInput(rng)
+		cfg := Config{Window: synthW, Limits: map[string]int{REST: 240, MCP: 120}}
+		if i%3 == 0 {
+			cfg.Window = synthW * 11 / 10
+		}
+		got, want := comparable(Analyze(in, cfg)), comparable(refAnalyze(in, cfg))
+		if got != want {
+			t.Fatalf("input %d: the streaming report differs from the batch one\n%s\nbatch:\n%s", i, got, want)
+		}
+	}
+}
+
+// TestSpillMatchesRead: an input read to disk (Open) streams in the same
+// order as one read into memory (Read), from several files written in
+// completion order (as Vegeta writes), and analyzes the same.
+func TestSpillMatchesRead(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	dir := t.TempDir()
+	for round := range 6 {
+		in := randomInput(rng)
+		var paths []string
+		files := 1 + round%3
+		for f := range files {
+			var rs []vegeta.Result
+			for i := f; i < len(in.Records); i += files {
+				r := &in.Records[i]
+				a := r.Answer()
+				v := vegeta.Result{Attack: fmt.Sprintf("surface=%s source=%s stream=%s", r.Surface(), r.Source(), r.Stream()), Code: r.Code,
+					Timestamp: time.Unix(0, r.Start), Latency: r.Latency(), URL: "http://127.0.0.1/"}
+				if a != nil {
+					v.Body, v.Error = a.Body, a.Err
+				}
+				rs = append(rs, v)
+			}
+			slices.SortStableFunc(rs, func(a, b vegeta.Result) int { return a.End().Compare(b.End()) })
+			path := filepath.Join(dir, fmt.Sprintf("r%d-%d.bin", round, f))
+			writeResults(t, path, rs)
+			paths = append(paths, path)
+		}
+		mem, err := Read(paths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, err := Open(paths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each read interns labels and answers anew: compare what they say.
+		show := func(r *Record) string {
+			return fmt.Sprintf("%d %d %d %s %s %s %q %q", r.Start, r.End, r.Code, r.Surface(), r.Source(), r.Stream(), r.Body(), r.Err())
+		}
+		var streamed, read []string
+		if err := sp.InOrder(func(r *Record) { streamed = append(streamed, show(r)) }); err != nil {
+			t.Fatal(err)
+		}
+		for i := range mem.Records {
+			read = append(read, show(&mem.Records[i]))
+		}
+		if !slices.Equal(streamed, read) {
+			t.Fatalf("round %d: the spill streams %d records in another order than Read's %d", round, len(streamed), len(read))
+		}
+		cfg := Config{Window: synthW, Limits: map[string]int{REST: 240, MCP: 120}}
+		fromDisk, err := AnalyzeSource(sp, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := comparable(fromDisk), comparable(Analyze(mem, cfg)); got != want {
+			t.Fatalf("round %d: analyzing the spill differs from analyzing memory\n%s\nmemory:\n%s", round, got, want)
+		}
+		if err := sp.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(sp.dir); !os.IsNotExist(err) {
+			t.Errorf("the spill's directory %s is still there", sp.dir)
+		}
+	}
+}
+
+// writeResults writes rs as a Vegeta gob results file.
+func writeResults(t *testing.T, path string, rs []vegeta.Result) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := vegeta.NewEncoder(f)
+	for i := range rs {
+		if err := enc.Encode(&rs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

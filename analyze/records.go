@@ -269,8 +269,7 @@ func readFile(path string, add func(Record)) (int, bool, error) {
 // readSequential reads a results file in any format Vegeta writes with
 // Vegeta's decoder, as readGob does (whose signature it shares).
 func readSequential(br *bufio.Reader, path string, _ int64, add func(Record)) (int, bool, error) {
-	cr := &countingReader{r: br}
-	dec := vegeta.DecoderFor(cr)
+	dec := vegeta.DecoderFor(br)
 	if dec == nil {
 		return 0, false, fmt.Errorf("%s: not a Vegeta results file (gob, JSON or CSV)", path)
 	}
@@ -392,18 +391,6 @@ func (it *interner) record(r *result) Record {
 // parallelGob says whether gob files are decoded on every core (the
 // benchmark turns it off to compare).
 var parallelGob = true
-
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
 
 // interner shares the few distinct labels and answers of a file: each is
 // parsed and copied once, into the package's tables.

@@ -45,6 +45,17 @@ func readArchive(t *testing.T, dir string) ([]vegeta.Result, map[string]any) {
 }
 
 // onlyRun returns the single run folder under out.
+// faultsIn counts the transport errors and 5xx among rs.
+func faultsIn(rs []vegeta.Result) int {
+	n := 0
+	for _, r := range rs {
+		if r.Code == 0 || r.Code >= 500 {
+			n++
+		}
+	}
+	return n
+}
+
 func onlyRun(t *testing.T, out string) string {
 	t.Helper()
 	dirs, _ := filepath.Glob(filepath.Join(out, "*"))
@@ -315,12 +326,7 @@ func TestAttackRecordsEveryRequestUnderFaults(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
 	rs, _ := readArchive(t, onlyRun(t, out))
-	errs := 0
-	for _, r := range rs {
-		if r.Code == 0 || r.Code >= 500 {
-			errs++
-		}
-	}
+	errs := faultsIn(rs)
 	t.Logf("the target received %d requests (and the probe); %d results archived, %d of them resets or 503s", received.Load()-1, len(rs), errs)
 	// Every request the target received is archived: net/http's silent
 	// resend of a GET after a reset would make received exceed archived.

@@ -169,12 +169,7 @@ func TestFleetUnderFaults(t *testing.T) {
 				t.Fatalf("exit %d, want %d\n%s%s", code, tc.wantCode, stdout, stderr)
 			}
 			rs, info := readArchive(t, onlyRun(t, out))
-			faults := 0
-			for _, r := range rs {
-				if r.Code == 0 || r.Code >= 500 {
-					faults++
-				}
-			}
+			faults := faultsIn(rs)
 			t.Logf("the target received %d requests (and the probe); %d attempts archived, %d of them transport errors or 5xx", received.Load()-1, len(rs), faults)
 			if got := received.Load() - 1; got > int64(len(rs)) || got < int64(len(rs))-int64(faults) || faults == 0 {
 				t.Errorf("%d received, %d archived with %d faults: want every received request archived, some faults", got, len(rs), faults)

@@ -255,7 +255,7 @@ type surfaceRun struct {
 	sd       SurfaceDetail
 	// first pass
 	shapeN, shapeBad int
-	shapeMemo        map[string]bool // bodies are interned: few distinct ones
+	shapeMemo        map[string]bool // of the first bodies of refusals made in memory
 	errs             map[string]int
 	lat              reservoir
 	contract         []contractHit
@@ -346,10 +346,15 @@ func (s *surfaceRun) count(g *groupRun, r *Record, seq int) {
 		g.firstRefusalEnd = min(g.firstRefusalEnd, r.End)
 		s.sd.Refused++
 		s.shapeN++
-		ok, seen := s.shapeMemo[string(r.Body())]
-		if !seen {
-			ok = shapeOK(s.name, r.Body())
-			s.shapeMemo[string(r.Body())] = ok
+		ok, known := r.shapeOK()
+		if !known { // a record made in memory: judge its body
+			var seen bool
+			if ok, seen = s.shapeMemo[string(r.Body())]; !seen {
+				ok = shapeOK(s.name, r.Body())
+				if len(s.shapeMemo) < 1024 {
+					s.shapeMemo[string(r.Body())] = ok
+				}
+			}
 		}
 		if !ok {
 			s.shapeBad++
@@ -407,9 +412,23 @@ func (s *surfaceRun) locked(r *Record) bool {
 
 // addOther takes a request of the other surface from the primary's source.
 func (s *surfaceRun) addOther(r *Record) {
+	if m := s.primary.model; m.head == len(m.pending) {
+		// The primary's next request is sent at r.Start or later.
+		s.trimOther(r.Start)
+	}
 	if sure(r) {
 		s.otherSure = append(s.otherSure, span{r.Start, r.End})
 	}
+}
+
+// trimOther forgets the other surface's requests no primary request sent
+// at t or later can count: those sent a window or more before.
+func (s *surfaceRun) trimOther(t int64) {
+	k := 0
+	for k < len(s.otherSure) && s.otherSure[k].start <= t-int64(s.W) {
+		k++
+	}
+	s.otherSure = s.otherSure[k:]
 }
 
 // definiteOther counts the other surface's sure requests from the
@@ -453,11 +472,7 @@ func (s *surfaceRun) judged(g *groupRun, j *judged) {
 	}
 	// The primary group: the other surface's requests before this one's
 	// window are of no more use.
-	k := 0
-	for k < len(s.otherSure) && s.otherSure[k].start <= r.Start-int64(s.W) {
-		k++
-	}
-	s.otherSure = s.otherSure[k:]
+	s.trimOther(r.Start)
 	s.judgedN++
 	if refused(r) {
 		s.obs, s.anyRefused = max(s.obs, j.observed), true

@@ -13,7 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,7 +40,16 @@ type Record struct {
 	Code       uint16
 	label      uint32 // index in labelTab
 	answer     uint32 // index in answerTab; 0: none kept
+	flags      uint8  // shapeKnown, shapeBad
 }
+
+// A refusal read from a file has its body judged when it is read (see
+// shapeOK), so that a body that differs on every refusal (a request id in
+// it) is not kept for each.
+const (
+	shapeKnown uint8 = 1 << iota // the refusal's shape was judged when read
+	shapeBad                     // and it lacked the surface's documented error
+)
 
 // Labels say where a record belongs: what its Vegeta attack label (or its
 // URL) names.
@@ -121,14 +130,19 @@ var (
 	_         = answerTab.add(Answer{})
 )
 
-// Answer is what a record keeps of its response besides the status.
+// Answer is what a record keeps of its response besides the status. Read
+// from a file, it keeps only what the analysis reports, so that a few
+// distinct answers serve a million results.
 type Answer struct {
-	// Body is kept (capped) only for refusals and contract probes.
+	// Body is kept (capped) for contract probes; from a file, a refusal's
+	// is judged on reading (see Record.shapeOK) rather than kept.
 	Body []byte
 	// Allow, RetryAfter and RateLimit are response headers reported beside
-	// what was observed.
+	// what was observed; from a file, Retry-After and RateLimit only of
+	// refusals, and only while they are few.
 	Allow, RetryAfter, RateLimit string
-	// Err is the transport error of a result without an answer (code 0).
+	// Err is the transport error of a result without an answer (code 0);
+	// from a file, only its kind (see errKind).
 	Err string
 }
 
@@ -138,6 +152,12 @@ func (r *Record) Body() []byte {
 		return a.Body
 	}
 	return nil
+}
+
+// shapeOK reports whether a refusal carries the surface's documented
+// error, when that was judged on reading (known).
+func (r *Record) shapeOK() (ok, known bool) {
+	return r.flags&shapeBad == 0, r.flags&shapeKnown != 0
 }
 
 // Err returns the transport error, if any.
@@ -337,11 +357,14 @@ func (r *result) header(key, value string) {
 // once per distinct label and URL and shared, so a million results hold a
 // handful of strings.
 func (it *interner) record(r *result) Record {
-	rec := Record{Start: r.Start, End: r.Start + r.Latency, Code: r.Code}
+	rec := Record{Start: r.Start, End: r.Start + max(r.Latency, 0), Code: r.Code}
+	if rec.End < rec.Start { // overflow
+		rec.End = math.MaxInt64
+	}
 	labelled := strings.Contains(r.Attack, "surface=")
 	key := r.Attack
-	if !labelled {
-		it.key = append(append(append(it.key[:0], r.Attack...), 0), r.URL...)
+	if !labelled { // the surface comes from the URL
+		it.key = append(append(append(it.key[:0], r.Attack...), 0), surfaceOf(r.URL)...)
 		key = view(it.key)
 	}
 	id, ok := it.labels[key]
@@ -369,23 +392,49 @@ func (it *interner) record(r *result) Record {
 		it.labels[strings.Clone(key)] = id
 	}
 	rec.label = id
+	l := labelTab.at(id)
 	var a Answer
-	if isContractStream(labelTab.at(id).Stream) || (r.Code == 429 && len(r.Body) > 0) {
+	if isContractStream(l.Stream) {
 		a.Body = r.Body[:min(len(r.Body), keepBody)]
 	}
-	a.Err, a.Allow, a.RetryAfter = r.Error, r.Allow, r.RetryAfter
-	switch { // RateLimit, then RateLimit-Policy, space-separated
-	case r.RateLimitPolicy == "":
-		a.RateLimit = strings.TrimSpace(r.RateLimit)
-	case r.RateLimit == "":
-		a.RateLimit = strings.TrimSpace(r.RateLimitPolicy)
-	default:
-		a.RateLimit = strings.TrimSpace(r.RateLimit + " " + r.RateLimitPolicy)
+	if r.Code == 429 {
+		rec.flags = shapeKnown
+		if !it.shape(l.Surface, r.Body) {
+			rec.flags |= shapeBad
+		}
+		a.RetryAfter = r.RetryAfter
+		switch { // RateLimit, then RateLimit-Policy, space-separated
+		case r.RateLimitPolicy == "":
+			a.RateLimit = strings.TrimSpace(r.RateLimit)
+		case r.RateLimit == "":
+			a.RateLimit = strings.TrimSpace(r.RateLimitPolicy)
+		default:
+			a.RateLimit = strings.TrimSpace(r.RateLimit + " " + r.RateLimitPolicy)
+		}
 	}
+	if r.Error != "" {
+		a.Err = errKind(r.Error)
+	}
+	a.Allow = r.Allow
 	if len(a.Body) > 0 || a.Err != "" || a.Allow != "" || a.RetryAfter != "" || a.RateLimit != "" {
 		rec.answer = it.answer(a)
 	}
 	return rec
+}
+
+// shape judges a refusal's body (see shapeOK), remembering the verdicts of
+// the first bodies seen.
+func (it *interner) shape(surface string, body []byte) bool {
+	b := body[:min(len(body), keepBody)]
+	memo := it.shapes[surface == MCP]
+	if ok, seen := memo[view(b)]; seen {
+		return ok
+	}
+	ok := shapeOK(surface, b)
+	if len(memo) < 1024 {
+		memo[string(b)] = ok
+	}
+	return ok
 }
 
 // parallelGob says whether gob files are decoded on every core (the
@@ -395,8 +444,9 @@ var parallelGob = true
 // interner shares the few distinct labels and answers of a file: each is
 // parsed and copied once, into the package's tables.
 type interner struct {
-	key     []byte            // scratch for a label's key
-	labels  map[string]uint32 // attack label (and URL) -> labelTab index
+	key     []byte                   // scratch for a label's key
+	labels  map[string]uint32        // attack label (and surface) -> labelTab index
+	shapes  map[bool]map[string]bool // refusal body -> shapeOK, for REST (false) and MCP (true)
 	answers map[answerKey]uint32
 	bodies  map[string][]byte
 	layouts map[string]*resultLayout // by a stream's type definitions
@@ -408,10 +458,21 @@ type answerKey struct{ body, allow, retryAfter, rateLimit, err string }
 // the decoded result, which it does not keep). Bodies are shared on their
 // own too, for targets whose headers (a remaining count, a reset time) make
 // every answer differ.
+//
+// Response headers that change with every answer (a remaining count, a
+// reset time) would make every answer distinct: past 4096 distinct ones,
+// new answers drop them (the report names only the first few anyway).
 func (it *interner) answer(a Answer) uint32 {
 	k := answerKey{view(a.Body), a.Allow, a.RetryAfter, a.RateLimit, a.Err}
 	if id, ok := it.answers[k]; ok {
 		return id
+	}
+	if len(it.answers) >= 4096 && (a.RetryAfter != "" || a.RateLimit != "") {
+		a.RetryAfter, a.RateLimit = "", ""
+		k.retryAfter, k.rateLimit = "", ""
+		if id, ok := it.answers[k]; ok {
+			return id
+		}
 	}
 	body, ok := it.bodies[view(a.Body)]
 	if !ok {
@@ -423,28 +484,39 @@ func (it *interner) answer(a Answer) uint32 {
 	v := Answer{Body: body, Allow: strings.Clone(a.Allow), RetryAfter: strings.Clone(a.RetryAfter),
 		RateLimit: strings.Clone(a.RateLimit), Err: strings.Clone(a.Err)}
 	id := answerTab.add(v)
-	if len(it.answers) < 4096 {
-		it.answers[answerKey{string(v.Body), v.Allow, v.RetryAfter, v.RateLimit, v.Err}] = id
-	}
+	// Kept even past 4096: without the headers, answers differ only by
+	// contract probes' bodies, error kinds and Allow, which are few.
+	it.answers[answerKey{string(v.Body), v.Allow, v.RetryAfter, v.RateLimit, v.Err}] = id
 	return id
 }
 
 // newInterner returns an empty interner.
 func newInterner() *interner {
-	return &interner{labels: map[string]uint32{}, answers: map[answerKey]uint32{}, bodies: map[string][]byte{}, layouts: map[string]*resultLayout{}}
+	return &interner{labels: map[string]uint32{}, answers: map[answerKey]uint32{}, bodies: map[string][]byte{}, layouts: map[string]*resultLayout{},
+		shapes: map[bool]map[string]bool{false: {}, true: {}}}
 }
 
 // surfaceOf infers the surface of a result from its URL, for results files
 // written without ratecheck's labels (the Vegeta CLI's, say).
+// It reads the path without parsing the whole URL: it runs for every such
+// result.
 func surfaceOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "other"
+	path := raw
+	if i := strings.Index(path, "://"); i >= 0 {
+		path = path[i+3:]
+		if j := strings.IndexByte(path, '/'); j >= 0 {
+			path = path[j:]
+		} else {
+			path = "/"
+		}
+	}
+	if i := strings.IndexAny(path, "?#"); i >= 0 {
+		path = path[:i]
 	}
 	switch {
-	case strings.HasPrefix(u.Path, "/api/public/"):
+	case strings.HasPrefix(path, "/api/public/"):
 		return REST
-	case u.Path == "/mcp":
+	case path == "/mcp":
 		return MCP
 	}
 	return "other"

@@ -283,3 +283,38 @@ func BenchmarkRead(b *testing.B) {
 		})
 	}
 }
+
+// TestReadKeepsFewAnswers: results whose every answer differs (a request id
+// in each refusal's body, a RateLimit count in each header, an id in each
+// URL of an unlabelled file) add a bounded number of labels and answers to
+// the analyzer's tables, not one per result, and their shapes are still
+// judged.
+func TestReadKeepsFewAnswers(t *testing.T) {
+	const n = 20000
+	rs := make([]vegeta.Result, n)
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for i := range rs {
+		rs[i] = vegeta.Result{Code: 429, Timestamp: t0.Add(time.Duration(i) * time.Millisecond), Latency: time.Millisecond,
+			URL:     fmt.Sprintf("http://127.0.0.1:8080/api/public/search?q=x&id=%d", i),
+			Body:    fmt.Appendf(nil, `{"error":{"code":"rate_limited","request_id":"req-%d"}}`, i),
+			Headers: map[string][]string{"Ratelimit": {fmt.Sprintf("limit=240, remaining=0, reset=%d", i)}}}
+		if i%2 == 1 {
+			rs[i].Body = fmt.Appendf(nil, `{"error":{"code":"slow_down","request_id":"req-%d"}}`, i)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "results.bin")
+	writeResults(t, path, rs)
+	labels, answers := labelTab.n, answerTab.n
+	in, err := Read([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dl, da := labelTab.n-labels, answerTab.n-answers; dl > 4 || da > 3*4096 {
+		t.Errorf("%d results added %d labels and %d answers", n, dl, da)
+	}
+	rep := Analyze(in, Config{Window: time.Minute})
+	if d := rep.Verdict.Surfaces[0].Checks[3]; d.Name != "shape" || !strings.Contains(d.Detail, "10000 of 20000 refusals lack") ||
+		!strings.Contains(d.Detail, "RateLimit: limit=240, remaining=0, reset=0") {
+		t.Errorf("shape check: %+v", d)
+	}
+}

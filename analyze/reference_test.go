@@ -154,10 +154,13 @@ func refAnalyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (
 			case refused(r):
 				sd.Refused++
 				shapeN++
-				ok, seen := shapeMemo[string(r.Body())]
-				if !seen {
-					ok = shapeOK(sf, r.Body())
-					shapeMemo[string(r.Body())] = ok
+				ok, known := r.shapeOK() // judged on reading since
+				if !known {
+					var seen bool
+					if ok, seen = shapeMemo[string(r.Body())]; !seen {
+						ok = shapeOK(sf, r.Body())
+						shapeMemo[string(r.Body())] = ok
+					}
 				}
 				if !ok {
 					shapeBad++
@@ -486,7 +489,7 @@ type refWindow struct {
 	W                  int64
 	sureS, sureR       []int64 // sorted sends and responses of surely counted requests
 	allS, allR         []int64 // the same over every request that may have been counted
-	long               []*Record
+	long, sure         []*Record
 	contains, sureOnly func(*Record) bool
 	at                 [4]int // where the last answer of each count was, for upTo
 }
@@ -507,6 +510,7 @@ func refNewWindow(g Group, w time.Duration, maybe, certain func(*Record) bool) *
 			if r.End-r.Start > x.W/2 {
 				x.long = append(x.long, r)
 			}
+			x.sure = append(x.sure, r)
 		}
 	}
 	for _, a := range [][]int64{x.sureS, x.sureR, x.allS, x.allR} {
@@ -523,18 +527,22 @@ func refNewWindow(g Group, w time.Duration, maybe, certain func(*Record) bool) *
 func (x *refWindow) definite(rj *Record) int {
 	s, r := rj.Start, rj.End
 	n := upTo(x.sureR, s, &x.at[0]) - upTo(x.sureS, r-x.W, &x.at[1])
-	for _, li := range x.long {
+	others := x.long
+	if r-s > x.W/2 {
+		others = x.sure // fixed after the batch model: see streamWindow.definite
+	}
+	for _, li := range others {
 		if li != rj && li.Start <= r-x.W && li.End > s {
 			n++
 		}
 	}
 	if x.sureOnly(rj) && x.contains(rj) {
 		lat := r - s
-		if lat >= x.W && lat > 0 {
-			n-- // j itself sits in the last two terms when it took a whole window
-		}
 		if lat == 0 {
-			n-- // and in the first when it took no time
+			n--
+		}
+		if lat >= x.W {
+			n++ // fixed after the batch model, which took one off here
 		}
 	}
 	return n

@@ -51,7 +51,7 @@ func (in *Input) InOrder(fn func(*Record)) error {
 // Info implements Source.
 func (in *Input) Info() *Meta { return &in.Meta }
 
-// Spill is an input read once and kept on disk in a compact form (26 bytes
+// Spill is an input read once and kept on disk in a compact form (27 bytes
 // a record, in a temporary directory), so that analyzing it takes memory
 // for a window of records, not for all of them. Close removes it.
 type Spill struct {
@@ -70,7 +70,7 @@ type spillPart struct {
 	disp int64
 }
 
-const spillRecord = 26
+const spillRecord = 27
 
 // Open reads run folders or results files, as Read does, into a Spill.
 func Open(paths []string) (*Spill, error) {
@@ -191,7 +191,11 @@ func (s *Spill) open(p spillPart) (*partReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &partReader{f: f, br: bufio.NewReaderSize(f, 1<<20), disp: p.disp, latest: -1 << 63}, nil
+	size := 1 << 20
+	if len(s.parts) > 8 { // many files merge at once: smaller buffers
+		size = 64 << 10
+	}
+	return &partReader{f: f, br: bufio.NewReaderSize(f, size), disp: p.disp, latest: -1 << 63}, nil
 }
 
 // partReader reads one part, and in send order through next.
@@ -303,9 +307,10 @@ func putRecord(b []byte, r *Record) {
 	binary.LittleEndian.PutUint16(b[16:], r.Code)
 	binary.LittleEndian.PutUint32(b[18:], r.label)
 	binary.LittleEndian.PutUint32(b[22:], r.answer)
+	b[26] = r.flags
 }
 
 func getRecord(b []byte) Record {
 	return Record{Start: int64(binary.LittleEndian.Uint64(b[0:])), End: int64(binary.LittleEndian.Uint64(b[8:])),
-		Code: binary.LittleEndian.Uint16(b[16:]), label: binary.LittleEndian.Uint32(b[18:]), answer: binary.LittleEndian.Uint32(b[22:])}
+		Code: binary.LittleEndian.Uint16(b[16:]), label: binary.LittleEndian.Uint32(b[18:]), answer: binary.LittleEndian.Uint32(b[22:]), flags: b[26]}
 }

@@ -86,6 +86,8 @@ type streamWindow struct {
 	sureS, sureR       sortedRun // sends and responses of surely counted requests
 	allS, allR         sortedRun // the same over every request that may have been counted
 	long               []longRecord
+	open               []longRecord // surely counted requests possibly unanswered at the last forget
+	openKept           int          // len(open) after the last sweep
 	contains, sureOnly func(*Record) bool
 }
 
@@ -102,9 +104,11 @@ func (x *streamWindow) add(r *Record, index int32) {
 	if x.sureOnly(r) {
 		x.sureS.push(r.Start)
 		x.sureR.insert(r.End)
+		l := longRecord{index, r.Start, r.End}
 		if r.End-r.Start > x.W/2 {
-			x.long = append(x.long, longRecord{index, r.Start, r.End})
+			x.long = append(x.long, l)
 		}
+		x.open = append(x.open, l)
 	}
 }
 
@@ -121,27 +125,48 @@ func (x *streamWindow) forget(s int64) {
 		}
 	}
 	x.long = kept
+	// Sweep the answered out of open once it has doubled since the last
+	// sweep: what is left over answers no later count (see slowDefinite).
+	if len(x.open) > 2*x.openKept+64 {
+		kept := x.open[:0]
+		for _, l := range x.open {
+			if l.end > s {
+				kept = append(kept, l)
+			}
+		}
+		x.open, x.openKept = kept, len(kept)
+	}
 }
 
 // definite counts the sure requests other than rj with r_i ≤ s_j and
 // s_i > r_j − W: #{r_i ≤ s_j} − #{s_i ≤ r_j − W} + #{s_i ≤ r_j − W ∧ r_i > s_j},
 // the last term only possible for requests slower than W − lat_j. member
 // says whether rj itself is of the set (index is its place in it).
+//
+// A request i in the last term took longer than W − lat_j: for j answered
+// within half a window, only the few slower than half a window qualify,
+// kept in long; a slower j looks through every request still unanswered.
 func (x *streamWindow) definite(rj *Record, index int32, member bool) int {
 	s, r := rj.Start, rj.End
 	n := x.sureR.count(s) - x.sureS.count(r-x.W)
-	for _, li := range x.long {
+	others := x.long
+	if r-s > x.W/2 {
+		others = x.open
+	}
+	for _, li := range others {
 		if !(member && li.index == index) && li.start <= r-x.W && li.end > s {
 			n++
 		}
 	}
 	if member && x.sureOnly(rj) && x.contains(rj) {
+		// j is not one of the others: take out what it added to the
+		// first two terms.
 		lat := r - s
-		if lat >= x.W && lat > 0 {
-			n-- // j itself sits in the last two terms when it took a whole window
-		}
 		if lat == 0 {
-			n-- // and in the first when it took no time
+			n-- // r_j ≤ s_j
+		}
+		if lat >= x.W {
+			n++ // s_j ≤ r_j − W
 		}
 	}
 	return n

@@ -255,3 +255,53 @@ func writeResults(t *testing.T, path string, rs []vegeta.Result) {
 		t.Fatal(err)
 	}
 }
+
+// TestModelAgainstDefinition checks the model's counts against their
+// definitions, request by request, on groups whose latencies run from zero
+// to twice the window (the sorted-count shortcuts are exact only with the
+// corrections for slow requests).
+func TestModelAgainstDefinition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(10, 10))
+	W := int64(synthW)
+	for round := range 300 {
+		var g Group
+		t0 := int64(0)
+		for range 1 + rng.IntN(80) {
+			t0 += rng.Int64N(W / 4)
+			lat := rng.Int64N(2 * W)
+			switch rng.IntN(6) {
+			case 0:
+				lat = 0
+			case 1:
+				lat = W
+			}
+			r := NewRecord(Labels{Surface: REST, Source: srcA}, t0, t0+lat, []uint16{200, 429, 0, 503}[rng.IntN(4)], nil)
+			g.Records = append(g.Records, &r)
+		}
+		count := func(j int, in func(*Record) bool, definite bool) int32 {
+			rj, n := g.Records[j], int32(0)
+			for i, ri := range g.Records {
+				switch {
+				case i == j || !in(ri):
+				case definite && ri.End <= rj.Start && ri.Start > rj.End-W:
+					n++
+				case !definite && ri.End > rj.Start-W && ri.Start < rj.End:
+					n++
+				}
+			}
+			return n
+		}
+		all := func(*Record) bool { return true }
+		notRefused := func(r *Record) bool { return !refused(r) }
+		for _, jd := range Model(g, 1+rng.IntN(10), synthW) {
+			j := int(jd.Index)
+			want := Judgement{Definite: count(j, sure, true), DefiniteAdmitted: count(j, admitted, true), PossibleAdmitted: count(j, notRefused, false)}
+			want.Ambiguous = count(j, all, false) - want.Definite
+			got := Judgement{Definite: jd.Definite, Ambiguous: jd.Ambiguous, DefiniteAdmitted: jd.DefiniteAdmitted, PossibleAdmitted: jd.PossibleAdmitted}
+			if got != want {
+				r := g.Records[j]
+				t.Fatalf("round %d, request %d (%d..%d): counts %+v, by definition %+v", round, j, r.Start, r.End, got, want)
+			}
+		}
+	}
+}

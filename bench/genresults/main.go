@@ -22,6 +22,7 @@ func main() {
 	n := flag.Int("n", 1000000, "number of results")
 	out := flag.String("o", "results.bin", "output file")
 	spread := flag.Duration("spread", 0, "latencies spread from 300µs up to 300µs+`D`, and results written as they would complete, out of send order (as Vegeta writes them)")
+	vary := flag.Bool("vary", false, "make every result differ as a real target's do: a request id in each 429 body, a RateLimit header counting down, no ratecheck labels and an id in each URL (as the Vegeta CLI records them)")
 	flag.Parse()
 	rng := rand.New(rand.NewPCG(1, 1))
 	var pending []vegeta.Result // with -spread: every result, to write in completion order
@@ -63,6 +64,16 @@ func main() {
 		logs[key] = append(kept, ts)
 		r := vegeta.Result{Attack: "surface=" + surface + " source=" + src + " stream=flood", Seq: uint64(i), Code: code,
 			Timestamp: ts, Latency: 300 * time.Microsecond, Method: "GET", URL: url, Body: body, BytesIn: uint64(len(body))}
+		if *vary {
+			r.Attack, r.URL = "", fmt.Sprintf("%s&id=%d", url, i)
+			if surface == "mcp" {
+				r.URL = fmt.Sprintf("%s?id=%d", url, i)
+			}
+			r.Headers = map[string][]string{"Ratelimit": {fmt.Sprintf("limit=%d, remaining=%d, reset=%d", limit, max(limit-len(kept)-1, 0), i%60000)}}
+			if code == 429 {
+				r.Body = fmt.Appendf(nil, `{"error":{"code":"rate_limited","request_id":"req-%d"}}`, i)
+			}
+		}
 		if *spread > 0 {
 			r.Latency += time.Duration(rng.Int64N(int64(*spread)))
 			pending = append(pending, r)

@@ -107,7 +107,10 @@ func checkRow(row ContractRow, r *Record) string {
 
 // shapeOK reports whether a 429 body is the documented one for its surface.
 func shapeOK(surface string, b []byte) bool {
-	rest, rpc, _ := errorCodes(b)
+	rest, rpc, ok := fastErrorCode(b)
+	if !ok {
+		rest, rpc, _ = errorCodes(b)
+	}
 	if surface == MCP {
 		return rpc == -32603
 	}

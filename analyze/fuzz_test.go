@@ -138,3 +138,23 @@ func gobUintBytes(x uint64) []byte {
 	}
 	return append([]byte{byte(-len(b))}, b...)
 }
+
+// FuzzErrorCode: wherever the fast reading of a body's error.code answers,
+// it answers what json.Unmarshal reads.
+func FuzzErrorCode(f *testing.F) {
+	for _, s := range []string{`{"error":{"code":"rate_limited"}}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"rate limited"}}`,
+		`{"error":{"code":"rate_limited","request_id":"req-1"}}`, `{"Error":{"code":"x"}}`, `{"error":{"CODE":1}}`, `{"error":null}`,
+		`{"error":{"code":"a\"b"}}`, `{"error":{"code":1e3}}`, `{"error":{"code":[1]},"error":{"code":"late"}}`, `[]`, `"x"`, `{`, ` {"error" : { "code" : 7 } } `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rest, rpc, ok := fastErrorCode(b)
+		if !ok {
+			return
+		}
+		wantRest, wantRPC, _ := errorCodes(b)
+		if rest != wantRest || rpc != wantRPC {
+			t.Fatalf("%q: fast %q %d, json %q %d", b, rest, rpc, wantRest, wantRPC)
+		}
+	})
+}

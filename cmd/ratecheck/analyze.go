@@ -20,7 +20,7 @@ schema-1 JSON with --json.
 The window defaults to the one recorded in run.json, else 60s.
 
 Any number of results is analyzed in bounded memory: the input is read
-once into a compact temporary copy under $TMPDIR (26 bytes a result,
+once into a compact temporary copy under $TMPDIR (27 bytes a result,
 removed at the end), then judged in send order holding about one window
 of results at a time.
 

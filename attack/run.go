@@ -95,6 +95,17 @@ func (pl Plan) units() []unit {
 	return us
 }
 
+// unitsOf returns the units of stream s.
+func unitsOf(units []unit, s *Stream) []unit {
+	var out []unit
+	for _, u := range units {
+		if u.stream == s {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
 // Duration returns the planned length of the run: the latest planned send
 // time over all streams.
 func (pl Plan) Duration() time.Duration {
@@ -123,10 +134,7 @@ func (pl Plan) Info() RunInfo {
 	for i := range p.Streams {
 		s := &p.Streams[i]
 		si := StreamInfo{Name: s.Name, Surface: s.Surface, Pacer: s.Pacer.Type, StartMS: s.Start.In(pl.Window).Milliseconds()}
-		for _, u := range units {
-			if u.stream != s {
-				continue
-			}
+		for _, u := range unitsOf(units, s) {
 			si.Sources = append(si.Sources, u.source)
 			si.Planned += u.pacer.Count()
 			if u.source != "" && !slices.Contains(info.Sources, u.source) {
@@ -201,10 +209,8 @@ func (pl Plan) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
 		s := &pl.Profile.Streams[i]
 		k := s.Surface + "/" + s.Name
 		if g, ok := gates[k]; ok {
-			for _, u := range units {
-				if u.stream == s {
-					left[k] += u.pacer.Count()
-				}
+			for _, u := range unitsOf(units, s) {
+				left[k] += u.pacer.Count()
 			}
 			if left[k] == 0 {
 				close(g)
@@ -393,26 +399,21 @@ func (pl Plan) PeakRate() int {
 	units := pl.units()
 	for i := range pl.Profile.Streams {
 		s := &pl.Profile.Streams[i]
-		var mine []Pacer
-		for _, u := range units {
-			if u.stream == s {
-				mine = append(mine, u.pacer)
-			}
-		}
+		mine := unitsOf(units, s)
 		if len(mine) == 0 {
 			continue
 		}
 		// Slide a one-second window over the schedule, counting only the
 		// hits this plan sends (all of them, unless it is a shard).
 		sends := func(g uint64) int {
-			for _, p := range mine {
-				if p.takes(g) {
+			for _, u := range mine {
+				if u.pacer.takes(g) {
 					return 1
 				}
 			}
 			return 0
 		}
-		sched := mine[0].Sched
+		sched := mine[0].pacer.Sched
 		best, n := 0, 0
 		var lo uint64
 		for hi := uint64(0); ; hi++ {

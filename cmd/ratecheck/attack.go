@@ -99,8 +99,8 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	var startAt time.Time
 	if o.startAt != "" {
-		if startAt, err = time.Parse(time.RFC3339Nano, o.startAt); err != nil {
-			return usageErr(stderr, "attack", "--start-at %q: want an RFC 3339 instant such as 2026-11-30T09:00:00Z", o.startAt)
+		if startAt, err = parseInstant("--start-at", o.startAt); err != nil {
+			return usageErr(stderr, "attack", "%v", err)
 		}
 		if time.Until(startAt) > 24*time.Hour {
 			return usageErr(stderr, "attack", "--start-at %s is more than 24h away", o.startAt)
@@ -158,13 +158,8 @@ func replaceSources(p *attack.Profile, list string) error {
 	var sources []string
 	if list != "own" {
 		var err error
-		if sources, err = parseList(list); err != nil {
-			return err
-		}
-		for _, s := range sources {
-			if net.ParseIP(s) == nil {
-				return fmt.Errorf("%q is not an IP address (or use own)", s)
-			}
+		if sources, err = parseAddresses(list); err != nil {
+			return fmt.Errorf("%w (or use own)", err)
 		}
 	}
 	p.Sources = sources
@@ -287,20 +282,15 @@ func execute(ctx context.Context, name string, plan attack.Plan, targetURL strin
 	lastFlush := time.Now()
 	// A failing target stops the attackers but not the archive: what is in
 	// flight is still recorded.
-	guard := attack.FailureGuard{Max: plan.AbortShare}
-	var failing *attack.FailingError
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
+	runCtx, guard := newFailureStop(ctx, plan.AbortShare)
+	defer guard.stop()
 	runErr := plan.Run(runCtx, func(r *vegeta.Result) error {
 		run.counts.Add(r)
 		run.outcomes.Add(r)
 		if err := arch.Add(r); err != nil {
 			return err
 		}
-		if err := guard.Add(r); err != nil && failing == nil {
-			failing = err.(*attack.FailingError)
-			stopRun()
-		}
+		guard.add(r)
 		if time.Since(lastFlush) > 100*time.Millisecond {
 			lastFlush = time.Now()
 			return arch.Flush()
@@ -314,8 +304,8 @@ func execute(ctx context.Context, name string, plan attack.Plan, targetURL strin
 	info.Host, _ = os.Hostname()
 	info.Interrupted = ctx.Err() != nil
 	noteClockStep(stderr, name, start, &info)
-	if failing != nil {
-		info.Aborted = failing.Error()
+	if guard.failing != nil {
+		info.Aborted = guard.failing.Error()
 	}
 	if err := arch.Close(info); err != nil && runErr == nil {
 		runErr = err
@@ -329,8 +319,8 @@ func execute(ctx context.Context, name string, plan attack.Plan, targetURL strin
 		fmt.Fprintf(stderr, "ratecheck %s: interrupted; the %d results received are archived in %s\n", name, arch.Len(), arch.Dir)
 		return run, exitCheckFailed
 	}
-	if failing != nil {
-		fmt.Fprintf(stderr, "ratecheck %s: %v (--abort-at); the %d results received are archived in %s\n", name, failing, arch.Len(), arch.Dir)
+	if guard.failing != nil {
+		fmt.Fprintf(stderr, "ratecheck %s: %v (--abort-at); the %d results received are archived in %s\n", name, guard.failing, arch.Len(), arch.Dir)
 		return run, exitUnreachable
 	}
 	return run, exitOK
@@ -355,6 +345,53 @@ func reachableBy(ctx context.Context, stderr io.Writer, name, target string, sta
 		case <-time.After(min(time.Second, left)):
 		}
 	}
+}
+
+// failureStop ends a run once the target is failing (see
+// attack.FailureGuard): the attackers stop, the archive keeps what is in
+// flight.
+type failureStop struct {
+	guard   attack.FailureGuard
+	stop    context.CancelFunc
+	failing *attack.FailingError // why the run stopped early, if it did
+}
+
+// newFailureStop returns the run's context, ended with ctx or once more
+// than max of the latest results failed (0: never).
+func newFailureStop(ctx context.Context, max float64) (context.Context, *failureStop) {
+	runCtx, stop := context.WithCancel(ctx)
+	return runCtx, &failureStop{guard: attack.FailureGuard{Max: max}, stop: stop}
+}
+
+// add counts a result.
+func (f *failureStop) add(r *vegeta.Result) {
+	if err := f.guard.Add(r); err != nil && f.failing == nil {
+		f.failing = err.(*attack.FailingError)
+		f.stop()
+	}
+}
+
+// parseInstant reads an RFC 3339 instant given to flag.
+func parseInstant(flag, s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s %q: want an RFC 3339 instant such as 2026-11-30T09:00:00Z", flag, s)
+	}
+	return t, nil
+}
+
+// parseAddresses reads a comma-separated list of IP addresses.
+func parseAddresses(list string) ([]string, error) {
+	addrs, err := parseList(list)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range addrs {
+		if net.ParseIP(a) == nil {
+			return nil, fmt.Errorf("%q is not an IP address", a)
+		}
+	}
+	return addrs, nil
 }
 
 // waitForStart waits until at (the shards' agreed start), saying so, or

@@ -202,19 +202,14 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	stopProgress := progress(stderr, start, longest, counts)
 	// A failing target stops the clients but not the archive: attempts in
 	// flight are still recorded.
-	guard := attack.FailureGuard{Max: abortShare}
-	var failing *attack.FailingError
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
+	runCtx, guard := newFailureStop(ctx, abortShare)
+	defer guard.stop()
 	runErr := f.Run(runCtx, func(r *vegeta.Result) error {
 		counts.Add(r)
 		if err := arch.Add(r); err != nil {
 			return err
 		}
-		if err := guard.Add(r); err != nil && failing == nil {
-			failing = err.(*attack.FailingError)
-			stopRun()
-		}
+		guard.add(r)
 		return nil
 	})
 	stopProgress()
@@ -225,8 +220,8 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Fleet: &attack.FleetInfo{Surface: f.Surface, Source: f.Source, Clients: f.Clients, Requests: f.Requests, Strategy: string(strategy),
 			BaseMS: ms(f.Backoff.Base), CapMS: ms(f.Backoff.Cap), Attempts: f.Attempts, SlowDownMS: ms(f.SlowDown), EpsilonMS: ms(eps), Rows: len(f.Rows)}}
 	noteClockStep(stderr, "fleet", start, &info)
-	if failing != nil {
-		info.Aborted = failing.Error()
+	if guard.failing != nil {
+		info.Aborted = guard.failing.Error()
 	}
 	if err := arch.Close(info); err != nil && runErr == nil {
 		runErr = err
@@ -239,8 +234,8 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "ratecheck fleet: interrupted; the %d results received are archived in %s\n", arch.Len(), arch.Dir)
 		return exitCheckFailed
 	}
-	if failing != nil {
-		fmt.Fprintf(stderr, "ratecheck fleet: %v (--abort-at); the %d results received are archived in %s\n", failing, arch.Len(), arch.Dir)
+	if guard.failing != nil {
+		fmt.Fprintf(stderr, "ratecheck fleet: %v (--abort-at); the %d results received are archived in %s\n", guard.failing, arch.Len(), arch.Dir)
 		return exitUnreachable
 	}
 	in, err := analyze.Read([]string{arch.Dir})

@@ -74,11 +74,10 @@ func runK8sJob(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	start := time.Now().Add(startIn).Truncate(time.Second)
 	if startAt != "" {
-		t, err := time.Parse(time.RFC3339Nano, startAt)
-		if err != nil {
-			return usageErr(stderr, "k8s-job", "--start-at %q: want an RFC 3339 instant such as 2026-11-30T09:00:00Z", startAt)
+		var err error
+		if start, err = parseInstant("--start-at", startAt); err != nil {
+			return usageErr(stderr, "k8s-job", "%v", err)
 		}
-		start = t
 	}
 	if target != "" {
 		var err error

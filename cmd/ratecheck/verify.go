@@ -107,14 +107,9 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			window = 6 * time.Second
 		}
 	}
-	sources, err := parseList(o.sources)
+	sources, err := parseAddresses(o.sources)
 	if err != nil {
 		return usageErr(stderr, "verify", "--sources: %v", err)
-	}
-	for _, s := range sources {
-		if net.ParseIP(s) == nil {
-			return usageErr(stderr, "verify", "--sources: %q is not an IP address", s)
-		}
 	}
 	if o.sources == "" && isLoopbackTarget(o.target) {
 		sources = []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}

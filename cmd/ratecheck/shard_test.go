@@ -108,22 +108,33 @@ func TestShardsMergeLikeOneMachine(t *testing.T) {
 	if len(merged.Notes) != 1 || !strings.Contains(merged.Notes[0], "merged 3 shards of shards") {
 		t.Errorf("notes %q: want the merge of 3 shards and their skew", merged.Notes)
 	}
-	a, b := verdictSummary(one), verdictSummary(merged)
+	// The limiter family is the best fit to the timings: when either run
+	// was slow enough to blur them (a p99 over 2 % of the window, as on a
+	// starved host or under the race detector), the fit proves nothing
+	// either way and the families are not compared.
+	sharp := !blurred(one, 4*time.Second) && !blurred(merged, 4*time.Second)
+	a, b := verdictSummary(one, sharp), verdictSummary(merged, sharp)
+	if !sharp {
+		t.Logf("timings blurred: limiter families not compared (%s against %s)", verdictSummary(one, true), verdictSummary(merged, true))
+	}
 	if a != b {
 		t.Errorf("verdicts differ:\none machine:  %s\nthree shards: %s", a, b)
 	}
 }
 
 // verdictSummary is what must agree between two runs of one profile: the
-// verdicts, per surface the observed limit and model, and which checks
-// failed. Whether a check that did not fail passed or was skipped depends
+// verdicts, per surface the observed limit and (withModel) the limiter
+// family, and which checks failed. Whether a check that did not fail passed or was skipped depends
 // on how much timing evidence a run happened to gather (two runs on one
 // machine differ in it too), and evidence texts carry timings.
-func verdictSummary(rep *analyze.Report) string {
+func verdictSummary(rep *analyze.Report, withModel bool) string {
 	var b strings.Builder
 	b.WriteString(rep.Verdict.Verdict)
 	for _, s := range rep.Verdict.Surfaces {
-		fmt.Fprintf(&b, " %s:%s:%s", s.Surface, s.Verdict, s.Model)
+		fmt.Fprintf(&b, " %s:%s", s.Surface, s.Verdict)
+		if withModel {
+			fmt.Fprintf(&b, ":%s", s.Model)
+		}
 		if s.ObservedLimit != nil {
 			fmt.Fprintf(&b, ":%d", *s.ObservedLimit)
 		}
@@ -143,3 +154,14 @@ type statusRecorder struct {
 }
 
 func (r *statusRecorder) WriteHeader(code int) { r.code = code; r.ResponseWriter.WriteHeader(code) }
+
+// blurred reports whether a run's latency could hide its limiter's timing:
+// a p99 over 2 % of the window on some surface.
+func blurred(rep *analyze.Report, window time.Duration) bool {
+	for _, d := range rep.Surfaces {
+		if d.Latency != nil && d.Latency.Time.P99 > window/50 {
+			return true
+		}
+	}
+	return false
+}

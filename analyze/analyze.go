@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/jamiealquiza/tachymeter"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/contract"
 )
 
 // Check names, in report order, and the groups --checks selects them by.
@@ -104,20 +107,8 @@ type ErrorCount struct {
 	N    int
 }
 
-// errKind is the part of a transport error that does not name the request
-// or the connection: the text after its last colon.
-func errKind(err string) string {
-	if err == "" {
-		return "no answer"
-	}
-	if i := strings.LastIndex(err, ": "); i >= 0 {
-		return err[i+2:]
-	}
-	return err
-}
-
 // Analyze judges an input held in memory against cfg.
-func Analyze(in *Input, cfg Config) *Report {
+func Analyze(in *archive.Input, cfg Config) *Report {
 	rep, _ := AnalyzeSource(in, cfg) // reading memory cannot fail
 	return rep
 }
@@ -128,7 +119,7 @@ func Analyze(in *Input, cfg Config) *Report {
 // the most refusals. The second, in send order, runs the windowed model
 // of every group, and the observed limit and limiter fit of the primaries,
 // holding about one window of records at a time.
-func AnalyzeSource(src Source, cfg Config) (*Report, error) {
+func AnalyzeSource(src archive.Source, cfg Config) (*Report, error) {
 	meta := src.Info()
 	rep := &Report{Verdict: Verdict{Schema: 1, Verdict: Pass, Target: cfg.Target, WindowMS: cfg.Window.Milliseconds(), Run: cfg.Run}}
 	rep.Warnings = append(rep.Warnings, meta.Truncated...)
@@ -139,9 +130,10 @@ func AnalyzeSource(src Source, cfg Config) (*Report, error) {
 	// Each surface is judged by a worker of its own, side by side: both see
 	// every record and take theirs (and, for the independence check, the
 	// other surface's from their primary's source).
-	rest, mcp := newSurfaceRun(REST, cfg), newSurfaceRun(MCP, cfg)
+	tab := src.Tables()
+	rest, mcp := newSurfaceRun(contract.REST, cfg, tab), newSurfaceRun(contract.MCP, cfg, tab)
 	workers := []*surfaceRun{rest, mcp}
-	err := fanOut(src.Each, workers, func(s *surfaceRun, r *Record, seq int) {
+	err := fanOut(src.Each, workers, func(s *surfaceRun, r *archive.Record, seq int) {
 		if g := s.groupOf(r, true); g != nil {
 			s.count(g, r, seq)
 		}
@@ -151,7 +143,7 @@ func AnalyzeSource(src Source, cfg Config) (*Report, error) {
 	}
 	rest.choosePrimary(mcp)
 	mcp.choosePrimary(rest)
-	err = fanOut(src.InOrder, workers, func(s *surfaceRun, r *Record, _ int) {
+	err = fanOut(src.InOrder, workers, func(s *surfaceRun, r *archive.Record, _ int) {
 		switch g := s.groupOf(r, false); {
 		case g == nil:
 		case g.surface == s:
@@ -169,7 +161,7 @@ func AnalyzeSource(src Source, cfg Config) (*Report, error) {
 			surfaces[s.name] = s
 		}
 	}
-	for _, sf := range []string{REST, MCP} {
+	for _, sf := range []string{contract.REST, contract.MCP} {
 		s := surfaces[sf]
 		if s == nil {
 			continue
@@ -192,14 +184,14 @@ func limitOf(cfg Config, surface string) int {
 	if l := cfg.Limits[surface]; l > 0 {
 		return l
 	}
-	if surface == MCP {
+	if surface == contract.MCP {
 		return 120
 	}
 	return 240
 }
 
 // at formats a record's send time relative to t0.
-func at(r *Record, t0 int64) string {
+func at(r *archive.Record, t0 int64) string {
 	return "+" + time.Duration(r.Start-t0).Round(time.Millisecond).String()
 }
 
@@ -219,7 +211,7 @@ type groupRun struct {
 }
 
 // add takes the group's next request in send order (second pass).
-func (g *groupRun) add(r *Record) {
+func (g *groupRun) add(r *archive.Record) {
 	s := g.surface
 	if g == s.primary {
 		s.fit.add(r, g.model.n)
@@ -232,8 +224,8 @@ func (g *groupRun) add(r *Record) {
 
 // addExtras notes the Retry-After and RateLimit values a refusal carried:
 // the first six distinct, enough for the surface to report its first three.
-func (g *groupRun) addExtras(r *Record) {
-	_, retryAfter, rateLimit := r.Header()
+func (g *groupRun) addExtras(r *archive.Record) {
+	_, retryAfter, rateLimit := g.surface.tab.Header(r)
 	if retryAfter != "" && !slices.Contains(g.extras, "Retry-After: "+retryAfter) && len(g.extras) < 6 {
 		g.extras = append(g.extras, "Retry-After: "+retryAfter)
 	}
@@ -245,6 +237,7 @@ func (g *groupRun) addExtras(r *Record) {
 // surfaceRun gathers one surface's evidence over both passes.
 type surfaceRun struct {
 	name     string
+	tab      *archive.Tables // the records' labels and answers
 	L        int
 	W        time.Duration
 	selected []string // the checks reported (nil: all)
@@ -285,11 +278,11 @@ type contractHit struct {
 	row    int
 	source string
 	seq    int
-	rec    Record
+	rec    archive.Record
 }
 
-func newSurfaceRun(name string, cfg Config) *surfaceRun {
-	return &surfaceRun{name: name, L: limitOf(cfg, name), W: cfg.Window, selected: cfg.Checks, groups: map[string]*groupRun{}, t0: 1<<63 - 1,
+func newSurfaceRun(name string, cfg Config, tab *archive.Tables) *surfaceRun {
+	return &surfaceRun{name: name, tab: tab, L: limitOf(cfg, name), W: cfg.Window, selected: cfg.Checks, groups: map[string]*groupRun{}, t0: 1<<63 - 1,
 		shapeMemo: map[string]bool{}, errs: map[string]int{}, lat: newReservoir(100000)}
 }
 
@@ -306,30 +299,31 @@ func (s *surfaceRun) group(source string) *groupRun {
 // groupOf returns r's group, of this surface or the other (nil: neither).
 // With create it makes groups of this surface as records name them (first
 // pass); the second pass only looks them up, the other surface's too.
-func (s *surfaceRun) groupOf(r *Record, create bool) *groupRun {
-	if int(r.label) < len(s.seen) && s.seen[r.label] {
-		return s.byLabel[r.label]
+func (s *surfaceRun) groupOf(r *archive.Record, create bool) *groupRun {
+	id := int(r.LabelID())
+	if id < len(s.seen) && s.seen[id] {
+		return s.byLabel[id]
 	}
-	if int(r.label) >= len(s.seen) {
-		n := max(int(r.label)+1, 2*len(s.seen))
+	if id >= len(s.seen) {
+		n := max(id+1, 2*len(s.seen))
 		s.seen, s.byLabel = slices.Grow(s.seen, n-len(s.seen))[:n], slices.Grow(s.byLabel, n-len(s.byLabel))[:n]
 	}
 	var g *groupRun
-	switch sf := r.Surface(); {
-	case sf == s.name && create:
-		g = s.group(r.Source())
-	case sf == s.name:
-		g = s.groups[r.Source()]
-	case s.other != nil && sf == s.other.surface.name && r.Source() == s.other.source:
+	switch l := s.tab.Labels(r); {
+	case l.Surface == s.name && create:
+		g = s.group(l.Source)
+	case l.Surface == s.name:
+		g = s.groups[l.Source]
+	case s.other != nil && l.Surface == s.other.surface.name && l.Source == s.other.source:
 		g = s.other
 	}
-	s.seen[r.label], s.byLabel[r.label] = true, g
+	s.seen[id], s.byLabel[id] = true, g
 	return g
 }
 
 // count takes a record of group g in any order (first pass); seq is its
 // place in the input.
-func (s *surfaceRun) count(g *groupRun, r *Record, seq int) {
+func (s *surfaceRun) count(g *groupRun, r *archive.Record, seq int) {
 	g.n++
 	s.t0 = min(s.t0, r.Start)
 	if r.Start < g.first {
@@ -346,13 +340,14 @@ func (s *surfaceRun) count(g *groupRun, r *Record, seq int) {
 		g.firstRefusalEnd = min(g.firstRefusalEnd, r.End)
 		s.sd.Refused++
 		s.shapeN++
-		ok, known := r.shapeOK()
+		ok, known := r.Judged()
 		if !known { // a record made in memory: judge its body
+			body := s.tab.Body(r)
 			var seen bool
-			if ok, seen = s.shapeMemo[string(r.Body())]; !seen {
-				ok = shapeOK(s.name, r.Body())
+			if ok, seen = s.shapeMemo[string(body)]; !seen {
+				ok = shapeOK(s.name, body)
 				if len(s.shapeMemo) < 1024 {
-					s.shapeMemo[string(r.Body())] = ok
+					s.shapeMemo[string(body)] = ok
 				}
 			}
 		}
@@ -365,12 +360,12 @@ func (s *surfaceRun) count(g *groupRun, r *Record, seq int) {
 	default:
 		s.sd.Faults++
 		if r.Code == 0 {
-			s.errs[errKind(r.Err())]++
+			s.errs[archive.ErrKind(s.tab.Err(r))]++
 		}
 	}
-	if isContractStream(r.Stream()) {
+	if stream := s.tab.Labels(r).Stream; isContractStream(stream) {
 		for i, row := range ContractRows {
-			if row.Surface == s.name && row.Stream == r.Stream() {
+			if row.Surface == s.name && row.Stream == stream {
 				s.contract = append(s.contract, contractHit{row: i, source: g.source, seq: seq, rec: *r})
 			}
 		}
@@ -405,13 +400,13 @@ func (s *surfaceRun) choosePrimary(other *surfaceRun) {
 // some refused request of the primary came back before r was sent (so at
 // least L+1 requests were counted by then), and at most one of its
 // requests was sent early enough to have aged out of r's window since.
-func (s *surfaceRun) locked(r *Record) bool {
+func (s *surfaceRun) locked(r *archive.Record) bool {
 	p := s.primary
 	return p.firstRefusalEnd <= r.Start && r.End-int64(s.W) < p.second
 }
 
 // addOther takes a request of the other surface from the primary's source.
-func (s *surfaceRun) addOther(r *Record) {
+func (s *surfaceRun) addOther(r *archive.Record) {
 	if m := s.primary.model; m.head == len(m.pending) {
 		// The primary's next request is sent at r.Start or later.
 		s.trimOther(r.Start)
@@ -433,7 +428,7 @@ func (s *surfaceRun) trimOther(t int64) {
 
 // definiteOther counts the other surface's sure requests from the
 // primary's source definitely in r's window.
-func (s *surfaceRun) definiteOther(r *Record) int {
+func (s *surfaceRun) definiteOther(r *archive.Record) int {
 	n := 0
 	for _, o := range s.otherSure {
 		if o.end <= r.Start && o.start > r.End-int64(s.W) {
@@ -477,7 +472,7 @@ func (s *surfaceRun) judged(g *groupRun, j *judged) {
 	if refused(r) {
 		s.obs, s.anyRefused = max(s.obs, j.observed), true
 	}
-	L, stream := s.L, r.Stream()
+	L, stream := s.L, s.tab.Labels(r).Stream
 	switch j.Required {
 	case Require429:
 		s.required429++
@@ -485,7 +480,7 @@ func (s *surfaceRun) judged(g *groupRun, j *judged) {
 		s.indet++
 	}
 	// onset: the first episode, up to the first refusal's response.
-	if r.Start <= g.firstRefusalEnd && stream != "spoof" {
+	if r.Start <= g.firstRefusalEnd && stream != archive.StreamSpoof {
 		switch {
 		case j.Leak:
 			s.onsetLeaks++
@@ -496,7 +491,7 @@ func (s *surfaceRun) judged(g *groupRun, j *judged) {
 		}
 	}
 	// rolling: leaks and false throttles of the limit probes
-	if stream != "spoof" {
+	if stream != archive.StreamSpoof {
 		if j.Leak {
 			s.sd.Leaks++
 			if len(s.leaks) < 2 {
@@ -518,7 +513,7 @@ func (s *surfaceRun) judged(g *groupRun, j *judged) {
 		s.forgetsProof++ // admitted although the refusals alone filled the window
 	}
 	// spoof: forged forwarding headers while the address was over its limit
-	if stream == "spoof" {
+	if stream == archive.StreamSpoof {
 		s.spoofN++
 		switch {
 		case !admitted(r):
@@ -619,7 +614,7 @@ func (s *surfaceRun) verdict() (SurfaceVerdict, SurfaceDetail) {
 	if len(extras) > 0 {
 		hdrs = "; the target also sent " + strings.Join(extras, ", ")
 	}
-	want := map[string]string{REST: `{"error":{"code":"rate_limited"}}`, MCP: "JSON-RPC error -32603"}[s.name]
+	want := map[string]string{contract.REST: `{"error":{"code":"rate_limited"}}`, contract.MCP: "JSON-RPC error -32603"}[s.name]
 	switch {
 	case s.shapeN == 0:
 		add("shape", Skip, "no 429 to inspect")
@@ -678,10 +673,10 @@ func (s *surfaceRun) verdict() (SurfaceVerdict, SurfaceDetail) {
 		row, r := ContractRows[h.row], &h.rec
 		rows = append(rows, row.Stream)
 		if r.Code == 0 { // no answer: proves nothing about the row
-			unanswered = append(unanswered, fmt.Sprintf("%s (%s)", row.Stream, errKind(r.Err())))
+			unanswered = append(unanswered, fmt.Sprintf("%s (%s)", row.Stream, archive.ErrKind(s.tab.Err(r))))
 			continue
 		}
-		if p := checkRow(row, r); p != "" {
+		if p := checkRow(row, r, s.tab); p != "" {
 			bad = append(bad, fmt.Sprintf("%s (%s): %s", row.Stream, row.What, p))
 		}
 	}
@@ -716,16 +711,16 @@ func (s *surfaceRun) verdict() (SurfaceVerdict, SurfaceDetail) {
 // fanOut runs each over the source's records and hands them, in batches,
 // to one goroutine per surface, which calls take with its place in the
 // stream. It returns once every worker is done.
-func fanOut(each func(func(*Record)) error, workers []*surfaceRun, take func(s *surfaceRun, r *Record, seq int)) error {
+func fanOut(each func(func(*archive.Record)) error, workers []*surfaceRun, take func(s *surfaceRun, r *archive.Record, seq int)) error {
 	type batch struct {
-		recs []Record
+		recs []archive.Record
 		seq  int
 		left atomic.Int32
 	}
 	const size = 4096
 	free := make(chan *batch, 8)
 	for range cap(free) {
-		free <- &batch{recs: make([]Record, 0, size)}
+		free <- &batch{recs: make([]archive.Record, 0, size)}
 	}
 	chans := make([]chan *batch, len(workers))
 	var wg sync.WaitGroup
@@ -753,7 +748,7 @@ func fanOut(each func(func(*Record)) error, workers []*surfaceRun, take func(s *
 		b = <-free
 		b.recs = b.recs[:0]
 	}
-	err := each(func(r *Record) {
+	err := each(func(r *archive.Record) {
 		if b.recs = append(b.recs, *r); len(b.recs) == size {
 			send()
 		}

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/contract"
 )
 
 // ContractRow is one documented answer: the probe that provokes it (named
@@ -24,21 +27,21 @@ type ContractRow struct {
 // ContractRows are the rows of the contract's failure table that a probe
 // can provoke without touching a limit (the 429 rows are the limit checks').
 var ContractRows = []ContractRow{
-	{Stream: "rest-not-found", Surface: REST, Status: 404, RESTCode: "not_found", What: "unknown page"},
-	{Stream: "rest-manifest-not-found", Surface: REST, Status: 404, RESTCode: "not_found", What: "unknown manifest"},
-	{Stream: "rest-q-too-short", Surface: REST, Status: 422, What: "q under two characters"},
-	{Stream: "rest-limit-above-25", Surface: REST, Status: 422, What: "limit above 25"},
-	{Stream: "mcp-foreign-origin", Surface: MCP, Status: 403, RPCCode: -32600, What: "foreign Origin"},
-	{Stream: "mcp-get-stream", Surface: MCP, Status: 405, Allow: "POST", What: "GET /mcp"},
-	{Stream: "mcp-delete-session", Surface: MCP, Status: 405, Allow: "POST", What: "DELETE /mcp"},
-	{Stream: "mcp-body-too-large", Surface: MCP, Status: 413, What: "body over 256 KiB"},
-	{Stream: "mcp-bad-json", Surface: MCP, Status: 400, RPCCode: -32700, What: "invalid JSON"},
-	{Stream: "mcp-header-mismatch", Surface: MCP, Status: 400, RPCCode: -32020, What: "Mcp-Name disagrees with the body"},
-	{Stream: "mcp-unknown-method", Surface: MCP, Status: 404, RPCCode: -32601, What: "unknown method"},
-	{Stream: "mcp-empty-query", Surface: MCP, Status: 200, IsError: true, What: "empty query"},
-	{Stream: "mcp-unknown-page", Surface: MCP, Status: 200, IsError: true, What: "unknown page"},
-	{Stream: "mcp-unknown-tool", Surface: MCP, Status: 200, RPCCode: -32602, What: "unknown tool"},
-	{Stream: "mcp-session-headers-ignored", Surface: MCP, Status: 200, What: "Mcp-Session-Id and Last-Event-ID ignored"},
+	{Stream: "rest-not-found", Surface: contract.REST, Status: 404, RESTCode: "not_found", What: "unknown page"},
+	{Stream: "rest-manifest-not-found", Surface: contract.REST, Status: 404, RESTCode: "not_found", What: "unknown manifest"},
+	{Stream: "rest-q-too-short", Surface: contract.REST, Status: 422, What: "q under two characters"},
+	{Stream: "rest-limit-above-25", Surface: contract.REST, Status: 422, What: "limit above 25"},
+	{Stream: "mcp-foreign-origin", Surface: contract.MCP, Status: 403, RPCCode: -32600, What: "foreign Origin"},
+	{Stream: "mcp-get-stream", Surface: contract.MCP, Status: 405, Allow: "POST", What: "GET /mcp"},
+	{Stream: "mcp-delete-session", Surface: contract.MCP, Status: 405, Allow: "POST", What: "DELETE /mcp"},
+	{Stream: "mcp-body-too-large", Surface: contract.MCP, Status: 413, What: "body over 256 KiB"},
+	{Stream: "mcp-bad-json", Surface: contract.MCP, Status: 400, RPCCode: -32700, What: "invalid JSON"},
+	{Stream: "mcp-header-mismatch", Surface: contract.MCP, Status: 400, RPCCode: -32020, What: "Mcp-Name disagrees with the body"},
+	{Stream: "mcp-unknown-method", Surface: contract.MCP, Status: 404, RPCCode: -32601, What: "unknown method"},
+	{Stream: "mcp-empty-query", Surface: contract.MCP, Status: 200, IsError: true, What: "empty query"},
+	{Stream: "mcp-unknown-page", Surface: contract.MCP, Status: 200, IsError: true, What: "unknown page"},
+	{Stream: "mcp-unknown-tool", Surface: contract.MCP, Status: 200, RPCCode: -32602, What: "unknown tool"},
+	{Stream: "mcp-session-headers-ignored", Surface: contract.MCP, Status: 200, What: "Mcp-Session-Id and Last-Event-ID ignored"},
 }
 
 func isContractStream(name string) bool {
@@ -78,11 +81,11 @@ func errorCodes(b []byte) (rest string, rpc int, parsed body) {
 }
 
 // checkRow returns what is wrong with r as an answer to row (empty: nothing).
-func checkRow(row ContractRow, r *Record) string {
+func checkRow(row ContractRow, r *archive.Record, tab *archive.Tables) string {
 	if r.Code != row.Status {
 		return fmt.Sprintf("status %d, want %d", r.Code, row.Status)
 	}
-	rest, rpc, parsed := errorCodes(r.Body())
+	rest, rpc, parsed := errorCodes(tab.Body(r))
 	var probs []string
 	if row.RESTCode != "" && rest != row.RESTCode {
 		probs = append(probs, fmt.Sprintf("error.code %q, want %q", rest, row.RESTCode))
@@ -96,7 +99,7 @@ func checkRow(row ContractRow, r *Record) string {
 	if row.Status == 200 && !row.IsError && row.RPCCode == 0 && (parsed.Error != nil || parsed.Result == nil) {
 		probs = append(probs, "no result")
 	}
-	if allow, _, _ := r.Header(); row.Allow != "" && !strings.Contains(allow, row.Allow) {
+	if allow, _, _ := tab.Header(r); row.Allow != "" && !strings.Contains(allow, row.Allow) {
 		probs = append(probs, fmt.Sprintf("Allow %q, want %s", allow, row.Allow))
 	}
 	if Retryable(r.Code) != row.Retryable {
@@ -111,7 +114,7 @@ func shapeOK(surface string, b []byte) bool {
 	if !ok {
 		rest, rpc, _ = errorCodes(b)
 	}
-	if surface == MCP {
+	if surface == contract.MCP {
 		return rpc == -32603
 	}
 	return rest == "rate_limited"

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
 )
 
 // Limiter families the fit can name, simplest first (the tie order).
@@ -92,7 +94,7 @@ func newFamilyFit(limit int, w time.Duration, n int) *familyFit {
 }
 
 // add takes a group's next request in send order; index is its place.
-func (f *familyFit) add(r *Record, index int32) {
+func (f *familyFit) add(r *archive.Record, index int32) {
 	// A response at or before this send can go: every later request is
 	// sent, so answered, no earlier; ties go in send order.
 	for len(f.byEnd) > 0 && f.byEnd[0].end <= r.Start {

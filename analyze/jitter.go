@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"github.com/connectbyjbrh/ratecheck/archive"
+
 	"cmp"
 	"fmt"
 	"math"
@@ -11,44 +13,6 @@ import (
 	"strings"
 	"time"
 )
-
-// FleetTag is what a fleet result's label says about it: which client,
-// which of its logical requests, which attempt, and the backoff the client
-// drew before it (negative when the label does not say).
-type FleetTag struct {
-	Client, Request, Attempt int
-	Delay                    time.Duration
-}
-
-// parseFleetTag reads client=, request=, attempt= and delay= (ns) from a
-// label; nil when it has no client.
-func parseFleetTag(label string) *FleetTag {
-	if !strings.Contains(label, "client=") {
-		return nil
-	}
-	t := &FleetTag{Request: 1, Delay: -1}
-	for _, f := range strings.Fields(label) {
-		k, v, _ := strings.Cut(f, "=")
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			continue
-		}
-		switch k {
-		case "client":
-			t.Client = int(n)
-		case "request":
-			t.Request = int(n)
-		case "attempt":
-			t.Attempt = int(n)
-		case "delay":
-			t.Delay = time.Duration(n)
-		}
-	}
-	if t.Attempt == 0 {
-		return nil
-	}
-	return t
-}
 
 // JitterConfig is what a fleet was asked to do, and how strictly to judge it.
 type JitterConfig struct {
@@ -116,8 +80,8 @@ type JitterReport struct {
 
 // fleetAttempt is one attempt, in a client's request.
 type fleetAttempt struct {
-	rec *Record
-	tag *FleetTag
+	rec *archive.Record
+	tag *archive.FleetTag
 }
 
 // Jitter judges the retry timing of a fleet's results (DESIGN.md §3):
@@ -131,7 +95,7 @@ type fleetAttempt struct {
 // timeline (its first send, then each attempt's latency plus the delay it
 // drew), so a machine that runs timers late is reported (late_p99_ms), not
 // blamed on the clients.
-func Jitter(in *Input, cfg JitterConfig) *JitterReport {
+func Jitter(in *archive.Input, cfg JitterConfig) *JitterReport {
 	if cfg.Epsilon <= 0 {
 		cfg.Epsilon = cfg.Base / 50
 	}
@@ -149,7 +113,7 @@ func Jitter(in *Input, cfg JitterConfig) *JitterReport {
 	requests := map[int]map[int][]fleetAttempt{}
 	for i := range in.Records {
 		r := &in.Records[i]
-		tag := r.Fleet()
+		tag := in.Tables().Labels(r).Fleet
 		if tag == nil {
 			continue
 		}
@@ -184,7 +148,7 @@ func Jitter(in *Input, cfg JitterConfig) *JitterReport {
 	maxAttempt := 0
 	var fleetClients []int // the fleet proper, not the failure-table probes
 	for _, c := range clients {
-		if as := requests[c][1]; len(as) > 0 && as[0].rec.Stream() == "fleet" {
+		if as := requests[c][1]; len(as) > 0 && in.Tables().Labels(as[0].rec).Stream == archive.StreamFleet {
 			fleetClients = append(fleetClients, c)
 			maxAttempt = max(maxAttempt, len(as))
 		}
@@ -395,7 +359,7 @@ func Jitter(in *Input, cfg JitterConfig) *JitterReport {
 	}
 	var primeFrom, primeTo int64 = math.MaxInt64, math.MinInt64
 	for i := range in.Records {
-		if r := &in.Records[i]; r.Stream() == "prime" && r.Fleet() == nil {
+		if r := &in.Records[i]; in.Tables().Labels(r).Stream == archive.StreamPrime && in.Tables().Labels(r).Fleet == nil {
 			primeFrom, primeTo = min(primeFrom, r.Start), max(primeTo, r.End)
 		}
 	}

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/contract"
 )
 
 const (
@@ -16,14 +19,14 @@ const (
 // fleet builds the first request of n clients driven into 429 together at
 // t = 0: every attempt is refused after 1–3 ms, and retry k waits
 // delay(k, u) with u drawn per client from seed.
-func fleet(n, attempts int, seed uint64, delay func(k int, u float64) time.Duration) *Input {
+func fleet(n, attempts int, seed uint64, delay func(k int, u float64) time.Duration) *archive.Input {
 	return noisyFleet(n, attempts, seed, delay, 2*time.Millisecond)
 }
 
 // noisyFleet is fleet with each refusal taking 1 ms plus up to noise.
-func noisyFleet(n, attempts int, seed uint64, delay func(k int, u float64) time.Duration, noise time.Duration) *Input {
+func noisyFleet(n, attempts int, seed uint64, delay func(k int, u float64) time.Duration, noise time.Duration) *archive.Input {
 	rng := rand.New(rand.NewPCG(seed, 1))
-	in := &Input{}
+	in := archive.NewInput()
 	for c := range n {
 		t := int64(rng.IntN(int(time.Millisecond)))
 		for a := 1; a <= attempts; a++ {
@@ -33,8 +36,8 @@ func noisyFleet(n, attempts int, seed uint64, delay func(k int, u float64) time.
 				t += int64(d)
 			}
 			end := t + int64(time.Millisecond) + int64(rng.IntN(int(noise)))
-			in.Records = append(in.Records, NewRecord(Labels{Surface: REST, Source: "127.0.0.2", Stream: "fleet",
-				Fleet: &FleetTag{Client: c, Request: 1, Attempt: a, Delay: max(d, 0)}}, t, end, 429, nil))
+			in.Add(archive.Labels{Surface: contract.REST, Source: "127.0.0.2", Stream: archive.StreamFleet,
+				Fleet: &archive.FleetTag{Client: c, Request: 1, Attempt: a, Delay: max(d, 0)}}, t, end, 429, nil)
 			t = end
 		}
 	}
@@ -131,7 +134,7 @@ func TestJitterSharedRefusal(t *testing.T) {
 	// Injected faults on some first attempts (a 503, a reset) do not
 	// mean that the budget came back.
 	for i := range in.Records {
-		if r := &in.Records[i]; r.Fleet().Attempt == 1 && r.Fleet().Client%10 == 1 {
+		if r := &in.Records[i]; in.Tables().Labels(r).Fleet.Attempt == 1 && in.Tables().Labels(r).Fleet.Client%10 == 1 {
 			r.Code = 503
 		}
 	}
@@ -140,7 +143,7 @@ func TestJitterSharedRefusal(t *testing.T) {
 		t.Errorf("10 faults: %+v", c)
 	}
 	for i := range in.Records {
-		if r := &in.Records[i]; r.Fleet().Attempt == 1 && r.Fleet().Client%4 == 0 {
+		if r := &in.Records[i]; in.Tables().Labels(r).Fleet.Attempt == 1 && in.Tables().Labels(r).Fleet.Client%4 == 0 {
 			r.Code = 200
 		}
 	}
@@ -182,15 +185,17 @@ func TestKSAndPoisson(t *testing.T) {
 // client that does not slow down after repeated 429s each fail their check.
 func TestJitterDiscipline(t *testing.T) {
 	ms := int64(time.Millisecond)
-	rec := func(client, req, attempt int, start int64, code uint16) Record {
-		return NewRecord(Labels{Surface: REST, Source: "127.0.0.2", Stream: "fleet",
-			Fleet: &FleetTag{Client: client, Request: req, Attempt: attempt, Delay: -1}}, start*ms, (start+1)*ms, code, nil)
+	in := archive.NewInput()
+	rec := func(client, req, attempt int, start int64, code uint16) {
+		in.Add(archive.Labels{Surface: contract.REST, Source: "127.0.0.2", Stream: archive.StreamFleet,
+			Fleet: &archive.FleetTag{Client: client, Request: req, Attempt: attempt, Delay: -1}}, start*ms, (start+1)*ms, code, nil)
 	}
-	in := &Input{Records: []Record{
-		rec(1, 1, 1, 0, 404), rec(1, 1, 2, 10, 404), // a 404 retried
-		rec(2, 1, 1, 0, 429), rec(2, 1, 2, 10, 429), rec(2, 1, 3, 20, 429), rec(2, 1, 4, 30, 429), rec(2, 1, 5, 40, 429), // over the cap
-		rec(2, 2, 1, 42, 200), // no pause after repeated 429s
-	}}
+	rec(1, 1, 1, 0, 404) // a 404 retried
+	rec(1, 1, 2, 10, 404)
+	for k := range 5 { // over the cap
+		rec(2, 1, k+1, int64(10*k), 429)
+	}
+	rec(2, 2, 1, 42, 200) // no pause after repeated 429s
 	rep := Jitter(in, JitterConfig{Base: jBase, Cap: jCap, Attempts: 4, SlowDown: time.Second, Sims: 50})
 	for _, name := range []string{"retry-answers", "attempt-cap", "slow-down"} {
 		if c := checkOf(rep, name); c.Verdict != Fail {
@@ -199,16 +204,6 @@ func TestJitterDiscipline(t *testing.T) {
 	}
 	if c := checkOf(rep, "retry-answers"); !strings.Contains(c.Detail, "an answer was retried 1 times") {
 		t.Errorf("retry-answers: %s", c.Detail)
-	}
-}
-
-func TestParseFleetTag(t *testing.T) {
-	got := parseFleetTag("surface=rest source=127.0.0.2 stream=fleet client=7 request=2 attempt=3 delay=1500000")
-	if got == nil || *got != (FleetTag{Client: 7, Request: 2, Attempt: 3, Delay: 1500 * time.Microsecond}) {
-		t.Errorf("parseFleetTag = %+v", got)
-	}
-	if parseFleetTag("surface=rest source=127.0.0.1 stream=onset") != nil {
-		t.Error("a non-fleet label parsed as a fleet tag")
 	}
 }
 

@@ -1,6 +1,10 @@
 package analyze
 
-import "time"
+import (
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
+)
 
 // Outcome is what the uncertainty-interval model requires of a request.
 type Outcome uint8
@@ -32,19 +36,19 @@ type Judgement struct {
 // Group is the requests of one surface from one source, in send order.
 type Group struct {
 	Surface, Source string
-	Records         []*Record
+	Records         []*archive.Record
 }
 
 // admitted reports whether a record passed the limiter: any answer but 429,
 // 5xx or a transport error.
-func admitted(r *Record) bool { return r.Code != 0 && r.Code != 429 && r.Code < 500 }
+func admitted(r *archive.Record) bool { return r.Code != 0 && r.Code != 429 && r.Code < 500 }
 
 // refused reports whether the record was refused by the limiter.
-func refused(r *Record) bool { return r.Code == 429 }
+func refused(r *archive.Record) bool { return r.Code == 429 }
 
 // sure reports whether the server surely counted the record: it answered
 // from the surface. Transport errors and 5xx may or may not have been counted.
-func sure(r *Record) bool { return r.Code != 0 && r.Code < 500 }
+func sure(r *archive.Record) bool { return r.Code != 0 && r.Code < 500 }
 
 // upTo returns #{k : a[k] ≤ v} of a sorted a. It searches out from *at,
 // its previous answer, and leaves the new one there: a group's requests

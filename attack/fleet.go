@@ -13,7 +13,9 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/client"
+	"github.com/connectbyjbrh/ratecheck/contract"
 )
 
 // Fleet is N retrying clients behind one address (as behind one NAT),
@@ -56,7 +58,7 @@ type Fleet struct {
 // Defaults returns f with its zero fields set.
 func (f Fleet) Defaults() Fleet {
 	if f.Surface == "" {
-		f.Surface = REST
+		f.Surface = contract.REST
 	}
 	if f.Clients <= 0 {
 		f.Clients = 100
@@ -84,14 +86,6 @@ func (f Fleet) Defaults() Fleet {
 		f.Timeout = 10 * time.Second
 	}
 	return f
-}
-
-// FleetLabel is the Result.Attack label of a fleet client's attempt.
-func FleetLabel(surface, source, stream string, a client.Attempt, clientID int) string {
-	if source == "" {
-		source = "default"
-	}
-	return fmt.Sprintf("%s client=%d request=%d attempt=%d delay=%d", Label(surface, source, stream), clientID, a.Request, a.N, a.Delay.Nanoseconds())
 }
 
 // Run primes the address, runs the fleet and hands every result to sink,
@@ -145,13 +139,13 @@ func (f Fleet) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
 // as many as were not admitted, a few rounds at most.
 func (f Fleet) prime(ctx context.Context, emit func(*vegeta.Result)) error {
 	req := Request{Path: "/api/public/search", Query: map[string]string{"q": "rate limits"}}
-	if f.Surface == MCP {
+	if f.Surface == contract.MCP {
 		req = Request{RPC: "tools/list"}
 	}
 	admitted := 0
 	for round, burst := 0, f.Limit; round < 5 && burst > 0 && ctx.Err() == nil; round++ {
 		p := &Profile{Name: "fleet", Policy: Policy{Surface: f.Surface, Limit: f.Limit, Window: Span{D: f.Window}},
-			Streams: []Stream{{Name: "prime", Surface: f.Surface, Requests: []Request{req},
+			Streams: []Stream{{Name: archive.StreamPrime, Surface: f.Surface, Requests: []Request{req},
 				Pacer: PacerSpec{Type: "burst-then-probe", Burst: burst, Over: Span{W: 0.02}}}}}
 		if f.Source != "" {
 			p.Sources = []string{f.Source}
@@ -205,7 +199,7 @@ func (f Fleet) rows(ctx context.Context, emit func(*vegeta.Result)) error {
 // client builds fleet client i: its own connection from the shared
 // source, its own jitter stream, its own governor.
 func (f Fleet) client(i int, emit func(*vegeta.Result)) *client.Client {
-	return f.clientFrom(f.Source, i, f.Surface, "fleet", emit)
+	return f.clientFrom(f.Source, i, f.Surface, archive.StreamFleet, emit)
 }
 
 func (f Fleet) clientFrom(source string, i int, surface, stream string, emit func(*vegeta.Result)) *client.Client {
@@ -229,7 +223,7 @@ func (f Fleet) clientFrom(source string, i int, surface, stream string, emit fun
 
 // request sends one logical request of the fleet's surface.
 func (f Fleet) request(ctx context.Context, c *client.Client) {
-	if f.Surface == MCP {
+	if f.Surface == contract.MCP {
 		c.Call(ctx, "tools/call", map[string]any{"name": "search", "arguments": map[string]any{"query": "rate limits", "limit": 5}})
 		return
 	}
@@ -238,10 +232,11 @@ func (f Fleet) request(ctx context.Context, c *client.Client) {
 
 // attemptResult turns an attempt into a Vegeta result.
 func attemptResult(surface, source, stream string, clientID int, a client.Attempt) *vegeta.Result {
-	r := &vegeta.Result{Attack: FleetLabel(surface, source, stream, a, clientID), Seq: a.Request, Code: uint16(a.Status),
+	tag := archive.FleetTag{Client: clientID, Request: int(a.Request), Attempt: a.N, Delay: a.Delay}
+	r := &vegeta.Result{Attack: archive.FleetLabel(surface, source, stream, tag), Seq: a.Request, Code: uint16(a.Status),
 		Timestamp: a.Start, Latency: a.Latency, BytesOut: a.BytesOut, BytesIn: uint64(len(a.Body)),
 		Method: a.Method, URL: a.URL, Headers: a.Header}
-	if a.Status != http.StatusOK || (stream != "fleet" && stream != "prime") {
+	if a.Status != http.StatusOK || (stream != archive.StreamFleet && stream != archive.StreamPrime) {
 		r.Body = a.Body // contract probes keep theirs: a 200 may still be an error result
 	}
 	if a.Err != nil {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/connectbyjbrh/ratecheck/contract"
 )
 
 // Profile is a scenario file: the policy it expects and the streams of
@@ -113,20 +115,6 @@ type PacerSpec struct {
 type Step struct {
 	Rate     Rate `yaml:"rate"`
 	Duration Span `yaml:"duration"`
-}
-
-// Surfaces of the contract.
-const (
-	REST = "rest"
-	MCP  = "mcp"
-)
-
-// DefaultLimit returns the contract's limit of a surface.
-func DefaultLimit(surface string) int {
-	if surface == MCP {
-		return 120
-	}
-	return 240
 }
 
 // ProfileError is an error in a profile file, at a line when known.
@@ -243,7 +231,7 @@ func (p *Profile) validate(line func(string) int) error {
 		return &LineError{Line: line(path), Msg: fmt.Sprintf(format, args...)}
 	}
 	switch p.Policy.Surface {
-	case REST, MCP, "both":
+	case contract.REST, contract.MCP, "both":
 	case "":
 		return bad("policy", "policy.surface is required (rest, mcp or both)")
 	default:
@@ -287,7 +275,7 @@ func (p *Profile) validate(line func(string) int) error {
 			}
 		}
 		names[s.Name] = true
-		if s.Surface != REST && s.Surface != MCP {
+		if s.Surface != contract.REST && s.Surface != contract.MCP {
 			return bad(at("surface"), "stream %s: surface %q: want rest or mcp", s.Name, s.Surface)
 		}
 		for j, src := range s.Sources {
@@ -301,13 +289,13 @@ func (p *Profile) validate(line func(string) int) error {
 		for j, r := range s.Requests {
 			rat := fmt.Sprintf("streams.%d.requests.%d", i, j)
 			switch {
-			case s.Surface == REST && (r.RPC != "" || r.Params != nil):
+			case s.Surface == contract.REST && (r.RPC != "" || r.Params != nil):
 				return bad(rat, "stream %s: a REST request takes method, path and query, not rpc or params", s.Name)
-			case s.Surface == REST && !strings.HasPrefix(r.Path, "/"):
+			case s.Surface == contract.REST && !strings.HasPrefix(r.Path, "/"):
 				return bad(rat, "stream %s: a REST request needs a path starting with /", s.Name)
-			case s.Surface == MCP && r.RPC == "" && r.Body == nil && r.Method == "":
+			case s.Surface == contract.MCP && r.RPC == "" && r.Body == nil && r.Method == "":
 				return bad(rat, "stream %s: an MCP request needs rpc (the JSON-RPC method) or a body", s.Name)
-			case s.Surface == MCP && r.Query != nil:
+			case s.Surface == contract.MCP && r.Query != nil:
 				return bad(rat, "stream %s: an MCP request takes rpc and params, not query", s.Name)
 			case r.PadTo < 0 || r.PadTo > 16<<20:
 				return bad(rat+".pad_to", "pad_to must be between 0 and 16 MiB")

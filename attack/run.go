@@ -7,13 +7,14 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/connectbyjbrh/ratecheck/client"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/client"
 )
 
 // DefaultMaxBody is how much of each response body is kept: enough for an
@@ -41,13 +42,6 @@ type Plan struct {
 	// StartAt, when set, is the instant the shards of an attack agreed to
 	// start at: the caller waits for it before Run, and run.json records it.
 	StartAt time.Time
-}
-
-// Label returns the Result.Attack label of a stream's results:
-// "surface=rest source=127.0.0.1 stream=burst". Vegeta's tools ignore it;
-// the analyzer reads it.
-func Label(surface, source, stream string) string {
-	return "surface=" + surface + " source=" + source + " stream=" + stream
 }
 
 // unit is one attacker: one stream from one source.
@@ -82,13 +76,10 @@ func (pl Plan) units() []unit {
 				continue
 			}
 			label := src
-			switch {
-			case label == "" && pl.Shard.Split():
+			if label == "" && pl.Shard.Split() {
 				label = fmt.Sprintf("shard-%d", pl.Shard.I)
-			case label == "":
-				label = "default"
 			}
-			us = append(us, unit{stream: s, source: src, label: Label(s.Surface, label, s.Name),
+			us = append(us, unit{stream: s, source: src, label: archive.Label(s.Surface, label, s.Name),
 				pacer: Pacer{Sched: sched, Offset: s.Start.In(pl.Window), K: K, J: J}})
 		}
 	}
@@ -118,10 +109,10 @@ func (pl Plan) Duration() time.Duration {
 }
 
 // Info describes the plan for run.json.
-func (pl Plan) Info() RunInfo {
+func (pl Plan) Info() archive.RunInfo {
 	p := pl.Profile
-	info := RunInfo{Command: "attack", Profile: p.Name, Target: pl.Target, WindowMS: pl.Window.Milliseconds(),
-		Policy:  PolicyInfo{Surface: p.Policy.Surface, Limit: p.Policy.Limit, WindowMS: p.Policy.Window.In(pl.Window).Milliseconds()},
+	info := archive.RunInfo{Command: "attack", Profile: p.Name, Target: pl.Target, WindowMS: pl.Window.Milliseconds(),
+		Policy:  archive.PolicyInfo{Surface: p.Policy.Surface, Limit: p.Policy.Limit, WindowMS: p.Policy.Window.In(pl.Window).Milliseconds()},
 		Headers: Redact(pl.headers()), Version: Version}
 	if pl.Shard.Split() {
 		info.Shard = pl.Shard.String()
@@ -133,7 +124,7 @@ func (pl Plan) Info() RunInfo {
 	units := pl.units()
 	for i := range p.Streams {
 		s := &p.Streams[i]
-		si := StreamInfo{Name: s.Name, Surface: s.Surface, Pacer: s.Pacer.Type, StartMS: s.Start.In(pl.Window).Milliseconds()}
+		si := archive.StreamInfo{Name: s.Name, Surface: s.Surface, Pacer: s.Pacer.Type, StartMS: s.Start.In(pl.Window).Milliseconds()}
 		for _, u := range unitsOf(units, s) {
 			si.Sources = append(si.Sources, u.source)
 			si.Planned += u.pacer.Count()
@@ -256,7 +247,7 @@ func (pl Plan) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
 				return sinkErr
 			}
 			if len(gates) > 0 {
-				k := labelValue(r.Attack, "surface") + "/" + labelValue(r.Attack, "stream")
+				k := archive.LabelValue(r.Attack, "surface") + "/" + archive.LabelValue(r.Attack, "stream")
 				if n := left[k]; n > 0 {
 					if left[k] = n - 1; n == 1 {
 						close(gates[k])
@@ -336,20 +327,11 @@ type Outcomes map[string]map[int]int
 
 // Add records a result under its stream (read from its label).
 func (o Outcomes) Add(r *vegeta.Result) {
-	name := labelValue(r.Attack, "stream")
+	name := archive.LabelValue(r.Attack, "stream")
 	if o[name] == nil {
 		o[name] = map[int]int{}
 	}
 	o[name][int(r.Code)]++
-}
-
-func labelValue(label, key string) string {
-	for _, f := range strings.Fields(label) {
-		if v, ok := strings.CutPrefix(f, key+"="); ok {
-			return v
-		}
-	}
-	return ""
 }
 
 // Check compares each stream's outcomes with its expect block and returns

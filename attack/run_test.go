@@ -8,6 +8,8 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
 )
 
 // TestRunAfter: a stream with after waits for every result of the streams
@@ -41,7 +43,7 @@ streams:
 	var burstEnd, nextStart time.Time
 	n := map[string]int{}
 	err = Plan{Profile: prof, Target: srv.URL, Window: time.Second}.Run(context.Background(), func(r *vegeta.Result) error {
-		name := labelValue(r.Attack, "stream")
+		name := archive.LabelValue(r.Attack, "stream")
 		n[name]++
 		switch end := r.Timestamp.Add(r.Latency); {
 		case name == "burst" && end.After(burstEnd):
@@ -85,7 +87,7 @@ streams:
 	n := 0
 	err = Plan{Profile: prof, Target: srv.URL, Window: time.Second, Timeout: 200 * time.Millisecond}.Run(ctx, func(r *vegeta.Result) error {
 		n++
-		if labelValue(r.Attack, "stream") == "never" {
+		if archive.LabelValue(r.Attack, "stream") == "never" {
 			t.Error("the gated stream went out although its gate never opened")
 		}
 		return nil

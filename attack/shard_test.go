@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/contract"
 	"github.com/connectbyjbrh/ratecheck/profiles"
 )
 
@@ -46,8 +47,8 @@ func TestShardsSplitExactly(t *testing.T) {
 		plans = append(plans, p)
 	}
 	for _, srcs := range [][]string{nil, {"127.0.0.2", "127.0.0.3"}} {
-		p := &Profile{Name: fmt.Sprintf("%d-sources", len(srcs)), Policy: Policy{Surface: REST, Limit: 240, Window: Span{D: time.Minute}}, Sources: srcs,
-			Streams: []Stream{{Name: "s", Surface: REST, Requests: []Request{{Path: "/"}},
+		p := &Profile{Name: fmt.Sprintf("%d-sources", len(srcs)), Policy: Policy{Surface: contract.REST, Limit: 240, Window: Span{D: time.Minute}}, Sources: srcs,
+			Streams: []Stream{{Name: "s", Surface: contract.REST, Requests: []Request{{Path: "/"}},
 				Pacer: PacerSpec{Type: "constant", Rate: Rate{N: 97, Per: Span{D: time.Second}}, Duration: Span{D: 3 * time.Second}}}}}
 		plans = append(plans, p)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/connectbyjbrh/ratecheck/client"
+	"github.com/connectbyjbrh/ratecheck/contract"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
@@ -74,7 +75,7 @@ func (r Request) template(surface, base string, extra http.Header) (template, er
 	if t.header == nil {
 		t.header = http.Header{}
 	}
-	if surface == REST {
+	if surface == contract.REST {
 		if t.method == "" {
 			t.method = http.MethodGet
 		}

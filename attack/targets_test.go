@@ -7,10 +7,12 @@ import (
 	"testing"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/connectbyjbrh/ratecheck/contract"
 )
 
 func TestMCPTargetsAgreeWithTheirBodies(t *testing.T) {
-	s := Stream{Name: "s", Surface: MCP, Requests: []Request{
+	s := Stream{Name: "s", Surface: contract.MCP, Requests: []Request{
 		{RPC: "tools/call", Params: map[string]any{"name": "search", "arguments": map[string]any{"query": "rate"}}},
 		{RPC: "resources/read", Params: map[string]any{"uri": "docs://pages/api-errors"}},
 		{RPC: "tools/list"},
@@ -65,7 +67,7 @@ func TestMCPTargetsAgreeWithTheirBodies(t *testing.T) {
 }
 
 func TestRESTTarget(t *testing.T) {
-	s := Stream{Name: "s", Surface: REST, Requests: []Request{{Path: "/api/public/search", Query: map[string]string{"q": "rate limits", "limit": "5"}}}}
+	s := Stream{Name: "s", Surface: contract.REST, Requests: []Request{{Path: "/api/public/search", Query: map[string]string{"q": "rate limits", "limit": "5"}}}}
 	tr, err := s.Targeter("http://h:1", nil, new(atomic.Uint64))
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +113,7 @@ func TestRedactResult(t *testing.T) {
 
 // BenchmarkMCPTargeter measures stamping one MCP request, on the attack's hot path.
 func BenchmarkMCPTargeter(b *testing.B) {
-	s := Stream{Name: "s", Surface: MCP, Requests: []Request{{RPC: "tools/call", Params: map[string]any{"name": "search", "arguments": map[string]any{"query": "rate"}}}}}
+	s := Stream{Name: "s", Surface: contract.MCP, Requests: []Request{{RPC: "tools/call", Params: map[string]any{"name": "search", "arguments": map[string]any{"query": "rate"}}}}}
 	tr, _ := s.Targeter("http://127.0.0.1:1", nil, new(atomic.Uint64))
 	var tgt vegeta.Target
 	b.ReportAllocs()

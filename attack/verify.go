@@ -3,6 +3,8 @@ package attack
 import (
 	"fmt"
 
+	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/contract"
 	"github.com/connectbyjbrh/ratecheck/profiles"
 )
 
@@ -42,8 +44,8 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 		limit   int
 		req     Request
 	}{
-		{REST, o.RESTLimit, Request{Path: "/api/public/search", Query: map[string]string{"q": "rate limits", "limit": "5"}}},
-		{MCP, o.MCPLimit, Request{RPC: "tools/call", Params: map[string]any{"name": "search", "arguments": map[string]any{"query": "rate limits", "limit": 5}}}},
+		{contract.REST, o.RESTLimit, Request{Path: "/api/public/search", Query: map[string]string{"q": "rate limits", "limit": "5"}}},
+		{contract.MCP, o.MCPLimit, Request{RPC: "tools/call", Params: map[string]any{"name": "search", "arguments": map[string]any{"query": "rate limits", "limit": 5}}}},
 	} {
 		L := sf.limit
 		stream := func(name string, sources []string, start float64, pacer PacerSpec, reqs ...Request) Stream {
@@ -61,11 +63,11 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 		}
 		if o.Limits || o.Isolation {
 			p.Streams = append(p.Streams,
-				stream("onset", src(0), 0, PacerSpec{Type: "burst-then-probe", Burst: L, Over: Span{W: 0.03}}),
-				after(stream("over", src(0), 0.04, once(1)), "onset"),
-				after(stream("flood", src(0), 0.05, PacerSpec{Type: "burst-then-probe", Burst: L, Over: Span{W: 0.05}}), "over"),
-				stream("probe", src(0), 0.12, PacerSpec{Type: "constant", Rate: Rate{N: 50, Per: Span{W: 1}}, Duration: Span{W: 1.08}}),
-				stream("edge", src(0), 1.0, PacerSpec{Type: "constant", Rate: Rate{N: 200, Per: Span{W: 1}}, Duration: Span{W: 0.1}}))
+				stream(archive.StreamOnset, src(0), 0, PacerSpec{Type: "burst-then-probe", Burst: L, Over: Span{W: 0.03}}),
+				after(stream(archive.StreamOver, src(0), 0.04, once(1)), archive.StreamOnset),
+				after(stream(archive.StreamFlood, src(0), 0.05, PacerSpec{Type: "burst-then-probe", Burst: L, Over: Span{W: 0.05}}), archive.StreamOver),
+				stream(archive.StreamProbe, src(0), 0.12, PacerSpec{Type: "constant", Rate: Rate{N: 50, Per: Span{W: 1}}, Duration: Span{W: 1.08}}),
+				stream(archive.StreamEdge, src(0), 1.0, PacerSpec{Type: "constant", Rate: Rate{N: 200, Per: Span{W: 1}}, Duration: Span{W: 0.1}}))
 		}
 		if o.Isolation {
 			spoofed := func(k, v string) Request {
@@ -74,10 +76,10 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 				return r
 			}
 			p.Streams = append(p.Streams,
-				after(stream("spoof", src(0), 0.11, once(3), spoofed("X-Forwarded-For", "198.51.100.7"),
-					spoofed("Forwarded", "for=198.51.100.7"), spoofed("X-Real-IP", "198.51.100.7")), "over"))
+				after(stream(archive.StreamSpoof, src(0), 0.11, once(3), spoofed("X-Forwarded-For", "198.51.100.7"),
+					spoofed("Forwarded", "for=198.51.100.7"), spoofed("X-Real-IP", "198.51.100.7")), archive.StreamOver))
 			if len(o.Sources) >= 2 {
-				p.Streams = append(p.Streams, after(stream("isolation", src(1), 0.11, once(3)), "over"))
+				p.Streams = append(p.Streams, after(stream(archive.StreamIsolation, src(1), 0.11, once(3)), archive.StreamOver))
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/archive"
 )
 
 // RunSummary is what a comparison reads of one run.
@@ -36,16 +37,17 @@ type SurfaceSummary struct {
 }
 
 // Summarize reads the summary of a run from its records and verdict.
-func Summarize(in *analyze.Input, rep *analyze.Report) RunSummary {
+func Summarize(in *archive.Input, rep *analyze.Report) RunSummary {
 	s := RunSummary{Run: rep.Verdict.Run, Verdict: rep.Verdict.Verdict}
 	// The span of each surface's sends, in one pass (records are in send order).
 	first, last := map[string]int64{}, map[string]int64{}
 	for j := range in.Records {
 		r := &in.Records[j]
-		if _, ok := first[r.Surface()]; !ok {
-			first[r.Surface()] = r.Start
+		sf := in.Tables().Labels(r).Surface
+		if _, ok := first[sf]; !ok {
+			first[sf] = r.Start
 		}
-		last[r.Surface()] = r.Start
+		last[sf] = r.Start
 	}
 	for i, sv := range rep.Verdict.Surfaces {
 		sd := rep.Surfaces[i]

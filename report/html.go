@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/archive"
 )
 
 // HTMLFile is the name of the report a run folder holds.
@@ -28,7 +29,7 @@ const HTMLFile = "report.html"
 // address against the limit, with the first 429 and every leak and false
 // throttle marked; requests per outcome over time; latency percentiles over
 // time; and for a fleet, when each attempt wave went out.
-func HTML(w io.Writer, in *analyze.Input, rep *analyze.Report, cfg analyze.Config) error {
+func HTML(w io.Writer, in *archive.Input, rep *analyze.Report, cfg analyze.Config) error {
 	page := htmlPage{Verdict: rep.Verdict, Notes: rep.Notes, Warnings: rep.Warnings, Window: cfg.Window}
 	t0 := int64(math.MaxInt64)
 	for i := range in.Records {
@@ -40,14 +41,16 @@ func HTML(w io.Writer, in *analyze.Input, rep *analyze.Report, cfg analyze.Confi
 		if sd.Latency != nil && sd.Latency.Count > 0 {
 			s.Latency = latencyLine(sd.Latency)
 		}
-		var recs []*analyze.Record
+		var recs []*archive.Record
 		for j := range in.Records {
-			if r := &in.Records[j]; r.Surface() == sv.Surface {
+			if r := &in.Records[j]; in.Tables().Labels(r).Surface == sv.Surface {
 				recs = append(recs, r)
 			}
 		}
 		for _, c := range []func() (*plot.Plot, error){
-			func() (*plot.Plot, error) { return windowChart(recs, sd.Primary, sv.ExpectedLimit, cfg.Window, t0) },
+			func() (*plot.Plot, error) {
+				return windowChart(in.Tables(), recs, sd.Primary, sv.ExpectedLimit, cfg.Window, t0)
+			},
 			func() (*plot.Plot, error) { return outcomeChart(recs, t0) },
 			func() (*plot.Plot, error) { return latencyChart(recs, t0) },
 		} {
@@ -79,10 +82,10 @@ func HTML(w io.Writer, in *analyze.Input, rep *analyze.Report, cfg analyze.Confi
 // attempt, how many clients had sent it by each moment. Lockstep clients
 // make vertical steps; jittered ones spread into ramps. Nil when the run
 // has no fleet.
-func fleetChart(in *analyze.Input, t0 int64) (*plot.Plot, error) {
+func fleetChart(in *archive.Input, t0 int64) (*plot.Plot, error) {
 	waves := map[int][]float64{}
 	for i := range in.Records {
-		if tag := in.Records[i].Fleet(); tag != nil {
+		if tag := in.Tables().Labels(&in.Records[i]).Fleet; tag != nil {
 			waves[tag.Attempt] = append(waves[tag.Attempt], secs(in.Records[i].Start, t0))
 		}
 	}
@@ -143,11 +146,11 @@ const chartBins = 600
 // surely and possibly in the server's window when each one was counted
 // (the uncertainty interval of DESIGN.md §3), the limit, the first 429,
 // and each leak and false throttle.
-func windowChart(recs []*analyze.Record, primary string, limit int, w time.Duration, t0 int64) (*plot.Plot, error) {
+func windowChart(tab *archive.Tables, recs []*archive.Record, primary string, limit int, w time.Duration, t0 int64) (*plot.Plot, error) {
 	p := newPlot(fmt.Sprintf("Rolling %v window of %s against the limit", w, primary), "requests in the window")
 	g := analyze.Group{Source: primary}
 	for _, r := range recs {
-		if r.Source() == primary {
+		if tab.Labels(r).Source == primary {
 			g.Records = append(g.Records, r)
 		}
 	}
@@ -210,7 +213,7 @@ func windowChart(recs []*analyze.Record, primary string, limit int, w time.Durat
 }
 
 // outcomeChart draws requests per time bin by outcome, over every address.
-func outcomeChart(recs []*analyze.Record, t0 int64) (*plot.Plot, error) {
+func outcomeChart(recs []*archive.Record, t0 int64) (*plot.Plot, error) {
 	if len(recs) == 0 {
 		return newPlot("Requests by outcome", "requests"), nil
 	}
@@ -243,7 +246,7 @@ func outcomeChart(recs []*analyze.Record, t0 int64) (*plot.Plot, error) {
 }
 
 // latencyChart draws latency percentiles per time bin, over every address.
-func latencyChart(recs []*analyze.Record, t0 int64) (*plot.Plot, error) {
+func latencyChart(recs []*archive.Record, t0 int64) (*plot.Plot, error) {
 	p := newPlot("Latency percentiles", "latency (ms)")
 	if len(recs) == 0 {
 		return p, nil

@@ -14,15 +14,17 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/contract"
 )
 
 // flood is a run against a sliding log of 10 per second that leaks one
 // request: a burst over the limit from 127.0.0.1, a trickle from
 // 127.0.0.2, on the REST surface.
-func flood() (*analyze.Input, analyze.Config) {
+func flood() (*archive.Input, analyze.Config) {
 	const L, W = 10, time.Second
-	cfg := analyze.Config{Window: W, Limits: map[string]int{analyze.REST: L}, Run: "results/test-verify", Target: "http://127.0.0.1:8080"}
-	in := &analyze.Input{}
+	cfg := analyze.Config{Window: W, Limits: map[string]int{contract.REST: L}, Run: "results/test-verify", Target: "http://127.0.0.1:8080"}
+	in := archive.NewInput()
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano()
 	var log []int64
 	ms := int64(time.Millisecond)
@@ -44,8 +46,7 @@ func flood() (*analyze.Input, analyze.Config) {
 			}
 			log = append(log, s)
 		}
-		in.Records = append(in.Records, analyze.NewRecord(analyze.Labels{Surface: analyze.REST, Source: src, Stream: "flood"},
-			s, s+2*ms, code, &analyze.Answer{Body: body}))
+		in.Add(archive.Labels{Surface: contract.REST, Source: src, Stream: archive.StreamFlood}, s, s+2*ms, code, &archive.Answer{Body: body})
 	}
 	return in, cfg
 }
@@ -155,8 +156,8 @@ func TestHTMLFleet(t *testing.T) {
 	for c := range 10 {
 		for a := 1; a <= 3; a++ {
 			s := t0 + int64(a)*500*ms + int64(c)*7*ms
-			in.Records = append(in.Records, analyze.NewRecord(analyze.Labels{Surface: analyze.REST, Source: "127.0.0.3", Stream: "fleet",
-				Fleet: &analyze.FleetTag{Client: c, Request: 1, Attempt: a}}, s, s+ms, 429, nil))
+			in.Add(archive.Labels{Surface: contract.REST, Source: "127.0.0.3", Stream: archive.StreamFleet,
+				Fleet: &archive.FleetTag{Client: c, Request: 1, Attempt: a}}, s, s+ms, 429, nil)
 		}
 	}
 	var buf bytes.Buffer

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/contract"
 	"github.com/connectbyjbrh/ratecheck/report"
 )
 
@@ -82,8 +84,8 @@ func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int 
 // analysisConfig is what archived input is judged against: the window given,
 // else the one run.json recorded, else 60s; the target and run are the
 // first run folder's, else the first path's.
-func analysisConfig(in *analyze.Meta, window time.Duration, restLimit, mcpLimit int, checks []string, firstPath string) analyze.Config {
-	cfg := analyze.Config{Window: window, Limits: map[string]int{analyze.REST: restLimit, analyze.MCP: mcpLimit}, Checks: checks}
+func analysisConfig(in *archive.Meta, window time.Duration, restLimit, mcpLimit int, checks []string, firstPath string) analyze.Config {
+	cfg := analyze.Config{Window: window, Limits: map[string]int{contract.REST: restLimit, contract.MCP: mcpLimit}, Checks: checks}
 	if len(in.Runs) > 0 {
 		cfg.Target, cfg.Run = in.Runs[0].Target, in.Runs[0].Dir
 		if cfg.Window == 0 {

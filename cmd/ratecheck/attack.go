@@ -13,7 +13,9 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
+	"github.com/connectbyjbrh/ratecheck/contract"
 )
 
 const attackHelp = `
@@ -196,8 +198,8 @@ func runPlan(ctx context.Context, plan attack.Plan, targetURL, out string, seed 
 	if code != exitOK {
 		return code
 	}
-	limits := map[string]int{analyze.REST: 240, analyze.MCP: 120}
-	if p := plan.Profile.Policy; p.Limit > 0 && (p.Surface == attack.REST || p.Surface == attack.MCP) {
+	limits := map[string]int{contract.REST: 240, contract.MCP: 120}
+	if p := plan.Profile.Policy; p.Limit > 0 && (p.Surface == contract.REST || p.Surface == contract.MCP) {
 		limits[p.Surface] = p.Limit
 	}
 	writeRunReport("attack", run.dir, analyze.Config{Window: plan.Window, Limits: limits, Target: run.target, Run: run.dir}, stdout, stderr)
@@ -235,9 +237,9 @@ func execute(ctx context.Context, name string, plan attack.Plan, targetURL strin
 	if embedded {
 		if restLimit == 0 && mcpLimit == 0 {
 			switch plan.Profile.Policy.Surface {
-			case attack.REST:
+			case contract.REST:
 				restLimit = plan.Profile.Policy.Limit
-			case attack.MCP:
+			case contract.MCP:
 				mcpLimit = plan.Profile.Policy.Limit
 			}
 		}
@@ -272,7 +274,7 @@ func execute(ctx context.Context, name string, plan attack.Plan, targetURL strin
 	if plan.Shard.Split() {
 		folder += fmt.Sprintf("-shard%dof%d", plan.Shard.I, plan.Shard.N)
 	}
-	arch, err := attack.CreateArchive(out, folder, start)
+	arch, err := archive.Create(out, folder, start)
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck %s: %v\n", name, err)
 		return nil, exitUsage
@@ -287,6 +289,7 @@ func execute(ctx context.Context, name string, plan attack.Plan, targetURL strin
 	runErr := plan.Run(runCtx, func(r *vegeta.Result) error {
 		run.counts.Add(r)
 		run.outcomes.Add(r)
+		attack.RedactResult(r)
 		if err := arch.Add(r); err != nil {
 			return err
 		}
@@ -420,8 +423,8 @@ func waitForStart(ctx context.Context, stderr io.Writer, name string, at time.Ti
 // noteClockStep compares the wall-clock and monotonic time elapsed since
 // start and, when the wall clock stepped, says so and records it in info:
 // archived timestamps are wall-clock.
-func noteClockStep(stderr io.Writer, name string, start time.Time, info *attack.RunInfo) {
-	if step, stepped := attack.ClockStep(time.Now().Round(0).Sub(start.Round(0)), time.Since(start)); stepped {
+func noteClockStep(stderr io.Writer, name string, start time.Time, info *archive.RunInfo) {
+	if step, stepped := archive.ClockStep(time.Now().Round(0).Sub(start.Round(0)), time.Since(start)); stepped {
 		info.ClockStepMS = step.Milliseconds()
 		fmt.Fprintf(stderr, "ratecheck %s: the wall clock stepped by %v during the run (NTP or a manual change): archived timestamps across the step are off by that much; run again for exact windows\n", name, step.Round(time.Millisecond))
 	}

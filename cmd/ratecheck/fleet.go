@@ -11,8 +11,10 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/client"
+	"github.com/connectbyjbrh/ratecheck/contract"
 	"github.com/connectbyjbrh/ratecheck/report"
 	"github.com/connectbyjbrh/ratecheck/target"
 )
@@ -112,7 +114,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr(stderr, "fleet", "--strategy: %v", err)
 	}
 	switch {
-	case o.surface != attack.REST && o.surface != attack.MCP:
+	case o.surface != contract.REST && o.surface != contract.MCP:
 		return usageErr(stderr, "fleet", "--surface %q: want rest or mcp", o.surface)
 	case o.clients < 2:
 		return usageErr(stderr, "fleet", "--clients must be at least 2 (collisions need pairs)")
@@ -139,7 +141,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	limit := o.limit
 	if limit == 0 {
-		limit = map[string]int{attack.REST: 240, attack.MCP: 120}[o.surface]
+		limit = map[string]int{contract.REST: 240, contract.MCP: 120}[o.surface]
 	}
 	f := attack.Fleet{Target: o.target, Surface: o.surface, Clients: o.clients, Requests: o.requests,
 		Backoff: client.Backoff{Strategy: strategy, Base: o.base, Cap: o.cap}, Attempts: o.attempts, SlowDown: o.slowDown,
@@ -190,7 +192,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		f.Clients, orDefault(f.Source), strategy, f.Backoff.Base, f.Backoff.Cap, f.Attempts, eps)
 
 	start := time.Now()
-	arch, err := attack.CreateArchive(o.out, "fleet", start)
+	arch, err := archive.Create(o.out, "fleet", start)
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck fleet: %v\n", err)
 		return exitUsage
@@ -206,6 +208,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer guard.stop()
 	runErr := f.Run(runCtx, func(r *vegeta.Result) error {
 		counts.Add(r)
+		attack.RedactResult(r)
 		if err := arch.Add(r); err != nil {
 			return err
 		}
@@ -214,10 +217,10 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	})
 	stopProgress()
 	host, _ := os.Hostname()
-	info := attack.RunInfo{Command: "fleet", Profile: "fleet", Target: f.Target, Embedded: embedded, WindowMS: window.Milliseconds(),
-		Policy: attack.PolicyInfo{Surface: f.Surface, Limit: limit, WindowMS: window.Milliseconds()}, Sources: nonEmpty(f.Source, f.RowSource),
+	info := archive.RunInfo{Command: "fleet", Profile: "fleet", Target: f.Target, Embedded: embedded, WindowMS: window.Milliseconds(),
+		Policy: archive.PolicyInfo{Surface: f.Surface, Limit: limit, WindowMS: window.Milliseconds()}, Sources: nonEmpty(f.Source, f.RowSource),
 		Version: attack.Version, Host: host, Start: start.UTC(), End: time.Now().UTC(), Seed: o.seed, Interrupted: ctx.Err() != nil,
-		Fleet: &attack.FleetInfo{Surface: f.Surface, Source: f.Source, Clients: f.Clients, Requests: f.Requests, Strategy: string(strategy),
+		Fleet: &archive.FleetInfo{Surface: f.Surface, Source: f.Source, Clients: f.Clients, Requests: f.Requests, Strategy: string(strategy),
 			BaseMS: ms(f.Backoff.Base), CapMS: ms(f.Backoff.Cap), Attempts: f.Attempts, SlowDownMS: ms(f.SlowDown), EpsilonMS: ms(eps), Rows: len(f.Rows)}}
 	noteClockStep(stderr, "fleet", start, &info)
 	if guard.failing != nil {

@@ -70,8 +70,8 @@ func TestK8sJobPodsRun(t *testing.T) {
 		t.Fatalf("%d run folders: %v", len(dirs), err)
 	}
 	bySource := map[string]int{}
-	for _, r := range in.Records {
-		bySource[r.Source()]++
+	for i := range in.Records {
+		bySource[in.Tables().Labels(&in.Records[i]).Source]++
 	}
 	rep := analyze.Analyze(in, analysisConfig(&in.Meta, 0, 240, 120, nil, dirs[0]))
 	t.Logf("%d results by source %v; %v", len(in.Records), bySource, rep.Notes)

@@ -79,11 +79,13 @@ func TestShardsMergeLikeOneMachine(t *testing.T) {
 			t.Fatal(err)
 		}
 		archived := perSource{}
-		for _, r := range in.Records {
-			if archived[r.Source()] == nil {
-				archived[r.Source()] = map[int]int{}
+		for i := range in.Records {
+			r := &in.Records[i]
+			src := in.Tables().Labels(r).Source
+			if archived[src] == nil {
+				archived[src] = map[int]int{}
 			}
-			archived[r.Source()][int(r.Code)]++
+			archived[src][int(r.Code)]++
 		}
 		rep := analyze.Analyze(in, analysisConfig(&in.Meta, 0, 240, 120, nil, dirs[0]))
 		if len(in.Records) != sum {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/attack"
+	"github.com/connectbyjbrh/ratecheck/contract"
 	"github.com/connectbyjbrh/ratecheck/report"
 )
 
@@ -130,7 +131,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "ratecheck verify: reading %s: %v\n", run.dir, err)
 		return exitUsage
 	}
-	cfg := analyze.Config{Window: window, Limits: map[string]int{analyze.REST: o.restLimit, analyze.MCP: o.mcpLimit},
+	cfg := analyze.Config{Window: window, Limits: map[string]int{contract.REST: o.restLimit, contract.MCP: o.mcpLimit},
 		Checks: checks, Target: run.target, Run: run.dir}
 	rep := analyze.Analyze(in, cfg)
 	if o.report {

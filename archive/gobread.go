@@ -1,4 +1,4 @@
-package analyze
+package archive
 
 import (
 	"bufio"
@@ -97,7 +97,7 @@ func readGobMessage(br *bufio.Reader, buf []byte, left int64) ([]byte, bool, err
 // each result's record to add in file order. It returns how many were read and
 // whether the file ended mid-record. A few batch buffers go round, so that
 // reading a big file does not touch fresh memory for every batch.
-func readGob(br *bufio.Reader, path string, size int64, add func(Record)) (int, bool, error) {
+func (rd *reader) readGob(br *bufio.Reader, path string, size int64, add func(Record)) (int, bool, error) {
 	workers := max(runtime.GOMAXPROCS(0), 1)
 	todo := make(chan *gobBatch, workers)
 	done := make(chan *gobBatch, workers)
@@ -107,7 +107,7 @@ func readGob(br *bufio.Reader, path string, size int64, add func(Record)) (int, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			it := newInterner()
+			it := rd.newInterner()
 			for b := range todo {
 				b.decode(it)
 				done <- b

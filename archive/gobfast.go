@@ -1,4 +1,4 @@
-package analyze
+package archive
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package attack
+package archive
 
 import (
 	"bufio"
@@ -36,7 +36,7 @@ func TestArchiveDiskFull(t *testing.T) {
 	if err != nil {
 		t.Skip("no /dev/full here")
 	}
-	a, err := CreateArchive(t.TempDir(), "full", time.Now())
+	a, err := Create(t.TempDir(), "full", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

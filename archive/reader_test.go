@@ -1,4 +1,4 @@
-package analyze
+package archive
 
 import (
 	"bytes"
@@ -48,7 +48,7 @@ func results(n int) []vegeta.Result {
 		case 6:
 			r.Timestamp = time.Date(1960, 1, 1, 0, 0, 0, 5, time.UTC) // before 1970
 		case 7:
-			r.Code, r.Body = 429, bytes.Repeat([]byte("x"), 3*keepBody)
+			r.Code, r.Body = 429, bytes.Repeat([]byte("x"), 3*MaxKeptBody)
 		}
 		out[i] = r
 	}
@@ -76,16 +76,25 @@ func byStart(recs []Record) []Record {
 func gobOf(b *bytes.Buffer) vegeta.Encoder  { return vegeta.NewEncoder(b) }
 func jsonOf(b *bytes.Buffer) vegeta.Encoder { return vegeta.NewJSONEncoder(b) }
 
+// testOptions keep the bodies of streams named contract-* and judge a
+// refusal by whether its body names rate_limited, as a stand-in for the
+// analyzer's judge.
+var testOptions = Options{
+	KeepBody: func(stream string) bool { return strings.HasPrefix(stream, "contract") },
+	Judge:    func(_ string, body []byte) bool { return bytes.Contains(body, []byte("rate_limited")) },
+}
+
 // want is what reading rs one by one, as Vegeta does, keeps, merged by
-// send time.
-func want(rs []vegeta.Result) []Record {
-	it := newInterner()
+// send time, with the tables it indexes.
+func want(rs []vegeta.Result) ([]Record, *Tables) {
+	rd := &reader{tab: NewTables(), opts: testOptions}
+	it := rd.newInterner()
 	out := make([]Record, len(rs))
 	for i := range rs {
 		r := fromVegeta(&rs[i])
 		out[i] = it.record(&r)
 	}
-	return byStart(out)
+	return byStart(out), rd.tab
 }
 
 // recordContents is what a record says, its labels and answer looked up.
@@ -94,10 +103,12 @@ type recordContents struct {
 	Start, End int64
 	Code       uint16
 	Answer     *Answer
+	Judged     [2]bool
 }
 
-func contents(r *Record) recordContents {
-	return recordContents{*labelTab.at(r.label), r.Start, r.End, r.Code, r.Answer()}
+func contents(tab *Tables, r *Record) recordContents {
+	ok, known := r.Judged()
+	return recordContents{*tab.Labels(r), r.Start, r.End, r.Code, tab.Answer(r), [2]bool{ok, known}}
 }
 
 // TestRead: gob files are read on every core in batches and must give
@@ -111,18 +122,18 @@ func TestRead(t *testing.T) {
 	tests := []struct {
 		name      string
 		data      []byte
-		want      []Record
+		want      []vegeta.Result
 		truncated string
 		err       string
 	}{
-		{"gob", gob, want(rs), "", ""},
-		{"one result", encode(t, gobOf, rs[:1]), want(rs[:1]), "", ""},
-		{"json", encode(t, jsonOf, rs[:100]), want(rs[:100]), "", ""},
-		{"gob files concatenated", two, want(append(append([]vegeta.Result{}, rs...), rs[:10]...)), "", ""},
-		{"gob ending mid-record", gob[:len(gob)-5], want(rs[:len(rs)-1]), fmt.Sprintf("ends mid-record; read the %d complete records", len(rs)-1), ""},
-		{"gob padded with zeros", append(append([]byte{}, gob...), make([]byte, 64)...), want(rs), fmt.Sprintf("ends mid-record; read the %d complete records", len(rs)), ""},
-		{"gob with a corrupt length at its end", append(append([]byte{}, gob...), 0xfc, 0x3f, 0xff, 0xff, 0xff), want(rs), fmt.Sprintf("ends mid-record; read the %d complete records", len(rs)), ""},
-		{"gob with a length past 2^63 at its end", append(append([]byte{}, gob...), 0xf8, 0x80, 0, 0, 0, 0, 0, 0, 0, 1), want(rs), fmt.Sprintf("ends mid-record; read the %d complete records", len(rs)), ""},
+		{"gob", gob, rs, "", ""},
+		{"one result", encode(t, gobOf, rs[:1]), rs[:1], "", ""},
+		{"json", encode(t, jsonOf, rs[:100]), rs[:100], "", ""},
+		{"gob files concatenated", two, append(append([]vegeta.Result{}, rs...), rs[:10]...), "", ""},
+		{"gob ending mid-record", gob[:len(gob)-5], rs[:len(rs)-1], fmt.Sprintf("ends mid-record; read the %d complete records", len(rs)-1), ""},
+		{"gob padded with zeros", append(append([]byte{}, gob...), make([]byte, 64)...), rs, fmt.Sprintf("ends mid-record; read the %d complete records", len(rs)), ""},
+		{"gob with a corrupt length at its end", append(append([]byte{}, gob...), 0xfc, 0x3f, 0xff, 0xff, 0xff), rs, fmt.Sprintf("ends mid-record; read the %d complete records", len(rs)), ""},
+		{"gob with a length past 2^63 at its end", append(append([]byte{}, gob...), 0xf8, 0x80, 0, 0, 0, 0, 0, 0, 0, 1), rs, fmt.Sprintf("ends mid-record; read the %d complete records", len(rs)), ""},
 		{"gob with a corrupt field delta", append(append([]byte{}, gob...), badDelta(t, gob)...), nil, "", fmt.Sprintf("record %d", len(rs)+1)},
 		{"empty", nil, nil, "", "not a Vegeta results file"},
 		{"text", []byte("hello\nworld\n"), nil, "", "not a Vegeta results file"},
@@ -133,7 +144,7 @@ func TestRead(t *testing.T) {
 			if err := os.WriteFile(path, tt.data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			in, err := Read([]string{path})
+			in, err := Read([]string{path}, testOptions)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), path) {
 					t.Fatalf("error %v, want one naming %s and saying %q", err, path, tt.err)
@@ -143,11 +154,12 @@ func TestRead(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(in.Records) != len(tt.want) {
-				t.Errorf("%d records, want %d", len(in.Records), len(tt.want))
+			want, tab := want(tt.want)
+			if len(in.Records) != len(want) {
+				t.Errorf("%d records, want %d", len(in.Records), len(want))
 			}
-			for i := range min(len(in.Records), len(tt.want)) {
-				if diff := gocmp.Diff(contents(&tt.want[i]), contents(&in.Records[i])); diff != "" {
+			for i := range min(len(in.Records), len(want)) {
+				if diff := gocmp.Diff(contents(tab, &want[i]), contents(in.Tables(), &in.Records[i])); diff != "" {
 					t.Fatalf("record %d (-want +got):\n%s", i, diff)
 				}
 			}
@@ -272,11 +284,9 @@ func BenchmarkRead(b *testing.B) {
 	}
 	for _, parallel := range []bool{true, false} {
 		b.Run(map[bool]string{true: "parallel", false: "sequential"}[parallel], func(b *testing.B) {
-			defer func(p bool) { parallelGob = p }(parallelGob)
-			parallelGob = parallel
 			b.SetBytes(int64(buf.Len()))
 			for b.Loop() {
-				if _, err := Read([]string{path}); err != nil {
+				if _, err := Read([]string{path}, Options{Sequential: !parallel}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -287,8 +297,7 @@ func BenchmarkRead(b *testing.B) {
 // TestReadKeepsFewAnswers: results whose every answer differs (a request id
 // in each refusal's body, a RateLimit count in each header, an id in each
 // URL of an unlabelled file) add a bounded number of labels and answers to
-// the analyzer's tables, not one per result, and their shapes are still
-// judged.
+// the reader's tables, not one per result, and are still judged.
 func TestReadKeepsFewAnswers(t *testing.T) {
 	const n = 20000
 	rs := make([]vegeta.Result, n)
@@ -304,17 +313,48 @@ func TestReadKeepsFewAnswers(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "results.bin")
 	writeResults(t, path, rs)
-	labels, answers := labelTab.n, answerTab.n
-	in, err := Read([]string{path})
+	in, err := Read([]string{path}, testOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dl, da := labelTab.n-labels, answerTab.n-answers; dl > 4 || da > 3*4096 {
-		t.Errorf("%d results added %d labels and %d answers", n, dl, da)
+	if dl, da := in.Tables().Len(); dl > 1+4 || da > 1+3*4096 {
+		t.Errorf("%d results added %d labels and %d answers", n, dl-1, da-1)
 	}
-	rep := Analyze(in, Config{Window: time.Minute})
-	if d := rep.Verdict.Surfaces[0].Checks[3]; d.Name != "shape" || !strings.Contains(d.Detail, "10000 of 20000 refusals lack") ||
-		!strings.Contains(d.Detail, "RateLimit: limit=240, remaining=0, reset=0") {
-		t.Errorf("shape check: %+v", d)
+	bad, rateLimit := 0, ""
+	for i := range in.Records {
+		if ok, known := in.Records[i].Judged(); !known {
+			t.Fatalf("record %d was not judged", i)
+		} else if !ok {
+			bad++
+		}
+		if _, _, rl := in.Tables().Header(&in.Records[i]); i == 0 {
+			rateLimit = rl
+		}
 	}
+	if bad != n/2 || rateLimit != "limit=240, remaining=0, reset=0" {
+		t.Errorf("%d refusals judged bad (want %d), first RateLimit %q", bad, n/2, rateLimit)
+	}
+}
+
+// writeResults writes rs as a gob results file.
+func writeResults(t *testing.T, path string, rs []vegeta.Result) {
+	t.Helper()
+	if err := os.WriteFile(path, encode(t, gobOf, rs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recordString is everything a record says, its labels and answer looked
+// up in tab.
+func recordString(tab *Tables, r *Record) string {
+	c := contents(tab, r)
+	a := Answer{}
+	if c.Answer != nil {
+		a = *c.Answer
+	}
+	fleet := FleetTag{}
+	if c.Fleet != nil {
+		fleet = *c.Fleet
+	}
+	return fmt.Sprintf("%s %s %s %+v %d %d %d %q %+v %v", c.Surface, c.Source, c.Stream, fleet, c.Start, c.End, c.Code, a.Body, a, c.Judged)
 }

@@ -1,4 +1,4 @@
-package analyze
+package archive
 
 import (
 	"bufio"
@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 )
 
-// Source is what Analyze judges: records read twice, first in any order
-// (counts, and which group is the primary), then in send order (the
-// windows), and what the input says of itself. *Input is one, in memory;
-// *Spill is one on disk, for inputs too big to hold.
+// Source is what an analysis reads: records read twice, first in any
+// order (counts), then in send order (windows), the tables they index, and
+// what the input says of itself. *Input is one, in memory; *Spill is one
+// on disk, for inputs too big to hold.
 type Source interface {
 	// Each hands every record to fn, in any order. The record is valid
 	// only during the call.
@@ -22,40 +22,18 @@ type Source interface {
 	// InOrder hands every record to fn in send order; records sent at the
 	// same instant come in input order (file, then place in the file).
 	InOrder(fn func(*Record)) error
+	// Tables returns the tables the records index.
+	Tables() *Tables
 	// Info describes the input.
 	Info() *Meta
 }
-
-// Meta is what an input says of itself besides its records.
-type Meta struct {
-	// Runs holds run.json of each run folder read, when present.
-	Runs []RunInfo
-	// Files are the results files read.
-	Files []string
-	// Truncated says, per file that ended mid-record, how many complete
-	// records were read before the break.
-	Truncated []string
-}
-
-// Each implements Source.
-func (in *Input) Each(fn func(*Record)) error { return in.InOrder(fn) }
-
-// InOrder implements Source: the records are kept in send order.
-func (in *Input) InOrder(fn func(*Record)) error {
-	for i := range in.Records {
-		fn(&in.Records[i])
-	}
-	return nil
-}
-
-// Info implements Source.
-func (in *Input) Info() *Meta { return &in.Meta }
 
 // Spill is an input read once and kept on disk in a compact form (27 bytes
 // a record, in a temporary directory), so that analyzing it takes memory
 // for a window of records, not for all of them. Close removes it.
 type Spill struct {
 	Meta
+	tab   *Tables
 	dir   string
 	parts []spillPart
 }
@@ -73,13 +51,14 @@ type spillPart struct {
 const spillRecord = 27
 
 // Open reads run folders or results files, as Read does, into a Spill.
-func Open(paths []string) (*Spill, error) {
+func Open(paths []string, opts Options) (*Spill, error) {
 	dir, err := os.MkdirTemp("", "ratecheck-analyze-")
 	if err != nil {
 		return nil, fmt.Errorf("making a temporary directory for the analysis (set TMPDIR to choose another place): %w", err)
 	}
-	s := &Spill{dir: dir}
-	err = readInputs(paths, &s.Meta, func(file string, read func(add func(Record)) error) error {
+	s := &Spill{dir: dir, tab: NewTables()}
+	rd := &reader{tab: s.tab, opts: opts}
+	err = rd.readInputs(paths, &s.Meta, func(file string, read func(add func(Record)) error) error {
 		part := spillPart{path: filepath.Join(dir, fmt.Sprintf("%d.rec", len(s.parts)))}
 		f, err := os.Create(part.path)
 		if err != nil {
@@ -126,6 +105,9 @@ func (s *Spill) Close() error { return os.RemoveAll(s.dir) }
 
 // Info implements Source.
 func (s *Spill) Info() *Meta { return &s.Meta }
+
+// Tables implements Source.
+func (s *Spill) Tables() *Tables { return s.tab }
 
 // Each implements Source, in file order.
 func (s *Spill) Each(fn func(*Record)) error {

@@ -1,0 +1,133 @@
+package archive
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// A run folder, results/<UTC time>-<name>/, holds:
+const (
+	// ResultsFile is every result of the run, as a stream of Vegeta gob
+	// results in the order they came back: `vegeta report` reads it.
+	ResultsFile = "results.bin"
+	// RunFile is what the run was: RunInfo as JSON.
+	RunFile = "run.json"
+)
+
+// RunSchema is the schema of run.json this package writes.
+const RunSchema = 1
+
+// RunInfo is the content of run.json.
+type RunInfo struct {
+	Schema      int                 `json:"schema"`
+	Command     string              `json:"command"`
+	Profile     string              `json:"profile"`
+	ProfilePath string              `json:"profile_path,omitempty"`
+	Policy      PolicyInfo          `json:"policy"`
+	Target      string              `json:"target"`
+	Embedded    bool                `json:"embedded_target"`
+	WindowMS    int64               `json:"window_ms"`
+	Sources     []string            `json:"sources"`
+	Streams     []StreamInfo        `json:"streams"`
+	Headers     map[string][]string `json:"headers,omitempty"`
+	Version     string              `json:"version"`
+	Host        string              `json:"host"`
+	Start       time.Time           `json:"start"`
+	End         time.Time           `json:"end"`
+	Seed        uint64              `json:"seed"`
+	Results     int                 `json:"results"`
+	Interrupted bool                `json:"interrupted,omitempty"`
+	// Shard is "i/n" when the run was shard i of an attack split over n
+	// machines; StartAt is the instant the shards agreed to start at.
+	Shard   string     `json:"shard,omitempty"`
+	StartAt *time.Time `json:"start_at,omitempty"`
+	// Aborted says why the attack stopped early on its own (a failing target).
+	Aborted string `json:"aborted,omitempty"`
+	// ClockStepMS is how far the wall clock jumped during the run (wall
+	// elapsed minus monotonic elapsed), when it did: the archived timestamps
+	// are wall-clock, so spans across the step are off by that much.
+	ClockStepMS int64      `json:"clock_step_ms,omitempty"`
+	Note        string     `json:"note,omitempty"`
+	Fleet       *FleetInfo `json:"fleet,omitempty"`
+	// Dir is the run folder it was read from (not written).
+	Dir string `json:"-"`
+}
+
+// FleetInfo records what a fleet run asked of its clients.
+type FleetInfo struct {
+	Surface    string  `json:"surface"`
+	Source     string  `json:"source"`
+	Clients    int     `json:"clients"`
+	Requests   int     `json:"requests"`
+	Strategy   string  `json:"strategy"`
+	BaseMS     float64 `json:"base_ms"`
+	CapMS      float64 `json:"cap_ms"`
+	Attempts   int     `json:"attempts"`
+	SlowDownMS float64 `json:"slowdown_ms"`
+	EpsilonMS  float64 `json:"epsilon_ms"`
+	Rows       int     `json:"rows"`
+}
+
+// PolicyInfo records the policy a run expected.
+type PolicyInfo struct {
+	Surface  string `json:"surface"`
+	Limit    int    `json:"limit,omitempty"`
+	WindowMS int64  `json:"window_ms"`
+}
+
+// StreamInfo records one stream of a run.
+type StreamInfo struct {
+	Name    string   `json:"name"`
+	Surface string   `json:"surface"`
+	Sources []string `json:"sources"`
+	Pacer   string   `json:"pacer"`
+	Planned uint64   `json:"planned"`
+	StartMS int64    `json:"start_ms"`
+}
+
+// maxRunFile bounds how much of a run.json is read: a real one is a few
+// kilobytes, and a link to /dev/zero must not fill the memory.
+const maxRunFile = 1 << 20
+
+// maxWindow bounds the window a run.json may record: a day.
+const maxWindow = 24 * time.Hour
+
+// ReadRunInfo reads dir's run.json: nil and no error when there is none
+// (a run killed before it ended, or a folder of copied results). A
+// run.json that is not JSON, is larger than a run.json can be, or records
+// a window that is not a positive duration of at most a day is an error
+// that names it.
+func ReadRunInfo(dir string) (*RunInfo, error) {
+	path := filepath.Join(dir, RunFile)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxRunFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > maxRunFile {
+		return nil, fmt.Errorf("%s: larger than %d bytes: not a run.json", path, maxRunFile)
+	}
+	run := &RunInfo{Dir: dir}
+	if err := json.Unmarshal(b, run); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if w := run.WindowMS; w != 0 && (w < 0 || w > maxWindow.Milliseconds()) {
+		return nil, fmt.Errorf("%s: window_ms %d is not a window (want 1 to %d ms)", path, w, maxWindow.Milliseconds())
+	}
+	return run, nil
+}
+
+// Window returns the window the run recorded (0: none).
+func (r *RunInfo) Window() time.Duration { return time.Duration(r.WindowMS) * time.Millisecond }

@@ -1,0 +1,399 @@
+package archive
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/connectbyjbrh/ratecheck/contract"
+)
+
+// Options say what a reader keeps of each result beyond its times, status
+// and labels. The zero value keeps no body and judges nothing.
+type Options struct {
+	// KeepBody reports whether the bodies of a stream's results are kept
+	// (capped at MaxKeptBody): the failure-table probes', which the
+	// contract check reads.
+	KeepBody func(stream string) bool
+	// Judge, when set, judges a refusal's body (a 429's) as it is read,
+	// and the record keeps the verdict instead of the body (see
+	// Record.Judged): a target whose every refusal differs costs nothing.
+	Judge func(surface string, body []byte) bool
+	// Sequential decodes gob files on one core with Vegeta's decoder alone
+	// (benchmarks compare it with the default, every core).
+	Sequential bool
+}
+
+// Input is the results of one or more runs, merged by send time, in
+// memory, with the tables their records index.
+type Input struct {
+	Records []Record
+	Meta
+	tab *Tables
+}
+
+// NewInput returns an empty input with tables of its own, for records made
+// in memory (see Add).
+func NewInput() *Input { return &Input{tab: NewTables()} }
+
+// Tables returns the tables the input's records index.
+func (in *Input) Tables() *Tables { return in.tab }
+
+// Add appends a record made in memory, with its own copy of l and a (nil:
+// no answer). Records must be added in send order.
+func (in *Input) Add(l Labels, start, end int64, code uint16, a *Answer) *Record {
+	in.Records = append(in.Records, in.tab.NewRecord(l, start, end, code, a))
+	return &in.Records[len(in.Records)-1]
+}
+
+// Each implements Source.
+func (in *Input) Each(fn func(*Record)) error { return in.InOrder(fn) }
+
+// InOrder implements Source: the records are kept in send order.
+func (in *Input) InOrder(fn func(*Record)) error {
+	for i := range in.Records {
+		fn(&in.Records[i])
+	}
+	return nil
+}
+
+// Info implements Source.
+func (in *Input) Info() *Meta { return &in.Meta }
+
+// Meta is what an input says of itself besides its records.
+type Meta struct {
+	// Runs holds run.json of each run folder read, when present.
+	Runs []RunInfo
+	// Files are the results files read.
+	Files []string
+	// Truncated says, per file that ended mid-record, how many complete
+	// records were read before the break.
+	Truncated []string
+}
+
+// Read reads run folders (holding results.bin and run.json) or results
+// files in any format Vegeta writes (gob, JSON, CSV), and merges them by
+// send time, in memory. Open does the same on disk.
+func Read(paths []string, opts Options) (*Input, error) {
+	in := NewInput()
+	rd := &reader{tab: in.tab, opts: opts}
+	err := rd.readInputs(paths, &in.Meta, func(_ string, read func(add func(Record)) error) error {
+		return read(func(r Record) { in.Records = append(in.Records, r) })
+	})
+	if err != nil {
+		return nil, err
+	}
+	byStart := func(a, b Record) int { return cmp.Compare(a.Start, b.Start) }
+	if !slices.IsSortedFunc(in.Records, byStart) {
+		slices.SortStableFunc(in.Records, byStart)
+	}
+	return in, nil
+}
+
+// reader reads results files into records of one set of tables.
+type reader struct {
+	tab  *Tables
+	opts Options
+}
+
+// readInputs reads each path, a run folder or a results file, into meta
+// (run.json, the file, whether it was truncated), and hands its results
+// file to each, whose read hands every record to add in file order.
+func (rd *reader) readInputs(paths []string, meta *Meta, each func(file string, read func(add func(Record)) error) error) error {
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		file := p
+		var run *RunInfo
+		if fi.IsDir() {
+			file = filepath.Join(p, ResultsFile)
+			if run, err = ReadRunInfo(p); err != nil {
+				return err
+			}
+		}
+		err = each(file, func(add func(Record)) error {
+			n, truncated, err := rd.readFile(file, add)
+			switch {
+			case err != nil:
+				return err
+			case n == 0:
+				return fmt.Errorf("%s: no results", file)
+			case truncated:
+				meta.Truncated = append(meta.Truncated, fmt.Sprintf("%s: ends mid-record; read the %d complete records before it", file, n))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		meta.Files = append(meta.Files, file)
+		if run != nil {
+			meta.Runs = append(meta.Runs, *run)
+		}
+	}
+	return nil
+}
+
+// readFile hands every record of a results file to add, in file order,
+// and returns how many there were and whether the file ended mid-record.
+func (rd *reader) readFile(path string, add func(Record)) (int, bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false, err
+	}
+	defer f.Close()
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	br := bufio.NewReaderSize(f, 1<<20)
+	read := rd.readSequential
+	if !rd.opts.Sequential && isGob(br) {
+		read = rd.readGob
+	}
+	return read(br, path, size, add)
+}
+
+// readSequential reads a results file in any format Vegeta writes with
+// Vegeta's decoder, as readGob does (whose signature it shares).
+func (rd *reader) readSequential(br *bufio.Reader, path string, _ int64, add func(Record)) (int, bool, error) {
+	dec := vegeta.DecoderFor(br)
+	if dec == nil {
+		return 0, false, fmt.Errorf("%s: not a Vegeta results file (gob, JSON or CSV)", path)
+	}
+	n := 0
+	it := rd.newInterner()
+	for {
+		var r vegeta.Result
+		err := dec.Decode(&r)
+		if err == io.EOF {
+			return n, false, nil
+		}
+		if err != nil {
+			if n > 0 && (errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "unexpected EOF")) {
+				return n, true, nil
+			}
+			return n, false, fmt.Errorf("%s: record %d: %w", path, n+1, err)
+		}
+		n++
+		res := fromVegeta(&r)
+		add(it.record(&res))
+	}
+}
+
+// result is what the analyzer reads of a Vegeta result. Its strings and
+// body may alias a decoder's buffer: record copies what it keeps.
+type result struct {
+	Attack, URL, Error string
+	Body               []byte
+	Code               uint16
+	// Start is the timestamp in Unix nanoseconds.
+	Start, Latency int64
+	// The first values of the Allow, Retry-After, RateLimit and
+	// RateLimit-Policy response headers.
+	Allow, RetryAfter, RateLimit, RateLimitPolicy string
+}
+
+// fromVegeta reads a result Vegeta's decoder made.
+func fromVegeta(v *vegeta.Result) result {
+	r := result{Attack: v.Attack, URL: v.URL, Error: v.Error, Body: v.Body, Code: v.Code,
+		Start: v.Timestamp.UnixNano(), Latency: int64(v.Latency)}
+	for k, vs := range v.Headers {
+		if len(vs) > 0 {
+			r.header(k, vs[0])
+		}
+	}
+	return r
+}
+
+// header keeps the value of a response header the analyzer reports, by its
+// canonical name, as http.Header.Get finds it.
+func (r *result) header(key, value string) {
+	switch key {
+	case "Allow":
+		r.Allow = value
+	case "Retry-After":
+		r.RetryAfter = value
+	case "Ratelimit":
+		r.RateLimit = value
+	case "Ratelimit-Policy":
+		r.RateLimitPolicy = value
+	}
+}
+
+// record keeps what the analysis needs of a result. Labels are parsed
+// once per distinct label and URL and shared, so a million results hold a
+// handful of strings.
+func (it *interner) record(r *result) Record {
+	rec := Record{Start: r.Start, End: r.Start + max(r.Latency, 0), Code: r.Code}
+	if rec.End < rec.Start { // overflow
+		rec.End = math.MaxInt64
+	}
+	labelled := strings.Contains(r.Attack, "surface=")
+	key := r.Attack
+	if !labelled { // the surface comes from the URL
+		it.key = append(append(append(it.key[:0], r.Attack...), 0), SurfaceOf(r.URL)...)
+		key = view(it.key)
+	}
+	id, ok := it.labels[key]
+	if !ok {
+		l := ParseLabel(strings.Clone(r.Attack), r.URL)
+		id = it.tab.labels.add(l)
+		it.labels[strings.Clone(key)] = id
+	}
+	rec.label = id
+	l := it.tab.labels.at(id)
+	var a Answer
+	if it.opts.KeepBody != nil && it.opts.KeepBody(l.Stream) {
+		a.Body = r.Body[:min(len(r.Body), MaxKeptBody)]
+	}
+	if r.Code == 429 {
+		if it.opts.Judge != nil {
+			rec.flags = judged
+			if !it.judge(l.Surface, r.Body) {
+				rec.flags |= judgedBad
+			}
+		}
+		a.RetryAfter = r.RetryAfter
+		switch { // RateLimit, then RateLimit-Policy, space-separated
+		case r.RateLimitPolicy == "":
+			a.RateLimit = strings.TrimSpace(r.RateLimit)
+		case r.RateLimit == "":
+			a.RateLimit = strings.TrimSpace(r.RateLimitPolicy)
+		default:
+			a.RateLimit = strings.TrimSpace(r.RateLimit + " " + r.RateLimitPolicy)
+		}
+	}
+	if r.Error != "" {
+		a.Err = ErrKind(r.Error)
+	}
+	a.Allow = r.Allow
+	if len(a.Body) > 0 || a.Err != "" || a.Allow != "" || a.RetryAfter != "" || a.RateLimit != "" {
+		rec.answer = it.answer(a)
+	}
+	return rec
+}
+
+// judge judges a refusal's body (see Options.Judge), remembering the
+// verdicts of the first bodies seen.
+func (it *interner) judge(surface string, body []byte) bool {
+	b := body[:min(len(body), MaxKeptBody)]
+	memo := it.judged[surface]
+	if memo == nil {
+		memo = map[string]bool{}
+		it.judged[surface] = memo
+	}
+	if ok, seen := memo[view(b)]; seen {
+		return ok
+	}
+	ok := it.opts.Judge(surface, b)
+	if len(memo) < 1024 {
+		memo[string(b)] = ok
+	}
+	return ok
+}
+
+// interner shares the few distinct labels and answers of a file: each is
+// parsed and copied once, into the reader's tables. One goroutine uses it.
+type interner struct {
+	*reader
+	key     []byte                     // scratch for a label's key
+	labels  map[string]uint32          // attack label (and surface) -> labels index
+	judged  map[string]map[string]bool // per surface, refusal body -> Judge's verdict
+	answers map[answerKey]uint32
+	bodies  map[string][]byte
+	layouts map[string]*resultLayout // by a stream's type definitions
+}
+
+type answerKey struct{ body, allow, retryAfter, rateLimit, err string }
+
+// answer returns the index of a's copy in the answers table (a's fields
+// may alias the decoded result, which it does not keep). Bodies are shared
+// on their own too.
+//
+// Response headers that change with every answer (a remaining count, a
+// reset time) would make every answer distinct: past 4096 distinct ones,
+// new answers drop them (the report names only the first few anyway).
+func (it *interner) answer(a Answer) uint32 {
+	k := answerKey{view(a.Body), a.Allow, a.RetryAfter, a.RateLimit, a.Err}
+	if id, ok := it.answers[k]; ok {
+		return id
+	}
+	if len(it.answers) >= 4096 && (a.RetryAfter != "" || a.RateLimit != "") {
+		a.RetryAfter, a.RateLimit = "", ""
+		k.retryAfter, k.rateLimit = "", ""
+		if id, ok := it.answers[k]; ok {
+			return id
+		}
+	}
+	body, ok := it.bodies[view(a.Body)]
+	if !ok {
+		body = bytes.Clone(a.Body)
+		if len(it.bodies) < 1024 {
+			it.bodies[string(body)] = body
+		}
+	}
+	v := Answer{Body: body, Allow: strings.Clone(a.Allow), RetryAfter: strings.Clone(a.RetryAfter),
+		RateLimit: strings.Clone(a.RateLimit), Err: strings.Clone(a.Err)}
+	id := it.tab.answers.add(v)
+	// Kept even past 4096: without the headers, answers differ only by
+	// contract probes' bodies, error kinds and Allow, which are few.
+	it.answers[answerKey{string(v.Body), v.Allow, v.RetryAfter, v.RateLimit, v.Err}] = id
+	return id
+}
+
+// newInterner returns an empty interner of the reader's tables.
+func (rd *reader) newInterner() *interner {
+	return &interner{reader: rd, labels: map[string]uint32{}, answers: map[answerKey]uint32{}, bodies: map[string][]byte{},
+		layouts: map[string]*resultLayout{}, judged: map[string]map[string]bool{}}
+}
+
+// ErrKind is the part of a transport error that does not name the request
+// or the connection: the text after its last colon.
+func ErrKind(err string) string {
+	if err == "" {
+		return "no answer"
+	}
+	if i := strings.LastIndex(err, ": "); i >= 0 {
+		return err[i+2:]
+	}
+	return err
+}
+
+// SurfaceOf infers the surface of a result from its URL, for results
+// files written without ratecheck's labels (the Vegeta CLI's, say): rest
+// under /api/public/, mcp at /mcp, else "other". It reads the path without
+// parsing the whole URL: it runs for every such result.
+func SurfaceOf(raw string) string {
+	path := raw
+	if i := strings.Index(path, "://"); i >= 0 {
+		path = path[i+3:]
+		if j := strings.IndexByte(path, '/'); j >= 0 {
+			path = path[j:]
+		} else {
+			path = "/"
+		}
+	}
+	if i := strings.IndexAny(path, "?#"); i >= 0 {
+		path = path[:i]
+	}
+	switch {
+	case strings.HasPrefix(path, "/api/public/"):
+		return contract.REST
+	case path == "/mcp":
+		return contract.MCP
+	}
+	return "other"
+}

@@ -1,0 +1,173 @@
+package archive
+
+import (
+	"sync"
+	"time"
+)
+
+// Record is what a reader keeps of one result: 32 bytes and no pointers, so
+// that a million results fit in 32 MB that the garbage collector never has
+// to scan. What many records share (labels, answers) lives once in the
+// Tables of the reader that made them, and a record holds their indexes:
+// look them up with that reader's Tables.
+type Record struct {
+	// Start is the send start (Unix ns), End the arrival of the response.
+	Start, End int64
+	Code       uint16
+	label      uint32 // index in Tables.labels
+	answer     uint32 // index in Tables.answers; 0: none kept
+	flags      uint8  // judged, judgedBad
+}
+
+// A refusal read from a file has its body judged when it is read (see
+// Options.Judge), so that a body that differs on every refusal (a request
+// id in it) is not kept for each.
+const (
+	judged    uint8 = 1 << iota // the refusal's body was judged when read
+	judgedBad                   // and the judge said no
+)
+
+// Latency returns the record's latency.
+func (r *Record) Latency() time.Duration { return time.Duration(r.End - r.Start) }
+
+// LabelID returns the index of the record's labels in its Tables: records
+// with the same labels have the same index.
+func (r *Record) LabelID() uint32 { return r.label }
+
+// Judged returns the verdict of Options.Judge on the record's body, and
+// whether it was judged when read (only refusals read from a file are).
+func (r *Record) Judged() (ok, known bool) {
+	return r.flags&judgedBad == 0, r.flags&judged != 0
+}
+
+// Answer is what a record keeps of its response besides the status. Read
+// from a file, it keeps only what the analysis reports, so that a few
+// distinct answers serve a million results.
+type Answer struct {
+	// Body is kept (capped at MaxKeptBody) for the streams Options.KeepBody
+	// names; from a file, a refusal's is judged on reading rather than
+	// kept.
+	Body []byte
+	// Allow, RetryAfter and RateLimit are response headers reported beside
+	// what was observed; from a file, Retry-After and RateLimit only of
+	// refusals, and only while they are few.
+	Allow, RetryAfter, RateLimit string
+	// Err is the transport error of a result without an answer (code 0);
+	// from a file, only its kind (see ErrKind).
+	Err string
+}
+
+// MaxKeptBody caps the bytes of a body a record keeps.
+const MaxKeptBody = 1024
+
+// Tables hold the labels and answers the records of one reader index.
+// Entries never move, so an index stays valid and reading one needs no
+// lock: a record's index reaches a reader after the entry was written.
+// Tables are safe for concurrent use; make them with NewTables.
+type Tables struct {
+	labels  table[Labels]
+	answers table[Answer]
+}
+
+// NewTables returns empty tables. Index 0 of each is blank, so that a zero
+// Record reads as unlabelled with no answer.
+func NewTables() *Tables {
+	t := &Tables{}
+	t.labels.add(Labels{})
+	t.answers.add(Answer{})
+	return t
+}
+
+// Labels returns the labels of r.
+func (t *Tables) Labels(r *Record) *Labels { return t.labels.at(r.label) }
+
+// Answer returns the rest of r's answer; nil when none was kept.
+func (t *Tables) Answer(r *Record) *Answer {
+	if r.answer == 0 {
+		return nil
+	}
+	return t.answers.at(r.answer)
+}
+
+// Body returns the body r kept, if any.
+func (t *Tables) Body(r *Record) []byte {
+	if a := t.Answer(r); a != nil {
+		return a.Body
+	}
+	return nil
+}
+
+// Err returns r's transport error, if any.
+func (t *Tables) Err(r *Record) string {
+	if a := t.Answer(r); a != nil {
+		return a.Err
+	}
+	return ""
+}
+
+// Header returns the Allow, Retry-After and RateLimit headers r kept.
+func (t *Tables) Header(r *Record) (allow, retryAfter, rateLimit string) {
+	if a := t.Answer(r); a != nil {
+		return a.Allow, a.RetryAfter, a.RateLimit
+	}
+	return "", "", ""
+}
+
+// NewRecord makes a record with its own copy of l and a (nil: no answer),
+// for results that do not come from a file.
+func (t *Tables) NewRecord(l Labels, start, end int64, code uint16, a *Answer) Record {
+	r := Record{Start: start, End: end, Code: code, label: t.labels.add(l)}
+	if a != nil {
+		r.answer = t.answers.add(*a)
+	}
+	return r
+}
+
+// SetAnswer replaces r's answer (nil: none).
+func (t *Tables) SetAnswer(r *Record, a *Answer) {
+	r.answer = 0
+	if a != nil {
+		r.answer = t.answers.add(*a)
+	}
+}
+
+// Len returns how many distinct labels and answers the tables hold.
+func (t *Tables) Len() (labels, answers int) {
+	t.labels.mu.Lock()
+	defer t.labels.mu.Unlock()
+	t.answers.mu.Lock()
+	defer t.answers.mu.Unlock()
+	return int(t.labels.n), int(t.answers.n)
+}
+
+// table is an append-only list. Its chunks are allocated as it grows.
+type table[T any] struct {
+	mu     sync.Mutex
+	n      uint32
+	chunks [1 << 16]*[1 << 12]T
+}
+
+// maxTable is how many entries a table holds.
+const maxTable = 1 << 28
+
+// add appends v and returns its index. A table that is full returns the
+// index of its last entry: readers cap what they add well below it.
+func (t *table[T]) add(v T) uint32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	i := t.n
+	if i == maxTable {
+		return i - 1
+	}
+	c := t.chunks[i>>12]
+	if c == nil {
+		c = new([1 << 12]T)
+		t.chunks[i>>12] = c
+	}
+	c[i&(1<<12-1)] = v
+	t.n++
+	return i
+}
+
+// at returns the entry at index i.
+func (t *table[T]) at(i uint32) *T { return &t.chunks[i>>12][i&(1<<12-1)] }

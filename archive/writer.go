@@ -1,0 +1,107 @@
+package archive
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// Writer writes one run folder: results.bin, a stream of Vegeta gob
+// results that `vegeta report` reads, and run.json, what the run was.
+// Results are flushed as they come, so an interrupted run keeps every
+// result received. A Writer is not safe for concurrent use.
+type Writer struct {
+	// Dir is the run folder.
+	Dir string
+	f   *os.File
+	bw  *bufio.Writer
+	enc vegeta.Encoder
+	n   int
+}
+
+// Create makes a new run folder root/<UTC time>-<name> (with a numeric
+// suffix if that exists) and opens its results file.
+func Create(root, name string, now time.Time) (*Writer, error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", root, diskHint(err))
+	}
+	base := filepath.Join(root, now.UTC().Format("20060102T150405Z")+"-"+name)
+	dir := base
+	for i := 2; ; i++ {
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrExist) || i > 100 {
+			return nil, fmt.Errorf("creating run folder: %w", diskHint(err))
+		}
+		dir = fmt.Sprintf("%s-%d", base, i)
+	}
+	f, err := os.Create(filepath.Join(dir, ResultsFile))
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", ResultsFile, diskHint(err))
+	}
+	bw := bufio.NewWriterSize(f, 64<<10)
+	return &Writer{Dir: dir, f: f, bw: bw, enc: vegeta.NewEncoder(bw)}, nil
+}
+
+// Add appends one result.
+func (a *Writer) Add(r *vegeta.Result) error {
+	if err := a.enc.Encode(r); err != nil {
+		return fmt.Errorf("writing %s: %w", filepath.Join(a.Dir, ResultsFile), diskHint(err))
+	}
+	a.n++
+	return nil
+}
+
+// Flush writes buffered results to the file.
+func (a *Writer) Flush() error {
+	if err := a.bw.Flush(); err != nil {
+		return fmt.Errorf("writing %s: %w", filepath.Join(a.Dir, ResultsFile), diskHint(err))
+	}
+	return nil
+}
+
+// Len returns the number of results added.
+func (a *Writer) Len() int { return a.n }
+
+// Close flushes and closes the results file and writes run.json.
+func (a *Writer) Close(info RunInfo) error {
+	ferr := a.Flush()
+	if err := a.f.Close(); err != nil && ferr == nil {
+		ferr = fmt.Errorf("closing %s: %w", ResultsFile, diskHint(err))
+	}
+	info.Schema = 1
+	info.Results = a.n
+	b, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(a.Dir, RunFile), append(b, '\n'), 0o644); err != nil {
+		return errors.Join(ferr, fmt.Errorf("writing %s: %w", RunFile, diskHint(err)))
+	}
+	return ferr
+}
+
+// diskHint says plainly when the disk is full.
+func diskHint(err error) error {
+	if errors.Is(err, syscall.ENOSPC) {
+		return fmt.Errorf("the disk is full: %w", err)
+	}
+	return err
+}
+
+// ClockStep returns how far the wall clock stepped while wall time elapsed
+// wall and the monotonic clock mono, and whether that is a step rather than
+// drift (more than 100 ms plus 1 % of the run).
+func ClockStep(wall, mono time.Duration) (time.Duration, bool) {
+	step := wall - mono
+	return step, step.Abs() > 100*time.Millisecond+mono/100
+}

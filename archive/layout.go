@@ -51,9 +51,12 @@ type RunInfo struct {
 	// ClockStepMS is how far the wall clock jumped during the run (wall
 	// elapsed minus monotonic elapsed), when it did: the archived timestamps
 	// are wall-clock, so spans across the step are off by that much.
-	ClockStepMS int64      `json:"clock_step_ms,omitempty"`
-	Note        string     `json:"note,omitempty"`
-	Fleet       *FleetInfo `json:"fleet,omitempty"`
+	ClockStepMS int64 `json:"clock_step_ms,omitempty"`
+	// InProgress is set while the run is going: a run.json that still
+	// says so belongs to a run that was killed before it ended.
+	InProgress bool       `json:"in_progress,omitempty"`
+	Note       string     `json:"note,omitempty"`
+	Fleet      *FleetInfo `json:"fleet,omitempty"`
 	// Dir is the run folder it was read from (not written).
 	Dir string `json:"-"`
 }

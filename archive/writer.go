@@ -72,22 +72,43 @@ func (a *Writer) Flush() error {
 // Len returns the number of results added.
 func (a *Writer) Len() int { return a.n }
 
+// Start writes run.json as the run starts, marked in progress, so that a
+// run killed before Close (SIGKILL, a crash) is still analyzed with its
+// real window.
+func (a *Writer) Start(info RunInfo) error {
+	info.InProgress = true
+	return a.writeInfo(info)
+}
+
 // Close flushes and closes the results file and writes run.json.
 func (a *Writer) Close(info RunInfo) error {
 	ferr := a.Flush()
 	if err := a.f.Close(); err != nil && ferr == nil {
 		ferr = fmt.Errorf("closing %s: %w", ResultsFile, diskHint(err))
 	}
-	info.Schema = 1
+	info.InProgress = false
+	return errors.Join(ferr, a.writeInfo(info))
+}
+
+// writeInfo writes run.json whole or not at all (through a temporary file
+// renamed into place).
+func (a *Writer) writeInfo(info RunInfo) error {
+	info.Schema = RunSchema
 	info.Results = a.n
 	b, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(a.Dir, RunFile), append(b, '\n'), 0o644); err != nil {
-		return errors.Join(ferr, fmt.Errorf("writing %s: %w", RunFile, diskHint(err)))
+	path := filepath.Join(a.Dir, RunFile)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, diskHint(err))
 	}
-	return ferr
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }
 
 // diskHint says plainly when the disk is full.

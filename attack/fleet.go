@@ -22,11 +22,9 @@ import (
 // driven into a shared 429 together: a primer first spends the address's
 // budget, then every client sends its first request at the same instant and
 // retries by its strategy. Every attempt is a Vegeta result labelled with
-// its client, request, attempt and the delay the client drew. The zero
-// value of every field but Target has a default.
+// its client, request, attempt and the delay the client drew. It is a Job
+// of the Engine. The zero value of every field has a default.
 type Fleet struct {
-	// Target is the base URL.
-	Target string
 	// Surface is rest (default) or mcp.
 	Surface string
 	// Clients is the fleet's size (default 100); Requests the logical
@@ -53,6 +51,9 @@ type Fleet struct {
 	// retry-discipline check (answers are never retried).
 	Rows      []Stream
 	RowSource string
+	// Epsilon is the collision distance the analysis will use, recorded
+	// in run.json (0: Backoff.Base/50).
+	Epsilon time.Duration
 }
 
 // Defaults returns f with its zero fields set.
@@ -85,13 +86,43 @@ func (f Fleet) Defaults() Fleet {
 	if f.Timeout <= 0 {
 		f.Timeout = 10 * time.Second
 	}
+	if f.Epsilon <= 0 {
+		f.Epsilon = f.Backoff.Base / 50
+	}
+	if f.Limit <= 0 {
+		f.Limit = contract.Limit(f.Surface)
+	}
 	return f
 }
 
-// Run primes the address, runs the fleet and hands every result to sink,
-// from one goroutine at a time. It returns when every client is done or
-// ctx ends (results received so far are handed over either way).
-func (f Fleet) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
+// Duration returns the longest a fleet can run: the primer, then every
+// request of a client meeting the slow-down and every attempt at the cap.
+func (f Fleet) Duration() time.Duration {
+	f = f.Defaults()
+	return 2*f.Window/100 + time.Duration(f.Requests)*(f.SlowDown+time.Duration(f.Attempts)*f.Backoff.Cap)
+}
+
+// Info describes the fleet for run.json.
+func (f Fleet) Info() archive.RunInfo {
+	f = f.Defaults()
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	var sources []string
+	for _, s := range []string{f.Source, f.RowSource} {
+		if s != "" {
+			sources = append(sources, s)
+		}
+	}
+	return archive.RunInfo{Profile: "fleet", WindowMS: f.Window.Milliseconds(),
+		Policy: archive.PolicyInfo{Surface: f.Surface, Limit: f.Limit, WindowMS: f.Window.Milliseconds()}, Sources: sources,
+		Fleet: &archive.FleetInfo{Surface: f.Surface, Source: f.Source, Clients: f.Clients, Requests: f.Requests, Strategy: string(f.Backoff.Strategy),
+			BaseMS: ms(f.Backoff.Base), CapMS: ms(f.Backoff.Cap), Attempts: f.Attempts, SlowDownMS: ms(f.SlowDown), EpsilonMS: ms(f.Epsilon), Rows: len(f.Rows)}}
+}
+
+// Run primes the address, runs the fleet against target and hands every
+// result to sink, from one goroutine at a time. It returns when every
+// client is done or ctx ends (results received so far are handed over
+// either way).
+func (f Fleet) Run(ctx context.Context, target string, sink func(*vegeta.Result) error) error {
 	f = f.Defaults()
 	var mu sync.Mutex
 	var sinkErr error
@@ -102,15 +133,13 @@ func (f Fleet) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
 			sinkErr = sink(r)
 		}
 	}
-	if f.Limit > 0 {
-		if err := f.prime(ctx, emit); err != nil {
-			return err
-		}
+	if err := f.prime(ctx, target, emit); err != nil {
+		return err
 	}
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range f.Clients {
-		c := f.client(i, emit)
+		c := f.client(target, i, emit)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -125,7 +154,7 @@ func (f Fleet) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
 	}
 	close(start) // every client's first attempt goes out now
 	wg.Wait()
-	if err := f.rows(ctx, emit); err != nil {
+	if err := f.rows(ctx, target, emit); err != nil {
 		return err
 	}
 	mu.Lock()
@@ -137,7 +166,7 @@ func (f Fleet) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
 // window, and waits for their answers. Requests that met a fault (a 5xx, a
 // reset) may not have counted, so while none was refused it tops up with
 // as many as were not admitted, a few rounds at most.
-func (f Fleet) prime(ctx context.Context, emit func(*vegeta.Result)) error {
+func (f Fleet) prime(ctx context.Context, target string, emit func(*vegeta.Result)) error {
 	req := Request{Path: "/api/public/search", Query: map[string]string{"q": "rate limits"}}
 	if f.Surface == contract.MCP {
 		req = Request{RPC: "tools/list"}
@@ -151,7 +180,7 @@ func (f Fleet) prime(ctx context.Context, emit func(*vegeta.Result)) error {
 			p.Sources = []string{f.Source}
 		}
 		refused := false
-		err := Plan{Profile: p, Target: f.Target, Window: f.Window, Timeout: f.Timeout}.Run(ctx, func(r *vegeta.Result) error {
+		err := Plan{Profile: p, Window: f.Window, Timeout: f.Timeout}.Run(ctx, target, func(r *vegeta.Result) error {
 			switch {
 			case r.Code == http.StatusTooManyRequests:
 				refused = true
@@ -170,17 +199,17 @@ func (f Fleet) prime(ctx context.Context, emit func(*vegeta.Result)) error {
 }
 
 // rows sends each failure-table probe once through a retrying client.
-func (f Fleet) rows(ctx context.Context, emit func(*vegeta.Result)) error {
+func (f Fleet) rows(ctx context.Context, target string, emit func(*vegeta.Result)) error {
 	var ids atomic.Uint64
 	for j, row := range f.Rows {
 		if ctx.Err() != nil {
 			return nil // stopped: send nothing more
 		}
-		tr, err := row.Targeter(f.Target, nil, &ids)
+		tr, err := row.Targeter(target, nil, &ids, "")
 		if err != nil {
 			return fmt.Errorf("row %s: %w", row.Name, err)
 		}
-		c := f.clientFrom(f.RowSource, f.Clients+j, row.Surface, row.Name, emit)
+		c := f.clientFrom(target, f.RowSource, f.Clients+j, row.Surface, row.Name, emit)
 		c.Do(ctx, row.Name, func(ctx context.Context, _ uint64) (*http.Request, error) {
 			var tgt vegeta.Target
 			if err := tr(&tgt); err != nil {
@@ -198,11 +227,11 @@ func (f Fleet) rows(ctx context.Context, emit func(*vegeta.Result)) error {
 
 // client builds fleet client i: its own connection from the shared
 // source, its own jitter stream, its own governor.
-func (f Fleet) client(i int, emit func(*vegeta.Result)) *client.Client {
-	return f.clientFrom(f.Source, i, f.Surface, archive.StreamFleet, emit)
+func (f Fleet) client(target string, i int, emit func(*vegeta.Result)) *client.Client {
+	return f.clientFrom(target, f.Source, i, f.Surface, archive.StreamFleet, emit)
 }
 
-func (f Fleet) clientFrom(source string, i int, surface, stream string, emit func(*vegeta.Result)) *client.Client {
+func (f Fleet) clientFrom(target, source string, i int, surface, stream string, emit func(*vegeta.Result)) *client.Client {
 	dialer := &net.Dialer{Timeout: f.Timeout}
 	if source != "" {
 		dialer.LocalAddr = &net.TCPAddr{IP: net.ParseIP(source)}
@@ -210,7 +239,7 @@ func (f Fleet) clientFrom(source string, i int, surface, stream string, emit fun
 	tr := &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 1, IdleConnTimeout: f.Window}
 	rng := rand.New(rand.NewPCG(f.Seed, uint64(i)))
 	c := &client.Client{
-		BaseURL:  f.Target,
+		BaseURL:  target,
 		HTTP:     &http.Client{Transport: client.SendOnce(tr), Timeout: f.Timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		Backoff:  f.Backoff,
 		Attempts: f.Attempts,

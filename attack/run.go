@@ -21,11 +21,10 @@ import (
 // error object, never a whole documentation page.
 const DefaultMaxBody = 1024
 
-// Plan is a profile bound to a target and a window, ready to run.
+// Plan is a profile bound to a window, ready to run against a target. It
+// is a Job of the Engine.
 type Plan struct {
 	Profile *Profile
-	// Target is the base URL, such as http://127.0.0.1:8080.
-	Target string
 	// Window is the run's window: every span written in w is a multiple of it.
 	Window time.Duration
 	// Headers are added to every request (after the profile's).
@@ -34,14 +33,10 @@ type Plan struct {
 	Timeout time.Duration
 	// MaxBody caps the bytes of each response body kept (default DefaultMaxBody).
 	MaxBody int64
-	// AbortShare stops the attack when more than this share of the last 100
-	// results were transport errors or 5xx (0: never); see FailureGuard.
-	AbortShare float64
 	// Shard is the part of the attack this machine sends (zero: all).
 	Shard Shard
-	// StartAt, when set, is the instant the shards of an attack agreed to
-	// start at: the caller waits for it before Run, and run.json records it.
-	StartAt time.Time
+	// ClientVersion is the version MCP requests name in their clientInfo.
+	ClientVersion string
 }
 
 // unit is one attacker: one stream from one source.
@@ -111,15 +106,11 @@ func (pl Plan) Duration() time.Duration {
 // Info describes the plan for run.json.
 func (pl Plan) Info() archive.RunInfo {
 	p := pl.Profile
-	info := archive.RunInfo{Command: "attack", Profile: p.Name, Target: pl.Target, WindowMS: pl.Window.Milliseconds(),
+	info := archive.RunInfo{Profile: p.Name, WindowMS: pl.Window.Milliseconds(),
 		Policy:  archive.PolicyInfo{Surface: p.Policy.Surface, Limit: p.Policy.Limit, WindowMS: p.Policy.Window.In(pl.Window).Milliseconds()},
-		Headers: Redact(pl.headers()), Version: Version}
+		Headers: Redact(pl.headers())}
 	if pl.Shard.Split() {
 		info.Shard = pl.Shard.String()
-	}
-	if !pl.StartAt.IsZero() {
-		at := pl.StartAt.UTC()
-		info.StartAt = &at
 	}
 	units := pl.units()
 	for i := range p.Streams {
@@ -149,11 +140,12 @@ func (pl Plan) headers() http.Header {
 	return h
 }
 
-// Run attacks the target as planned and hands every result to sink, from a
-// single goroutine, as it arrives. When ctx is done the attackers stop and
-// every result already in flight is still handed over before Run returns.
-// A sink error stops the attack and is returned.
-func (pl Plan) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
+// Run attacks target (a base URL such as http://127.0.0.1:8080) as
+// planned and hands every result to sink, from a single goroutine, as it
+// arrives. When ctx is done the attackers stop and every result already in
+// flight is still handed over before Run returns. A sink error stops the
+// attack and is returned.
+func (pl Plan) Run(ctx context.Context, target string, sink func(*vegeta.Result) error) error {
 	timeout := pl.Timeout
 	if timeout == 0 {
 		timeout = pl.Profile.Timeout.In(pl.Window)
@@ -171,51 +163,18 @@ func (pl Plan) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
 	attackers := make([]*vegeta.Attacker, len(units))
 	targeters := make([]vegeta.Targeter, len(units))
 	for i, u := range units {
-		tr, err := u.stream.Targeter(pl.Target, hdr, &ids)
+		tr, err := u.stream.Targeter(target, hdr, &ids, pl.ClientVersion)
 		if err != nil {
 			return err
 		}
 		targeters[i] = tr
 		attackers[i] = vegeta.NewAttacker(vegeta.MaxBody(maxBody), vegeta.Client(httpClient(u.source, timeout)))
 	}
-	// A stream named in another's After has a gate, closed once every
-	// planned request of it has its result. Gates are keyed by surface and
-	// name: a plan may repeat a name across surfaces (verify's does), and
-	// After then names the stream of its own surface.
-	abort := make(chan struct{})
-	gates := map[string]chan struct{}{}
-	left := map[string]uint64{}
-	keyOf := map[*Stream][]string{}
-	for i := range pl.Profile.Streams {
-		s := &pl.Profile.Streams[i]
-		for _, a := range s.After {
-			k := pl.Profile.afterKey(s, a)
-			keyOf[s] = append(keyOf[s], k)
-			if gates[k] == nil {
-				gates[k] = make(chan struct{})
-			}
-		}
-	}
-	for i := range pl.Profile.Streams {
-		s := &pl.Profile.Streams[i]
-		k := s.Surface + "/" + s.Name
-		if g, ok := gates[k]; ok {
-			for _, u := range unitsOf(units, s) {
-				left[k] += u.pacer.Count()
-			}
-			if left[k] == 0 {
-				close(g)
-			}
-		}
-	}
+	g := newGates(pl.Profile, units)
 	out := make(chan *vegeta.Result, 1024)
 	var wg sync.WaitGroup
 	for i, u := range units {
-		var pacer vegeta.Pacer = u.pacer
-		if len(u.stream.After) > 0 {
-			pacer = &GatedPacer{Pacer: u.pacer, Gate: allClosed(keyOf[u.stream], gates, abort), Abort: abort}
-		}
-		ch := attackers[i].Attack(targeters[i], pacer, 0, u.label)
+		ch := attackers[i].Attack(targeters[i], g.pacer(u), 0, u.label)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -225,12 +184,8 @@ func (pl Plan) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
 		}()
 	}
 	go func() { wg.Wait(); close(out) }()
-	stopped := false
 	stopAll := func() {
-		if !stopped {
-			stopped = true
-			close(abort)
-		}
+		g.abort()
 		for _, a := range attackers {
 			a.Stop()
 		}
@@ -246,14 +201,7 @@ func (pl Plan) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
 			if !ok {
 				return sinkErr
 			}
-			if len(gates) > 0 {
-				k := archive.LabelValue(r.Attack, "surface") + "/" + archive.LabelValue(r.Attack, "stream")
-				if n := left[k]; n > 0 {
-					if left[k] = n - 1; n == 1 {
-						close(gates[k])
-					}
-				}
-			}
+			g.answered(r)
 			if sinkErr == nil {
 				if sinkErr = sink(r); sinkErr != nil {
 					stopAll()
@@ -261,6 +209,97 @@ func (pl Plan) Run(ctx context.Context, sink func(*vegeta.Result) error) error {
 			}
 		}
 	}
+}
+
+// gates hold back the streams that name others in After: a stream named
+// in another's After has a gate, closed once every planned request of it
+// has its result. Gates are keyed by surface and name: a plan may repeat a
+// name across surfaces (verify's does), and After then names the stream
+// of its own surface. Not safe for concurrent use but for the pacers'
+// reading of the gates.
+type gates struct {
+	profile *Profile
+	byKey   map[string]chan struct{}
+	left    map[string]uint64 // planned requests of each gated stream without a result yet
+	keyOf   map[*Stream][]string
+	stop    chan struct{}
+	stopped bool
+}
+
+func newGates(p *Profile, units []unit) *gates {
+	g := &gates{profile: p, byKey: map[string]chan struct{}{}, left: map[string]uint64{}, keyOf: map[*Stream][]string{}, stop: make(chan struct{})}
+	for i := range p.Streams {
+		s := &p.Streams[i]
+		for _, a := range s.After {
+			k := p.afterKey(s, a)
+			g.keyOf[s] = append(g.keyOf[s], k)
+			if g.byKey[k] == nil {
+				g.byKey[k] = make(chan struct{})
+			}
+		}
+	}
+	for i := range p.Streams {
+		s := &p.Streams[i]
+		k := s.Surface + "/" + s.Name
+		if c, ok := g.byKey[k]; ok {
+			for _, u := range unitsOf(units, s) {
+				g.left[k] += u.pacer.Count()
+			}
+			if g.left[k] == 0 {
+				close(c)
+			}
+		}
+	}
+	return g
+}
+
+// pacer returns the pacer of unit u: its own, behind its stream's gates.
+func (g *gates) pacer(u unit) vegeta.Pacer {
+	if len(u.stream.After) == 0 {
+		return u.pacer
+	}
+	return &GatedPacer{Pacer: u.pacer, Gate: g.allOf(g.keyOf[u.stream]), Abort: g.stop}
+}
+
+// answered counts a result toward its stream's gate.
+func (g *gates) answered(r *vegeta.Result) {
+	if len(g.byKey) == 0 {
+		return
+	}
+	k := archive.LabelValue(r.Attack, "surface") + "/" + archive.LabelValue(r.Attack, "stream")
+	if n := g.left[k]; n > 0 {
+		if g.left[k] = n - 1; n == 1 {
+			close(g.byKey[k])
+		}
+	}
+}
+
+// abort releases every gated pacer without sending: the run is stopping.
+func (g *gates) abort() {
+	if !g.stopped {
+		g.stopped = true
+		close(g.stop)
+	}
+}
+
+// allOf returns a channel closed once every gate of keys is closed
+// (never, if the run stops first).
+func (g *gates) allOf(keys []string) <-chan struct{} {
+	if len(keys) == 1 {
+		return g.byKey[keys[0]]
+	}
+	all := make(chan struct{})
+	go func() {
+		for _, k := range keys {
+			select {
+			case <-g.byKey[k]:
+			case <-g.stop:
+				return
+			}
+		}
+		close(all)
+	}()
+	return all
 }
 
 // afterKey is the gate key of the stream named a in s.After: the stream of
@@ -273,26 +312,6 @@ func (p *Profile) afterKey(s *Stream, a string) string {
 		}
 	}
 	return surface + "/" + a
-}
-
-// allClosed returns a channel closed once every gate of names is closed
-// (never, if abort is closed first).
-func allClosed(names []string, gates map[string]chan struct{}, abort <-chan struct{}) <-chan struct{} {
-	if len(names) == 1 {
-		return gates[names[0]]
-	}
-	all := make(chan struct{})
-	go func() {
-		for _, n := range names {
-			select {
-			case <-gates[n]:
-			case <-abort:
-				return
-			}
-		}
-		close(all)
-	}()
-	return all
 }
 
 // Counts tallies results by outcome. The zero value is ready; it is safe for

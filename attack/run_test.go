@@ -42,7 +42,7 @@ streams:
 	}
 	var burstEnd, nextStart time.Time
 	n := map[string]int{}
-	err = Plan{Profile: prof, Target: srv.URL, Window: time.Second}.Run(context.Background(), func(r *vegeta.Result) error {
+	err = Plan{Profile: prof, Window: time.Second}.Run(context.Background(), srv.URL, func(r *vegeta.Result) error {
 		name := archive.LabelValue(r.Attack, "stream")
 		n[name]++
 		switch end := r.Timestamp.Add(r.Latency); {
@@ -85,7 +85,7 @@ streams:
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
 	n := 0
-	err = Plan{Profile: prof, Target: srv.URL, Window: time.Second, Timeout: 200 * time.Millisecond}.Run(ctx, func(r *vegeta.Result) error {
+	err = Plan{Profile: prof, Window: time.Second, Timeout: 200 * time.Millisecond}.Run(ctx, srv.URL, func(r *vegeta.Result) error {
 		n++
 		if archive.LabelValue(r.Attack, "stream") == "never" {
 			t.Error("the gated stream went out although its gate never opened")

@@ -35,13 +35,14 @@ type template struct {
 // Targeter returns a [vegeta.Targeter] sending the stream's requests
 // round-robin against base (such as http://127.0.0.1:8080), with the given
 // extra headers. MCP requests carry a JSON-RPC id unique within the run,
-// drawn from ids, and headers that always agree with the body. The
-// targeter is safe for concurrent use.
-func (s Stream) Targeter(base string, extra http.Header, ids *atomic.Uint64) (vegeta.Targeter, error) {
+// drawn from ids, headers that always agree with the body, and
+// clientVersion as the version of their clientInfo. The targeter is safe
+// for concurrent use.
+func (s Stream) Targeter(base string, extra http.Header, ids *atomic.Uint64, clientVersion string) (vegeta.Targeter, error) {
 	base = strings.TrimRight(base, "/")
 	tpls := make([]template, len(s.Requests))
 	for i, r := range s.Requests {
-		t, err := r.template(s.Surface, base, extra)
+		t, err := r.template(s.Surface, base, extra, clientVersion)
 		if err != nil {
 			return nil, fmt.Errorf("stream %s request %d: %w", s.Name, i+1, err)
 		}
@@ -70,7 +71,7 @@ func (s Stream) Targeter(base string, extra http.Header, ids *atomic.Uint64) (ve
 	}, nil
 }
 
-func (r Request) template(surface, base string, extra http.Header) (template, error) {
+func (r Request) template(surface, base string, extra http.Header, clientVersion string) (template, error) {
 	t := template{method: r.Method, header: extra.Clone(), padTo: r.PadTo}
 	if t.header == nil {
 		t.header = http.Header{}
@@ -104,7 +105,7 @@ func (r Request) template(surface, base string, extra http.Header) (template, er
 			}
 			params["_meta"] = map[string]any{
 				"io.modelcontextprotocol/protocolVersion": MCPProtocolVersion,
-				"io.modelcontextprotocol/clientInfo":      map[string]string{"name": "ratecheck", "version": Version},
+				"io.modelcontextprotocol/clientInfo":      map[string]string{"name": "ratecheck", "version": clientVersion},
 			}
 			name, hasName := client.MCPName(r.RPC, params)
 			if hasName {
@@ -131,7 +132,3 @@ func (r Request) template(surface, base string, extra http.Header) (template, er
 	}
 	return t, nil
 }
-
-// Version is the ratecheck version sent as MCP clientInfo and recorded in
-// every archive; the command sets it.
-var Version = "dev"

@@ -18,7 +18,7 @@ func TestMCPTargetsAgreeWithTheirBodies(t *testing.T) {
 		{RPC: "tools/list"},
 	}}
 	var ids atomic.Uint64
-	tr, err := s.Targeter("http://127.0.0.1:1/", http.Header{"X-Extra": {"1"}}, &ids)
+	tr, err := s.Targeter("http://127.0.0.1:1/", http.Header{"X-Extra": {"1"}}, &ids, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestMCPTargetsAgreeWithTheirBodies(t *testing.T) {
 
 func TestRESTTarget(t *testing.T) {
 	s := Stream{Name: "s", Surface: contract.REST, Requests: []Request{{Path: "/api/public/search", Query: map[string]string{"q": "rate limits", "limit": "5"}}}}
-	tr, err := s.Targeter("http://h:1", nil, new(atomic.Uint64))
+	tr, err := s.Targeter("http://h:1", nil, new(atomic.Uint64), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestRedactResult(t *testing.T) {
 // BenchmarkMCPTargeter measures stamping one MCP request, on the attack's hot path.
 func BenchmarkMCPTargeter(b *testing.B) {
 	s := Stream{Name: "s", Surface: contract.MCP, Requests: []Request{{RPC: "tools/call", Params: map[string]any{"name": "search", "arguments": map[string]any{"query": "rate"}}}}}
-	tr, _ := s.Targeter("http://127.0.0.1:1", nil, new(atomic.Uint64))
+	tr, _ := s.Targeter("http://127.0.0.1:1", nil, new(atomic.Uint64), "test")
 	var tgt vegeta.Target
 	b.ReportAllocs()
 	for b.Loop() {

@@ -1,23 +1,35 @@
 package main
 
 import (
-	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/target"
 )
 
-// startEmbedded starts the reference target in-process on a free loopback
-// port with the given window and limits (zero: the contract's), quiet.
-func startEmbedded(window time.Duration, restLimit, mcpLimit int) (*target.Listener, error) {
+// embeddedTarget returns a starter of the reference target, in-process on
+// a free loopback port, quiet, configured by cfg.
+func embeddedTarget(cfg target.Config) func() (*target.Listener, error) {
+	return func() (*target.Listener, error) {
+		srv, err := target.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return target.Listen(srv, "127.0.0.1:0")
+	}
+}
+
+// embeddedWith is the reference target's configuration with window and
+// limits (zero: the contract's).
+func embeddedWith(window time.Duration, restLimit, mcpLimit int) target.Config {
 	cfg := target.DefaultConfig()
 	cfg.Window = window
 	if restLimit > 0 {
@@ -26,11 +38,7 @@ func startEmbedded(window time.Duration, restLimit, mcpLimit int) (*target.Liste
 	if mcpLimit > 0 {
 		cfg.MCPLimit = mcpLimit
 	}
-	srv, err := target.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return target.Listen(srv, "127.0.0.1:0")
+	return cfg
 }
 
 // checkTarget validates a --target URL.
@@ -50,56 +58,76 @@ func checkTarget(raw string) (string, error) {
 	return strings.TrimRight(raw, "/"), nil
 }
 
-// reachTimeout bounds the reachability probe. A refused connection fails at
-// once, so it only bounds a target that accepts and hangs; it is generous
-// because a loaded host can stall even a loopback answer for seconds, and
-// short enough that a dead target is told within 30 s. (A var: tests
-// shorten it.)
+// reachTimeout bounds the reachability probe (see attack.Engine); tests
+// shorten it.
 var reachTimeout = 25 * time.Second
 
-// reachable reports whether the target answers HTTP at all (any status)
-// within timeout.
-func reachable(ctx context.Context, base string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodHead, base+"/", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	switch {
-	case err == nil:
-	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
-		return fmt.Errorf("no answer to HEAD / within %v: it accepts connections but does not answer (stalled or overloaded)", timeout)
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Errorf("connection refused: nothing listens there (is the target running? is the port right?)")
-	default:
-		return err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.Body.Close()
-}
-
 // remoteWait is how long a person at a terminal has to cancel an attack on
-// a target that is not on loopback.
+// a target that is not on loopback; tests shorten it.
 var remoteWait = 5 * time.Second
 
-// warnRemote warns, in an interactive terminal, before load goes to a
-// target that is not on loopback (someone's real service), and gives
-// remoteWait to press Ctrl-C; it returns ctx's error if they did. Off a
-// terminal (CI, scripts) it says nothing and waits for nothing.
-func warnRemote(ctx context.Context, stderr io.Writer, terminal bool, name, target string, planned time.Duration) error {
-	if !terminal || isLoopbackTarget(target) {
-		return nil
+// runFlags are the flags of every command that sends load: where to, where
+// the run folder goes, and when to stop adding load to a failing target.
+type runFlags struct {
+	target  string
+	out     string
+	abortAt string
+}
+
+// declare adds the run flags to fs.
+func (rf *runFlags) declare(fs *flag.FlagSet) {
+	fs.StringVar(&rf.target, "target", "", "base `URL` of the target (default: the embedded reference target)")
+	fs.StringVar(&rf.out, "out", "results", "`dir`ectory the run folder is written under")
+	fs.StringVar(&rf.abortAt, "abort-at", "50%", "stop adding load when more than this `share` of the last 100 results were transport errors or 5xx (0: never)")
+}
+
+// engine checks the run flags and returns the engine of a run of command
+// name, writing its messages to stderr; embedded starts the reference
+// target when no --target is given.
+func (rf *runFlags) engine(name string, stderr io.Writer, embedded func() (*target.Listener, error)) (*attack.Engine, error) {
+	abortShare, err := parsePercent(rf.abortAt)
+	if err != nil || abortShare > 1 {
+		return nil, fmt.Errorf("--abort-at %q: want a share such as 50%% (0 never aborts)", rf.abortAt)
 	}
-	fmt.Fprintf(stderr, "ratecheck %s: %s is not a loopback address: this sends real load to it for about %v. Starting in %v; Ctrl-C to cancel.\n",
-		name, target, planned.Round(100*time.Millisecond), remoteWait)
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(remoteWait):
-		return nil
+	e := &attack.Engine{Command: name, Out: rf.out, AbortShare: abortShare, Version: version, Stderr: stderr,
+		Terminal: isTerminal(stderr), ReachTimeout: reachTimeout, RemoteWait: remoteWait}
+	if rf.target != "" {
+		if e.Target, err = checkTarget(rf.target); err != nil {
+			return nil, err
+		}
+		return e, nil
 	}
+	e.Embedded = func() (string, func() error, error) {
+		ln, err := embedded()
+		if err != nil {
+			return "", nil, err
+		}
+		return ln.URL, ln.Close, nil
+	}
+	return e, nil
+}
+
+// exitFor is the exit code of an engine's outcome: 0 done, 1 cancelled or
+// interrupted, 3 an unreachable or failing target, 2 anything else (a
+// setup or archive error).
+func exitFor(err error) int {
+	var unreachable *attack.UnreachableError
+	var failing *attack.FailingError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, attack.ErrCancelled), errors.Is(err, attack.ErrInterrupted):
+		return exitCheckFailed
+	case errors.As(err, &unreachable), errors.As(err, &failing):
+		return exitUnreachable
+	}
+	return exitUsage
+}
+
+// failed says what stopped a run of command name and returns its exit code.
+func failed(stderr io.Writer, name string, err error) int {
+	fmt.Fprintf(stderr, "ratecheck %s: %v\n", name, err)
+	return exitFor(err)
 }
 
 // isTerminal reports whether w is a terminal (a character device).

@@ -5,13 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
-	vegeta "github.com/tsenart/vegeta/v12/lib"
-
 	"github.com/connectbyjbrh/ratecheck/analyze"
-	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/client"
 	"github.com/connectbyjbrh/ratecheck/contract"
@@ -55,7 +51,7 @@ failed, 2 bad usage, 3 target unreachable or failing (--abort-at).
 
 // fleetOptions are the flags of "ratecheck fleet".
 type fleetOptions struct {
-	target   string
+	runFlags
 	surface  string
 	clients  int
 	requests int
@@ -73,15 +69,13 @@ type fleetOptions struct {
 	seed     uint64
 	json     bool
 	junit    string
-	out      string
 	timeout  time.Duration
-	abortAt  string
 }
 
 func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o fleetOptions
 	fs := newFlagSet("fleet", "[flags]", fleetHelp, stderr)
-	fs.StringVar(&o.target, "target", "", "base `URL` of the target (default: the embedded reference target)")
+	o.runFlags.declare(fs)
 	fs.StringVar(&o.surface, "surface", "rest", "surface the fleet calls: rest or mcp")
 	fs.IntVar(&o.clients, "clients", 100, "number of clients")
 	fs.IntVar(&o.requests, "requests", 2, "logical requests per client, in turn")
@@ -99,15 +93,9 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the clients' jitter")
 	fs.BoolVar(&o.json, "json", false, "print the JSON verdict on stdout instead of tables")
 	fs.StringVar(&o.junit, "junit", "", "also write the checks as JUnit XML to `file`")
-	fs.StringVar(&o.out, "out", "results", "`dir`ectory the run folder is written under")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-attempt timeout")
-	fs.StringVar(&o.abortAt, "abort-at", "50%", "stop adding load when more than this `share` of the last 100 attempts were transport errors or 5xx (0: never)")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
-	}
-	abortShare, err := parsePercent(o.abortAt)
-	if err != nil {
-		return usageErr(stderr, "fleet", "--abort-at %q: want a share such as 50%% (0 never aborts)", o.abortAt)
 	}
 	strategy, err := client.ParseStrategy(o.strategy)
 	if err != nil {
@@ -139,14 +127,10 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			window = 30 * time.Second
 		}
 	}
-	limit := o.limit
-	if limit == 0 {
-		limit = map[string]int{contract.REST: 240, contract.MCP: 120}[o.surface]
-	}
-	f := attack.Fleet{Target: o.target, Surface: o.surface, Clients: o.clients, Requests: o.requests,
+	f := attack.Fleet{Surface: o.surface, Clients: o.clients, Requests: o.requests,
 		Backoff: client.Backoff{Strategy: strategy, Base: o.base, Cap: o.cap}, Attempts: o.attempts, SlowDown: o.slowDown,
-		Limit: limit, Window: window, Timeout: o.timeout, Seed: o.seed, Source: o.source}
-	if o.source == "" && isLoopbackTarget(o.target) {
+		Limit: o.limit, Window: window, Timeout: o.timeout, Seed: o.seed, Source: o.source, Epsilon: o.epsilon}
+	if o.source == "" && attack.IsLoopback(o.target) {
 		f.Source, f.RowSource = "127.0.0.2", "127.0.0.3"
 	}
 	if o.rows {
@@ -157,99 +141,28 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		f.Rows = rows.Streams
 	}
 	f = f.Defaults()
-	eps := o.epsilon
-	if eps == 0 {
-		eps = f.Backoff.Base / 50
-	}
-
-	embedded := o.target == ""
-	if embedded {
-		cfg := target.DefaultConfig()
-		cfg.Window, cfg.Faults, cfg.Seed = window, faults, o.seed
-		srv, err := target.New(cfg)
-		if err != nil {
-			return usageErr(stderr, "fleet", "starting the embedded target: %v", err)
-		}
-		ln, err := target.Listen(srv, "127.0.0.1:0")
-		if err != nil {
-			return usageErr(stderr, "fleet", "starting the embedded target: %v", err)
-		}
-		defer ln.Close()
-		f.Target = ln.URL
-		fmt.Fprintf(stderr, "ratecheck fleet: no --target: using the embedded reference target at %s (window %v)\n", f.Target, window)
-	} else if f.Target, err = checkTarget(o.target); err != nil {
+	cfg := target.DefaultConfig()
+	cfg.Window, cfg.Faults, cfg.Seed = window, faults, o.seed
+	eng, err := o.runFlags.engine("fleet", stderr, embeddedTarget(cfg))
+	if err != nil {
 		return usageErr(stderr, "fleet", "%v", err)
 	}
-	if err := warnRemote(ctx, stderr, isTerminal(stderr), "fleet", f.Target, window); err != nil {
-		fmt.Fprintln(stderr, "ratecheck fleet: cancelled before sending anything")
-		return exitCheckFailed
-	}
-	if err := reachable(ctx, f.Target, reachTimeout); err != nil {
-		fmt.Fprintf(stderr, "ratecheck fleet: target %s is unreachable: %v\n", f.Target, err)
-		return exitUnreachable
-	}
+	eng.Folder, eng.Seed = "fleet", o.seed
 	fmt.Fprintf(stderr, "ratecheck fleet: %d clients from %s, strategy %s, base %v, cap %v, %d attempts, ε %v\n",
-		f.Clients, orDefault(f.Source), strategy, f.Backoff.Base, f.Backoff.Cap, f.Attempts, eps)
-
-	start := time.Now()
-	arch, err := archive.Create(o.out, "fleet", start)
+		f.Clients, orDefault(f.Source), strategy, f.Backoff.Base, f.Backoff.Cap, f.Attempts, f.Epsilon)
+	run, err := eng.Execute(ctx, f)
 	if err != nil {
-		fmt.Fprintf(stderr, "ratecheck fleet: %v\n", err)
-		return exitUsage
+		return failed(stderr, "fleet", err)
 	}
-	counts := &attack.Counts{}
-	// A fleet's length depends on its clients' draws: show elapsed time
-	// against the longest a request can take.
-	longest := 2*f.Window/100 + time.Duration(f.Requests)*(f.SlowDown+time.Duration(f.Attempts)*f.Backoff.Cap)
-	stopProgress := progress(stderr, start, longest, counts)
-	// A failing target stops the clients but not the archive: attempts in
-	// flight are still recorded.
-	runCtx, guard := newFailureStop(ctx, abortShare)
-	defer guard.stop()
-	runErr := f.Run(runCtx, func(r *vegeta.Result) error {
-		counts.Add(r)
-		attack.RedactResult(r)
-		if err := arch.Add(r); err != nil {
-			return err
-		}
-		guard.add(r)
-		return nil
-	})
-	stopProgress()
-	host, _ := os.Hostname()
-	info := archive.RunInfo{Command: "fleet", Profile: "fleet", Target: f.Target, Embedded: embedded, WindowMS: window.Milliseconds(),
-		Policy: archive.PolicyInfo{Surface: f.Surface, Limit: limit, WindowMS: window.Milliseconds()}, Sources: nonEmpty(f.Source, f.RowSource),
-		Version: attack.Version, Host: host, Start: start.UTC(), End: time.Now().UTC(), Seed: o.seed, Interrupted: ctx.Err() != nil,
-		Fleet: &archive.FleetInfo{Surface: f.Surface, Source: f.Source, Clients: f.Clients, Requests: f.Requests, Strategy: string(strategy),
-			BaseMS: ms(f.Backoff.Base), CapMS: ms(f.Backoff.Cap), Attempts: f.Attempts, SlowDownMS: ms(f.SlowDown), EpsilonMS: ms(eps), Rows: len(f.Rows)}}
-	noteClockStep(stderr, "fleet", start, &info)
-	if guard.failing != nil {
-		info.Aborted = guard.failing.Error()
-	}
-	if err := arch.Close(info); err != nil && runErr == nil {
-		runErr = err
-	}
-	if runErr != nil {
-		fmt.Fprintf(stderr, "ratecheck fleet: %v (the %d results received are in %s)\n", runErr, arch.Len(), arch.Dir)
-		return exitUsage
-	}
-	if info.Interrupted {
-		fmt.Fprintf(stderr, "ratecheck fleet: interrupted; the %d results received are archived in %s\n", arch.Len(), arch.Dir)
-		return exitCheckFailed
-	}
-	if guard.failing != nil {
-		fmt.Fprintf(stderr, "ratecheck fleet: %v (--abort-at); the %d results received are archived in %s\n", guard.failing, arch.Len(), arch.Dir)
-		return exitUnreachable
-	}
-	in, err := analyze.Read([]string{arch.Dir})
+	in, err := analyze.Read([]string{run.Dir})
 	if err != nil {
-		fmt.Fprintf(stderr, "ratecheck fleet: reading %s: %v\n", arch.Dir, err)
+		fmt.Fprintf(stderr, "ratecheck fleet: reading %s: %v\n", run.Dir, err)
 		return exitUsage
 	}
-	rep := analyze.Jitter(in, analyze.JitterConfig{Base: f.Backoff.Base, Cap: f.Backoff.Cap, Epsilon: eps,
+	rep := analyze.Jitter(in, analyze.JitterConfig{Base: f.Backoff.Base, Cap: f.Backoff.Cap, Epsilon: f.Epsilon,
 		Attempts: f.Attempts, SlowDown: f.SlowDown, Seed: o.seed, Uniform: strategy == client.Full})
 	if err := writeJUnit(o.junit, "ratecheck fleet", []report.Suite{{Name: "fleet", Checks: rep.Checks}}); err != nil {
-		fmt.Fprintf(stderr, "ratecheck fleet: --junit: %v (the run is kept in %s)\n", err, arch.Dir)
+		fmt.Fprintf(stderr, "ratecheck fleet: --junit: %v (the run is kept in %s)\n", err, run.Dir)
 		return exitUsage
 	}
 	if o.json {
@@ -257,7 +170,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		enc.SetIndent("", "  ")
 		err = enc.Encode(rep)
 	} else {
-		err = report.FleetTables(stdout, rep, string(strategy), arch.Dir)
+		err = report.FleetTables(stdout, rep, string(strategy), run.Dir)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck fleet: writing the verdict: %v\n", err)
@@ -269,21 +182,9 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return exitOK
 }
 
-func ms(d time.Duration) float64 { return float64(d) / 1e6 }
-
 func orDefault(source string) string {
 	if source == "" {
 		return "the default address"
 	}
 	return source
-}
-
-func nonEmpty(ss ...string) []string {
-	var out []string
-	for _, s := range ss {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -17,8 +17,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/connectbyjbrh/ratecheck/attack"
 )
 
 // Exit codes of every command.
@@ -55,7 +53,6 @@ func commands() map[string]command {
 }
 
 func main() {
-	attack.Version = version
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

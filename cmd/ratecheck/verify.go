@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
@@ -47,16 +44,14 @@ or failing (--abort-at).
 
 // verifyOptions are the flags of "ratecheck verify".
 type verifyOptions struct {
-	target    string
+	runFlags
 	window    time.Duration
-	restLimit int
-	mcpLimit  int
+	restLimit *int
+	mcpLimit  *int
 	checks    string
 	sources   string
 	json      bool
-	out       string
 	report    bool
-	abortAt   string
 	junit     string
 	timeout   time.Duration
 }
@@ -64,38 +59,27 @@ type verifyOptions struct {
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o verifyOptions
 	fs := newFlagSet("verify", "[flags]", verifyHelp, stderr)
-	fs.StringVar(&o.target, "target", "", "base `URL` of the target (default: the embedded reference target)")
+	o.runFlags.declare(fs)
 	fs.DurationVar(&o.window, "window", 0, "the documented window, or the compressed window the target runs with (default 60s; 6s for the embedded target)")
-	fs.IntVar(&o.restLimit, "rest-limit", 240, "documented REST requests per window and address")
-	fs.IntVar(&o.mcpLimit, "mcp-limit", 120, "documented MCP calls per window and address")
+	o.restLimit, o.mcpLimit = limitFlags(fs)
 	fs.StringVar(&o.checks, "checks", "limits,isolation,contract", "comma-separated check `groups`: limits, isolation, contract")
 	fs.StringVar(&o.sources, "sources", "", "comma-separated local `addresses`: limit, isolation, contract (default on loopback: 127.0.0.1,127.0.0.2,127.0.0.3)")
 	fs.BoolVar(&o.json, "json", false, "print the schema-1 JSON verdict on stdout instead of tables")
-	fs.StringVar(&o.out, "out", "results", "`dir`ectory the run folder is written under")
 	fs.BoolVar(&o.report, "report", true, "write report.html (verdict and charts) into the run folder")
-	fs.StringVar(&o.abortAt, "abort-at", "50%", "stop adding load when more than this `share` of the last 100 results were transport errors or 5xx (0: never)")
 	fs.StringVar(&o.junit, "junit", "", "also write the verdict as JUnit XML to `file` (a test case per check per surface)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
-	if err := checkLimits(o.restLimit, o.mcpLimit, o.window); err != nil {
+	restLimit, mcpLimit := *o.restLimit, *o.mcpLimit
+	if err := checkLimits(restLimit, mcpLimit, o.window); err != nil {
 		return usageErr(stderr, "verify", "%v", err)
 	}
 	if o.timeout <= 0 {
 		return usageErr(stderr, "verify", "--timeout must be positive, got %v", o.timeout)
 	}
-	if o.target != "" { // before anything is announced
-		if _, err := checkTarget(o.target); err != nil {
-			return usageErr(stderr, "verify", "%v", err)
-		}
-	}
 	if err := checkOutFile("--junit", o.junit); err != nil {
 		return usageErr(stderr, "verify", "%v", err)
-	}
-	abortShare, err := parsePercent(o.abortAt)
-	if err != nil || abortShare > 1 {
-		return usageErr(stderr, "verify", "--abort-at %q: want a share such as 50%% (0 never aborts)", o.abortAt)
 	}
 	groups, checks, err := parseChecks(o.checks)
 	if err != nil {
@@ -112,39 +96,44 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return usageErr(stderr, "verify", "--sources: %v", err)
 	}
-	if o.sources == "" && isLoopbackTarget(o.target) {
+	if o.sources == "" && attack.IsLoopback(o.target) {
 		sources = []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}
 	}
-	prof, err := attack.VerifyProfile(attack.VerifyOptions{RESTLimit: o.restLimit, MCPLimit: o.mcpLimit, Sources: sources,
+	prof, err := attack.VerifyProfile(attack.VerifyOptions{RESTLimit: restLimit, MCPLimit: mcpLimit, Sources: sources,
 		Limits: slices.Contains(groups, "limits"), Isolation: slices.Contains(groups, "isolation"), Contract: slices.Contains(groups, "contract")})
 	if err != nil {
 		return usageErr(stderr, "verify", "%v", err)
 	}
-	plan := attack.Plan{Profile: prof, Window: window, Timeout: o.timeout, AbortShare: abortShare}
-	fmt.Fprintf(stderr, "ratecheck verify: probing both surfaces for about %v (window %v)\n", plan.Duration().Round(100*time.Millisecond), window)
-	run, code := execute(ctx, "verify", plan, o.target, o.restLimit, o.mcpLimit, o.out, 1, stderr)
-	if run == nil || code != exitOK {
-		return code
-	}
-	in, err := analyze.Read([]string{run.dir})
+	plan := attack.Plan{Profile: prof, Window: window, Timeout: o.timeout, ClientVersion: version}
+	eng, err := o.runFlags.engine("verify", stderr, embeddedTarget(embeddedWith(window, restLimit, mcpLimit)))
 	if err != nil {
-		fmt.Fprintf(stderr, "ratecheck verify: reading %s: %v\n", run.dir, err)
+		return usageErr(stderr, "verify", "%v", err)
+	}
+	eng.Folder, eng.Seed = prof.Name, 1
+	fmt.Fprintf(stderr, "ratecheck verify: probing both surfaces for about %v (window %v)\n", plan.Duration().Round(100*time.Millisecond), window)
+	run, err := eng.Execute(ctx, plan)
+	if err != nil {
+		return failed(stderr, "verify", err)
+	}
+	in, err := analyze.Read([]string{run.Dir})
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecheck verify: reading %s: %v\n", run.Dir, err)
 		return exitUsage
 	}
-	cfg := analyze.Config{Window: window, Limits: map[string]int{contract.REST: o.restLimit, contract.MCP: o.mcpLimit},
-		Checks: checks, Target: run.target, Run: run.dir}
+	cfg := analyze.Config{Window: window, Limits: map[string]int{contract.REST: restLimit, contract.MCP: mcpLimit},
+		Checks: checks, Target: run.Target, Run: run.Dir}
 	rep := analyze.Analyze(in, cfg)
 	if o.report {
-		path := filepath.Join(run.dir, report.HTMLFile)
+		path := filepath.Join(run.Dir, report.HTMLFile)
 		if err := writeReport(path, in, rep, cfg); err != nil {
 			fmt.Fprintf(stderr, "ratecheck verify: writing the report: %v\n", err)
 		} else {
 			fmt.Fprintf(stderr, "ratecheck verify: report %s\n", path)
 		}
 	}
-	code = printVerdict(rep, o.json, stdout, stderr)
+	code := printVerdict(rep, o.json, stdout, stderr)
 	if err := writeJUnit(o.junit, "ratecheck verify", report.VerdictSuites(rep)); err != nil {
-		fmt.Fprintf(stderr, "ratecheck verify: --junit: %v (the run is kept in %s)\n", err, run.dir)
+		fmt.Fprintf(stderr, "ratecheck verify: --junit: %v (the run is kept in %s)\n", err, run.Dir)
 		return exitUsage
 	}
 	return code
@@ -192,21 +181,4 @@ func parseChecks(s string) (groups, checks []string, err error) {
 		checks = append(checks, names...)
 	}
 	return groups, checks, nil
-}
-
-// isLoopbackTarget reports whether a --target (empty: embedded) is on loopback.
-func isLoopbackTarget(target string) bool {
-	if target == "" {
-		return true
-	}
-	u, err := url.Parse(target)
-	if err != nil {
-		return false
-	}
-	host := u.Hostname()
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

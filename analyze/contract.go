@@ -31,6 +31,7 @@ var ContractRows = []ContractRow{
 	{Stream: "rest-manifest-not-found", Surface: contract.REST, Status: 404, RESTCode: "not_found", What: "unknown manifest"},
 	{Stream: "rest-q-too-short", Surface: contract.REST, Status: 422, What: "q under two characters"},
 	{Stream: "rest-limit-above-25", Surface: contract.REST, Status: 422, What: "limit above 25"},
+	{Stream: "rest-post", Surface: contract.REST, Status: 405, Allow: "GET", What: "POST to a public route (every one is a GET)"},
 	{Stream: "mcp-foreign-origin", Surface: contract.MCP, Status: 403, RPCCode: -32600, What: "foreign Origin"},
 	{Stream: "mcp-get-stream", Surface: contract.MCP, Status: 405, Allow: "POST", What: "GET /mcp"},
 	{Stream: "mcp-delete-session", Surface: contract.MCP, Status: 405, Allow: "POST", What: "DELETE /mcp"},
@@ -42,6 +43,24 @@ var ContractRows = []ContractRow{
 	{Stream: "mcp-unknown-page", Surface: contract.MCP, Status: 200, IsError: true, What: "unknown page"},
 	{Stream: "mcp-unknown-tool", Surface: contract.MCP, Status: 200, RPCCode: -32602, What: "unknown tool"},
 	{Stream: "mcp-session-headers-ignored", Surface: contract.MCP, Status: 200, What: "Mcp-Session-Id and Last-Event-ID ignored"},
+}
+
+// JudgedBy names what judges the requests of a stream: "contract" for a
+// failure-table probe (one of ContractRows), "spoof" for the probes with
+// forged forwarding headers, "fleet" for a fleet's primer and clients (the
+// fleet checks), and "limits" for any other stream, whose every request
+// counts toward its address's window (onset, rolling, rejected-count,
+// shape, isolation, independence). The analyzer keys on no other name.
+func JudgedBy(stream string) string {
+	switch {
+	case isContractStream(stream):
+		return "contract"
+	case stream == archive.StreamSpoof:
+		return "spoof"
+	case stream == archive.StreamPrime || stream == archive.StreamFleet:
+		return "fleet"
+	}
+	return "limits"
 }
 
 func isContractStream(name string) bool {

@@ -54,10 +54,9 @@ type Fit struct {
 	effM            int
 }
 
-var (
-	yes = true
-	no  = false
-)
+// boolPtr returns a new *bool: every candidate gets its own, so that no
+// caller can change another's by writing through it.
+func boolPtr(b bool) *bool { return &b }
 
 // FitFamily replays each candidate limiter (limit L, window w) over the send
 // times of g's answered requests and counts mismatches per time bin of w/100,
@@ -262,10 +261,10 @@ func (r *replay) fit() Fit {
 	r.closeBin()
 	w := time.Duration(r.w)
 	cands := []Candidate{{Family: FamilyNone, Window: w, Mismatches: r.none.mis}}
-	for i, cr := range []*bool{&yes, &no} {
-		cands = append(cands, Candidate{Family: FamilySlidingLog, CountsRefused: cr, Window: w, Mismatches: r.logs[i].mis})
+	for i, cr := range []bool{true, false} {
+		cands = append(cands, Candidate{Family: FamilySlidingLog, CountsRefused: boolPtr(cr), Window: w, Mismatches: r.logs[i].mis})
 	}
-	cands = append(cands, Candidate{Family: FamilyTokenBucket, CountsRefused: &no, Window: w, Mismatches: r.bucket.mis})
+	cands = append(cands, Candidate{Family: FamilyTokenBucket, CountsRefused: boolPtr(false), Window: w, Mismatches: r.bucket.mis})
 	bestPhase := func(family string, cr *bool, mis func(p int) int) Candidate {
 		best := Candidate{Family: family, CountsRefused: cr, Window: w, Mismatches: math.MaxInt}
 		for p := range r.phases {
@@ -276,8 +275,8 @@ func (r *replay) fit() Fit {
 		return best
 	}
 	cands = append(cands, bestPhase(FamilyFixedWindow, nil, func(p int) int { return r.fixed[p].mis }))
-	for i, cr := range []*bool{&yes, &no} {
-		cands = append(cands, bestPhase(FamilySlidingWindow, cr, func(p int) int { return r.counters[i*r.phases+p].mis }))
+	for i, cr := range []bool{true, false} {
+		cands = append(cands, bestPhase(FamilySlidingWindow, boolPtr(cr), func(p int) int { return r.counters[i*r.phases+p].mis }))
 	}
 	fit := Fit{Candidates: cands}
 	// The effective window: the sliding-log window length (counting

@@ -315,12 +315,10 @@ func refAnalyzeSurface(tab *archive.Tables, sf string, groups, other map[string]
 	}
 	switch {
 	case forgetsProof > 0:
-		no := false
-		sv.RejectedCount = &no
+		sv.RejectedCount = boolPtr(false)
 		add("rejected-count", Fail, "%d requests were admitted while refused requests filled the window: refusals do not count (the contract says they do); best fit %s", forgetsProof, sd.Fit.Best)
 	case countsProof > 0:
-		yes := true
-		sv.RejectedCount = &yes
+		sv.RejectedCount = boolPtr(true)
 		add("rejected-count", Pass, "%d refusals are explained only by counting refused requests, as documented; best fit %s", countsProof, sd.Fit.Best)
 	default:
 		add("rejected-count", Skip, "no request proves either way whether refusals count (timing too uncertain, or the plan did not flood); best fit %s", sd.Fit.Best)
@@ -711,12 +709,12 @@ func refFitOn(ts []int64, obs []bool, limit int, w time.Duration) Fit {
 		r.admit(i)
 	}
 	cands = append(cands, Candidate{Family: FamilyNone, Window: w, Mismatches: score()})
-	for _, cr := range []*bool{&yes, &no} {
+	for _, cr := range []*bool{boolPtr(true), boolPtr(false)} {
 		r.slidingLog(limit, int64(w), *cr)
 		cands = append(cands, Candidate{Family: FamilySlidingLog, CountsRefused: cr, Window: w, Mismatches: score()})
 	}
 	r.tokenBucket(limit, int64(w))
-	cands = append(cands, Candidate{Family: FamilyTokenBucket, CountsRefused: &no, Window: w, Mismatches: score()})
+	cands = append(cands, Candidate{Family: FamilyTokenBucket, CountsRefused: boolPtr(false), Window: w, Mismatches: score()})
 	bestFixed := Candidate{Family: FamilyFixedWindow, Window: w, Mismatches: math.MaxInt}
 	for p := range phases {
 		ph := int64(w) * int64(p) / int64(phases)
@@ -726,7 +724,7 @@ func refFitOn(ts []int64, obs []bool, limit int, w time.Duration) Fit {
 		}
 	}
 	cands = append(cands, bestFixed)
-	for _, cr := range []*bool{&yes, &no} {
+	for _, cr := range []*bool{boolPtr(true), boolPtr(false)} {
 		best := Candidate{Family: FamilySlidingWindow, CountsRefused: cr, Window: w, Mismatches: math.MaxInt}
 		for p := range phases {
 			ph := int64(w) * int64(p) / int64(phases)

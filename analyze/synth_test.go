@@ -277,15 +277,15 @@ func TestSyntheticFamilies(t *testing.T) {
 		wantFailed []string
 		wantRC     *bool
 	}{
-		{"documented sliding log", documented(1, 0), FamilySlidingLog, nil, &yes},
+		{"documented sliding log", documented(1, 0), FamilySlidingLog, nil, boolPtr(true)},
 		{"fixed window", server{&fixedSim{240, W, map[string]map[int64]int{}}, &fixedSim{120, W, map[string]map[int64]int{}}, perAddress},
 			FamilyFixedWindow, []string{"rest/rolling", "mcp/rolling"}, nil},
 		{"token bucket", server{&bucketSim{240, W, map[string]float64{}, map[string]int64{}}, &bucketSim{120, W, map[string]float64{}, map[string]int64{}}, perAddress},
-			FamilyTokenBucket, []string{"rest/rolling", "rest/rejected-count", "mcp/rolling", "mcp/rejected-count"}, &no},
+			FamilyTokenBucket, []string{"rest/rolling", "rest/rejected-count", "mcp/rolling", "mcp/rejected-count"}, boolPtr(false)},
 		{"sliding-window counter", server{&counterSim{240, W, map[string]map[int64]int{}}, &counterSim{120, W, map[string]map[int64]int{}}, perAddress},
 			FamilySlidingWindow, []string{"rest/rolling", "mcp/rolling"}, nil},
 		{"refusals not counted", server{&slidingLogSim{240, W, false, map[string][]int64{}}, &slidingLogSim{120, W, false, map[string][]int64{}}, perAddress},
-			FamilySlidingLog, []string{"rest/rolling", "rest/rejected-count", "mcp/rolling", "mcp/rejected-count"}, &no},
+			FamilySlidingLog, []string{"rest/rolling", "rest/rejected-count", "mcp/rolling", "mcp/rejected-count"}, boolPtr(false)},
 		{"admits L+1", documented(1, 1), FamilySlidingLog, []string{"rest/onset", "rest/rolling", "mcp/onset", "mcp/rolling"}, nil},
 		{"no limit", server{noneSim{}, noneSim{}, perAddress}, FamilyNone, []string{"rest/onset", "rest/rolling", "mcp/onset", "mcp/rolling"}, nil},
 		{"window 1.5 times too long", documented(1.5, 0), "", []string{"rest/rolling", "mcp/rolling"}, nil},
@@ -414,10 +414,10 @@ func TestUnansweredContractRows(t *testing.T) {
 			c = x
 		}
 	}
-	if c.Verdict != Skip || !strings.Contains(c.Detail, "4 of 4 rows got no answer") || !strings.Contains(c.Detail, "Client.Timeout exceeded") {
+	if c.Verdict != Skip || !strings.Contains(c.Detail, "5 of 5 rows got no answer") || !strings.Contains(c.Detail, "Client.Timeout exceeded") {
 		t.Errorf("contract %s: %s", c.Verdict, c.Detail)
 	}
-	want := []ErrorCount{{Kind: "request canceled (Client.Timeout exceeded while awaiting headers)", N: 4}}
+	want := []ErrorCount{{Kind: "request canceled (Client.Timeout exceeded while awaiting headers)", N: 5}}
 	if got := rep.Surfaces[0].Errors; !slices.Equal(got, want) {
 		t.Errorf("errors %v, want %v", got, want)
 	}

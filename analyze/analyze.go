@@ -184,10 +184,7 @@ func limitOf(cfg Config, surface string) int {
 	if l := cfg.Limits[surface]; l > 0 {
 		return l
 	}
-	if surface == contract.MCP {
-		return 120
-	}
-	return 240
+	return contract.Limit(surface)
 }
 
 // at formats a record's send time relative to t0.

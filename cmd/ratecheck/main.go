@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/connectbyjbrh/ratecheck/contract"
 )
 
 // Exit codes of every command.
@@ -164,8 +166,8 @@ func checkLimits(rest, mcp int, window time.Duration) error {
 
 // limitFlags declares --rest-limit and --mcp-limit, the documented limits.
 func limitFlags(fs *flag.FlagSet) (rest, mcp *int) {
-	return fs.Int("rest-limit", 240, "documented REST requests per window and address"),
-		fs.Int("mcp-limit", 120, "documented MCP calls per window and address")
+	return fs.Int("rest-limit", contract.RESTLimit, "documented REST requests per window and address"),
+		fs.Int("mcp-limit", contract.MCPLimit, "documented MCP calls per window and address")
 }
 
 // usageErr prints a usage error for a subcommand and returns exitUsage.

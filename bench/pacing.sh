@@ -12,7 +12,10 @@
 # Both attacks go past ratecheck's --max-rate ceiling (1000 requests in any
 # one second: a constant 1000/s puts 1001 in a closed second), so the script
 # raises it on purpose, to what each attack sends, against its own loopback
-# target only.
+# target only. The top-rate runs saturate that target on purpose, so they
+# also turn off the failure stop (--abort-at 0), which would otherwise end
+# them once most results are timeouts; their transport errors are counted
+# apart from the answers.
 #
 # Needs the Vegeta CLI: go install github.com/tsenart/vegeta/v12@v12.13.0
 set -euo pipefail
@@ -49,13 +52,14 @@ print(f"requests {n:6d}  deviation from schedule p50 {dev[n//2]:.3f} ms  p99 {de
 ' "$RATE"
 }
 
-toprate() { # FILE: requests answered per second
+toprate() { # FILE: requests answered per second (transport errors are not answers)
   "$VEGETA" report -type=json "$1" | python3 -c '
 import sys, json
 r = json.load(sys.stdin)
 n = r["requests"]
-rate = n / ((r["duration"] + r["wait"]) / 1e9)
-print(f"requests {n:6d}  answered {rate:8.0f} req/s")'
+errors = r["status_codes"].get("0", 0)
+rate = (n - errors) / ((r["duration"] + r["wait"]) / 1e9)
+print(f"requests {n:6d}  answered {rate:8.0f} req/s  transport errors {errors}")'
 }
 
 sed "s#rate: $RATE/s#rate: $TOP/s#" "$tmp/paced.yaml" >"$tmp/top.yaml"
@@ -66,7 +70,7 @@ for i in $(seq "$ROUNDS"); do
   printf '  ratecheck  '; deviation "$run/results.bin"; rm -rf "$tmp/runs"
   echo "GET $URL" | "$VEGETA" attack -rate="$RATE" -duration="$DUR" >"$tmp/v.bin"
   printf '  vegeta     '; deviation "$tmp/v.bin"
-  "$tmp/ratecheck" attack --profile "$tmp/top.yaml" --max-rate "$((TOP + 1))" --target http://127.0.0.1:18093 --out "$tmp/runs" >/dev/null
+  "$tmp/ratecheck" attack --profile "$tmp/top.yaml" --max-rate "$((TOP + 1))" --abort-at 0 --target http://127.0.0.1:18093 --out "$tmp/runs" >/dev/null
   run=$(ls -d "$tmp"/runs/* | tail -1)
   printf '  ratecheck top rate  '; toprate "$run/results.bin"; rm -rf "$tmp/runs"
   echo "GET $URL" | "$VEGETA" attack -rate="$TOP" -duration="$DUR" >"$tmp/v.bin"

@@ -46,7 +46,7 @@ type Config struct {
 	Target, Run string
 }
 
-// Verdict is the machine-readable verdict, schema 1 (DESIGN.md §4).
+// Verdict is the machine-readable verdict, schema 1 (docs/schema/verdict.json).
 type Verdict struct {
 	Schema   int              `json:"schema"`
 	Verdict  string           `json:"verdict"`

@@ -33,7 +33,7 @@ type planned struct {
 	forged                  bool
 }
 
-// plan returns verify's probe plan for both surfaces (DESIGN.md §3).
+// plan returns verify's probe plan for both surfaces (docs/method.md).
 func plan() []planned {
 	var p []planned
 	for _, sf := range []struct {

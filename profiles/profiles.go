@@ -1,5 +1,3 @@
-// Package profiles embeds the shipped scenario files, so that verify can
-// reuse errors.yaml's failure-table probes from any working directory.
 package profiles
 
 import "embed"

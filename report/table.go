@@ -1,4 +1,3 @@
-// Package report renders verdicts for people and machines: tables, JSON.
 package report
 
 import (

@@ -1,8 +1,3 @@
-// Command genresults writes a synthetic Vegeta results file (gob) for the
-// analyzer benchmark: N results of a flood from a few addresses against
-// both surfaces, one request per millisecond, the limit enforced by a
-// rolling window, as the reference target would answer. With -spread the
-// latencies vary and the file is in completion order, as Vegeta writes it.
 package main
 
 import (

@@ -22,6 +22,7 @@ func runFleetJSON(t *testing.T, args ...string) (int, analyze.JitterReport, stri
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("exit %d; stdout is not the fleet JSON: %v\n%s\nstderr: %s", code, err, stdout, stderr)
 	}
+	matchSchema(t, "fleet.json", stdout)
 	return code, rep, stderr
 }
 
@@ -170,6 +171,9 @@ func TestFleetUnderFaults(t *testing.T) {
 			code, stdout, stderr := runCmd(t, "fleet", "--json", "--target", ts.URL, "--window", "2s", "--clients", "10", "--attempts", "3", "--out", out, "--abort-at", tc.abortAt)
 			if tc.wantCode == exitOK && code != exitOK && code != exitCheckFailed || tc.wantCode != exitOK && code != tc.wantCode {
 				t.Fatalf("exit %d, want %d\n%s%s", code, tc.wantCode, stdout, stderr)
+			}
+			if tc.wantCode == exitOK {
+				matchSchema(t, "fleet.json", stdout)
 			}
 			rs, info := readArchive(t, onlyRun(t, out))
 			faults := faultsIn(rs)

@@ -1,8 +1,3 @@
-// Command ratecheck is a load generator and rate-limit verifier: it attacks
-// an API's documented surfaces with Vegeta and proves, from the outside, that
-// 429s begin exactly above the documented limits.
-//
-// Run "ratecheck help" for the commands.
 package main
 
 import (

@@ -21,7 +21,7 @@ refused requests counted, each address its own budget, forged forwarding
 headers ignored, the two surfaces counted apart, and every failure-table row
 answered as documented.
 
-verify runs the probe plan of DESIGN.md §3 on both surfaces in parallel
+verify runs the probe plan of docs/method.md on both surfaces in parallel
 (about 1.2 windows), archives it like attack, analyzes it and prints a table
 of checks per surface (or schema-1 JSON with --json). Latency never causes a
 false alarm: a request whose outcome the timing cannot decide is reported as

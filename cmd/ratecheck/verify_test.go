@@ -85,6 +85,7 @@ func runVerifyJSON(t *testing.T, window time.Duration, args ...string) (int, ver
 	if err := dec.Decode(&v); err != nil {
 		t.Fatalf("exit %d; stdout is not schema-1 JSON: %v\n%s\nstderr: %s", code, err, stdout, stderr)
 	}
+	matchSchema(t, "verdict.json", stdout)
 	return code, v, stderr
 }
 
@@ -167,6 +168,12 @@ func TestVerifyEmbeddedPasses(t *testing.T) {
 	if code, stdout, stderr := runCmd(t, "report", "--out", other, v.Run); code != exitOK || !strings.Contains(stdout, other) {
 		t.Errorf("report: exit %d\n%s%s", code, stdout, stderr)
 	}
+	// analyze --json: the same verdict, in the same schema.
+	if code, stdout, stderr := runCmd(t, "analyze", "--json", v.Run); code != exitOK {
+		t.Errorf("analyze --json: exit %d\n%s", code, stderr)
+	} else {
+		matchSchema(t, "verdict.json", stdout)
+	}
 	// analyze --junit: a test case per check per surface.
 	junit := filepath.Join(t.TempDir(), "junit.xml")
 	if code, _, stderr := runCmd(t, "analyze", "--junit", junit, v.Run); code != exitOK {
@@ -184,6 +191,11 @@ func TestVerifyEmbeddedPasses(t *testing.T) {
 	if code, stdout, stderr := runCmd(t, "compare", "--window", verifyWindow.String(), v.Run, slow); code != exitCheckFailed || !strings.Contains(stdout, "regression: rest: p99") {
 		t.Errorf("compare with a slower run: exit %d, want 1\n%s%s", code, stdout, stderr)
 	}
+	code, stdout, stderr := runCmd(t, "compare", "--json", "--window", verifyWindow.String(), v.Run, slow)
+	if code != exitCheckFailed || !strings.Contains(stdout, `"rest: p99`) {
+		t.Errorf("compare --json with a slower run: exit %d, want 1\n%s%s", code, stdout, stderr)
+	}
+	matchSchema(t, "compare.json", stdout)
 }
 
 // TestVerifyFailsOnWrongTargets: against a target that breaks one property,

@@ -1,0 +1,12 @@
+// Package analyze provides the verdicts of ratecheck: it judges Vegeta
+// results against a documented rate limit, from the outside. For each
+// surface it runs the uncertainty-interval model of every (surface, source
+// address) group, names the limiter family that fits the observed answers,
+// judges the checks of a verdict (schema 1) and summarizes latency; for a
+// fleet of retrying clients it judges their jitter wave by wave.
+//
+// It judges results, never how they were made: it does not import the
+// attack engine or the reference target. How a verdict is reached, and
+// what each figure means, is described in docs/method.md at the root of
+// the repository.
+package analyze

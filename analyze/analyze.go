@@ -1,11 +1,9 @@
 package analyze
 
 import (
-	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,21 +15,16 @@ import (
 	"github.com/connectbyjbrh/ratecheck/contract"
 )
 
-// Check names, in report order, and the groups --checks selects them by.
-var (
-	CheckNames  = []string{"onset", "rolling", "rejected-count", "shape", "isolation", "spoof", "independence", "contract"}
-	CheckGroups = map[string][]string{
-		"limits":    {"onset", "rolling", "rejected-count", "shape"},
-		"isolation": {"isolation", "spoof", "independence"},
-		"contract":  {"contract"},
-	}
-)
-
-// Verdicts of checks, surfaces and runs.
+// Verdicts of checks, surfaces and runs. A check is skipped when it was
+// not selected or does not apply to the run (one source address, say),
+// and inconclusive when it was selected but the run did not produce the
+// evidence it needs; a surface or run with an inconclusive check and no
+// failure is inconclusive, never a pass.
 const (
-	Pass = "pass"
-	Fail = "fail"
-	Skip = "skip"
+	Pass         = "pass"
+	Fail         = "fail"
+	Skip         = "skip"
+	Inconclusive = "inconclusive"
 )
 
 // Config says what the results are judged against.
@@ -44,6 +37,15 @@ type Config struct {
 	Checks []string
 	// Target and Run are reported as given.
 	Target, Run string
+	// Surfaces, when set, are the surfaces the run was meant to exercise:
+	// one of them without a request is inconclusive, not left out.
+	Surfaces []string
+	// MCPRevision is the MCP protocol revision the run spoke, reported
+	// with the MCP surface.
+	MCPRevision string
+	// Warnings are said before the analysis's own (such as a window
+	// assumed for lack of run.json).
+	Warnings []string
 }
 
 // Verdict is the machine-readable verdict, schema 1 (docs/schema/verdict.json).
@@ -58,13 +60,42 @@ type Verdict struct {
 
 // SurfaceVerdict is the verdict of one surface.
 type SurfaceVerdict struct {
-	Surface       string  `json:"surface"`
-	ExpectedLimit int     `json:"expected_limit"`
-	ObservedLimit *int    `json:"observed_limit"`
-	Model         string  `json:"model"`
-	RejectedCount *bool   `json:"rejected_count"`
-	Verdict       string  `json:"verdict"`
-	Checks        []Check `json:"checks"`
+	Surface       string `json:"surface"`
+	ExpectedLimit int    `json:"expected_limit"`
+	ObservedLimit *int   `json:"observed_limit"`
+	Model         string `json:"model"`
+	// ModelAlternatives are the other limiter families that explain the
+	// run exactly as well as Model (the run cannot tell them apart).
+	ModelAlternatives []string `json:"model_alternatives"`
+	RejectedCount     *bool    `json:"rejected_count"`
+	// MCPRevision is the MCP protocol revision spoken (mcp only).
+	MCPRevision string `json:"mcp_revision,omitempty"`
+	Verdict     string `json:"verdict"`
+	// Missing says, for an inconclusive surface, what evidence the run did
+	// not produce and why.
+	Missing string `json:"missing,omitempty"`
+	// The counts the table shows: requests sent, admitted (2xx), refused
+	// (429), faults (no answer or 5xx), other answers (any other status),
+	// and answered requests whose outcome the timing left indeterminate.
+	Requests      int `json:"requests"`
+	Admitted      int `json:"admitted"`
+	Refused       int `json:"refused"`
+	Faults        int `json:"faults"`
+	OtherAnswers  int `json:"other_answers"`
+	Indeterminate int `json:"indeterminate"`
+	// Latency summarizes every request's latency.
+	Latency LatencySummary `json:"latency"`
+	Checks  []Check        `json:"checks"`
+}
+
+// LatencySummary is the latency of a surface's requests, in milliseconds.
+type LatencySummary struct {
+	Count int     `json:"count"`
+	MinMS float64 `json:"min_ms"`
+	P50MS float64 `json:"p50_ms"`
+	P95MS float64 `json:"p95_ms"`
+	P99MS float64 `json:"p99_ms"`
+	MaxMS float64 `json:"max_ms"`
 }
 
 // Check is one check's verdict and evidence.
@@ -87,9 +118,9 @@ type Report struct {
 
 // SurfaceDetail is the evidence behind a surface's verdict.
 type SurfaceDetail struct {
-	Requests, Admitted, Refused, Faults int
-	Required200, Required429, Indet     int
-	Leaks, FalseThrottles               int
+	Requests, Admitted, Refused, Faults, OtherAnswers int
+	Required200, Required429, Indet                   int
+	Leaks, FalseThrottles                             int
 	// Errors counts the transport errors of results without an answer,
 	// by kind (the text after the error's last colon), most frequent first.
 	Errors  []ErrorCount
@@ -107,22 +138,24 @@ type ErrorCount struct {
 	N    int
 }
 
-// Analyze judges an input held in memory against cfg.
-func Analyze(in *archive.Input, cfg Config) *Report {
-	rep, _ := AnalyzeSource(in, cfg) // reading memory cannot fail
-	return rep
+// Analyze judges an input held in memory against cfg (see AnalyzeSource).
+func Analyze(in *archive.Input, cfg Config) (*Report, error) {
+	return AnalyzeSource(in, cfg)
 }
 
-// AnalyzeSource judges src against cfg in two passes over its records.
+// AnalyzeSource judges src against cfg in three passes over its records.
 // The first counts each group (a surface and a source address) and picks
 // each surface's primary group: the one the limit probes came from, with
 // the most refusals. The second, in send order, runs the windowed model
-// of every group, and the observed limit and limiter fit of the primaries,
-// holding about one window of records at a time.
+// of every group and the observed limit of the primaries, and takes the
+// boundaries a fixed window could start at from the data. The third fits
+// the limiter families to the primaries at the documented and the observed
+// limit. Each holds about one window of records at a time. A source with
+// no request of either surface is an error (not results of this API).
 func AnalyzeSource(src archive.Source, cfg Config) (*Report, error) {
 	meta := src.Info()
 	rep := &Report{Verdict: Verdict{Schema: 1, Verdict: Pass, Target: cfg.Target, WindowMS: cfg.Window.Milliseconds(), Run: cfg.Run}}
-	rep.Warnings = append(rep.Warnings, meta.Truncated...)
+	rep.Warnings = append(slices.Clone(cfg.Warnings), meta.Truncated...)
 	notes, warnings := mergeNotes(meta, cfg.Window)
 	rep.Notes = notes
 	rep.Warnings = append(rep.Warnings, warnings...)
@@ -141,6 +174,9 @@ func AnalyzeSource(src archive.Source, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(rest.groups) == 0 && len(mcp.groups) == 0 {
+		return nil, foreignInput(meta)
+	}
 	rest.choosePrimary(mcp)
 	mcp.choosePrimary(rest)
 	err = fanOut(src.InOrder, workers, func(s *surfaceRun, r *archive.Record, _ int) {
@@ -155,29 +191,54 @@ func AnalyzeSource(src archive.Source, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	surfaces := map[string]*surfaceRun{}
 	for _, s := range workers {
-		if len(s.groups) > 0 {
-			surfaces[s.name] = s
-		}
+		s.endModels()
 	}
-	for _, sf := range []string{contract.REST, contract.MCP} {
-		s := surfaces[sf]
-		if s == nil {
+	err = fanOut(src.InOrder, workers, func(s *surfaceRun, r *archive.Record, _ int) {
+		if s.primary != nil && s.groupOf(r, false) == s.primary {
+			s.fitAdd(r)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range workers {
+		if len(s.groups) == 0 && !slices.Contains(cfg.Surfaces, s.name) {
 			continue
 		}
-		sv, sd := s.verdict()
+		sv, sd := s.verdict(meta)
 		rep.Verdict.Surfaces = append(rep.Verdict.Surfaces, sv)
 		rep.Surfaces = append(rep.Surfaces, sd)
-		if sv.Verdict == Fail {
-			rep.Verdict.Verdict = Fail
-		}
-	}
-	if len(rep.Verdict.Surfaces) == 0 {
-		rep.Verdict.Verdict = Fail
-		rep.Warnings = append(rep.Warnings, "no REST or MCP requests in the input")
+		rep.Verdict.Verdict = worse(rep.Verdict.Verdict, sv.Verdict)
 	}
 	return rep, nil
+}
+
+// worse returns the worse of two verdicts: fail, then inconclusive, then
+// pass.
+func worse(a, b string) string {
+	rank := map[string]int{Pass: 0, Skip: 0, Inconclusive: 1, Fail: 2}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// ForeignError is input that holds no request to either surface: results
+// of another API, or not results at all.
+type ForeignError struct{ What string }
+
+func (e *ForeignError) Error() string { return e.What }
+
+// foreignInput says what a source with no request of either surface holds.
+func foreignInput(meta *archive.Meta) error {
+	files := strings.Join(meta.Files, ", ")
+	for _, s := range meta.Samples {
+		if s.Path != "" {
+			return &ForeignError{fmt.Sprintf("%s: no request to /api/public/ or /mcp: results of another API (the first is %d from %s), not of this contract", files, s.Code, s.Path)}
+		}
+	}
+	return &ForeignError{fmt.Sprintf("%s: no request to /api/public/ or /mcp: nothing to judge against this contract", files)}
 }
 
 func limitOf(cfg Config, surface string) int {
@@ -190,519 +251,6 @@ func limitOf(cfg Config, surface string) int {
 // at formats a record's send time relative to t0.
 func at(r *archive.Record, t0 int64) string {
 	return "+" + time.Duration(r.Start-t0).Round(time.Millisecond).String()
-}
-
-// groupRun is one group's counts (first pass) and model (second pass).
-type groupRun struct {
-	surface         *surfaceRun
-	source          string
-	n, refusals     int
-	answered        int
-	first, second   int64 // the two earliest sends
-	firstRefusalEnd int64
-	extras          []string // the first distinct headers its refusals carried, in send order
-	model           *groupModel
-	// Of a group other than its surface's primary: the first two false
-	// throttles, in send order.
-	isoBad []string
-}
-
-// add takes the group's next request in send order (second pass).
-func (g *groupRun) add(r *archive.Record) {
-	s := g.surface
-	if g == s.primary {
-		s.fit.add(r, g.model.n)
-	}
-	g.model.add(r)
-	if refused(r) {
-		g.addExtras(r)
-	}
-}
-
-// addExtras notes the Retry-After and RateLimit values a refusal carried:
-// the first six distinct, enough for the surface to report its first three.
-func (g *groupRun) addExtras(r *archive.Record) {
-	_, retryAfter, rateLimit := g.surface.tab.Header(r)
-	if retryAfter != "" && !slices.Contains(g.extras, "Retry-After: "+retryAfter) && len(g.extras) < 6 {
-		g.extras = append(g.extras, "Retry-After: "+retryAfter)
-	}
-	if rateLimit != "" && !slices.Contains(g.extras, "RateLimit: "+rateLimit) && len(g.extras) < 6 {
-		g.extras = append(g.extras, "RateLimit: "+rateLimit)
-	}
-}
-
-// surfaceRun gathers one surface's evidence over both passes.
-type surfaceRun struct {
-	name     string
-	tab      *archive.Tables // the records' labels and answers
-	L        int
-	W        time.Duration
-	selected []string // the checks reported (nil: all)
-	groups   map[string]*groupRun
-	byLabel  []*groupRun // by label index; nil: not seen yet, or not a group
-	seen     []bool      // by label index: looked up
-	t0       int64
-	sd       SurfaceDetail
-	// first pass
-	shapeN, shapeBad int
-	shapeMemo        map[string]bool // of the first bodies of refusals made in memory
-	errs             map[string]int
-	lat              reservoir
-	contract         []contractHit
-	// second pass
-	primary                            *groupRun
-	other                              *groupRun // the other surface's group from the primary's source
-	otherSure                          []span    // its surely counted requests sent within a window of the primary's
-	fit                                *familyFit
-	obs                                int
-	anyRefused                         bool
-	judgedN                            int
-	required429                        int
-	indet                              int
-	onsetLeaks, onsetFalse, onsetIndet int
-	leaks, falses                      []string
-	countsProof, forgetsProof          int
-	spoofN, spoofLeaks, spoofProven    int
-	explained                          int
-	isoBadN, isoProven                 int
-}
-
-// span is a request's send and response.
-type span struct{ start, end int64 }
-
-// contractHit is a contract probe, kept (they are few) to report in order.
-type contractHit struct {
-	row    int
-	source string
-	seq    int
-	rec    archive.Record
-}
-
-func newSurfaceRun(name string, cfg Config, tab *archive.Tables) *surfaceRun {
-	return &surfaceRun{name: name, tab: tab, L: limitOf(cfg, name), W: cfg.Window, selected: cfg.Checks, groups: map[string]*groupRun{}, t0: 1<<63 - 1,
-		shapeMemo: map[string]bool{}, errs: map[string]int{}, lat: newReservoir(100000)}
-}
-
-func (s *surfaceRun) group(source string) *groupRun {
-	g := s.groups[source]
-	if g == nil {
-		g = &groupRun{surface: s, source: source, first: 1<<63 - 1, second: 1<<63 - 1, firstRefusalEnd: 1<<63 - 1}
-		s.groups[source] = g
-		s.sd.Sources = append(s.sd.Sources, source)
-	}
-	return g
-}
-
-// groupOf returns r's group, of this surface or the other (nil: neither).
-// With create it makes groups of this surface as records name them (first
-// pass); the second pass only looks them up, the other surface's too.
-func (s *surfaceRun) groupOf(r *archive.Record, create bool) *groupRun {
-	id := int(r.LabelID())
-	if id < len(s.seen) && s.seen[id] {
-		return s.byLabel[id]
-	}
-	if id >= len(s.seen) {
-		n := max(id+1, 2*len(s.seen))
-		s.seen, s.byLabel = slices.Grow(s.seen, n-len(s.seen))[:n], slices.Grow(s.byLabel, n-len(s.byLabel))[:n]
-	}
-	var g *groupRun
-	switch l := s.tab.Labels(r); {
-	case l.Surface == s.name && create:
-		g = s.group(l.Source)
-	case l.Surface == s.name:
-		g = s.groups[l.Source]
-	case s.other != nil && l.Surface == s.other.surface.name && l.Source == s.other.source:
-		g = s.other
-	}
-	s.seen[id], s.byLabel[id] = true, g
-	return g
-}
-
-// count takes a record of group g in any order (first pass); seq is its
-// place in the input.
-func (s *surfaceRun) count(g *groupRun, r *archive.Record, seq int) {
-	g.n++
-	s.t0 = min(s.t0, r.Start)
-	if r.Start < g.first {
-		g.first, g.second = r.Start, g.first
-	} else if r.Start < g.second {
-		g.second = r.Start
-	}
-	s.sd.Requests++
-	s.lat.add(r.End - r.Start)
-	switch {
-	case refused(r):
-		g.refusals++
-		g.answered++
-		g.firstRefusalEnd = min(g.firstRefusalEnd, r.End)
-		s.sd.Refused++
-		s.shapeN++
-		ok, known := r.Judged()
-		if !known { // a record made in memory: judge its body
-			body := s.tab.Body(r)
-			var seen bool
-			if ok, seen = s.shapeMemo[string(body)]; !seen {
-				ok = shapeOK(s.name, body)
-				if len(s.shapeMemo) < 1024 {
-					s.shapeMemo[string(body)] = ok
-				}
-			}
-		}
-		if !ok {
-			s.shapeBad++
-		}
-	case admitted(r):
-		g.answered++
-		s.sd.Admitted++
-	default:
-		s.sd.Faults++
-		if r.Code == 0 {
-			s.errs[archive.ErrKind(s.tab.Err(r))]++
-		}
-	}
-	if stream := s.tab.Labels(r).Stream; isContractStream(stream) {
-		for i, row := range ContractRows {
-			if row.Surface == s.name && row.Stream == stream {
-				s.contract = append(s.contract, contractHit{row: i, source: g.source, seq: seq, rec: *r})
-			}
-		}
-	}
-}
-
-// choosePrimary picks the group the limit probes came from (the most
-// refusals, then the most requests) and sets every group's model up for
-// the second pass.
-func (s *surfaceRun) choosePrimary(other *surfaceRun) {
-	clear(s.seen) // the second pass looks the other surface's group up too
-	if len(s.groups) == 0 {
-		return
-	}
-	sort.Strings(s.sd.Sources)
-	for _, src := range s.sd.Sources {
-		g := s.groups[src]
-		if s.primary == nil || g.refusals > s.primary.refusals || (g.refusals == s.primary.refusals && g.n > s.primary.n) {
-			s.primary = g
-		}
-	}
-	for _, src := range s.sd.Sources {
-		g := s.groups[src]
-		g.model = newGroupModel(s.L, s.W, func(j *judged) { s.judged(g, j) })
-	}
-	s.fit = newFamilyFit(s.L, s.W, s.primary.answered)
-	s.other = other.groups[s.primary.source]
-}
-
-// locked reports whether the primary group's window surely held more than
-// L requests when a request r was counted, from the server's own refusals:
-// some refused request of the primary came back before r was sent (so at
-// least L+1 requests were counted by then), and at most one of its
-// requests was sent early enough to have aged out of r's window since.
-func (s *surfaceRun) locked(r *archive.Record) bool {
-	p := s.primary
-	return p.firstRefusalEnd <= r.Start && r.End-int64(s.W) < p.second
-}
-
-// addOther takes a request of the other surface from the primary's source.
-func (s *surfaceRun) addOther(r *archive.Record) {
-	if m := s.primary.model; m.head == len(m.pending) {
-		// The primary's next request is sent at r.Start or later.
-		s.trimOther(r.Start)
-	}
-	if sure(r) {
-		s.otherSure = append(s.otherSure, span{r.Start, r.End})
-	}
-}
-
-// trimOther forgets the other surface's requests no primary request sent
-// at t or later can count: those sent a window or more before.
-func (s *surfaceRun) trimOther(t int64) {
-	k := 0
-	for k < len(s.otherSure) && s.otherSure[k].start <= t-int64(s.W) {
-		k++
-	}
-	s.otherSure = s.otherSure[k:]
-}
-
-// definiteOther counts the other surface's sure requests from the
-// primary's source definitely in r's window.
-func (s *surfaceRun) definiteOther(r *archive.Record) int {
-	n := 0
-	for _, o := range s.otherSure {
-		if o.end <= r.Start && o.start > r.End-int64(s.W) {
-			n++
-		}
-	}
-	return n
-}
-
-// judged takes a request of group g with the model's judgement, in send
-// order within the group (second pass).
-func (s *surfaceRun) judged(g *groupRun, j *judged) {
-	if !j.judged {
-		return
-	}
-	r := &j.Record
-	switch j.Required {
-	case Require200:
-		s.sd.Required200++
-	case Require429:
-		s.sd.Required429++
-	default:
-		s.sd.Indet++
-	}
-	if g != s.primary {
-		if j.FalseThrottle {
-			s.isoBadN++
-			if len(g.isoBad) < 2 {
-				g.isoBad = append(g.isoBad, fmt.Sprintf("%s refused at %s with at most %d in its own window", g.source, at(r, s.t0), j.Definite+j.Ambiguous))
-			}
-		}
-		if admitted(r) && s.locked(r) {
-			s.isoProven++
-		}
-		return
-	}
-	// The primary group: the other surface's requests before this one's
-	// window are of no more use.
-	s.trimOther(r.Start)
-	s.judgedN++
-	if refused(r) {
-		s.obs, s.anyRefused = max(s.obs, j.observed), true
-	}
-	L, stream := s.L, s.tab.Labels(r).Stream
-	switch j.Required {
-	case Require429:
-		s.required429++
-	case Indeterminate:
-		s.indet++
-	}
-	// onset: the first episode, up to the first refusal's response.
-	if r.Start <= g.firstRefusalEnd && stream != archive.StreamSpoof {
-		switch {
-		case j.Leak:
-			s.onsetLeaks++
-		case j.FalseThrottle:
-			s.onsetFalse++
-		case j.Required == Indeterminate:
-			s.onsetIndet++
-		}
-	}
-	// rolling: leaks and false throttles of the limit probes
-	if stream != archive.StreamSpoof {
-		if j.Leak {
-			s.sd.Leaks++
-			if len(s.leaks) < 2 {
-				s.leaks = append(s.leaks, fmt.Sprintf("%s admitted with %d others surely in its window", at(r, s.t0), j.Definite))
-			}
-		}
-		if j.FalseThrottle {
-			s.sd.FalseThrottles++
-			if len(s.falses) < 2 {
-				s.falses = append(s.falses, fmt.Sprintf("%s refused with at most %d others in its window", at(r, s.t0), j.Definite+j.Ambiguous))
-			}
-		}
-	}
-	// rejected-count: requests that only one reading of refusals explains
-	if refused(r) && 1+int(j.PossibleAdmitted) <= L && !j.FalseThrottle {
-		s.countsProof++ // a limiter that forgot refusals had to admit it
-	}
-	if j.Leak && 1+int(j.DefiniteAdmitted) <= L {
-		s.forgetsProof++ // admitted although the refusals alone filled the window
-	}
-	// spoof: forged forwarding headers while the address was over its limit
-	if stream == archive.StreamSpoof {
-		s.spoofN++
-		switch {
-		case !admitted(r):
-			if j.Required == Require429 || s.locked(r) {
-				s.spoofProven++
-			}
-		case j.Required == Require429 || s.locked(r):
-			s.spoofLeaks++
-		}
-	}
-	// independence: refusals explained only by the other surface's traffic
-	if s.other != nil && j.FalseThrottle && 1+int(j.Definite)+s.definiteOther(r) >= L+1 {
-		s.explained++
-	}
-}
-
-// verdict ends the second pass and judges the surface.
-func (s *surfaceRun) verdict() (SurfaceVerdict, SurfaceDetail) {
-	for _, src := range s.sd.Sources {
-		s.groups[src].model.flush()
-	}
-	L, W, sd, primary := s.L, s.W, s.sd, s.primary
-	sv := SurfaceVerdict{Surface: s.name, ExpectedLimit: L, Model: FamilyUnknown, Verdict: Pass}
-	m := s.lat.metrics()
-	sd.Latency = m
-	for k, n := range s.errs {
-		sd.Errors = append(sd.Errors, ErrorCount{Kind: k, N: n})
-	}
-	slices.SortFunc(sd.Errors, func(a, b ErrorCount) int { return cmp.Or(b.N-a.N, strings.Compare(a.Kind, b.Kind)) })
-	var extras []string
-	for _, src := range s.sd.Sources {
-		for _, e := range s.groups[src].extras {
-			if !slices.Contains(extras, e) && len(extras) < 3 {
-				extras = append(extras, e)
-			}
-		}
-	}
-	// observed limit, family and refusal counting, from the primary group
-	obs, anyRefused := s.obs, s.anyRefused
-	if anyRefused {
-		sv.ObservedLimit = &obs
-	}
-	sd.Fit = s.fit.result()
-	sd.Primary = primary.source
-	required429 := s.required429
-	switch {
-	case !anyRefused && required429 == 0:
-		sv.Model = FamilyUnknown
-	case !anyRefused:
-		sv.Model = FamilyNone
-	default:
-		sv.Model = sd.Fit.Best.Family
-		if sv.Model == FamilyNone {
-			sv.Model = FamilyUnknown
-		}
-	}
-
-	checks := map[string]Check{}
-	add := func(name, verdict, format string, args ...any) {
-		checks[name] = Check{Name: name, Verdict: verdict, Detail: fmt.Sprintf(format, args...)}
-	}
-	// onset fails only on what is proven: an admission past L, a refusal
-	// below L, or no refusal although the window provably exceeded L.
-	switch {
-	case !anyRefused && required429 == 0:
-		add("onset", Skip, "no window from %s held more than %d requests, so no 429 was due", primary.source, L)
-	case !anyRefused:
-		add("onset", Fail, "no 429 at all from %s although %d requests provably exceeded %d in one window: no limit enforced", primary.source, required429, L)
-	case s.onsetLeaks > 0:
-		add("onset", Fail, "from %s %d requests were admitted past %d in one window before the first 429 (observed_limit %d)", primary.source, s.onsetLeaks, L, obs)
-	case s.onsetFalse > 0:
-		add("onset", Fail, "from %s 429s began before %d requests could have been in one window (observed_limit %d)", primary.source, L, obs)
-	case obs == L:
-		add("onset", Pass, "from %s the first 429 came after exactly %d admitted in one window (observed_limit %d)", primary.source, L, obs)
-	default:
-		add("onset", Pass, "from %s observed_limit %d, within the timing uncertainty: %d requests of the onset could be counted in either window; none provably broke %d", primary.source, obs, s.onsetIndet, L)
-	}
-	ew := fmt.Sprintf("effective window %v (documented %v)", sd.Fit.EffectiveWindow.Round(time.Millisecond), W)
-	if sd.Leaks+sd.FalseThrottles == 0 {
-		add("rolling", Pass, "%d requests from %s: 0 leaks, 0 false throttles (%d indeterminate); %s", s.judgedN, primary.source, s.indet, ew)
-	} else {
-		add("rolling", Fail, "%d leaks (%s), %d false throttles (%s) against %d per %v; %s",
-			sd.Leaks, strings.Join(s.leaks, "; "), sd.FalseThrottles, strings.Join(s.falses, "; "), L, W, ew)
-	}
-	switch {
-	case s.forgetsProof > 0:
-		no := false
-		sv.RejectedCount = &no
-		add("rejected-count", Fail, "%d requests were admitted while refused requests filled the window: refusals do not count (the contract says they do); best fit %s", s.forgetsProof, sd.Fit.Best)
-	case s.countsProof > 0:
-		yes := true
-		sv.RejectedCount = &yes
-		add("rejected-count", Pass, "%d refusals are explained only by counting refused requests, as documented; best fit %s", s.countsProof, sd.Fit.Best)
-	default:
-		add("rejected-count", Skip, "no request proves either way whether refusals count (timing too uncertain, or the plan did not flood); best fit %s", sd.Fit.Best)
-	}
-	hdrs := ""
-	if len(extras) > 0 {
-		hdrs = "; the target also sent " + strings.Join(extras, ", ")
-	}
-	want := map[string]string{contract.REST: `{"error":{"code":"rate_limited"}}`, contract.MCP: "JSON-RPC error -32603"}[s.name]
-	switch {
-	case s.shapeN == 0:
-		add("shape", Skip, "no 429 to inspect")
-	case s.shapeBad == 0:
-		add("shape", Pass, "all %d refusals carry %s%s", s.shapeN, want, hdrs)
-	default:
-		add("shape", Fail, "%d of %d refusals lack %s%s", s.shapeBad, s.shapeN, want, hdrs)
-	}
-	// isolation: another address is refused though its own window provably
-	// allowed it (fail), or admitted while the primary address was provably
-	// over its limit (pass).
-	if len(s.sd.Sources) < 2 {
-		add("isolation", Skip, "one source address only (%s): isolation needs a second (--sources)", primary.source)
-	} else {
-		var isoBad []string
-		for _, src := range s.sd.Sources {
-			for _, b := range s.groups[src].isoBad {
-				if len(isoBad) < 2 {
-					isoBad = append(isoBad, b)
-				}
-			}
-		}
-		switch {
-		case s.isoBadN > 0:
-			add("isolation", Fail, "another address shares the budget of %s: %s", primary.source, strings.Join(isoBad, "; "))
-		case s.isoProven == 0:
-			add("isolation", Skip, "no request from another address went out while %s was provably over its limit (timing too uncertain)", primary.source)
-		default:
-			add("isolation", Pass, "%d requests from other addresses were admitted while %s was provably over its limit", s.isoProven, primary.source)
-		}
-	}
-	switch {
-	case s.spoofN == 0:
-		add("spoof", Skip, "no probe with forged forwarding headers")
-	case s.spoofLeaks > 0:
-		add("spoof", Fail, "%d of %d probes with forged X-Forwarded-For, Forwarded or X-Real-IP were admitted while %s was provably over its limit: the target trusts forwarding headers", s.spoofLeaks, s.spoofN, primary.source)
-	case s.spoofProven == 0:
-		add("spoof", Skip, "no forged-header probe went out while %s was provably over its limit (timing too uncertain)", primary.source)
-	default:
-		add("spoof", Pass, "%d probes with forged X-Forwarded-For, Forwarded or X-Real-IP were refused like their real address", s.spoofProven)
-	}
-	switch {
-	case s.other == nil:
-		add("independence", Skip, "the other surface was not exercised from %s", primary.source)
-	case s.explained > 0:
-		add("independence", Fail, "%d refusals on %s from %s are explained only by counting the other surface's requests: the surfaces share a counter", s.explained, s.name, primary.source)
-	default:
-		add("independence", Pass, "traffic on the other surface from %s did not count toward this one", primary.source)
-	}
-	// contract, in the table's order, then by source, then by send time
-	slices.SortStableFunc(s.contract, func(a, b contractHit) int {
-		return cmp.Or(a.row-b.row, strings.Compare(a.source, b.source), cmp.Compare(a.rec.Start, b.rec.Start), a.seq-b.seq)
-	})
-	var rows, bad, unanswered []string
-	for _, h := range s.contract {
-		row, r := ContractRows[h.row], &h.rec
-		rows = append(rows, row.Stream)
-		if r.Code == 0 { // no answer: proves nothing about the row
-			unanswered = append(unanswered, fmt.Sprintf("%s (%s)", row.Stream, archive.ErrKind(s.tab.Err(r))))
-			continue
-		}
-		if p := checkRow(row, r, s.tab); p != "" {
-			bad = append(bad, fmt.Sprintf("%s (%s): %s", row.Stream, row.What, p))
-		}
-	}
-	switch {
-	case len(rows) == 0:
-		add("contract", Skip, "no contract probe on this surface")
-	case len(bad) > 0:
-		add("contract", Fail, "%d of %d rows wrong: %s", len(bad), len(rows), strings.Join(bad, "; "))
-	case len(unanswered) > 0:
-		add("contract", Skip, "%d of %d rows got no answer, so they prove nothing: %s", len(unanswered), len(rows), strings.Join(unanswered, "; "))
-	default:
-		add("contract", Pass, "all %d failure-table rows answer as documented and are classified as answers, not retried", len(rows))
-	}
-
-	selected := s.selected
-	if selected == nil {
-		selected = CheckNames
-	}
-	for _, name := range CheckNames {
-		if !slices.Contains(selected, name) {
-			continue
-		}
-		c := checks[name]
-		sv.Checks = append(sv.Checks, c)
-		if c.Verdict == Fail {
-			sv.Verdict = Fail
-		}
-	}
-	return sv, sd
 }
 
 // fanOut runs each over the source's records and hands them, in batches,

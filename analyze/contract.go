@@ -55,13 +55,25 @@ func JudgedBy(stream string) string {
 	switch {
 	case isContractStream(stream):
 		return "contract"
-	case stream == archive.StreamSpoof:
+	case isForged(stream):
 		return "spoof"
 	case stream == archive.StreamPrime || stream == archive.StreamFleet:
 		return "fleet"
 	}
 	return "limits"
 }
+
+// forgedHeaders names the forwarding header each spoof stream forges.
+var forgedHeaders = map[string]string{
+	archive.StreamSpoof:              "X-Forwarded-For, Forwarded or X-Real-IP",
+	archive.StreamSpoofXForwardedFor: "X-Forwarded-For",
+	archive.StreamSpoofForwarded:     "Forwarded",
+	archive.StreamSpoofXRealIP:       "X-Real-IP",
+}
+
+// isForged reports whether a stream's probes carry a forged forwarding
+// header.
+func isForged(stream string) bool { _, ok := forgedHeaders[stream]; return ok }
 
 func isContractStream(name string) bool {
 	for _, r := range ContractRows {

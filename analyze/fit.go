@@ -24,13 +24,18 @@ type Candidate struct {
 	Family string
 	// CountsRefused says whether refused requests count (nil: not applicable).
 	CountsRefused *bool
+	// Limit is the candidate's limit: the documented one or the observed.
+	Limit int
 	// Window is the candidate's window length.
 	Window time.Duration
-	// Phase is the offset of fixed windows from the first request.
+	// Phase is how long before the first request a fixed window starts
+	// (modulo the window).
 	Phase time.Duration
 	// Mismatches is Σ over bins of W/100 of |admitted by the candidate −
 	// admitted observed|.
 	Mismatches int
+
+	slot int // its place among a replay's decisions (see replay.decided)
 }
 
 func (c Candidate) String() string {
@@ -42,13 +47,26 @@ func (c Candidate) String() string {
 			s += " not counting refusals"
 		}
 	}
-	return fmt.Sprintf("%s (window %v, %d mismatches)", s, c.Window.Round(time.Millisecond), c.Mismatches)
+	return fmt.Sprintf("%s (%d per %v, %d mismatches)", s, c.Limit, c.Window.Round(time.Millisecond), c.Mismatches)
+}
+
+// variant names a family and whether it counts refusals.
+func (c Candidate) variant() string {
+	if c.CountsRefused == nil {
+		return c.Family
+	}
+	return fmt.Sprintf("%s/%v", c.Family, *c.CountsRefused)
 }
 
 // Fit is the result of fitting every family to a group.
 type Fit struct {
-	Best       Candidate
-	Candidates []Candidate // the best of each family and variant
+	Best Candidate
+	// Alternatives are the best candidates of the other families that
+	// explain the requests exactly as well as Best: the run cannot tell
+	// them apart.
+	Alternatives []Candidate
+	// Candidates are the best of each family, variant and limit.
+	Candidates []Candidate
 	// EffectiveWindow is the sliding-log window length that fits best.
 	EffectiveWindow time.Duration
 	effM            int
@@ -69,7 +87,7 @@ func FitFamily(g Group, limit int, w time.Duration) Fit {
 			n++
 		}
 	}
-	f := newFamilyFit(limit, w, n)
+	f := newFamilyFit([]int{limit}, w, n, nil)
 	for i, r := range g.Records {
 		f.add(r, int32(i))
 	}
@@ -80,16 +98,41 @@ func FitFamily(g Group, limit int, w time.Duration) Fit {
 // stream past in send order. The server counted each request somewhere
 // between its send and its response: the candidates are replayed on both
 // ends, and each keeps the better. Send times fit when the delay is on the
-// way in, response times when requests queued at the server.
+// way in, response times when requests queued at the server. Candidates
+// are replayed at every limit given (the documented one, and the one the
+// target showed), with fixed windows starting on a grid of phases and at
+// every origin given (boundaries taken from the data).
 type familyFit struct {
-	starts, ends *replay
-	byEnd        endHeap // answered requests not yet replayed on their responses
+	starts, ends []*replay // one per limit
+	byEnd        endHeap   // answered requests not yet replayed on their responses
+	// watch holds the requests whose candidates' decisions are kept (by
+	// index), and decided those decisions: per watched request, one per
+	// decision slot of every replay on send times.
+	watch   map[int32]bool
+	decided map[int32][]bool
 }
 
 // newFamilyFit fits n answered requests (the count sets how finely phases
-// and windows are scanned).
-func newFamilyFit(limit int, w time.Duration, n int) *familyFit {
-	return &familyFit{starts: newReplay(limit, w, n), ends: newReplay(limit, w, n)}
+// and windows are scanned) at each limit, with fixed windows also starting
+// at each of origins (absolute times).
+func newFamilyFit(limits []int, w time.Duration, n int, origins []int64) *familyFit {
+	f := &familyFit{}
+	for _, l := range limits {
+		f.starts = append(f.starts, newReplay(l, w, n, origins))
+		f.ends = append(f.ends, newReplay(l, w, n, origins))
+	}
+	return f
+}
+
+// watchFor keeps the candidates' decisions on the requests of indexes.
+func (f *familyFit) watchFor(indexes []int32) {
+	if len(indexes) == 0 {
+		return
+	}
+	f.watch, f.decided = map[int32]bool{}, map[int32][]bool{}
+	for _, i := range indexes {
+		f.watch[i] = true
+	}
 }
 
 // add takes a group's next request in send order; index is its place.
@@ -98,12 +141,23 @@ func (f *familyFit) add(r *archive.Record, index int32) {
 	// sent, so answered, no earlier; ties go in send order.
 	for len(f.byEnd) > 0 && f.byEnd[0].end <= r.Start {
 		e := heap.Pop(&f.byEnd).(endItem)
-		f.ends.add(e.end, e.ok)
+		for _, rp := range f.ends {
+			rp.add(e.end, e.ok)
+		}
 	}
 	if !admitted(r) && !refused(r) {
 		return
 	}
-	f.starts.add(r.Start, admitted(r))
+	for _, rp := range f.starts {
+		rp.add(r.Start, admitted(r))
+	}
+	if f.watch[index] {
+		var d []bool
+		for _, rp := range f.starts {
+			d = rp.decisions(d)
+		}
+		f.decided[index] = d
+	}
 	heap.Push(&f.byEnd, endItem{end: r.End, index: index, ok: admitted(r)})
 }
 
@@ -111,30 +165,66 @@ func (f *familyFit) add(r *archive.Record, index int32) {
 func (f *familyFit) result() Fit {
 	for len(f.byEnd) > 0 {
 		e := heap.Pop(&f.byEnd).(endItem)
-		f.ends.add(e.end, e.ok)
-	}
-	if !f.starts.started {
-		return Fit{Best: Candidate{Family: FamilyUnknown, Window: time.Duration(f.starts.w)}}
-	}
-	fs, fe := f.starts.fit(), f.ends.fit()
-	fit := Fit{Candidates: make([]Candidate, len(fs.Candidates))}
-	for i := range fs.Candidates {
-		fit.Candidates[i] = fs.Candidates[i]
-		if fe.Candidates[i].Mismatches < fs.Candidates[i].Mismatches {
-			fit.Candidates[i] = fe.Candidates[i]
+		for _, rp := range f.ends {
+			rp.add(e.end, e.ok)
 		}
 	}
+	if len(f.starts) == 0 || !f.starts[0].started {
+		w := time.Duration(0)
+		if len(f.starts) > 0 {
+			w = time.Duration(f.starts[0].w)
+		}
+		return Fit{Best: Candidate{Family: FamilyUnknown, Window: w}}
+	}
+	fit := Fit{effM: math.MaxInt}
+	base := 0
+	for k := range f.starts {
+		fs, fe := f.starts[k].fit(), f.ends[k].fit()
+		for i := range fs.Candidates {
+			c := fs.Candidates[i]
+			if fe.Candidates[i].Mismatches < c.Mismatches {
+				c = fe.Candidates[i]
+			}
+			c.slot += base
+			fit.Candidates = append(fit.Candidates, c)
+		}
+		base += f.starts[k].slots()
+		if k == 0 { // the effective window, at the documented limit
+			fit.EffectiveWindow, fit.effM = fs.EffectiveWindow, fs.effM
+			if fe.effM < fs.effM {
+				fit.EffectiveWindow, fit.effM = fe.EffectiveWindow, fe.effM
+			}
+		}
+	}
+	// The fewest mismatches win; on a tie the simplest family (their
+	// order in Candidates), then the documented limit (replayed first).
 	fit.Best = fit.Candidates[0]
 	for _, c := range fit.Candidates[1:] {
 		if c.Mismatches < fit.Best.Mismatches {
 			fit.Best = c
 		}
 	}
-	fit.EffectiveWindow, fit.effM = fs.EffectiveWindow, fs.effM
-	if fe.effM < fs.effM {
-		fit.EffectiveWindow, fit.effM = fe.EffectiveWindow, fe.effM
+	seen := map[string]bool{fit.Best.Family: true}
+	for _, c := range fit.Candidates {
+		if c.Mismatches == fit.Best.Mismatches && !seen[c.Family] && c.Family != FamilyNone {
+			seen[c.Family] = true
+			fit.Alternatives = append(fit.Alternatives, c)
+		}
 	}
 	return fit
+}
+
+// explains reports whether some candidate of fit at limit (the best of
+// each family and variant, other than "none") refused the watched request
+// of index when replayed on send times.
+func (f *familyFit) explains(fit Fit, limit int, index int32) bool {
+	d := f.decided[index]
+	for _, c := range fit.Candidates {
+		if c.Family != FamilyNone && c.Limit == limit && c.slot < len(d) && !d[c.slot] {
+			return true
+		}
+	}
+	return false
 }
 
 // endItem is an answered request waiting to be replayed on its response.
@@ -167,7 +257,8 @@ type replay struct {
 	limit        int
 	w            int64
 	phases       int
-	scan         []int // effective-window lengths, percent of w, nearest first
+	origins      []int64 // fixed-window starts taken from the data
+	scan         []int   // effective-window lengths, percent of w, nearest first
 	started      bool
 	t0, bin, cur int64
 	obs          int // observed admissions in the current bin
@@ -178,23 +269,33 @@ type replay struct {
 	counters     []slidingCounter // counting refusals (phases), then not
 }
 
-// score is a candidate's admissions in the current bin and its mismatches
-// over the bins closed.
-type score struct{ adm, mis int }
+// score is a candidate's admissions in the current bin, its mismatches
+// over the bins closed, and whether it admitted the last request.
+type score struct {
+	adm, mis int
+	last     bool
+}
 
 func (s *score) close(obs int) {
 	s.mis += abs(s.adm - obs)
 	s.adm = 0
 }
 
-func newReplay(limit int, w time.Duration, n int) *replay {
+func (s *score) admit(ok bool) {
+	s.last = ok
+	if ok {
+		s.adm++
+	}
+}
+
+func newReplay(limit int, w time.Duration, n int, origins []int64) *replay {
 	// Scans are bounded so that a flood of a million results fits in about
 	// the time it takes to decode them.
 	phases := 50
 	if n > 20000 {
 		phases = 10
 	}
-	return &replay{limit: limit, w: int64(w), phases: phases, scan: windowScan(n)}
+	return &replay{limit: limit, w: int64(w), phases: phases, origins: origins, scan: windowScan(n)}
 }
 
 // start sets the candidates up at the first request's time t.
@@ -205,13 +306,18 @@ func (r *replay) start(t int64) {
 	for _, k := range r.scan {
 		r.logs = append(r.logs, newSlidingLog(r.limit, W*int64(k)/100, true))
 	}
-	r.bucket = tokenBucket{limit: r.limit, W: W, tokens: float64(r.limit), last: t}
+	r.bucket = tokenBucket{limit: r.limit, W: W, tokens: float64(r.limit), at: t}
+	origins := make([]int64, 0, r.phases+len(r.origins))
 	for p := range r.phases {
-		r.fixed = append(r.fixed, fixedWindow{limit: r.limit, W: W, origin: t - W*int64(p)/int64(r.phases), idx: math.MinInt64})
+		origins = append(origins, t-W*int64(p)/int64(r.phases))
+	}
+	origins = append(origins, r.origins...)
+	for _, o := range origins {
+		r.fixed = append(r.fixed, fixedWindow{limit: r.limit, W: W, origin: o, idx: math.MinInt64})
 	}
 	for _, cr := range []bool{true, false} {
-		for p := range r.phases {
-			r.counters = append(r.counters, slidingCounter{limit: r.limit, W: W, origin: t - W*int64(p)/int64(r.phases), countRefused: cr, idx: math.MinInt64})
+		for _, o := range origins {
+			r.counters = append(r.counters, slidingCounter{limit: r.limit, W: W, origin: o, countRefused: cr, idx: math.MinInt64})
 		}
 	}
 }
@@ -228,7 +334,7 @@ func (r *replay) add(t int64, ok bool) {
 	if ok {
 		r.obs++
 	}
-	r.none.adm++
+	r.none.admit(true)
 	for i := range r.logs {
 		r.logs[i].add(t)
 	}
@@ -239,6 +345,23 @@ func (r *replay) add(t int64, ok bool) {
 	for i := range r.counters {
 		r.counters[i].add(t)
 	}
+}
+
+// slots is how many decisions decisions appends: one per candidate that
+// can be named (the window scan is not).
+func (r *replay) slots() int { return 4 + len(r.fixed) + len(r.counters) }
+
+// decisions appends whether each candidate admitted the last request, in
+// the order fit lists them (see Candidate.slot).
+func (r *replay) decisions(d []bool) []bool {
+	d = append(d, r.none.last, r.logs[0].last, r.logs[1].last, r.bucket.last)
+	for i := range r.fixed {
+		d = append(d, r.fixed[i].last)
+	}
+	for i := range r.counters {
+		d = append(d, r.counters[i].last)
+	}
+	return d
 }
 
 func (r *replay) closeBin() {
@@ -260,23 +383,33 @@ func (r *replay) closeBin() {
 func (r *replay) fit() Fit {
 	r.closeBin()
 	w := time.Duration(r.w)
-	cands := []Candidate{{Family: FamilyNone, Window: w, Mismatches: r.none.mis}}
-	for i, cr := range []bool{true, false} {
-		cands = append(cands, Candidate{Family: FamilySlidingLog, CountsRefused: boolPtr(cr), Window: w, Mismatches: r.logs[i].mis})
+	cand := func(family string, cr *bool, mis, slot int) Candidate {
+		return Candidate{Family: family, CountsRefused: cr, Limit: r.limit, Window: w, Mismatches: mis, slot: slot}
 	}
-	cands = append(cands, Candidate{Family: FamilyTokenBucket, CountsRefused: boolPtr(false), Window: w, Mismatches: r.bucket.mis})
-	bestPhase := func(family string, cr *bool, mis func(p int) int) Candidate {
-		best := Candidate{Family: family, CountsRefused: cr, Window: w, Mismatches: math.MaxInt}
-		for p := range r.phases {
-			if m := mis(p); m < best.Mismatches {
-				best.Mismatches, best.Phase = m, time.Duration(r.w*int64(p)/int64(r.phases))
+	cands := []Candidate{cand(FamilyNone, nil, r.none.mis, 0)}
+	for i, cr := range []bool{true, false} {
+		cands = append(cands, cand(FamilySlidingLog, boolPtr(cr), r.logs[i].mis, 1+i))
+	}
+	cands = append(cands, cand(FamilyTokenBucket, boolPtr(false), r.bucket.mis, 3))
+	phase := func(origin int64) time.Duration { // how long before the first request a window starts
+		return time.Duration(((r.t0-origin)%r.w + r.w) % r.w)
+	}
+	n := len(r.fixed)
+	best := cand(FamilyFixedWindow, nil, math.MaxInt, 0)
+	for p, f := range r.fixed {
+		if f.mis < best.Mismatches {
+			best.Mismatches, best.Phase, best.slot = f.mis, phase(f.origin), 4+p
+		}
+	}
+	cands = append(cands, best)
+	for i, cr := range []bool{true, false} {
+		best := cand(FamilySlidingWindow, boolPtr(cr), math.MaxInt, 0)
+		for p, c := range r.counters[i*n : (i+1)*n] {
+			if c.mis < best.Mismatches {
+				best.Mismatches, best.Phase, best.slot = c.mis, phase(c.origin), 4+n+i*n+p
 			}
 		}
-		return best
-	}
-	cands = append(cands, bestPhase(FamilyFixedWindow, nil, func(p int) int { return r.fixed[p].mis }))
-	for i, cr := range []bool{true, false} {
-		cands = append(cands, bestPhase(FamilySlidingWindow, boolPtr(cr), func(p int) int { return r.counters[i*r.phases+p].mis }))
+		cands = append(cands, best)
 	}
 	fit := Fit{Candidates: cands}
 	// The effective window: the sliding-log window length (counting
@@ -340,9 +473,7 @@ func (l *slidingLog) add(t int64) {
 			l.head = (l.head + 1) % limit
 		}
 	}
-	if ok {
-		l.adm++
-	}
+	l.admit(ok)
 }
 
 // tokenBucket holds L tokens refilled at L per W; refusals cost nothing.
@@ -351,16 +482,17 @@ type tokenBucket struct {
 	limit  int
 	W      int64
 	tokens float64
-	last   int64
+	at     int64 // the last request's time
 }
 
 func (b *tokenBucket) add(t int64) {
-	b.tokens = math.Min(float64(b.limit), b.tokens+float64(t-b.last)*float64(b.limit)/float64(b.W))
-	b.last = t
-	if b.tokens >= 1 {
+	b.tokens = math.Min(float64(b.limit), b.tokens+float64(t-b.at)*float64(b.limit)/float64(b.W))
+	b.at = t
+	ok := b.tokens >= 1
+	if ok {
 		b.tokens--
-		b.adm++
 	}
+	b.admit(ok)
 }
 
 // fixedWindow admits L per window aligned at origin.
@@ -375,10 +507,11 @@ func (f *fixedWindow) add(t int64) {
 	if k := floorDiv(t-f.origin, f.W); k != f.idx {
 		f.idx, f.n = k, 0
 	}
-	if f.n < f.limit {
+	ok := f.n < f.limit
+	if ok {
 		f.n++
-		f.adm++
 	}
+	f.admit(ok)
 }
 
 // slidingCounter estimates the rolling count as the previous fixed window's
@@ -406,9 +539,7 @@ func (c *slidingCounter) add(t int64) {
 	if ok || c.countRefused {
 		c.cur++
 	}
-	if ok {
-		c.adm++
-	}
+	c.admit(ok)
 }
 
 func floorDiv(a, b int64) int64 {

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -43,7 +44,15 @@ func FuzzAnalyzeFile(f *testing.F) {
 			return
 		}
 		cfg := Config{Window: time.Second}
-		got := comparable(Analyze(in, cfg))
+		rep, err := Analyze(in, cfg)
+		if err != nil {
+			var foreign *ForeignError
+			if !errors.As(err, &foreign) {
+				t.Fatal(err)
+			}
+			return
+		}
+		got := comparable(rep)
 		lo, hi := in.Records[0].Start, in.Records[0].Start
 		for _, r := range in.Records {
 			lo, hi = min(lo, r.Start, r.End), max(hi, r.Start, r.End)

@@ -84,7 +84,7 @@ type fleetAttempt struct {
 	tag *archive.FleetTag
 }
 
-// Jitter judges the retry timing of a fleet's results (DESIGN.md §3):
+// Jitter judges the retry timing of a fleet's results (docs/method.md, Fleet statistics):
 // per wave the collision count against simulated independent uniform
 // draws over the wave's range from where each client stood, the
 // re-collision of pairs that collided at the wave before, a

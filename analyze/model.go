@@ -37,18 +37,26 @@ type Judgement struct {
 type Group struct {
 	Surface, Source string
 	Records         []*archive.Record
+	// Uncertain, when set, names requests that may or may not have been
+	// counted even when answered: probes with a forged forwarding header
+	// are counted by the address's own limiter only if the target ignores
+	// the header. They are never definite, and no observed limit or fit
+	// rests on them.
+	Uncertain func(*archive.Record) bool
 }
 
-// admitted reports whether a record passed the limiter: any answer but 429,
-// 5xx or a transport error.
-func admitted(r *archive.Record) bool { return r.Code != 0 && r.Code != 429 && r.Code < 500 }
+// admitted reports whether a record was admitted: only a 2xx is. Other
+// answers (404, 422, …) are neither admissions nor refusals: whether they
+// count toward a limit is not documented.
+func admitted(r *archive.Record) bool { return r.Code >= 200 && r.Code <= 299 }
 
-// refused reports whether the record was refused by the limiter.
+// refused reports whether the record was refused by the limiter: a 429.
 func refused(r *archive.Record) bool { return r.Code == 429 }
 
-// sure reports whether the server surely counted the record: it answered
-// from the surface. Transport errors and 5xx may or may not have been counted.
-func sure(r *archive.Record) bool { return r.Code != 0 && r.Code < 500 }
+// sure reports whether the server surely counted the record: it was
+// admitted or refused. Transport errors and 5xx may or may not have been
+// counted, and other answers may or may not count.
+func sure(r *archive.Record) bool { return admitted(r) || refused(r) }
 
 // upTo returns #{k : a[k] ≤ v} of a sorted a. It searches out from *at,
 // its previous answer, and leaves the new one there: a group's requests
@@ -100,7 +108,7 @@ func upTo(a []int64, v int64, at *int) int {
 // not have been counted at all (transport errors, 5xx) are never definite.
 func Model(g Group, limit int, w time.Duration) []Judgement {
 	out := make([]Judgement, 0, len(g.Records))
-	m := newGroupModel(limit, w, func(j *judged) {
+	m := newGroupModel(limit, w, g.Uncertain, func(j *judged) {
 		if j.judged {
 			out = append(out, j.Judgement)
 		}
@@ -117,7 +125,7 @@ func Model(g Group, limit int, w time.Duration) []Judgement {
 // of g, and false when nothing was refused.
 func ObservedLimit(g Group, w time.Duration) (int, bool) {
 	best, any := 0, false
-	m := newGroupModel(1, w, func(j *judged) {
+	m := newGroupModel(1, w, g.Uncertain, func(j *judged) {
 		if j.judged && refused(&j.Record) {
 			best, any = max(best, j.observed), true
 		}

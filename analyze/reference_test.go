@@ -39,7 +39,7 @@ func refAnalyze(in *archive.Input, cfg Config) *Report {
 					bySurface[sf] = map[string]*Group{}
 				}
 				if g = bySurface[sf][in.Tables().Labels(r).Source]; g == nil {
-					g = &Group{Surface: sf, Source: in.Tables().Labels(r).Source}
+					g = &Group{Surface: sf, Source: in.Tables().Labels(r).Source, Uncertain: func(r *archive.Record) bool { return isForged(in.Tables().Labels(r).Stream) }}
 					bySurface[sf][in.Tables().Labels(r).Source] = g
 				}
 			}
@@ -177,11 +177,13 @@ func refAnalyzeSurface(tab *archive.Tables, sf string, groups, other map[string]
 				}
 			case admitted(r):
 				sd.Admitted++
-			default:
+			case r.Code == 0 || r.Code >= 500:
 				sd.Faults++
 				if r.Code == 0 {
 					errs[archive.ErrKind(tab.Err(r))]++
 				}
+			default:
+				sd.OtherAnswers++
 			}
 		}
 		for _, j := range js {
@@ -242,7 +244,7 @@ func refAnalyzeSurface(tab *archive.Tables, sf string, groups, other map[string]
 	onsetLeaks, onsetFalse, onsetIndet := 0, 0, 0
 	for _, j := range pj {
 		r := primary.Records[j.Index]
-		if r.Start > firstRefusalEnd || tab.Labels(r).Stream == archive.StreamSpoof {
+		if r.Start > firstRefusalEnd || isForged(tab.Labels(r).Stream) {
 			continue
 		}
 		switch {
@@ -272,7 +274,7 @@ func refAnalyzeSurface(tab *archive.Tables, sf string, groups, other map[string]
 	var leaks, falses []string
 	for _, j := range pj {
 		r := primary.Records[j.Index]
-		if tab.Labels(r).Stream == archive.StreamSpoof {
+		if isForged(tab.Labels(r).Stream) {
 			continue
 		}
 		if j.Leak {
@@ -358,7 +360,7 @@ func refAnalyzeSurface(tab *archive.Tables, sf string, groups, other map[string]
 	spoofN, spoofLeaks, spoofProven := 0, 0, 0
 	for _, j := range pj {
 		r := primary.Records[j.Index]
-		if tab.Labels(r).Stream != archive.StreamSpoof {
+		if !isForged(tab.Labels(r).Stream) {
 			continue
 		}
 		spoofN++
@@ -438,9 +440,9 @@ func refAnalyzeSurface(tab *archive.Tables, sf string, groups, other map[string]
 
 	selected := cfg.Checks
 	if selected == nil {
-		selected = CheckNames
+		selected = CheckNames()
 	}
-	for _, name := range CheckNames {
+	for _, name := range CheckNames() {
 		if !slices.Contains(selected, name) {
 			continue
 		}
@@ -568,8 +570,12 @@ func (x *refWindow) possible(rj *archive.Record) int {
 // when r_i ≤ s_j − w or s_i ≥ r_j; otherwise ambiguous. Requests that may
 // not have been counted at all (transport errors, 5xx) are never definite.
 func refModel(g Group, limit int, w time.Duration) []Judgement {
-	all := refNewWindow(g, w, func(*archive.Record) bool { return true }, sure)
-	adm := refNewWindow(g, w, func(r *archive.Record) bool { return !refused(r) }, admitted)
+	uncertain := g.Uncertain
+	if uncertain == nil {
+		uncertain = func(*archive.Record) bool { return false }
+	}
+	all := refNewWindow(g, w, func(*archive.Record) bool { return true }, func(r *archive.Record) bool { return sure(r) && !uncertain(r) })
+	adm := refNewWindow(g, w, func(r *archive.Record) bool { return !refused(r) }, func(r *archive.Record) bool { return admitted(r) && !uncertain(r) })
 	out := make([]Judgement, 0, len(g.Records))
 	for j, rj := range g.Records {
 		if !admitted(rj) && !refused(rj) {
@@ -597,7 +603,7 @@ func refModel(g Group, limit int, w time.Duration) []Judgement {
 func refObservedLimit(g Group, w time.Duration) (int, bool) {
 	var adm []int64
 	for _, r := range g.Records {
-		if admitted(r) {
+		if admitted(r) && (g.Uncertain == nil || !g.Uncertain(r)) {
 			adm = append(adm, r.Start)
 		}
 	}
@@ -708,14 +714,14 @@ func refFitOn(ts []int64, obs []bool, limit int, w time.Duration) Fit {
 	for i := range ts {
 		r.admit(i)
 	}
-	cands = append(cands, Candidate{Family: FamilyNone, Window: w, Mismatches: score()})
+	cands = append(cands, Candidate{Family: FamilyNone, Limit: limit, Window: w, Mismatches: score()})
 	for _, cr := range []*bool{boolPtr(true), boolPtr(false)} {
 		r.slidingLog(limit, int64(w), *cr)
-		cands = append(cands, Candidate{Family: FamilySlidingLog, CountsRefused: cr, Window: w, Mismatches: score()})
+		cands = append(cands, Candidate{Family: FamilySlidingLog, CountsRefused: cr, Limit: limit, Window: w, Mismatches: score()})
 	}
 	r.tokenBucket(limit, int64(w))
-	cands = append(cands, Candidate{Family: FamilyTokenBucket, CountsRefused: boolPtr(false), Window: w, Mismatches: score()})
-	bestFixed := Candidate{Family: FamilyFixedWindow, Window: w, Mismatches: math.MaxInt}
+	cands = append(cands, Candidate{Family: FamilyTokenBucket, CountsRefused: boolPtr(false), Limit: limit, Window: w, Mismatches: score()})
+	bestFixed := Candidate{Family: FamilyFixedWindow, Limit: limit, Window: w, Mismatches: math.MaxInt}
 	for p := range phases {
 		ph := int64(w) * int64(p) / int64(phases)
 		r.fixedWindow(limit, int64(w), t0-ph)
@@ -725,7 +731,7 @@ func refFitOn(ts []int64, obs []bool, limit int, w time.Duration) Fit {
 	}
 	cands = append(cands, bestFixed)
 	for _, cr := range []*bool{boolPtr(true), boolPtr(false)} {
-		best := Candidate{Family: FamilySlidingWindow, CountsRefused: cr, Window: w, Mismatches: math.MaxInt}
+		best := Candidate{Family: FamilySlidingWindow, CountsRefused: cr, Limit: limit, Window: w, Mismatches: math.MaxInt}
 		for p := range phases {
 			ph := int64(w) * int64(p) / int64(phases)
 			r.slidingCounter(limit, int64(w), t0-ph, *cr)

@@ -208,10 +208,16 @@ type groupModel struct {
 	emit     func(*judged)
 }
 
-func newGroupModel(limit int, w time.Duration, emit func(*judged)) *groupModel {
+// newGroupModel judges a group's requests against limit per window w;
+// uncertain (nil: none) names requests that may or may not have been
+// counted even when answered (see Group.Uncertain).
+func newGroupModel(limit int, w time.Duration, uncertain func(*archive.Record) bool, emit func(*judged)) *groupModel {
+	if uncertain == nil {
+		uncertain = func(*archive.Record) bool { return false }
+	}
 	return &groupModel{limit: limit, emit: emit,
-		all: newStreamWindow(w, func(*archive.Record) bool { return true }, sure),
-		adm: newStreamWindow(w, func(r *archive.Record) bool { return !refused(r) }, admitted)}
+		all: newStreamWindow(w, func(*archive.Record) bool { return true }, func(r *archive.Record) bool { return sure(r) && !uncertain(r) }),
+		adm: newStreamWindow(w, func(r *archive.Record) bool { return !refused(r) }, func(r *archive.Record) bool { return admitted(r) && !uncertain(r) })}
 }
 
 // add takes the group's next request in send order.

@@ -46,12 +46,17 @@ func plan() []planned {
 				if n > 1 {
 					at = from + (to-from)*float64(i)/float64(n-1)
 				}
-				p = append(p, planned{surface: sf.name, source: src, stream: stream, at: at, forged: stream == "spoof"})
+				p = append(p, planned{surface: sf.name, source: src, stream: stream, at: at, forged: isForged(stream)})
 			}
 		}
 		add("onset", srcA, 0, 0.03, sf.L)
 		add("over", srcA, 0.04, 0.04, 1)
-		add("spoof", srcA, 0.11, 0.111, 3)
+		// forged probes between plain ones, as verify sends them
+		gap := 1 / float64(10*sf.L)
+		add(archive.StreamSpoofControl, srcA, 0.11, 0.11+9*gap, 10)
+		for i, h := range []string{archive.StreamSpoofXForwardedFor, archive.StreamSpoofForwarded, archive.StreamSpoofXRealIP} {
+			add(h, srcA, 0.11+(0.5+float64(i))*gap, 0.11+(6.5+float64(i))*gap, 3)
+		}
 		add("isolation", srcB, 0.11, 0.111, 3)
 		add("flood", srcA, 0.05, 0.10, sf.L)
 		add("probe", srcA, 0.12, 1.18, 54)
@@ -98,13 +103,28 @@ type fixedSim struct {
 	limit int
 	w     int64
 	n     map[string]map[int64]int
+	// offset moves the windows' boundaries; with perKey each key's windows
+	// start at its first request, as many limiters do.
+	offset int64
+	perKey bool
+	first  map[string]int64
 }
 
 func (f *fixedSim) allow(key string, t int64) bool {
 	if f.n[key] == nil {
 		f.n[key] = map[int64]int{}
 	}
-	k := t / f.w
+	origin := f.offset
+	if f.perKey {
+		if f.first == nil {
+			f.first = map[string]int64{}
+		}
+		if _, ok := f.first[key]; !ok {
+			f.first[key] = t
+		}
+		origin = f.first[key]
+	}
+	k := floorDiv(t-origin, f.w)
 	if f.n[key][k] >= f.limit {
 		return false
 	}
@@ -154,6 +174,19 @@ func (c *counterSim) allow(key string, t int64) bool {
 	return true
 }
 
+// replicasSim is n replicas behind a round-robin load balancer, each
+// counting alone: the effective limit is n times one replica's.
+type replicasSim struct {
+	each []limiter
+	next int
+}
+
+func (r *replicasSim) allow(key string, t int64) bool {
+	l := r.each[r.next%len(r.each)]
+	r.next++
+	return l.allow(key, t)
+}
+
 type noneSim struct{}
 
 func (noneSim) allow(string, int64) bool { return true }
@@ -179,9 +212,13 @@ func documented(windowFactor float64, extra int) server {
 // simulate runs the plan against srv with the given latency per request
 // (the server counts each request in the middle of its interval).
 func simulate(srv server, latency func(i int) time.Duration) *archive.Input {
+	return simulatePlan(srv, plan(), latency)
+}
+
+// simulatePlan is simulate with another plan (sorted by time).
+func simulatePlan(srv server, ps []planned, latency func(i int) time.Duration) *archive.Input {
 	in := archive.NewInput()
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano()
-	ps := plan()
 	for i, p := range ps {
 		s := t0 + int64(p.at*float64(synthW))
 		in.Add(archive.Labels{Surface: p.surface, Source: p.source, Stream: p.stream}, s, s+int64(latency(i)), 0, nil)
@@ -252,7 +289,11 @@ func answer(row ContractRow) (uint16, []byte, string) {
 func quiet(int) time.Duration { return time.Millisecond }
 
 func judge(in *archive.Input) *Report {
-	return Analyze(in, Config{Window: synthW, Limits: map[string]int{contract.REST: 240, contract.MCP: 120}})
+	rep, err := Analyze(in, Config{Window: synthW, Limits: map[string]int{contract.REST: 240, contract.MCP: 120}})
+	if err != nil {
+		panic(err)
+	}
+	return rep
 }
 
 // failed returns surface/check for every failed check of rep.
@@ -278,7 +319,7 @@ func TestSyntheticFamilies(t *testing.T) {
 		wantRC     *bool
 	}{
 		{"documented sliding log", documented(1, 0), FamilySlidingLog, nil, boolPtr(true)},
-		{"fixed window", server{&fixedSim{240, W, map[string]map[int64]int{}}, &fixedSim{120, W, map[string]map[int64]int{}}, perAddress},
+		{"fixed window", server{&fixedSim{limit: 240, w: W, n: map[string]map[int64]int{}}, &fixedSim{limit: 120, w: W, n: map[string]map[int64]int{}}, perAddress},
 			FamilyFixedWindow, []string{"rest/rolling", "mcp/rolling"}, nil},
 		{"token bucket", server{&bucketSim{240, W, map[string]float64{}, map[string]int64{}}, &bucketSim{120, W, map[string]float64{}, map[string]int64{}}, perAddress},
 			FamilyTokenBucket, []string{"rest/rolling", "rest/rejected-count", "mcp/rolling", "mcp/rejected-count"}, boolPtr(false)},
@@ -296,7 +337,7 @@ func TestSyntheticFamilies(t *testing.T) {
 			return p.surface
 		}}, FamilySlidingLog, []string{"rest/isolation", "mcp/isolation"}, nil},
 		{"trusts X-Forwarded-For", server{documented(1, 0).rest, documented(1, 0).mcp, func(p planned) string {
-			if p.forged {
+			if p.stream == archive.StreamSpoofXForwardedFor { // only that header: Forwarded and X-Real-IP are ignored
 				return p.surface + "|198.51.100.7"
 			}
 			return perAddress(p)
@@ -414,11 +455,139 @@ func TestUnansweredContractRows(t *testing.T) {
 			c = x
 		}
 	}
-	if c.Verdict != Skip || !strings.Contains(c.Detail, "5 of 5 rows got no answer") || !strings.Contains(c.Detail, "Client.Timeout exceeded") {
+	if c.Verdict != Inconclusive || !strings.Contains(c.Detail, "5 of 5 rows got no answer") || !strings.Contains(c.Detail, "Client.Timeout exceeded") {
 		t.Errorf("contract %s: %s", c.Verdict, c.Detail)
 	}
 	want := []ErrorCount{{Kind: "request canceled (Client.Timeout exceeded while awaiting headers)", N: 5}}
 	if got := rep.Surfaces[0].Errors; !slices.Equal(got, want) {
 		t.Errorf("errors %v, want %v", got, want)
+	}
+}
+
+// TestSyntheticCauses: against limiters that are wrong in one way, the
+// check of that way fails, and no check names a cause the evidence does
+// not prove (a bucket that refilled is no spoofing; a counter's weighted
+// previous window is no shared counter; a doubled limit is a limit of its
+// own, not uncounted refusals). A fixed window is named whatever its
+// phase, and a limit of 480 is named as such.
+func TestSyntheticCauses(t *testing.T) {
+	W := int64(synthW)
+	fixed := func(offset int64, perKey bool) func() server {
+		return func() server {
+			return server{&fixedSim{limit: 240, w: W, n: map[string]map[int64]int{}, offset: offset, perKey: perKey},
+				&fixedSim{limit: 120, w: W, n: map[string]map[int64]int{}, offset: offset, perKey: perKey}, perAddress}
+		}
+	}
+	log := func(limit int) limiter { return &slidingLogSim{limit, W, true, map[string][]int64{}} }
+	causes := []string{"rest/spoof", "mcp/spoof", "rest/independence", "mcp/independence", "rest/isolation", "mcp/isolation"}
+	tests := []struct {
+		name        string
+		srv         func() server
+		wantModel   string // the model, or one of its alternatives
+		wantLimit   int    // of the best candidate (0: any)
+		wantFailed  []string
+		mustNotFail []string
+	}{
+		{"token bucket", func() server {
+			return server{&bucketSim{240, W, map[string]float64{}, map[string]int64{}}, &bucketSim{120, W, map[string]float64{}, map[string]int64{}}, perAddress}
+		},
+			FamilyTokenBucket, 0, []string{"rest/rolling", "mcp/rolling"}, causes},
+		{"sliding-window counter, one per surface", func() server {
+			return server{&counterSim{240, W, map[string]map[int64]int{}}, &counterSim{120, W, map[string]map[int64]int{}}, perAddress}
+		},
+			FamilySlidingWindow, 0, []string{"rest/rolling", "mcp/rolling"}, causes},
+		{"two replicas counting alone", func() server {
+			return server{&replicasSim{each: []limiter{log(240), log(240)}}, &replicasSim{each: []limiter{log(120), log(120)}}, perAddress}
+		},
+			FamilySlidingLog, 0, []string{"rest/onset", "mcp/onset"}, append([]string{"rest/rejected-count", "mcp/rejected-count"}, causes...)},
+	}
+	for _, off := range []float64{0.005, 0.015, 0.025, 0.35, 0.7} { // inside the onset burst, and elsewhere
+		tests = append(tests, struct {
+			name        string
+			srv         func() server
+			wantModel   string
+			wantLimit   int
+			wantFailed  []string
+			mustNotFail []string
+		}{fmt.Sprintf("fixed window, boundary at %.3fw", off), fixed(int64(off*float64(W)), false), FamilyFixedWindow, 0, []string{"rest/rolling", "mcp/rolling"}, causes})
+	}
+	tests = append(tests, struct {
+		name        string
+		srv         func() server
+		wantModel   string
+		wantLimit   int
+		wantFailed  []string
+		mustNotFail []string
+	}{"fixed window opened by each key's first request", fixed(0, true), FamilyFixedWindow, 0, nil, causes})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, lat := range []func(int) time.Duration{quiet, func(i int) time.Duration { return time.Millisecond + time.Duration(i%7)*time.Millisecond }} {
+				rep := judge(simulate(tt.srv(), lat))
+				got := failed(rep)
+				for _, w := range tt.wantFailed {
+					if !slices.Contains(got, w) {
+						t.Errorf("%s did not fail; failed: %v", w, got)
+					}
+				}
+				for _, w := range tt.mustNotFail {
+					if slices.Contains(got, w) {
+						t.Errorf("%s failed: the evidence does not prove that cause", w)
+					}
+				}
+				for i, s := range rep.Verdict.Surfaces {
+					if s.Model != tt.wantModel && !slices.Contains(s.ModelAlternatives, tt.wantModel) {
+						t.Errorf("%s: model %s (alternatives %v), want %s; fit %v", s.Surface, s.Model, s.ModelAlternatives, tt.wantModel, rep.Surfaces[i].Fit.Candidates)
+					}
+				}
+				if t.Failed() {
+					for _, s := range rep.Verdict.Surfaces {
+						for _, c := range s.Checks {
+							t.Logf("%s %s %s: %s", s.Surface, c.Name, c.Verdict, c.Detail)
+						}
+					}
+					return
+				}
+			}
+		})
+	}
+}
+
+// TestIndependenceNeedsProof: refusals that the other surface's traffic
+// could explain, but that this surface's own sliding-window counter
+// explains as well (its weighted previous window), do not fail
+// independence; the same refusals under a counter the surfaces really
+// share, which no limiter of one surface explains, do.
+func TestIndependenceNeedsProof(t *testing.T) {
+	W := int64(synthW)
+	var ps []planned
+	for i := range 240 { // REST: a burst early in the first fixed window
+		ps = append(ps, planned{surface: contract.REST, source: srcA, stream: "burst", at: 0.02 + 0.01*float64(i)/240})
+	}
+	for i := range 240 { // MCP, same address, mid-window
+		ps = append(ps, planned{surface: contract.MCP, source: srcA, stream: "burst", at: 0.5 + 0.01*float64(i)/240})
+	}
+	for i := range 30 { // REST probes just past the boundary
+		ps = append(ps, planned{surface: contract.REST, source: srcA, stream: "probe", at: 1.04 + 0.02*float64(i)/30})
+	}
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].at < ps[j].at })
+	independence := func(rep *Report) Check {
+		for _, s := range rep.Verdict.Surfaces {
+			for _, c := range s.Checks {
+				if s.Surface == contract.REST && c.Name == "independence" {
+					return c
+				}
+			}
+		}
+		return Check{}
+	}
+	perSurface := server{&counterSim{240, W, map[string]map[int64]int{}}, &counterSim{120, W, map[string]map[int64]int{}}, perAddress}
+	rep := judge(simulatePlan(perSurface, ps, quiet))
+	if c := independence(rep); c.Verdict != Pass || !strings.Contains(c.Detail, "explained as well by a limiter of rest alone") {
+		t.Errorf("one counter per surface: independence %s: %s", c.Verdict, c.Detail)
+	}
+	shared := &slidingLogSim{240, W, true, map[string][]int64{}}
+	rep = judge(simulatePlan(server{shared, shared, func(p planned) string { return p.source }}, ps, quiet))
+	if c := independence(rep); c.Verdict != Fail {
+		t.Errorf("one counter for both surfaces: independence %s: %s", c.Verdict, c.Detail)
 	}
 }

@@ -22,14 +22,15 @@ import (
 
 // gobBatch is a run of value messages with the type definitions before them.
 type gobBatch struct {
-	seq   int    // the batch's place in the file
-	first int    // the index of its first result in the file
-	n     int    // results in it
-	defs  []byte // the stream's type definitions (shared, read only)
-	vals  []byte // the value messages (a buffer of the pool)
-	recs  []Record
-	err   error
-	errAt int // the index of the result the error is about
+	seq     int    // the batch's place in the file
+	first   int    // the index of its first result in the file
+	n       int    // results in it
+	defs    []byte // the stream's type definitions (shared, read only)
+	vals    []byte // the value messages (a buffer of the pool)
+	recs    []Record
+	samples []Sample // the batch's sample candidates, in order
+	err     error
+	errAt   int // the index of the result the error is about
 }
 
 // A batch is cut at gobBatchResults results or gobBatchBytes bytes (Vegeta
@@ -140,7 +141,7 @@ func (rd *reader) readGob(br *bufio.Reader, path string, size int64, add func(Re
 			seq, first = seq+1, first+b.n
 			select {
 			case b = <-free:
-				*b = gobBatch{vals: b.vals[:0], recs: b.recs[:0]}
+				*b = gobBatch{vals: b.vals[:0], recs: b.recs[:0], samples: b.samples[:0]}
 			default:
 				b = &gobBatch{}
 			}
@@ -194,6 +195,7 @@ func (rd *reader) readGob(br *bufio.Reader, path string, size int64, add func(Re
 				for _, r := range b.recs {
 					add(r)
 				}
+				rd.keep(b.samples)
 				total += len(b.recs)
 				if b.err != nil {
 					firstErr = fmt.Errorf("%s: record %d: %w", path, b.errAt+1, b.err)
@@ -218,9 +220,11 @@ func (rd *reader) readGob(br *bufio.Reader, path string, size int64, add func(Re
 // stream's layout is Vegeta's Result as the fast decoder knows it, else (or
 // if a message surprises it) with Vegeta's decoder.
 func (b *gobBatch) decode(it *interner) {
+	defer func() { b.samples = it.takeSamples() }()
 	if l := it.layout(b.defs); l != nil && b.decodeFast(l, it) {
 		return
 	}
+	it.takeSamples() // a fast decode that stepped aside took some: drop them
 	dec := vegeta.NewDecoder(io.MultiReader(bytes.NewReader(b.defs), bytes.NewReader(b.vals)))
 	b.recs = b.recs[:0]
 	for i := range b.n {

@@ -28,11 +28,21 @@ const (
 	// window and its dense probes across the recovery edge.
 	StreamProbe = "probe"
 	StreamEdge  = "edge"
-	// StreamSpoof is sent with forged forwarding headers from the limit
-	// address while it is over its limit.
-	StreamSpoof = "spoof"
+	// The spoof streams are sent from the limit address while it is over
+	// its limit: each with one forged forwarding header (StreamSpoof, of
+	// runs before the headers were told apart, with any of them), and
+	// StreamSpoofControl without, between them: a forged probe proves
+	// something only against plain ones sent just before and after it.
+	StreamSpoof              = "spoof"
+	StreamSpoofXForwardedFor = "spoof-x-forwarded-for"
+	StreamSpoofForwarded     = "spoof-forwarded"
+	StreamSpoofXRealIP       = "spoof-x-real-ip"
+	StreamSpoofControl       = "spoof-control"
 	// StreamIsolation is sent from a second address meanwhile.
 	StreamIsolation = "isolation"
+	// StreamDiscriminate is verify's second burst and its dense probes
+	// (--discriminate): they tell limiter families apart.
+	StreamDiscriminate = "discriminate"
 	// StreamPrime is the fleet's primer: the requests that spend the
 	// address's budget before the clients start.
 	StreamPrime = "prime"

@@ -52,6 +52,8 @@ type RunInfo struct {
 	// elapsed minus monotonic elapsed), when it did: the archived timestamps
 	// are wall-clock, so spans across the step are off by that much.
 	ClockStepMS int64 `json:"clock_step_ms,omitempty"`
+	// MCPRevision is the MCP protocol revision the run spoke.
+	MCPRevision string `json:"mcp_revision,omitempty"`
 	// InProgress is set while the run is going: a run.json that still
 	// says so belongs to a run that was killed before it ended.
 	InProgress bool       `json:"in_progress,omitempty"`

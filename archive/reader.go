@@ -79,6 +79,9 @@ type Meta struct {
 	// Truncated says, per file that ended mid-record, how many complete
 	// records were read before the break.
 	Truncated []string
+	// Samples are the first few answers (maxSamples) of each label, status
+	// and judgement, in file order.
+	Samples []Sample
 }
 
 // Read reads run folders (holding results.bin and run.json) or results
@@ -104,6 +107,36 @@ func Read(paths []string, opts Options) (*Input, error) {
 type reader struct {
 	tab  *Tables
 	opts Options
+	// The samples taken so far, and how many of each key (used from the
+	// goroutine that hands records over, in file order).
+	samples []Sample
+	sampled map[sampleKey]int
+}
+
+// maxSamples is how many answers of each label, status and judgement a
+// reader keeps a sample of.
+const maxSamples = 3
+
+// sampleKey says which samples are alike.
+type sampleKey struct {
+	surface, source, stream string
+	code                    uint16
+	refused                 bool
+}
+
+// keep adds samples taken in file order, up to maxSamples of each key and
+// 4096 in all.
+func (rd *reader) keep(ss []Sample) {
+	if rd.sampled == nil {
+		rd.sampled = map[sampleKey]int{}
+	}
+	for _, s := range ss {
+		k := sampleKey{s.Surface, s.Source, s.Stream, s.Code, s.Refused}
+		if n := rd.sampled[k]; n < maxSamples && len(rd.samples) < 4096 {
+			rd.sampled[k] = n + 1
+			rd.samples = append(rd.samples, s)
+		}
+	}
 }
 
 // readInputs reads each path, a run folder or a results file, into meta
@@ -117,9 +150,15 @@ func (rd *reader) readInputs(paths []string, meta *Meta, each func(file string, 
 		}
 		file := p
 		var run *RunInfo
-		if fi.IsDir() {
+		switch {
+		case fi.IsDir():
 			file = filepath.Join(p, ResultsFile)
 			if run, err = ReadRunInfo(p); err != nil {
+				return err
+			}
+		case filepath.Base(p) == ResultsFile:
+			// a run folder's results.bin named alone: its run.json is beside it
+			if run, err = ReadRunInfo(filepath.Dir(p)); err != nil {
 				return err
 			}
 		}
@@ -138,6 +177,8 @@ func (rd *reader) readInputs(paths []string, meta *Meta, each func(file string, 
 		if err != nil {
 			return err
 		}
+		meta.Samples = append(meta.Samples, rd.samples...)
+		rd.samples, rd.sampled = nil, nil
 		meta.Files = append(meta.Files, file)
 		if run != nil {
 			meta.Runs = append(meta.Runs, *run)
@@ -190,6 +231,7 @@ func (rd *reader) readSequential(br *bufio.Reader, path string, _ int64, add fun
 		n++
 		res := fromVegeta(&r)
 		add(it.record(&res))
+		rd.keep(it.takeSamples())
 	}
 }
 
@@ -201,9 +243,9 @@ type result struct {
 	Code               uint16
 	// Start is the timestamp in Unix nanoseconds.
 	Start, Latency int64
-	// The first values of the Allow, Retry-After, RateLimit and
-	// RateLimit-Policy response headers.
-	Allow, RetryAfter, RateLimit, RateLimitPolicy string
+	// The first values of the Allow, Retry-After, RateLimit,
+	// RateLimit-Policy and Content-Type response headers.
+	Allow, RetryAfter, RateLimit, RateLimitPolicy, ContentType string
 }
 
 // fromVegeta reads a result Vegeta's decoder made.
@@ -230,6 +272,8 @@ func (r *result) header(key, value string) {
 		r.RateLimit = value
 	case "Ratelimit-Policy":
 		r.RateLimitPolicy = value
+	case "Content-Type":
+		r.ContentType = value
 	}
 }
 
@@ -255,13 +299,16 @@ func (it *interner) record(r *result) Record {
 	}
 	rec.label = id
 	l := it.tab.labels.at(id)
+	if r.ContentType != "" {
+		rec.SetJSON(IsJSONType(r.ContentType))
+	}
 	var a Answer
 	if it.opts.KeepBody != nil && it.opts.KeepBody(l.Stream) {
 		a.Body = r.Body[:min(len(r.Body), MaxKeptBody)]
 	}
 	if r.Code == 429 {
 		if it.opts.Judge != nil {
-			rec.flags = judged
+			rec.flags |= judged
 			if !it.judge(l.Surface, r.Body) {
 				rec.flags |= judgedBad
 			}
@@ -283,7 +330,44 @@ func (it *interner) record(r *result) Record {
 	if len(a.Body) > 0 || a.Err != "" || a.Allow != "" || a.RetryAfter != "" || a.RateLimit != "" {
 		rec.answer = it.answer(a)
 	}
+	if r.Code != 0 {
+		refusedBad := rec.flags&judgedBad != 0
+		k := sampleKey{l.Surface, l.Source, l.Stream, r.Code, refusedBad}
+		if n := it.seen[k]; n < maxSamples {
+			it.seen[k] = n + 1
+			it.pending = append(it.pending, Sample{Labels: Labels{Surface: l.Surface, Source: l.Source, Stream: l.Stream}, Code: r.Code,
+				Refused: refusedBad, Path: strings.Clone(pathOf(r.URL)), ContentType: strings.Clone(r.ContentType),
+				Body: bytes.Clone(r.Body[:min(len(r.Body), MaxSample)])})
+		}
+	}
 	return rec
+}
+
+// takeSamples returns the samples taken since the last call, in the order
+// taken, and starts afresh: a batch's candidates, which the reader keeps
+// or drops in file order.
+func (it *interner) takeSamples() []Sample {
+	ss := it.pending
+	it.pending = nil
+	clear(it.seen)
+	return ss
+}
+
+// pathOf returns the path of a URL, without its query (which may carry a
+// credential) or fragment.
+func pathOf(raw string) string {
+	if i := strings.Index(raw, "://"); i >= 0 {
+		raw = raw[i+3:]
+		if j := strings.IndexByte(raw, '/'); j >= 0 {
+			raw = raw[j:]
+		} else {
+			raw = "/"
+		}
+	}
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		raw = raw[:i]
+	}
+	return raw
 }
 
 // judge judges a refusal's body (see Options.Judge), remembering the
@@ -315,6 +399,9 @@ type interner struct {
 	answers map[answerKey]uint32
 	bodies  map[string][]byte
 	layouts map[string]*resultLayout // by a stream's type definitions
+	// Samples taken since takeSamples, and how many of each key.
+	pending []Sample
+	seen    map[sampleKey]int
 }
 
 type answerKey struct{ body, allow, retryAfter, rateLimit, err string }
@@ -357,7 +444,7 @@ func (it *interner) answer(a Answer) uint32 {
 // newInterner returns an empty interner of the reader's tables.
 func (rd *reader) newInterner() *interner {
 	return &interner{reader: rd, labels: map[string]uint32{}, answers: map[answerKey]uint32{}, bodies: map[string][]byte{},
-		layouts: map[string]*resultLayout{}, judged: map[string]map[string]bool{}}
+		layouts: map[string]*resultLayout{}, judged: map[string]map[string]bool{}, seen: map[sampleKey]int{}}
 }
 
 // ErrKind is the part of a transport error that does not name the request

@@ -358,3 +358,38 @@ func recordString(tab *Tables, r *Record) string {
 	}
 	return fmt.Sprintf("%s %s %s %+v %d %d %d %q %+v %v", c.Surface, c.Source, c.Stream, fleet, c.Start, c.End, c.Code, a.Body, a, c.Judged)
 }
+
+// TestSamples: a reader keeps the first few answers of each label, status
+// and judgement, in file order, the same whether it decodes on every core
+// or on one, and never more than a few of each.
+func TestSamples(t *testing.T) {
+	rs := results(3*gobBatchResults + 17)
+	path := filepath.Join(t.TempDir(), "results.bin")
+	writeResults(t, path, rs)
+	par, err := Read([]string{path}, testOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqOpts := testOptions
+	seqOpts.Sequential = true
+	seq, err := Read([]string{path}, seqOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := gocmp.Diff(seq.Samples, par.Samples); diff != "" {
+		t.Fatalf("samples on every core differ from one core's (-seq +par):\n%s", diff)
+	}
+	per := map[sampleKey]int{}
+	for _, s := range par.Samples {
+		k := sampleKey{s.Surface, s.Source, s.Stream, s.Code, s.Refused}
+		if per[k]++; per[k] > maxSamples {
+			t.Fatalf("%d samples of %+v", per[k], k)
+		}
+		if len(s.Body) > MaxSample || strings.Contains(s.Path, "?") {
+			t.Errorf("sample %+v: body over %d bytes or a query in its path", s, MaxSample)
+		}
+	}
+	if len(per) < 5 || par.Samples[0].Path != "/api/public/search" {
+		t.Errorf("%d kinds of samples, first %+v", len(per), par.Samples[0])
+	}
+}

@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"strings"
 	"sync"
 	"time"
 )
@@ -16,7 +17,7 @@ type Record struct {
 	Code       uint16
 	label      uint32 // index in Tables.labels
 	answer     uint32 // index in Tables.answers; 0: none kept
-	flags      uint8  // judged, judgedBad
+	flags      uint8  // judged, judgedBad, typed, typedJSON
 }
 
 // A refusal read from a file has its body judged when it is read (see
@@ -25,6 +26,8 @@ type Record struct {
 const (
 	judged    uint8 = 1 << iota // the refusal's body was judged when read
 	judgedBad                   // and the judge said no
+	typed                       // the answer had a Content-Type
+	typedJSON                   // and it was JSON (or an event stream)
 )
 
 // Latency returns the record's latency.
@@ -38,6 +41,31 @@ func (r *Record) LabelID() uint32 { return r.label }
 // whether it was judged when read (only refusals read from a file are).
 func (r *Record) Judged() (ok, known bool) {
 	return r.flags&judgedBad == 0, r.flags&judged != 0
+}
+
+// JSON reports whether the answer's Content-Type was JSON (application/json
+// or a +json type) or an event stream (an MCP answer in SSE form), and
+// whether the answer had a Content-Type at all.
+func (r *Record) JSON() (json, known bool) {
+	return r.flags&typedJSON != 0, r.flags&typed != 0
+}
+
+// SetJSON records the answer's Content-Type kind (for records made in
+// memory; a reader sets it from the answer's header).
+func (r *Record) SetJSON(json bool) {
+	r.flags |= typed
+	if json {
+		r.flags |= typedJSON
+	} else {
+		r.flags &^= typedJSON
+	}
+}
+
+// IsJSONType reports whether a Content-Type is JSON or an event stream.
+func IsJSONType(contentType string) bool {
+	ct, _, _ := strings.Cut(strings.ToLower(contentType), ";")
+	ct = strings.TrimSpace(ct)
+	return ct == "application/json" || strings.HasSuffix(ct, "+json") || ct == "text/event-stream"
 }
 
 // Answer is what a record keeps of its response besides the status. Read
@@ -56,6 +84,25 @@ type Answer struct {
 	// from a file, only its kind (see ErrKind).
 	Err string
 }
+
+// Sample is what came back for one result: the first few results of each
+// label, status and judgement of a file are sampled (Meta.Samples), so
+// that a report can say what a target answered instead of the contract's
+// answer without keeping every body.
+type Sample struct {
+	Labels
+	Code uint16
+	// Refused is set on a refusal Options.Judge refused.
+	Refused bool
+	// Path is the request's path (without its query, which may carry a
+	// credential); ContentType the answer's; Body its first MaxSample
+	// bytes.
+	Path, ContentType string
+	Body              []byte
+}
+
+// MaxSample caps the bytes of body a sample keeps.
+const MaxSample = 64
 
 // MaxKeptBody caps the bytes of a body a record keeps.
 const MaxKeptBody = 1024

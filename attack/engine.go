@@ -147,6 +147,9 @@ func (e *Engine) Execute(ctx context.Context, job Job) (*Run, error) {
 	say := func(format string, args ...any) {
 		fmt.Fprintf(e.Stderr, "ratecheck %s: %s\n", e.Command, fmt.Sprintf(format, args...))
 	}
+	if err := CheckSources(job.Info().Sources); err != nil {
+		return nil, &SetupError{err}
+	}
 	run := &Run{Target: e.Target, Embedded: e.Target == "", Counts: &Counts{}}
 	if run.Embedded {
 		url, stop, err := e.Embedded()
@@ -244,6 +247,27 @@ func (e *Engine) info(job Job, run *Run, start time.Time) archive.RunInfo {
 		info.StartAt = &at
 	}
 	return info
+}
+
+// CheckSources reports the first source address this machine cannot send
+// from: a request from it would fail before it left, and a run of such
+// failures proves nothing about the target.
+func CheckSources(sources []string) error {
+	for _, src := range sources {
+		if src == "" {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(src, "0"))
+		if err != nil {
+			var errno syscall.Errno
+			if errors.As(err, &errno) && errno == syscall.EADDRNOTAVAIL {
+				err = errors.New("this machine has no such address")
+			}
+			return fmt.Errorf("--sources: cannot send from %s: %v (on Linux every 127.0.0.x is local; another address must be one of this machine's)", src, err)
+		}
+		ln.Close()
+	}
+	return nil
 }
 
 // reachableBy checks that the target answers. Before an agreed start (a

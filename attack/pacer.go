@@ -94,6 +94,9 @@ var _ vegeta.Pacer = Pacer{}
 type GatedPacer struct {
 	Pacer
 	Gate, Abort <-chan struct{}
+	// Lag is how long after the gate opens (when it opens late) the first
+	// hit goes out: streams gated together keep their fine offsets.
+	Lag time.Duration
 	// Now returns the time (nil: time.Now); tests pass a fake.
 	Now   func() time.Time
 	shift time.Duration
@@ -114,7 +117,7 @@ func (g *GatedPacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bo
 			return 0, true
 		}
 		elapsed += now().Sub(t0)
-		g.shift, g.open = max(0, elapsed-g.Offset), true
+		g.shift, g.open = max(0, elapsed-g.Offset+g.Lag), true
 	}
 	return g.Pacer.Pace(elapsed-g.shift, hits)
 }

@@ -1,7 +1,3 @@
-// Package attack turns scenario profiles into Vegeta attacks: targeters for
-// the REST and MCP surfaces, pacers whose durations may be written in units
-// of the window, one attacker per source address, and an archive writer
-// whose results stay readable by Vegeta's own tools.
 package attack
 
 import (
@@ -64,6 +60,11 @@ type Stream struct {
 	// at Start or then, whichever is later, and keeps its own pacing from
 	// there. It keeps a plan's order on a machine too slow for its times.
 	After []string `yaml:"after"`
+	// Lag, when the streams of After end later than Start, is how long
+	// after them this stream begins, so that streams waiting on the same
+	// ones keep their order (verify's forged probes go out between plain
+	// ones). Not written in profiles.
+	Lag Span `yaml:"-"`
 	// Sources overrides the profile's sources; the pacer's rate and count
 	// are split evenly across them.
 	Sources []string `yaml:"sources"`

@@ -45,6 +45,7 @@ type unit struct {
 	source string
 	pacer  Pacer
 	label  string
+	lag    time.Duration // the stream's Lag
 }
 
 // StreamSources returns the sources of a stream: its own, else the
@@ -74,7 +75,7 @@ func (pl Plan) units() []unit {
 			if label == "" && pl.Shard.Split() {
 				label = fmt.Sprintf("shard-%d", pl.Shard.I)
 			}
-			us = append(us, unit{stream: s, source: src, label: archive.Label(s.Surface, label, s.Name),
+			us = append(us, unit{stream: s, source: src, label: archive.Label(s.Surface, label, s.Name), lag: s.Lag.In(pl.Window),
 				pacer: Pacer{Sched: sched, Offset: s.Start.In(pl.Window), K: K, J: J}})
 		}
 	}
@@ -258,7 +259,7 @@ func (g *gates) pacer(u unit) vegeta.Pacer {
 	if len(u.stream.After) == 0 {
 		return u.pacer
 	}
-	return &GatedPacer{Pacer: u.pacer, Gate: g.allOf(g.keyOf[u.stream]), Abort: g.stop}
+	return &GatedPacer{Pacer: u.pacer, Gate: g.allOf(g.keyOf[u.stream]), Abort: g.stop, Lag: u.lag}
 }
 
 // answered counts a result toward its stream's gate.

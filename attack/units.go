@@ -13,7 +13,7 @@ import (
 // Span is a duration that may be written in units of the window: "1.1w" is
 // 1.1 windows, "500ms" an absolute duration. The zero value is zero.
 type Span struct {
-	// D is an absolute duration, used when W is zero.
+	// D is an absolute duration, added to W windows.
 	D time.Duration
 	// W is a multiple of the window.
 	W float64
@@ -38,10 +38,7 @@ func ParseSpan(s string) (Span, error) {
 
 // In returns the span as a duration for a window of length w.
 func (s Span) In(w time.Duration) time.Duration {
-	if s.W != 0 {
-		return time.Duration(s.W * float64(w))
-	}
-	return s.D
+	return time.Duration(s.W*float64(w)) + s.D
 }
 
 // IsZero reports whether the span is zero.
@@ -49,7 +46,10 @@ func (s Span) IsZero() bool { return s.D == 0 && s.W == 0 }
 
 // String returns the span as written.
 func (s Span) String() string {
-	if s.W != 0 {
+	switch {
+	case s.W != 0 && s.D != 0:
+		return strconv.FormatFloat(s.W, 'g', -1, 64) + "w+" + s.D.String()
+	case s.W != 0:
 		return strconv.FormatFloat(s.W, 'g', -1, 64) + "w"
 	}
 	return s.D.String()

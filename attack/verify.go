@@ -2,6 +2,7 @@ package attack
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/contract"
@@ -17,6 +18,14 @@ type VerifyOptions struct {
 	Sources []string
 	// Limits, Isolation and Contract select the probe groups.
 	Limits, Isolation, Contract bool
+	// Surfaces are the surfaces probed (nil: both).
+	Surfaces []string
+	// Discriminate adds a window of probes that tells the limiter
+	// families apart: a second burst of L at 1.2w, then a probe every
+	// 0.005w until 2.2w. Capacity comes back at the burst's age (a sliding
+	// log), at the next boundary (a fixed window), in between (a
+	// sliding-window counter) or steadily (a token bucket).
+	Discriminate bool
 }
 
 // VerifyProfile returns the probe plan of docs/method.md for both surfaces in
@@ -47,6 +56,9 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 		{contract.REST, o.RESTLimit, Request{Path: "/api/public/search", Query: map[string]string{"q": "rate limits", "limit": "5"}}},
 		{contract.MCP, o.MCPLimit, Request{RPC: "tools/call", Params: map[string]any{"name": "search", "arguments": map[string]any{"query": "rate limits", "limit": 5}}}},
 	} {
+		if o.Surfaces != nil && !slices.Contains(o.Surfaces, sf.surface) {
+			continue
+		}
 		L := sf.limit
 		stream := func(name string, sources []string, start float64, pacer PacerSpec, reqs ...Request) Stream {
 			if len(reqs) == 0 {
@@ -68,6 +80,10 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 				after(stream(archive.StreamFlood, src(0), 0.05, PacerSpec{Type: "burst-then-probe", Burst: L, Over: Span{W: 0.05}}), archive.StreamOver),
 				stream(archive.StreamProbe, src(0), 0.12, PacerSpec{Type: "constant", Rate: Rate{N: 50, Per: Span{W: 1}}, Duration: Span{W: 1.08}}),
 				stream(archive.StreamEdge, src(0), 1.0, PacerSpec{Type: "constant", Rate: Rate{N: 200, Per: Span{W: 1}}, Duration: Span{W: 0.1}}))
+			if o.Discriminate {
+				p.Streams = append(p.Streams, stream(archive.StreamDiscriminate, src(0), 1.2,
+					PacerSpec{Type: "burst-then-probe", Burst: L, Over: Span{W: 0.03}, ProbeFrom: Span{W: 0.05}, ProbeEvery: Span{W: 0.005}, Until: Span{W: 1}}))
+			}
 		}
 		if o.Isolation {
 			spoofed := func(k, v string) Request {
@@ -75,9 +91,25 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 				r.Headers = map[string]string{k: v}
 				return r
 			}
-			p.Streams = append(p.Streams,
-				after(stream(archive.StreamSpoof, src(0), 0.11, once(3), spoofed("X-Forwarded-For", "198.51.100.7"),
-					spoofed("Forwarded", "for=198.51.100.7"), spoofed("X-Real-IP", "198.51.100.7")), archive.StreamOver))
+			// Forged probes between plain ones from the same address: a
+			// forged probe proves something only against plain ones sent
+			// just before and after it. Ten plain probes go out g = W/(10L)
+			// apart, and three of each forged header between them, so
+			// that a limiter refilling L per window gives back at most one
+			// request while one header's three are in flight.
+			g := 1 / float64(10*L)
+			p.Streams = append(p.Streams, after(stream(archive.StreamSpoofControl, src(0), 0.11,
+				PacerSpec{Type: "constant", Rate: Rate{N: float64(10 * L), Per: Span{W: 1}}, Count: 10}), archive.StreamOver))
+			for i, h := range []struct{ stream, header, value string }{
+				{archive.StreamSpoofXForwardedFor, "X-Forwarded-For", "198.51.100.7"},
+				{archive.StreamSpoofForwarded, "Forwarded", "for=198.51.100.7"},
+				{archive.StreamSpoofXRealIP, "X-Real-IP", "198.51.100.7"},
+			} {
+				forged := stream(h.stream, src(0), 0.11+(0.5+float64(i))*g,
+					PacerSpec{Type: "constant", Rate: Rate{N: float64(10*L) / 3, Per: Span{W: 1}}, Count: 3}, spoofed(h.header, h.value))
+				forged.Lag = Span{W: (0.5 + float64(i)) * g}
+				p.Streams = append(p.Streams, after(forged, archive.StreamOver))
+			}
 			if len(o.Sources) >= 2 {
 				p.Streams = append(p.Streams, after(stream(archive.StreamIsolation, src(1), 0.11, once(3)), archive.StreamOver))
 			}

@@ -56,7 +56,10 @@ func flood() (*archive.Input, analyze.Config) {
 // marked, and it references nothing outside itself.
 func TestHTML(t *testing.T) {
 	in, cfg := flood()
-	rep := analyze.Analyze(in, cfg)
+	rep, err := analyze.Analyze(in, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var buf bytes.Buffer
 	if err := HTML(&buf, in, rep, cfg); err != nil {
 		t.Fatal(err)
@@ -102,7 +105,11 @@ func TestHTMLInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := HTML(f, in, analyze.Analyze(in, cfg), cfg); err != nil {
+	rep, err := analyze.Analyze(in, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := HTML(f, in, rep, cfg); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -161,7 +168,11 @@ func TestHTMLFleet(t *testing.T) {
 		}
 	}
 	var buf bytes.Buffer
-	if err := HTML(&buf, in, analyze.Analyze(in, cfg), cfg); err != nil {
+	rep, err := analyze.Analyze(in, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := HTML(&buf, in, rep, cfg); err != nil {
 		t.Fatal(err)
 	}
 	page := buf.String()

@@ -30,6 +30,7 @@ type (
 		Name     string       `xml:"name,attr"`
 		Tests    int          `xml:"tests,attr"`
 		Failures int          `xml:"failures,attr"`
+		Errors   int          `xml:"errors,attr"`
 		Skipped  int          `xml:"skipped,attr"`
 		Suites   []junitSuite `xml:"testsuite"`
 	}
@@ -47,6 +48,7 @@ type (
 		Classname string        `xml:"classname,attr"`
 		Time      string        `xml:"time,attr"`
 		Skipped   *junitMessage `xml:"skipped"`
+		Error     *junitMessage `xml:"error"`
 		Failure   *junitMessage `xml:"failure"`
 		SystemOut string        `xml:"system-out,omitempty"`
 	}
@@ -58,8 +60,10 @@ type (
 )
 
 // JUnit writes suites as JUnit XML named name ("ratecheck verify"): a test
-// case per check, failed or skipped as the check was, its evidence as the
-// message, so that a CI system's test view shows the verdict.
+// case per check, failed or skipped as the check was, an inconclusive one
+// as an error (the test could not be carried out: a CI system must not
+// read it as a pass), its evidence as the message, so that a CI system's
+// test view shows the verdict.
 func JUnit(w io.Writer, name string, suites []Suite) error {
 	out := junitSuites{Name: name}
 	for _, s := range suites {
@@ -73,6 +77,9 @@ func JUnit(w io.Writer, name string, suites []Suite) error {
 			case analyze.Skip:
 				tc.Skipped = &junitMessage{Message: c.Detail}
 				js.Skipped++
+			case analyze.Inconclusive:
+				tc.Error = &junitMessage{Message: c.Detail, Type: "inconclusive", Text: c.Detail}
+				js.Errors++
 			default:
 				tc.SystemOut = c.Detail
 			}
@@ -80,7 +87,7 @@ func JUnit(w io.Writer, name string, suites []Suite) error {
 			js.Tests++
 		}
 		out.Suites = append(out.Suites, js)
-		out.Tests, out.Failures, out.Skipped = out.Tests+js.Tests, out.Failures+js.Failures, out.Skipped+js.Skipped
+		out.Tests, out.Failures, out.Errors, out.Skipped = out.Tests+js.Tests, out.Failures+js.Failures, out.Errors+js.Errors, out.Skipped+js.Skipped
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,10 +16,24 @@ import (
 )
 
 // JSON writes the schema-1 verdict, indented, with a trailing newline.
+// Lists are written as [] when empty, never null.
 func JSON(w io.Writer, rep *analyze.Report) error {
+	v := rep.Verdict
+	v.Surfaces = slices.Clone(v.Surfaces)
+	if v.Surfaces == nil {
+		v.Surfaces = []analyze.SurfaceVerdict{}
+	}
+	for i := range v.Surfaces {
+		if v.Surfaces[i].ModelAlternatives == nil {
+			v.Surfaces[i].ModelAlternatives = []string{}
+		}
+		if v.Surfaces[i].Checks == nil {
+			v.Surfaces[i].Checks = []analyze.Check{}
+		}
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(rep.Verdict)
+	return enc.Encode(v)
 }
 
 // Tables writes, per surface, a summary line, a table of checks with verdict
@@ -35,6 +50,9 @@ func Tables(w io.Writer, rep *analyze.Report) error {
 		d := rep.Surfaces[i]
 		fmt.Fprintf(w, "\n%s  %s: %s\n", strings.ToUpper(s.Verdict), strings.ToUpper(s.Surface), summaryLine(s, d))
 		fmt.Fprintf(w, "  %s\n", countsLine(d))
+		if s.Missing != "" {
+			fmt.Fprintf(w, "  missing evidence: %s\n", s.Missing)
+		}
 		if len(d.Errors) > 0 {
 			var kinds []string
 			for _, e := range d.Errors[:min(len(d.Errors), 3)] {
@@ -83,14 +101,25 @@ func summaryLine(s analyze.SurfaceVerdict, d analyze.SurfaceDetail) string {
 	if s.RejectedCount != nil {
 		rc = strconv.FormatBool(*s.RejectedCount)
 	}
-	return fmt.Sprintf("expected limit %d, observed %s, model %s, refused requests count: %s", s.ExpectedLimit, observed, s.Model, rc)
+	model := s.Model
+	if b := d.Fit.Best; b.Limit > 0 && b.Limit != s.ExpectedLimit && b.Family == s.Model {
+		model = fmt.Sprintf("%s of %d", s.Model, b.Limit)
+	}
+	if len(s.ModelAlternatives) > 0 {
+		model += " (or " + strings.Join(s.ModelAlternatives, ", ") + ": the run fits them equally; --discriminate tells them apart)"
+	}
+	line := fmt.Sprintf("expected limit %d, observed %s, model %s, refused requests count: %s", s.ExpectedLimit, observed, model, rc)
+	if s.MCPRevision != "" {
+		line += ", MCP revision " + s.MCPRevision
+	}
+	return line
 }
 
 // countsLine counts a surface's requests by answer and by what the model
 // required of them.
 func countsLine(d analyze.SurfaceDetail) string {
-	return fmt.Sprintf("%d requests from %s: %d admitted, %d refused, %d faults; required 200: %d, required 429: %d, indeterminate: %d",
-		d.Requests, strings.Join(d.Sources, ", "), d.Admitted, d.Refused, d.Faults, d.Required200, d.Required429, d.Indet)
+	return fmt.Sprintf("%d requests from %s: %d admitted, %d refused, %d faults, %d other answers; required 200: %d, required 429: %d, indeterminate: %d",
+		d.Requests, strings.Join(d.Sources, ", "), d.Admitted, d.Refused, d.Faults, d.OtherAnswers, d.Required200, d.Required429, d.Indet)
 }
 
 // latencyLine gives a surface's latency percentiles.

@@ -19,14 +19,21 @@ inferred from the URL when no ratecheck label says it). Several paths, from
 several machines, merge by timestamp. Prints the same tables as verify, or
 schema-1 JSON with --json.
 
-The window defaults to the one recorded in run.json, else 60s.
+The window defaults to the one recorded in run.json (a results.bin named
+alone is read with the run.json beside it); without one, it is the
+documented 60s and the first line of the verdict says so: pass --window
+for a run made with a compressed one.
 
 Any number of results is analyzed in bounded memory: the input is read
 once into a compact temporary copy under $TMPDIR (27 bytes a result,
 removed at the end), then judged in send order holding about one window
 of results at a time.
 
-Exit codes: 0 verified, 1 a check failed, 2 bad usage or unreadable input.
+Input that holds no request to /api/public/ or /mcp (results of another
+API, or not results at all) is an error.
+
+Exit codes: 0 verified, 1 a check failed, 2 bad usage or unreadable input,
+4 inconclusive (the run did not produce the evidence a check needs).
 `
 
 func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int {
@@ -95,7 +102,16 @@ func analysisConfig(in *archive.Meta, window time.Duration, restLimit, mcpLimit 
 		cfg.Run = firstPath
 	}
 	if cfg.Window == 0 {
-		cfg.Window = time.Minute
+		cfg.Window = contract.Window
+		cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s has no run.json: judged against the documented window of %v; pass --window if the run was made with another", firstPath, cfg.Window))
+	}
+	for _, r := range in.Runs {
+		if r.InProgress {
+			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: the run did not finish (killed?): its run.json was written when it started", r.Dir))
+		}
+		if cfg.MCPRevision == "" {
+			cfg.MCPRevision = r.MCPRevision
+		}
 	}
 	return cfg
 }

@@ -60,7 +60,12 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitUsage
 		}
 		cfg := analysisConfig(&in.Meta, window, restLimit, mcpLimit, nil, path)
-		sums[i] = report.Summarize(in, analyze.Analyze(in, cfg))
+		rep, err := analyze.Analyze(in, cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "ratecheck compare: %v\n", err)
+			return exitUsage
+		}
+		sums[i] = report.Summarize(in, rep)
 	}
 	c := report.Compare(sums[0], sums[1], limit)
 	if asJSON {

@@ -176,10 +176,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "ratecheck fleet: writing the verdict: %v\n", err)
 		return exitUsage
 	}
-	if rep.Verdict != analyze.Pass {
-		return exitCheckFailed
-	}
-	return exitOK
+	return verdictExit(rep.Verdict)
 }
 
 func orDefault(source string) string {

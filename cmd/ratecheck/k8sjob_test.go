@@ -73,7 +73,10 @@ func TestK8sJobPodsRun(t *testing.T) {
 	for i := range in.Records {
 		bySource[in.Tables().Labels(&in.Records[i]).Source]++
 	}
-	rep := analyze.Analyze(in, analysisConfig(&in.Meta, 0, 240, 120, nil, dirs[0]))
+	rep, err := analyze.Analyze(in, analysisConfig(&in.Meta, 0, 240, 120, nil, dirs[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("%d results by source %v; %v", len(in.Records), bySource, rep.Notes)
 	if len(in.Records) != 480 || len(bySource) != 3 || bySource["shard-0"] != 160 {
 		t.Errorf("%d results by source %v: want capacity's 480, 160 from each shard's own address", len(in.Records), bySource)

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/contract"
 )
 
@@ -21,8 +22,23 @@ const (
 	exitOK          = 0 // verified, or the command did what it was asked
 	exitCheckFailed = 1 // a check failed
 	exitUsage       = 2 // bad usage, configuration or input
-	exitUnreachable = 3 // the target could not be reached
+	exitUnreachable = 3 // the target could not be reached, or failed during the run
+	// exitInconclusive: the run could not gather the evidence a selected
+	// check needs (nothing refused, every request unanswered, the API not
+	// there). A CI gate must never read it as a pass.
+	exitInconclusive = 4
 )
+
+// verdictExit is the exit code of a verdict: 0 pass, 1 fail, 4 inconclusive.
+func verdictExit(verdict string) int {
+	switch verdict {
+	case analyze.Pass:
+		return exitOK
+	case analyze.Inconclusive:
+		return exitInconclusive
+	}
+	return exitCheckFailed
+}
 
 // version is the tool's version, recorded in every archived run.
 var version = "0.1.0-dev"
@@ -104,7 +120,8 @@ Commands:
 		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprint(w, `
-Exit codes: 0 verified, 1 a check failed, 2 bad usage, config or input, 3 target unreachable or failing.
+Exit codes: 0 verified, 1 a check failed, 2 bad usage, config or input, 3 target unreachable or failing,
+4 inconclusive (the run did not produce the evidence a selected check needs).
 `)
 }
 

@@ -33,7 +33,7 @@ func TestUsage(t *testing.T) {
 	}{
 		{nil, exitUsage, "", "Commands:"},
 		{[]string{"help"}, exitOK, "serve", ""},
-		{[]string{"--help"}, exitOK, "Exit codes: 0 verified, 1 a check failed, 2 bad usage, config or input, 3 target unreachable or failing.", ""},
+		{[]string{"--help"}, exitOK, "4 inconclusive (the run did not produce the evidence a selected check needs)", ""},
 		{[]string{"help", "serve"}, exitOK, "Usage: ratecheck serve [flags]", ""},
 		{[]string{"help", "nope"}, exitUsage, "", `ratecheck help: unknown command "nope"`},
 		{[]string{"nope"}, exitUsage, "", `ratecheck: unknown command "nope"`},

@@ -60,7 +60,15 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	cfg := analysisConfig(&in.Meta, window, restLimit, mcpLimit, nil, fs.Arg(0))
-	if err := writeReport(out, in, analyze.Analyze(in, cfg), cfg); err != nil {
+	rep, err := analyze.Analyze(in, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecheck report: %v\n", err)
+		return exitUsage
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(stderr, "ratecheck report: warning: %s\n", w)
+	}
+	if err := writeReport(out, in, rep, cfg); err != nil {
 		fmt.Fprintf(stderr, "ratecheck report: %v\n", err)
 		return exitUsage
 	}
@@ -72,9 +80,13 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 // where; a failure is reported and does not change the run's exit code.
 func writeRunReport(name, dir string, cfg analyze.Config, stdout, stderr io.Writer) {
 	in, err := analyze.Read([]string{dir})
+	var rep *analyze.Report
+	if err == nil {
+		rep, err = analyze.Analyze(in, cfg)
+	}
 	if err == nil {
 		path := filepath.Join(dir, report.HTMLFile)
-		if err = writeReport(path, in, analyze.Analyze(in, cfg), cfg); err == nil {
+		if err = writeReport(path, in, rep, cfg); err == nil {
 			fmt.Fprintf(stdout, "  report %s\n", path)
 			return
 		}

@@ -143,8 +143,8 @@ func TestSchemaVerdictsIncludeInconclusive(t *testing.T) {
 	}
 }
 
-// TestAnalyzeJSONWithoutSurfaces: input with no REST or MCP request is a
-// failed verdict whose surfaces are null, as the schema says.
+// TestAnalyzeJSONWithoutSurfaces: input with no REST or MCP request is
+// not judged: exit 2, naming what it holds instead.
 func TestAnalyzeJSONWithoutSurfaces(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "other.bin")
 	f, err := os.Create(path)
@@ -164,8 +164,7 @@ func TestAnalyzeJSONWithoutSurfaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := runCmd(t, "analyze", "--json", path)
-	if code != exitCheckFailed || !strings.Contains(stdout, `"surfaces": null`) {
-		t.Errorf("exit %d, want %d and no surfaces\n%s%s", code, exitCheckFailed, stdout, stderr)
+	if code != exitUsage || stdout != "" || !strings.Contains(stderr, "no request to /api/public/ or /mcp: results of another API (the first is 200 from /healthz)") {
+		t.Errorf("exit %d, want %d naming what was found\n%s%s", code, exitUsage, stdout, stderr)
 	}
-	matchSchema(t, "verdict.json", stdout)
 }

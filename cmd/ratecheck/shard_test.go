@@ -87,7 +87,10 @@ func TestShardsMergeLikeOneMachine(t *testing.T) {
 			}
 			archived[src][int(r.Code)]++
 		}
-		rep := analyze.Analyze(in, analysisConfig(&in.Meta, 0, 240, 120, nil, dirs[0]))
+		rep, err := analyze.Analyze(in, analysisConfig(&in.Meta, 0, 240, 120, nil, dirs[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if len(in.Records) != sum {
 			t.Errorf("%d records merged from archives holding %d", len(in.Records), sum)
 		}

@@ -47,7 +47,7 @@ func TestEveryStreamIsJudged(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{archive.StreamOnset: "limits", archive.StreamOver: "limits", archive.StreamFlood: "limits",
-		archive.StreamProbe: "limits", archive.StreamEdge: "limits", archive.StreamIsolation: "limits", archive.StreamSpoof: "spoof"}
+		archive.StreamProbe: "limits", archive.StreamEdge: "limits", archive.StreamIsolation: "limits", archive.StreamSpoofXForwardedFor: "spoof", archive.StreamSpoofForwarded: "spoof", archive.StreamSpoofXRealIP: "spoof", archive.StreamSpoofControl: "limits"}
 	for _, s := range plan.Streams {
 		w, ok := want[s.Name]
 		if !ok {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
@@ -22,10 +23,13 @@ headers ignored, the two surfaces counted apart, and every failure-table row
 answered as documented.
 
 verify runs the probe plan of docs/method.md on both surfaces in parallel
-(about 1.2 windows), archives it like attack, analyzes it and prints a table
-of checks per surface (or schema-1 JSON with --json). Latency never causes a
-false alarm: a request whose outcome the timing cannot decide is reported as
-indeterminate, never failed.
+(--surfaces picks one; about 1.2 windows), archives it like attack, analyzes
+it and prints a table of checks per surface (or schema-1 JSON with --json,
+docs/schema/verdict.json). Latency never causes a false alarm: a request
+whose outcome the timing cannot decide is reported as indeterminate, never
+failed. A check whose evidence the run did not produce (nothing refused,
+every request unanswered, the API not there) is inconclusive, and so is the
+run: exit 4, never a pass.
 
 Without --target the embedded reference target is started with the window
 compressed to 6s (unless --window is given), so a verdict takes seconds.
@@ -33,13 +37,18 @@ compressed to 6s (unless --window is given), so a verdict takes seconds.
 --sources names the limit address, a second address for isolation, and a
 third for the contract probes (default on a loopback target: 127.0.0.1,
 127.0.0.2, 127.0.0.3; none against a remote target, where isolation is
-skipped).
+skipped). An address this machine does not have is refused before anything
+is sent.
+
+When two limiter families explain the run equally (model_alternatives),
+--discriminate adds one window of probes that tells them apart.
 
 Check groups (--checks): limits = onset, rolling, rejected-count, shape;
 isolation = isolation, spoof, independence; contract = contract.
 
 Exit codes: 0 verified, 1 a check failed, 2 bad usage, 3 target unreachable
-or failing (--abort-at).
+or failing (--abort-at; the verdict of what was received is still printed),
+4 inconclusive.
 `
 
 // verifyOptions are the flags of "ratecheck verify".
@@ -54,6 +63,8 @@ type verifyOptions struct {
 	report    bool
 	junit     string
 	timeout   time.Duration
+	surfaces  string
+	discrim   bool
 }
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -68,6 +79,8 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.BoolVar(&o.report, "report", true, "write report.html (verdict and charts) into the run folder")
 	fs.StringVar(&o.junit, "junit", "", "also write the verdict as JUnit XML to `file` (a test case per check per surface)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout")
+	fs.StringVar(&o.surfaces, "surfaces", "rest,mcp", "comma-separated `surfaces` to verify: rest, mcp or both")
+	fs.BoolVar(&o.discrim, "discriminate", false, "add a window of probes that tells limiter families apart when the run cannot (see model_alternatives)")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
@@ -85,6 +98,18 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return usageErr(stderr, "verify", "--checks: %v", err)
 	}
+	surfaces, err := parseList(o.surfaces)
+	if err == nil && len(surfaces) == 0 {
+		err = fmt.Errorf("name rest, mcp or both")
+	}
+	for _, sf := range surfaces {
+		if sf != contract.REST && sf != contract.MCP {
+			err = fmt.Errorf("unknown surface %q (want rest, mcp or rest,mcp)", sf)
+		}
+	}
+	if err != nil {
+		return usageErr(stderr, "verify", "--surfaces: %v", err)
+	}
 	window := o.window
 	if window == 0 {
 		window = time.Minute
@@ -99,8 +124,9 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if o.sources == "" && attack.IsLoopback(o.target) {
 		sources = []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}
 	}
-	prof, err := attack.VerifyProfile(attack.VerifyOptions{RESTLimit: restLimit, MCPLimit: mcpLimit, Sources: sources,
-		Limits: slices.Contains(groups, "limits"), Isolation: slices.Contains(groups, "isolation"), Contract: slices.Contains(groups, "contract")})
+	prof, err := attack.VerifyProfile(attack.VerifyOptions{RESTLimit: restLimit, MCPLimit: mcpLimit, Sources: sources, Surfaces: surfaces,
+		Limits: slices.Contains(groups, "limits"), Isolation: slices.Contains(groups, "isolation"), Contract: slices.Contains(groups, "contract"),
+		Discriminate: o.discrim})
 	if err != nil {
 		return usageErr(stderr, "verify", "%v", err)
 	}
@@ -110,10 +136,16 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return usageErr(stderr, "verify", "%v", err)
 	}
 	eng.Folder, eng.Seed = prof.Name, 1
-	fmt.Fprintf(stderr, "ratecheck verify: probing both surfaces for about %v (window %v)\n", plan.Duration().Round(100*time.Millisecond), window)
-	run, err := eng.Execute(ctx, plan)
-	if err != nil {
-		return failed(stderr, "verify", err)
+	fmt.Fprintf(stderr, "ratecheck verify: probing %s for about %v (window %v)\n", strings.Join(surfaces, " and "), plan.Duration().Round(100*time.Millisecond), window)
+	run, runErr := eng.Execute(ctx, plan)
+	if run == nil || (runErr != nil && exitFor(runErr) != exitUnreachable) {
+		return failed(stderr, "verify", runErr)
+	}
+	// A target that failed during the run still gets its verdict (what
+	// was received is judged), and the exit code says it failed.
+	code := exitOK
+	if runErr != nil {
+		code = failed(stderr, "verify", runErr)
 	}
 	in, err := analyze.Read([]string{run.Dir})
 	if err != nil {
@@ -121,8 +153,12 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	cfg := analyze.Config{Window: window, Limits: map[string]int{contract.REST: restLimit, contract.MCP: mcpLimit},
-		Checks: checks, Target: run.Target, Run: run.Dir}
-	rep := analyze.Analyze(in, cfg)
+		Checks: checks, Target: run.Target, Run: run.Dir, Surfaces: surfaces, MCPRevision: run.Info.MCPRevision}
+	rep, err := analyze.Analyze(in, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecheck verify: %v\n", err)
+		return exitUsage
+	}
 	if o.report {
 		path := filepath.Join(run.Dir, report.HTMLFile)
 		if err := writeReport(path, in, rep, cfg); err != nil {
@@ -131,12 +167,15 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintf(stderr, "ratecheck verify: report %s\n", path)
 		}
 	}
-	code := printVerdict(rep, o.json, stdout, stderr)
+	verdict := printVerdict(rep, o.json, stdout, stderr)
 	if err := writeJUnit(o.junit, "ratecheck verify", report.VerdictSuites(rep)); err != nil {
 		fmt.Fprintf(stderr, "ratecheck verify: --junit: %v (the run is kept in %s)\n", err, run.Dir)
 		return exitUsage
 	}
-	return code
+	if code != exitOK {
+		return code
+	}
+	return verdict
 }
 
 // printVerdict writes the report as tables or JSON and returns the exit code.
@@ -158,10 +197,7 @@ func printVerdict(rep *analyze.Report, asJSON bool, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "ratecheck: writing the verdict: %v\n", err)
 		return exitUsage
 	}
-	if rep.Verdict.Verdict != analyze.Pass {
-		return exitCheckFailed
-	}
-	return exitOK
+	return verdictExit(rep.Verdict.Verdict)
 }
 
 // parseChecks turns --checks groups into group names and check names.
@@ -174,7 +210,7 @@ func parseChecks(s string) (groups, checks []string, err error) {
 		return nil, nil, fmt.Errorf("name at least one group: limits, isolation, contract")
 	}
 	for _, g := range groups {
-		names, ok := analyze.CheckGroups[g]
+		names, ok := analyze.CheckGroups()[g]
 		if !ok {
 			return nil, nil, fmt.Errorf("unknown group %q (want limits, isolation or contract)", g)
 		}

@@ -59,13 +59,30 @@ type verdictJSON struct {
 	WindowMS int64  `json:"window_ms"`
 	Run      string `json:"run"`
 	Surfaces []struct {
-		Surface       string `json:"surface"`
-		ExpectedLimit int    `json:"expected_limit"`
-		ObservedLimit *int   `json:"observed_limit"`
-		Model         string `json:"model"`
-		RejectedCount *bool  `json:"rejected_count"`
-		Verdict       string `json:"verdict"`
-		Checks        []struct {
+		Surface       string   `json:"surface"`
+		ExpectedLimit int      `json:"expected_limit"`
+		ObservedLimit *int     `json:"observed_limit"`
+		Model         string   `json:"model"`
+		Alternatives  []string `json:"model_alternatives"`
+		RejectedCount *bool    `json:"rejected_count"`
+		MCPRevision   string   `json:"mcp_revision"`
+		Verdict       string   `json:"verdict"`
+		Missing       string   `json:"missing"`
+		Requests      int      `json:"requests"`
+		Admitted      int      `json:"admitted"`
+		Refused       int      `json:"refused"`
+		Faults        int      `json:"faults"`
+		OtherAnswers  int      `json:"other_answers"`
+		Indeterminate int      `json:"indeterminate"`
+		Latency       struct {
+			Count int     `json:"count"`
+			MinMS float64 `json:"min_ms"`
+			P50MS float64 `json:"p50_ms"`
+			P95MS float64 `json:"p95_ms"`
+			P99MS float64 `json:"p99_ms"`
+			MaxMS float64 `json:"max_ms"`
+		} `json:"latency"`
+		Checks []struct {
 			Name    string `json:"name"`
 			Verdict string `json:"verdict"`
 			Detail  string `json:"detail"`
@@ -133,7 +150,12 @@ func failing(v verdictJSON) []string {
 
 func TestVerifyEmbeddedPasses(t *testing.T) {
 	code, v, stderr := runVerifyJSON(t, verifyWindow)
-	if code != exitOK || v.Verdict != "pass" {
+	switch {
+	case code == exitInconclusive && len(failing(v)) == 0 && blurOf(t, v.Run, verifyWindow).blurred():
+		// A starved machine can leave a check without its evidence; that
+		// is inconclusive, never a pass and never a failure.
+		t.Logf("inconclusive on a blurred run (%s): %+v", blurOf(t, v.Run, verifyWindow), v.Surfaces)
+	case code != exitOK || v.Verdict != "pass":
 		t.Fatalf("exit %d, verdict %s, failing %v\nstderr: %s\n%+v", code, v.Verdict, failing(v), stderr, v)
 	}
 	if v.Schema != 1 || v.WindowMS != verifyWindow.Milliseconds() || len(v.Surfaces) != 2 || !strings.Contains(v.Run, "-verify") {
@@ -308,7 +330,10 @@ func blurOf(t *testing.T, run string, window time.Duration) blur {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := analyze.Analyze(in, analyze.Config{Window: window})
+	rep, err := analyze.Analyze(in, analyze.Config{Window: window})
+	if err != nil {
+		t.Fatal(err)
+	}
 	b := blur{window: window}
 	faults, all := 0, 0
 	for _, d := range rep.Surfaces {
@@ -322,11 +347,13 @@ func blurOf(t *testing.T, run string, window time.Duration) blur {
 	return b
 }
 
-// TestVerifyNoFalseAlarmUnderDelay: latency noise never fails a correct target.
+// TestVerifyNoFalseAlarmUnderDelay: latency noise never fails a correct
+// target. It may leave a check without the evidence it needs
+// (inconclusive, exit 4), never with a failure.
 func TestVerifyNoFalseAlarmUnderDelay(t *testing.T) {
 	url := startTarget(t, verifyWindow, func(c *target.Config) { c.Faults = target.Faults{DelayMax: 20 * time.Millisecond} }, nil)
 	code, v, stderr := runVerifyJSON(t, verifyWindow, "--target", url)
-	if code != exitOK {
+	if code != exitOK && code != exitInconclusive {
 		t.Fatalf("exit %d, failing %v\nstderr: %s\n%+v", code, failing(v), stderr, v.Surfaces)
 	}
 }
@@ -368,7 +395,7 @@ func TestVerifyUnderFaults(t *testing.T) {
 		})
 	})
 	code, v, stderr := runVerifyJSON(t, verifyWindow, "--target", url, "--checks", "limits,isolation", "--abort-at", "0")
-	if code != exitOK && code != exitCheckFailed {
+	if code != exitOK && code != exitCheckFailed && code != exitInconclusive {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	if f := failing(v); len(f) > 0 {

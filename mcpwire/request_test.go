@@ -78,7 +78,7 @@ func TestBuild(t *testing.T) {
 			"progressToken": "p1", "io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{}}}}},
 			hdr("MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list"),
 			map[string]any{"_meta": map[string]any{
-				"progressToken":                              "p1",
+				"progressToken": "p1",
 				"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
 				"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "ratecheck", "version": "dev"},
 				"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{}}}}},

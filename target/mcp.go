@@ -193,14 +193,18 @@ func isNumber(b []byte) bool {
 // rpcResponse is a JSON-RPC 2.0 response.
 type rpcResponse struct {
 	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
+	ID      json.RawMessage `json:"id,omitempty"`
 	Result  any             `json:"result,omitempty"`
 	Error   *rpcError       `json:"error,omitempty"`
 }
 
-func nullID(id json.RawMessage) json.RawMessage {
-	if len(id) == 0 {
-		return json.RawMessage("null")
+// errorID is the id an error answer echoes: the request's, or none when
+// it has none that is a string or a number (MCP's JSONRPCErrorResponse
+// then has no id, rather than JSON-RPC's null, as the official SDKs send
+// it).
+func errorID(id json.RawMessage) json.RawMessage {
+	if len(id) == 0 || !(id[0] == '"' || isNumber(id)) {
+		return nil
 	}
 	return id
 }
@@ -209,7 +213,7 @@ func nullID(id json.RawMessage) json.RawMessage {
 func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request, reqID string) {
 	fail := func(id json.RawMessage, method string, e *rpcError) {
 		s.logf(r, surfaceMCP, method, e.Status, strconv.Itoa(e.Code), idString(id, reqID))
-		writeJSON(w, e.Status, rpcResponse{JSONRPC: "2.0", ID: nullID(id), Error: e})
+		writeJSON(w, e.Status, rpcResponse{JSONRPC: "2.0", ID: errorID(id), Error: e})
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
@@ -263,7 +267,7 @@ func (s *Server) refuseMCP(w http.ResponseWriter, r *http.Request, reqID string)
 	}
 	e := &rpcError{Status: http.StatusTooManyRequests, Code: CodeInternalError, Message: fmt.Sprintf("rate limited: more than %d calls in the last %v", s.mcpLim.Limit(), s.cfg.Window)}
 	s.logf(r, surfaceMCP, req.Method, e.Status, strconv.Itoa(e.Code), idString(req.ID, reqID))
-	writeJSON(w, e.Status, rpcResponse{JSONRPC: "2.0", ID: nullID(req.ID), Error: e})
+	writeJSON(w, e.Status, rpcResponse{JSONRPC: "2.0", ID: errorID(req.ID), Error: e})
 }
 
 // idString returns the JSON-RPC id for logs, or the server's id when there is none.

@@ -116,13 +116,14 @@ func Limit(next http.Handler, lim *target.Limiter, clock func() time.Duration) h
 		if b, err := io.ReadAll(io.LimitReader(r.Body, target.MaxMCPBody)); err == nil {
 			_ = json.Unmarshal(b, &req)
 		}
-		if len(req.ID) == 0 {
-			req.ID = json.RawMessage("null")
+		answer := map[string]any{"jsonrpc": "2.0", "error": map[string]any{
+			"code": -32603, "message": fmt.Sprintf("rate limited: more than %d calls in the last %v", lim.Limit(), lim.Window())}}
+		if len(req.ID) > 0 && string(req.ID) != "null" {
+			answer["id"] = req.ID
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusTooManyRequests)
-		_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{
-			"code": -32603, "message": fmt.Sprintf("rate limited: more than %d calls in the last %v", lim.Limit(), lim.Window())}})
+		_ = json.NewEncoder(w).Encode(answer)
 	})
 }
 

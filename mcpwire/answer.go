@@ -32,6 +32,7 @@ type Error struct {
 	Data    json.RawMessage `json:"data,omitempty"`
 }
 
+// Error implements error: the code and the message.
 func (e *Error) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
 
 // Unsupported returns the data of a [CodeUnsupportedProtocolVersion]

@@ -364,3 +364,42 @@ func clientFrom(ip string) *http.Client {
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
 	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
 }
+
+// TestRenewOnce: calls that find the session ended at the same time open
+// one new session between them, not one each.
+func TestRenewOnce(t *testing.T) {
+	h, _ := sdktarget.Handler(sdktarget.Config{Mode: sdktarget.Stateful20251125})
+	var rec recorder
+	ts := httptest.NewServer(rec.wrap(h))
+	defer ts.Close()
+	ctx := context.Background()
+	c := &client.Client{BaseURL: ts.URL, Sleep: noRetry(t)}
+	old, err := c.Negotiate(ctx, "auto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, ts.URL+"/mcp", nil)
+	req.Header.Set("Mcp-Session-Id", old.ID)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %v %v", err, resp)
+	}
+	rec.take()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if resp, err := c.Call(ctx, "tools/list", nil); err != nil || resp.Class != client.Success {
+				t.Errorf("Call: %v %+v", err, resp)
+			}
+		})
+	}
+	wg.Wait()
+	n := 0
+	for _, e := range rec.take() {
+		if e.method == "initialize" {
+			n++
+		}
+	}
+	if n != 1 || c.Session().ID == old.ID {
+		t.Errorf("%d initialize requests, session %+v; want one new session", n, c.Session())
+	}
+}

@@ -2,31 +2,26 @@ package attack
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
-	"github.com/connectbyjbrh/ratecheck/client"
 	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/mcpwire"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
-
-// MCPProtocolVersion is the MCP protocol revision the attackers speak.
-const MCPProtocolVersion = client.ProtocolVersion
 
 // template is a request ready to be stamped into a vegeta.Target.
 type template struct {
 	method string
 	url    string
 	header http.Header
-	// For MCP requests with a generated body: the body before and after the
-	// id, so that every request gets a unique id cheaply.
-	pre, post []byte
+	// mcp renders MCP requests with a generated body: every request gets a
+	// unique id cheaply.
+	mcp *mcpwire.Template
 	// body is the whole body when it is fixed (REST, or an MCP override).
 	body  []byte
 	padTo int
@@ -57,10 +52,8 @@ func (s Stream) Targeter(base string, extra http.Header, ids *atomic.Uint64, cli
 		tgt.Method, tgt.URL = t.method, t.url
 		tgt.Header = t.header.Clone()
 		switch {
-		case t.pre != nil:
-			id := strconv.AppendUint(nil, ids.Add(1), 10)
-			body := make([]byte, 0, len(t.pre)+len(id)+len(t.post))
-			tgt.Body = append(append(append(body, t.pre...), id...), t.post...)
+		case t.mcp != nil:
+			tgt.Body = t.mcp.Body(ids.Add(1))
 		default:
 			tgt.Body = t.body
 		}
@@ -94,34 +87,24 @@ func (r Request) template(surface, base string, extra http.Header, clientVersion
 			t.method = http.MethodPost
 		}
 		t.url = base + "/mcp"
-		t.header.Set("Content-Type", "application/json")
-		t.header.Set("Accept", "application/json, text/event-stream")
-		t.header.Set("MCP-Protocol-Version", MCPProtocolVersion)
-		if r.RPC != "" {
-			t.header.Set("Mcp-Method", r.RPC)
-			params := map[string]any{}
-			for k, v := range r.Params {
-				params[k] = v
-			}
-			params["_meta"] = map[string]any{
-				"io.modelcontextprotocol/protocolVersion": MCPProtocolVersion,
-				"io.modelcontextprotocol/clientInfo":      map[string]string{"name": "ratecheck", "version": clientVersion},
-			}
-			name, hasName := client.MCPName(r.RPC, params)
-			if hasName {
-				t.header.Set("Mcp-Name", name)
-			}
-			p, err := json.Marshal(params)
+		if r.RPC == "" {
+			t.header.Set("Content-Type", mcpwire.ContentTypeJSON)
+			t.header.Set("Accept", mcpwire.Accept)
+			t.header.Set(mcpwire.HeaderProtocolVersion, mcpwire.Latest)
+		} else {
+			tpl, err := mcpwire.Build(mcpwire.Request{Method: r.RPC, Params: r.Params,
+				Client: mcpwire.Implementation{Name: "ratecheck", Version: clientVersion}})
 			if err != nil {
-				return t, fmt.Errorf("params: %w", err)
+				return t, err
 			}
-			m, _ := json.Marshal(r.RPC)
-			t.pre = []byte(`{"jsonrpc":"2.0","method":` + string(m) + `,"params":` + string(p) + `,"id":`)
-			t.post = []byte(`}`)
+			t.mcp = tpl
+			for k, v := range tpl.Header {
+				t.header[k] = v
+			}
 		}
 	}
 	if r.Body != nil {
-		t.pre, t.body = nil, []byte(*r.Body)
+		t.mcp, t.body = nil, []byte(*r.Body)
 	}
 	for k, v := range r.Headers {
 		if v == "" {

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/connectbyjbrh/ratecheck/mcpwire"
+	"github.com/google/go-cmp/cmp"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/contract"
@@ -15,7 +17,7 @@ func TestMCPTargetsAgreeWithTheirBodies(t *testing.T) {
 	s := Stream{Name: "s", Surface: contract.MCP, Requests: []Request{
 		{RPC: "tools/call", Params: map[string]any{"name": "search", "arguments": map[string]any{"query": "rate"}}},
 		{RPC: "resources/read", Params: map[string]any{"uri": "docs://pages/api-errors"}},
-		{RPC: "tools/list"},
+		{RPC: "tools/list", Params: map[string]any{"_meta": map[string]any{"progressToken": "p"}}},
 	}}
 	var ids atomic.Uint64
 	tr, err := s.Targeter("http://127.0.0.1:1/", http.Header{"X-Extra": {"1"}}, &ids, "test")
@@ -45,9 +47,20 @@ func TestMCPTargetsAgreeWithTheirBodies(t *testing.T) {
 		if tgt.Method != "POST" || tgt.URL != "http://127.0.0.1:1/mcp" || body.JSONRPC != "2.0" {
 			t.Errorf("request %d: %s %s jsonrpc %q", i, tgt.Method, tgt.URL, body.JSONRPC)
 		}
-		if h.Get("Mcp-Method") != body.Method || h.Get("MCP-Protocol-Version") != MCPProtocolVersion ||
-			body.Params.Meta["io.modelcontextprotocol/protocolVersion"] != MCPProtocolVersion {
+		if h.Get("Mcp-Method") != body.Method || h.Get("MCP-Protocol-Version") != mcpwire.Latest ||
+			body.Params.Meta["io.modelcontextprotocol/protocolVersion"] != mcpwire.Latest {
 			t.Errorf("request %d: headers %v disagree with body %s", i, h, tgt.Body)
+		}
+		// Revision 2026-07-28 requires all three _meta fields; a profile's
+		// own _meta is merged in.
+		if diff := cmp.Diff(map[string]any{"name": "ratecheck", "version": "test"}, body.Params.Meta["io.modelcontextprotocol/clientInfo"]); diff != "" {
+			t.Errorf("request %d: clientInfo (-want +got):\n%s", i, diff)
+		}
+		if caps, ok := body.Params.Meta["io.modelcontextprotocol/clientCapabilities"].(map[string]any); !ok || len(caps) != 0 {
+			t.Errorf("request %d: clientCapabilities %v, want {}", i, body.Params.Meta["io.modelcontextprotocol/clientCapabilities"])
+		}
+		if body.Method == "tools/list" && body.Params.Meta["progressToken"] != "p" {
+			t.Errorf("request %d: the profile's _meta was not merged: %s", i, tgt.Body)
 		}
 		wantName := map[string]string{"tools/call": body.Params.Name, "resources/read": body.Params.URI}[body.Method]
 		if h.Get("Mcp-Name") != wantName {

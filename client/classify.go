@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+
+	"github.com/connectbyjbrh/ratecheck/mcpwire"
 )
 
 // Class is how the contract sorts a response.
@@ -41,8 +43,11 @@ func (c Class) String() string {
 // (err != nil, other than the caller's own cancellation), 429 and 5xx are
 // retryable; other non-2xx statuses are answers; a 2xx body is checked for
 // a JSON-RPC result first (isError there is a tool error), then for a
-// JSON-RPC error (an answer).
-func Classify(status int, body []byte, err error) Class {
+// JSON-RPC error (an answer). contentType is the answer's Content-Type: a
+// text/event-stream body is judged by the JSON-RPC response it carries,
+// and a 2xx stream that ended without one is retryable (the answer broke
+// off, as a reset body does).
+func Classify(status int, contentType string, body []byte, err error) Class {
 	switch {
 	case err != nil:
 		if errors.Is(err, context.Canceled) {
@@ -53,6 +58,13 @@ func Classify(status int, body []byte, err error) Class {
 		return Retryable
 	case status < 200 || status > 299:
 		return Answer
+	}
+	if mcpwire.IsEventStream(contentType) {
+		data, err := mcpwire.ResponseJSON(contentType, body, nil)
+		if err != nil {
+			return Retryable
+		}
+		body = data
 	}
 	var rpc struct {
 		Result *struct {
@@ -74,7 +86,10 @@ func Classify(status int, body []byte, err error) Class {
 
 // errorCode returns a response's REST error.code or JSON-RPC error.code as
 // text, for logs ("" when there is none).
-func errorCode(body []byte) string {
+func errorCode(contentType string, body []byte) string {
+	if mcpwire.IsEventStream(contentType) {
+		body, _ = mcpwire.ResponseJSON(contentType, body, nil)
+	}
 	var e struct {
 		Error struct {
 			Code json.RawMessage `json:"code"`

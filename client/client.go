@@ -1,22 +1,20 @@
 package client
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
-)
 
-// ProtocolVersion is the MCP protocol revision the client speaks.
-const ProtocolVersion = "2026-07-28"
+	"github.com/connectbyjbrh/ratecheck/mcpwire"
+)
 
 // DefaultAttempts caps total attempts (the first one included).
 const DefaultAttempts = 4
@@ -52,8 +50,13 @@ type Client struct {
 	// OnAttempt, when set, is called after every attempt, in order per
 	// request (from the request's goroutine).
 	OnAttempt func(Attempt)
+	// ClientInfo names the client in MCP requests (zero:
+	// [mcpwire.DefaultClient]).
+	ClientInfo mcpwire.Implementation
 
-	ids atomic.Uint64
+	ids     atomic.Uint64
+	session atomic.Pointer[Session]
+	renewMu sync.Mutex
 }
 
 // Attempt is one try of a request, as observed.
@@ -78,13 +81,20 @@ type Attempt struct {
 	BytesOut      uint64
 }
 
-// Response is the outcome of a request: its last attempt.
+// Response is the outcome of a request: its last attempt. Body is the
+// answer as read: for an event stream, up to the JSON-RPC response.
 type Response struct {
 	Status   int
 	Header   http.Header
 	Body     []byte
 	Class    Class
 	Attempts int
+}
+
+// RPC decodes the JSON-RPC response the body carries, in either answer
+// form (see [mcpwire.DecodeResponse]).
+func (r *Response) RPC() (*mcpwire.Response, error) {
+	return mcpwire.DecodeResponse(r.Header.Get("Content-Type"), r.Body, nil)
 }
 
 // ExhaustedError is returned when every allowed attempt met a retryable
@@ -114,55 +124,50 @@ func (c *Client) Get(ctx context.Context, path string, query url.Values) (*Respo
 }
 
 // Call sends one JSON-RPC request to /mcp, such as Call(ctx, "tools/call",
-// map[string]any{"name": "search", "arguments": ...}). The transport
-// headers are derived from the body, so they always agree with it.
+// map[string]any{"name": "search", "arguments": ...}), in the revision
+// the client speaks: [mcpwire.Latest] until [Client.Negotiate] or
+// [Client.UseSession] settles another. On 2026-07-28 params._meta carries
+// protocolVersion, clientInfo and clientCapabilities, merged under a
+// _meta the caller passes (its keys win); the transport headers are
+// derived from the body, so they always agree with it (see
+// [mcpwire.Build]).
+//
+// In a session of an older revision, a 404 means the server ended the
+// session: Call starts a new one (initialize) and sends the request once
+// more.
 func (c *Client) Call(ctx context.Context, method string, params map[string]any) (*Response, error) {
-	p := map[string]any{"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": ProtocolVersion}}
-	for k, v := range params {
-		p[k] = v
+	s := c.session.Load()
+	resp, err := c.call(ctx, s, method, params, false)
+	if err != nil || resp.Status != http.StatusNotFound || s == nil || s.ID == "" {
+		return resp, err
 	}
-	name, hasName := MCPName(method, p)
-	return c.Do(ctx, method, func(ctx context.Context, id uint64) (*http.Request, error) {
-		body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": p})
-		if err != nil {
-			return nil, fmt.Errorf("params: %w", err)
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+"/mcp", bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", ProtocolVersion)
-		req.Header.Set("Mcp-Method", method)
-		if hasName {
-			req.Header.Set("Mcp-Name", name)
-		}
-		return req, nil
-	})
+	ns, nerr := c.renew(ctx, s)
+	if nerr != nil {
+		return resp, fmt.Errorf("%s: the server ended session %s (404) and a new one failed: %w", method, s.ID, nerr)
+	}
+	return c.call(ctx, ns, method, params, false)
 }
 
-// MCPName returns the params member the Mcp-Name header must echo for an
-// MCP method (the tool or prompt name, the resource URI), and whether the
-// method has one.
-func MCPName(method string, params map[string]any) (string, bool) {
-	key := ""
-	switch method {
-	case "tools/call", "prompts/get":
-		key = "name"
-	case "resources/read":
-		key = "uri"
-	default:
-		return "", false
+// call sends one MCP message in session s (nil: Latest, no session).
+func (c *Client) call(ctx context.Context, s *Session, method string, params map[string]any, notify bool) (*Response, error) {
+	req := mcpwire.Request{Method: method, Params: params, Client: c.ClientInfo, Notification: notify}
+	if s != nil {
+		req.Revision, req.SessionID = s.Revision, s.ID
 	}
-	s, _ := params[key].(string)
-	return s, true
+	tpl, err := mcpwire.Build(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	endpoint := strings.TrimRight(c.BaseURL, "/") + "/mcp"
+	return c.Do(ctx, method, func(ctx context.Context, id uint64) (*http.Request, error) {
+		return tpl.NewRequest(ctx, endpoint, id)
+	})
 }
 
 // Do runs the retry loop over any request: newReq builds attempt n's
 // request afresh (id is the logical request's number, the same on every
-// attempt). route names it in logs and errors. Do never adds Origin or
-// Mcp-Session-Id; a request that carries them is sent as built.
+// attempt). route names it in logs and errors. Do adds no header: a
+// request is sent as built.
 //
 // Do returns the last attempt's response. The error is non-nil when the
 // request could not be built, when ctx ended, or (an *ExhaustedError) when
@@ -211,15 +216,20 @@ func (c *Client) Do(ctx context.Context, route string, newReq func(ctx context.C
 		a.Start = now()
 		resp, err := hc.Do(req)
 		if err == nil {
-			a.Body, err = io.ReadAll(io.LimitReader(resp.Body, maxBody))
+			// An event stream is read up to the JSON-RPC response only: a
+			// server may keep it open after the response.
+			a.Body, err = mcpwire.ReadAnswer(resp.Body, resp.Header.Get("Content-Type"), maxBody)
 			resp.Body.Close()
 			a.Status, a.Header = resp.StatusCode, resp.Header
+			if errors.Is(err, mcpwire.ErrNoResponse) {
+				err = nil // a stream that ended early: Classify judges it
+			}
 			if err != nil { // the body broke off: a transport fault
 				a.Status = 0
 			}
 		}
 		a.Latency, a.Err = now().Sub(a.Start), err
-		a.Class = Classify(a.Status, a.Body, err)
+		a.Class = Classify(a.Status, a.Header.Get("Content-Type"), a.Body, err)
 		if ctx.Err() != nil {
 			a.Class = Answer
 		}
@@ -260,7 +270,7 @@ func (c *Client) Do(ctx context.Context, route string, newReq func(ctx context.C
 func (c *Client) observe(a Attempt) {
 	if c.Log != nil && a.Class != Success {
 		attrs := []any{"route", a.Route, "method", a.Method, "status", a.Status, "request", a.Request, "attempt", a.N, "class", a.Class.String()}
-		if code := errorCode(a.Body); code != "" {
+		if code := errorCode(a.Header.Get("Content-Type"), a.Body); code != "" {
 			attrs = append(attrs, "code", code)
 		}
 		if a.Err != nil {

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,42 +18,93 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/client"
+	"github.com/connectbyjbrh/ratecheck/mcpwire"
 	"github.com/connectbyjbrh/ratecheck/target"
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestClassify(t *testing.T) {
 	reset := &url.Error{Op: "Get", URL: "http://x", Err: errors.New("read: connection reset by peer")}
+	const sse = "text/event-stream"
+	note := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n"
 	tests := []struct {
 		name   string
 		status int
+		ct     string
 		body   string
 		err    error
 		want   client.Class
 	}{
-		{"REST 200", 200, `{"results":[]}`, nil, client.Success},
-		{"MCP result", 200, `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`, nil, client.Success},
-		{"MCP isError", 200, `{"jsonrpc":"2.0","id":1,"result":{"isError":true}}`, nil, client.ToolError},
-		{"MCP error at 200 (unknown tool)", 200, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602}}`, nil, client.Answer},
-		{"REST 429", 429, `{"error":{"code":"rate_limited"}}`, nil, client.Retryable},
-		{"MCP 429 -32603", 429, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603}}`, nil, client.Retryable},
-		{"404 not_found", 404, `{"error":{"code":"not_found"}}`, nil, client.Answer},
-		{"422", 422, `{"error":{"code":"invalid_parameter"}}`, nil, client.Answer},
-		{"403 -32600", 403, `{"jsonrpc":"2.0","error":{"code":-32600}}`, nil, client.Answer},
-		{"405", 405, ``, nil, client.Answer},
-		{"413", 413, ``, nil, client.Answer},
-		{"400 -32700", 400, `{"jsonrpc":"2.0","error":{"code":-32700}}`, nil, client.Answer},
-		{"400 -32020", 400, `{"jsonrpc":"2.0","error":{"code":-32020}}`, nil, client.Answer},
-		{"404 -32601", 404, `{"jsonrpc":"2.0","error":{"code":-32601}}`, nil, client.Answer},
-		{"500", 500, ``, nil, client.Retryable},
-		{"503", 503, ``, nil, client.Retryable},
-		{"reset", 0, ``, reset, client.Retryable},
-		{"timeout", 0, ``, context.DeadlineExceeded, client.Retryable},
-		{"caller cancelled", 0, ``, context.Canceled, client.Answer},
+		{"REST 200", 200, "application/json", `{"results":[]}`, nil, client.Success},
+		{"MCP result", 200, "application/json", `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`, nil, client.Success},
+		{"MCP isError", 200, "application/json", `{"jsonrpc":"2.0","id":1,"result":{"isError":true}}`, nil, client.ToolError},
+		{"MCP error at 200 (unknown tool)", 200, "application/json", `{"jsonrpc":"2.0","id":1,"error":{"code":-32602}}`, nil, client.Answer},
+		{"SSE result", 200, sse, note + "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\n\n", nil, client.Success},
+		{"SSE isError", 200, sse, note + "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"isError\":true}}\n\n", nil, client.ToolError},
+		{"SSE isError, CRLF and a charset", 200, sse + "; charset=utf-8", "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"isError\":true}}\r\n\r\n", nil, client.ToolError},
+		{"SSE error at 200", 200, sse, note + "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32002,\"message\":\"not found\"}}\n\n", nil, client.Answer},
+		{"SSE cut short at 200", 200, sse, note + "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"res", nil, client.Retryable},
+		{"SSE 429", 429, sse, "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32603}}\n\n", nil, client.Retryable},
+		{"SSE 400", 400, sse, "", nil, client.Answer},
+		{"isError in a JSON body is not read as SSE", 200, "application/json", "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"isError\":true}}\n\n", nil, client.Success},
+		{"REST 429", 429, "application/json", `{"error":{"code":"rate_limited"}}`, nil, client.Retryable},
+		{"MCP 429 -32603", 429, "application/json", `{"jsonrpc":"2.0","id":1,"error":{"code":-32603}}`, nil, client.Retryable},
+		{"404 not_found", 404, "application/json", `{"error":{"code":"not_found"}}`, nil, client.Answer},
+		{"422", 422, "application/json", `{"error":{"code":"invalid_parameter"}}`, nil, client.Answer},
+		{"403 -32600", 403, "application/json", `{"jsonrpc":"2.0","error":{"code":-32600}}`, nil, client.Answer},
+		{"405", 405, "", ``, nil, client.Answer},
+		{"413", 413, "", ``, nil, client.Answer},
+		{"400 -32700", 400, "application/json", `{"jsonrpc":"2.0","error":{"code":-32700}}`, nil, client.Answer},
+		{"400 -32020", 400, "application/json", `{"jsonrpc":"2.0","error":{"code":-32020}}`, nil, client.Answer},
+		{"400 -32022", 400, "application/json", `{"jsonrpc":"2.0","error":{"code":-32022}}`, nil, client.Answer},
+		{"404 -32601", 404, "application/json", `{"jsonrpc":"2.0","error":{"code":-32601}}`, nil, client.Answer},
+		{"500", 500, "", ``, nil, client.Retryable},
+		{"503", 503, "", ``, nil, client.Retryable},
+		{"202 to a notification", 202, "", ``, nil, client.Success},
+		{"reset", 0, "", ``, reset, client.Retryable},
+		{"timeout", 0, "", ``, context.DeadlineExceeded, client.Retryable},
+		{"caller cancelled", 0, "", ``, context.Canceled, client.Answer},
 	}
 	for _, tt := range tests {
-		if got := client.Classify(tt.status, []byte(tt.body), tt.err); got != tt.want {
+		if got := client.Classify(tt.status, tt.ct, []byte(tt.body), tt.err); got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestSSEAnswers: the client reads an event-stream answer up to its
+// JSON-RPC response (even when the server keeps the stream open), sorts it
+// by what the response says, and retries a stream that broke off first.
+func TestSSEAnswers(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, ": keep-alive\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n")
+		if n.Add(1) == 1 {
+			io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"res") // cut short
+			return
+		}
+		io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"isError\":true,\"content\":[]}}\n\n")
+		w.(http.Flusher).Flush()
+		select { // the stream stays open
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	ft := &fakeTime{now: time.Unix(0, 0)}
+	c := &client.Client{BaseURL: srv.URL, Now: ft.Now, Sleep: ft.Sleep}
+	var classes []client.Class
+	c.OnAttempt = func(a client.Attempt) { classes = append(classes, a.Class) }
+	resp, err := c.Call(context.Background(), "tools/call", map[string]any{"name": "search", "arguments": map[string]any{"query": ""}})
+	if err != nil || resp.Class != client.ToolError || resp.Attempts != 2 || !slices.Equal(classes, []client.Class{client.Retryable, client.ToolError}) {
+		t.Fatalf("Call = %+v, %v; attempts %v", resp, err, classes)
+	}
+	rpc, err := resp.RPC()
+	if err != nil || string(rpc.Result) != `{"isError":true,"content":[]}` {
+		t.Errorf("RPC() = %+v, %v", rpc, err)
 	}
 }
 
@@ -275,6 +327,41 @@ func TestCallIsAcceptedByTheReferenceTarget(t *testing.T) {
 	}
 	if sawOrigin.Load() || sawSession.Load() {
 		t.Error("the client sent Origin or Mcp-Session-Id")
+	}
+}
+
+// TestCallMeta: a Call carries protocolVersion, clientInfo and
+// clientCapabilities in params._meta, and a caller's _meta is merged in,
+// its keys winning (as the go-sdk client's injectRequestMeta does).
+func TestCallMeta(t *testing.T) {
+	var got struct {
+		Params struct {
+			Meta map[string]any `json:"_meta"`
+		} `json:"params"`
+	}
+	var header http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		header = r.Header
+		json.NewDecoder(r.Body).Decode(&got)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	}))
+	defer srv.Close()
+	c := &client.Client{BaseURL: srv.URL + "/", ClientInfo: mcpwire.Implementation{Name: "fleet", Version: "9"}}
+	if _, err := c.Call(context.Background(), "tools/list", map[string]any{"_meta": map[string]any{"progressToken": "p", mcpwire.MetaClientCapabilities: map[string]any{"roots": map[string]any{}}}}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"progressToken":                "p",
+		mcpwire.MetaProtocolVersion:    "2026-07-28",
+		mcpwire.MetaClientInfo:         map[string]any{"name": "fleet", "version": "9"},
+		mcpwire.MetaClientCapabilities: map[string]any{"roots": map[string]any{}},
+	}
+	if diff := cmp.Diff(want, got.Params.Meta); diff != "" {
+		t.Errorf("_meta (-want +got):\n%s", diff)
+	}
+	if header.Get("MCP-Protocol-Version") != "2026-07-28" || header.Get("Mcp-Method") != "tools/list" || header.Get("Mcp-Session-Id") != "" {
+		t.Errorf("headers %v", header)
 	}
 }
 

@@ -2,6 +2,7 @@ package target
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -14,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/connectbyjbrh/ratecheck/mcpwire"
+	"github.com/google/go-cmp/cmp"
 )
 
 // fakeClock is a settable monotonic clock, safe for concurrent use.
@@ -68,29 +72,38 @@ func clientFrom(ip string) *http.Client {
 	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 64}}
 }
 
-// mcpRequest builds a /mcp POST whose headers agree with body, as a correct
-// client sends it.
+// mcpRequest builds a /mcp POST as a correct client sends it (package
+// mcpwire renders it: headers that agree with the body, and the three
+// _meta fields).
 func mcpRequest(t testing.TB, base string, id int, method string, params map[string]any) *http.Request {
 	t.Helper()
-	if params == nil {
-		params = map[string]any{}
-	}
-	params["_meta"] = map[string]any{metaProtocolVersion: ProtocolVersion,
-		metaClientInfo: map[string]string{"name": "ratecheck-test", "version": "0"}}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-	req, err := http.NewRequest(http.MethodPost, base+"/mcp", bytes.NewReader(body))
+	tpl, err := mcpwire.Build(mcpwire.Request{Method: method, Params: params, Client: mcpwire.Implementation{Name: "ratecheck-test", Version: "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", ProtocolVersion)
-	req.Header.Set("Mcp-Method", method)
-	var p rpcParams
-	raw, _ := json.Marshal(params)
-	_ = json.Unmarshal(raw, &p)
-	if name, ok := nameOf(method, p); ok {
-		req.Header.Set("Mcp-Name", name)
+	req, err := tpl.NewRequest(context.Background(), base+"/mcp", uint64(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// rawMCP builds a /mcp POST of a given body with the headers of a correct
+// tools/list (then kv, header and value pairs; an empty value deletes).
+func rawMCP(t testing.TB, base, body string, kv ...string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {mcpwire.Accept},
+		"Mcp-Protocol-Version": {ProtocolVersion}, "Mcp-Method": {"tools/list"}}
+	for i := 0; i < len(kv); i += 2 {
+		if kv[i+1] == "" {
+			req.Header.Del(kv[i])
+		} else {
+			req.Header.Set(kv[i], kv[i+1])
+		}
 	}
 	return req
 }
@@ -194,11 +207,24 @@ func TestFailureTable(t *testing.T) {
 			r.Body, r.ContentLength = io.NopCloser(strings.NewReader(`{"jsonrpc":`)), 11
 			return r
 		}(), answer{status: 400, rpcCode: -32700}},
-		{"mcp version header mismatch", withHeader(mcpRequest(t, base, 20, "tools/list", nil), "MCP-Protocol-Version", "2025-06-18"), answer{status: 400, rpcCode: -32020}},
+		{"mcp version header disagrees with _meta", withHeader(mcpRequest(t, base, 20, "tools/list", map[string]any{"_meta": map[string]any{mcpwire.MetaProtocolVersion: "2025-11-25"}}),
+			"MCP-Protocol-Version", ProtocolVersion), answer{status: 400, rpcCode: -32020}},
 		{"mcp version header missing", withHeader(mcpRequest(t, base, 21, "tools/list", nil), "MCP-Protocol-Version", ""), answer{status: 400, rpcCode: -32020}},
+		{"mcp version unsupported", withHeader(mcpRequest(t, base, 20, "tools/list", nil), "MCP-Protocol-Version", "2025-06-18"), answer{status: 400, rpcCode: -32022}},
+		{"mcp version checked before the other headers", withHeader(withHeader(mcpRequest(t, base, 20, "tools/list", nil), "MCP-Protocol-Version", "2025-06-18"), "Mcp-Method", "x"), answer{status: 400, rpcCode: -32022}},
+		{"mcp initialize", rawMCP(t, base, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}`,
+			"MCP-Protocol-Version", "", "Mcp-Method", ""), answer{status: 400, rpcCode: -32022}},
+		{"mcp no _meta", rawMCP(t, base, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), answer{status: 400, rpcCode: -32602}},
+		{"mcp _meta without protocolVersion", rawMCP(t, base, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}}`), answer{status: 400, rpcCode: -32602}},
+		{"mcp _meta without clientCapabilities", rawMCP(t, base, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`), answer{status: 400, rpcCode: -32602}},
+		{"mcp clientCapabilities not an object", rawMCP(t, base, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":[]}}}`), answer{status: 400, rpcCode: -32602}},
+		{"mcp clientCapabilities null", rawMCP(t, base, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":null}}}`), answer{status: 400, rpcCode: -32602}},
+		{"mcp clientInfo without version", rawMCP(t, base, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"x"}}}}`), answer{status: 400, rpcCode: -32602}},
+		{"mcp clientInfo is optional", rawMCP(t, base, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`), answer{status: 200}},
+		{"mcp Mcp-Name in base64", withHeader(mcpRequest(t, base, 26, "tools/call", map[string]any{"name": "search", "arguments": map[string]any{"query": "rate"}}), "Mcp-Name", "=?base64?c2VhcmNo?="), answer{status: 200}},
 		{"mcp method header mismatch", withHeader(mcpRequest(t, base, 22, "tools/list", nil), "Mcp-Method", "tools/call"), answer{status: 400, rpcCode: -32020}},
 		{"mcp name header mismatch", withHeader(mcpRequest(t, base, 23, "tools/call", map[string]any{"name": "search", "arguments": map[string]any{"query": "rate"}}), "Mcp-Name", "get_page"), answer{status: 400, rpcCode: -32020}},
-		{"mcp unknown method", mcpRequest(t, base, 24, "initialize", nil), answer{status: 404, rpcCode: -32601}},
+		{"mcp unknown method", mcpRequest(t, base, 24, "no/such/method", nil), answer{status: 404, rpcCode: -32601}},
 		{"mcp ping is gone", mcpRequest(t, base, 25, "ping", nil), answer{status: 404, rpcCode: -32601}},
 		{"no surface", get(t, base, "/"), answer{status: 404, errCode: "not_found"}},
 	}
@@ -212,6 +238,93 @@ func TestFailureTable(t *testing.T) {
 			}
 			if got.status == 200 && !strings.Contains(body, `"resultType":"complete"`) && strings.HasSuffix(tt.req.URL.Path, "/mcp") && got.rpcCode == 0 {
 				t.Errorf("MCP result lacks resultType complete: %s", body)
+			}
+		})
+	}
+}
+
+// TestUnsupportedVersionNamesTheRevision: a request of another revision,
+// and an older client's initialize, get 400 -32022 whose data lists the
+// revision spoken and echoes the one requested (the spec's
+// UnsupportedProtocolVersionError).
+func TestUnsupportedVersionNamesTheRevision(t *testing.T) {
+	ts, _, _ := newTestTarget(t, nil)
+	for _, tc := range []struct {
+		name          string
+		req           *http.Request
+		wantRequested string
+	}{
+		{"initialize of 2025-11-25", rawMCP(t, ts.URL, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}`,
+			"MCP-Protocol-Version", "", "Mcp-Method", ""), "2025-11-25"},
+		{"a 2025-06-18 header", withHeaderTo(mcpRequest(t, ts.URL, 1, "tools/list", nil), "MCP-Protocol-Version", "2025-06-18"), "2025-06-18"},
+		{"a future revision", withHeaderTo(mcpRequest(t, ts.URL, 1, "tools/list", nil), "MCP-Protocol-Version", "2099-01-01"), "2099-01-01"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := do(t, http.DefaultClient, tc.req)
+			var got struct {
+				ID    json.RawMessage
+				Error struct {
+					Code int
+					Data mcpwire.UnsupportedVersion
+				}
+			}
+			if err := json.Unmarshal([]byte(a.body), &got); err != nil || a.status != 400 || got.Error.Code != -32022 || string(got.ID) != "1" {
+				t.Fatalf("%d %s (%v)", a.status, a.body, err)
+			}
+			want := mcpwire.UnsupportedVersion{Supported: []string{"2026-07-28"}, Requested: tc.wantRequested}
+			if diff := cmp.Diff(want, got.Error.Data); diff != "" {
+				t.Errorf("data (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func withHeaderTo(req *http.Request, k, v string) *http.Request { req.Header.Set(k, v); return req }
+
+// TestResultMeta: every result names the server in
+// result._meta["io.modelcontextprotocol/serverInfo"] (where the go-sdk
+// client reads it: mcp/client.go decodeMetaValue(res.GetMeta(),
+// MetaKeyServerInfo)), and the results 2026-07-28 makes cacheable carry
+// ttlMs (>= 0) and cacheScope (public or private).
+func TestResultMeta(t *testing.T) {
+	ts, _, _ := newTestTarget(t, nil)
+	for _, tc := range []struct {
+		method    string
+		params    map[string]any
+		cacheable bool
+	}{
+		{"server/discover", nil, true},
+		{"tools/list", nil, true},
+		{"resources/list", nil, true},
+		{"resources/read", map[string]any{"uri": "docs://pages/errors-and-retries"}, true},
+		{"prompts/list", nil, true},
+		{"tools/call", map[string]any{"name": "search", "arguments": map[string]any{"query": "rate"}}, false},
+		{"tools/call", map[string]any{"name": "get_page", "arguments": map[string]any{"ref": "nope"}}, false},
+		{"prompts/get", map[string]any{"name": "explain-error", "arguments": map[string]any{"status": "429"}}, false},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			a := do(t, http.DefaultClient, mcpRequest(t, ts.URL, 1, tc.method, tc.params))
+			var got struct {
+				Result map[string]json.RawMessage
+			}
+			if err := json.Unmarshal([]byte(a.body), &got); err != nil || a.status != 200 || got.Result == nil {
+				t.Fatalf("%d %s", a.status, a.body)
+			}
+			var meta struct {
+				Server *mcpwire.Implementation `json:"io.modelcontextprotocol/serverInfo"`
+			}
+			if json.Unmarshal(got.Result["_meta"], &meta) != nil || meta.Server == nil || *meta.Server != (mcpwire.Implementation{Name: ServerName, Version: ServerVersion}) {
+				t.Errorf("result._meta %s lacks serverInfo", got.Result["_meta"])
+			}
+			var ttl int
+			var scope string
+			hasTTL := json.Unmarshal(got.Result["ttlMs"], &ttl) == nil && ttl >= 0
+			hasScope := json.Unmarshal(got.Result["cacheScope"], &scope) == nil && (scope == "public" || scope == "private")
+			if hasTTL != tc.cacheable || hasScope != tc.cacheable {
+				t.Errorf("ttlMs %s, cacheScope %s; cacheable: %v", got.Result["ttlMs"], got.Result["cacheScope"], tc.cacheable)
+			}
+			if _, ok := got.Result["serverInfo"]; ok {
+				t.Error("serverInfo outside _meta")
 			}
 		})
 	}
@@ -405,6 +518,8 @@ func TestParseFaults(t *testing.T) {
 func FuzzParseMCP(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"x"}}}`), "tools/call", "search", ProtocolVersion)
 	f.Add([]byte(`{"jsonrpc":"2.0","id":"a","method":"resources/read","params":{"uri":"docs://pages/x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`), "resources/read", "docs://pages/x", ProtocolVersion)
+	f.Add([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"a","version":"1"}},"name":"search"}}`), "tools/call", "search", ProtocolVersion)
+	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`), "", "", "")
 	f.Add([]byte(`[{"jsonrpc":"2.0"}]`), "", "", "")
 	f.Add([]byte(`{"jsonrpc":"2.0","id":null,"method":"x","params":[1]}`), "x", "", ProtocolVersion)
 	f.Fuzz(func(t *testing.T, body []byte, method, name, version string) {
@@ -421,6 +536,10 @@ func FuzzParseMCP(f *testing.F) {
 		}
 		if call.Method != h.Get("Mcp-Method") || h.Get("MCP-Protocol-Version") != ProtocolVersion {
 			t.Fatalf("accepted %q with headers %v", body, h)
+		}
+		var v string
+		if json.Unmarshal(call.Params.Meta[mcpwire.MetaProtocolVersion], &v) != nil || v != ProtocolVersion || !isObject(call.Params.Meta[mcpwire.MetaClientCapabilities]) {
+			t.Fatalf("accepted %q without the _meta of %s", body, ProtocolVersion)
 		}
 	})
 }

@@ -38,19 +38,21 @@ type SurfaceSummary struct {
 // Summarize reads the summary of a run from its records and verdict.
 func Summarize(in *analyze.Input, rep *analyze.Report) RunSummary {
 	s := RunSummary{Run: rep.Verdict.Run, Verdict: rep.Verdict.Verdict}
-	// The span of each surface's sends, in one pass (records are in send order).
+	// The span of each surface's sends, in one pass.
 	first, last := map[string]int64{}, map[string]int64{}
 	for j := range in.Records {
 		r := &in.Records[j]
-		if _, ok := first[r.Surface()]; !ok {
+		if f, ok := first[r.Surface()]; !ok || r.Start < f {
 			first[r.Surface()] = r.Start
 		}
-		last[r.Surface()] = r.Start
+		if l, ok := last[r.Surface()]; !ok || r.Start > l {
+			last[r.Surface()] = r.Start
+		}
 	}
 	for i, sv := range rep.Verdict.Surfaces {
 		sd := rep.Surfaces[i]
 		ss := SurfaceSummary{Surface: sv.Surface, Requests: sd.Requests, ObservedLimit: sv.ObservedLimit, Model: sv.Model, Verdict: sv.Verdict}
-		if span := time.Duration(last[sv.Surface] - first[sv.Surface]).Seconds(); span > 0 {
+		if span := secs(last[sv.Surface], first[sv.Surface]); span > 0 {
 			ss.Rate, ss.Throughput = float64(sd.Requests)/span, float64(sd.Admitted)/span
 		}
 		if m := sd.Latency; m != nil && m.Count > 0 {

@@ -129,7 +129,7 @@ func limitText(l *int) string {
 // CompareTable writes the comparison side by side, surface by surface, then
 // the regressions and the verdict.
 func CompareTable(w io.Writer, c Comparison) error {
-	fmt.Fprintf(w, "baseline %s\nrun      %s\n", c.Baseline.Run, c.Run.Run)
+	printf(w, "baseline %s\nrun      %s\n", c.Baseline.Run, c.Run.Run)
 	t := tablewriter.NewWriter(w)
 	t.Header("surface", "metric", "baseline", "run", "change")
 	num := func(v float64, unit string) string { return strconv.FormatFloat(v, 'f', 2, 64) + unit }
@@ -154,7 +154,11 @@ func CompareTable(w io.Writer, c Comparison) error {
 			{"verdict", b.Verdict, r.Verdict, ""},
 		}
 		for _, row := range rows {
-			if err := t.Append(append([]string{b.Surface}, row...)); err != nil {
+			row = append([]string{b.Surface}, row...)
+			for i := range row {
+				row[i] = Safe(row[i])
+			}
+			if err := t.Append(row); err != nil {
 				return err
 			}
 		}
@@ -163,10 +167,10 @@ func CompareTable(w io.Writer, c Comparison) error {
 		return err
 	}
 	for _, reg := range c.Regressions {
-		fmt.Fprintf(w, "regression: %s\n", reg)
+		printf(w, "regression: %s\n", reg)
 	}
 	if len(c.Regressions) == 0 {
-		fmt.Fprintf(w, "no regression (p99 may rise by up to %.0f%%)\n", 100*c.MaxP99Increase)
+		printf(w, "no regression (p99 may rise by up to %.0f%%)\n", 100*c.MaxP99Increase)
 	}
 	return nil
 }

@@ -22,14 +22,14 @@ import (
 func Text(s string) string {
 	s = headerLine.ReplaceAllStringFunc(s, func(m string) string {
 		sub := headerLine.FindStringSubmatch(m)
-		if !Is(sub[2]) {
+		if !Is(unescaped(sub[2])) {
 			return m
 		}
 		return sub[1] + sub[2] + sub[3] + Redacted
 	})
 	s = pair.ReplaceAllStringFunc(s, func(m string) string {
 		sub := pair.FindStringSubmatch(m)
-		if !Is(sub[1]) || sub[2] == "" {
+		if !Is(unescaped(sub[1])) || sub[2] == "" {
 			return m
 		}
 		return sub[1] + "=" + Redacted
@@ -38,12 +38,20 @@ func Text(s string) string {
 	return scheme.ReplaceAllString(s, "${1} "+Redacted)
 }
 
+// unescaped turns every escape sequence of quoted text (\x95, \u00e9, \t)
+// in name into a separator: what it stood for is not a letter of a word
+// (%q escapes only what is not printable).
+func unescaped(name string) string { return escape.ReplaceAllString(name, "-") }
+
 var (
-	// headerLine is a header at the start of s or of a line (a real line
-	// break, or one escaped as \r or \n), up to the end of that line.
-	headerLine = regexp.MustCompile(`(^|[\r\n]|\\[rn]|")([!#$%&'*+.^_|~0-9A-Za-z-]+)(:[ \t]*)((?:[^\r\n\\]|\\[^rn])*)`)
-	// pair is name=value, the value up to a separator or a quote.
-	pair = regexp.MustCompile(`([0-9A-Za-z_.\[\]-]+)=((?:\\"[^"]*\\"|"[^"]*"|[^&;,\s"'\\<>])*)`)
+	escape = regexp.MustCompile(`\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{3}|.)`)
+	// headerLine is a header (any name: a hostile target's need not be a
+	// token) at the start of s or of a line (a real line break, or one
+	// escaped as \r or \n), up to the end of that line.
+	headerLine = regexp.MustCompile(`(^|[\r\n]|\\[rn]|")((?:[^\s:"\\]|\\[^rn"])+)(:[ \t]*)((?:[^\r\n\\]|\\[^rn])*)`)
+	// pair is name=value, the value up to a separator, a quote or a line
+	// break (escaped ones too: \r, \n, \" end it; \x8e does not).
+	pair = regexp.MustCompile(`((?:[^\s=&;,?#/"'\\<>]|\\[^rn"])+)=((?:\\"[^"]*\\"|"[^"]*"|\\[^rn"]|[^&;,\s"'\\<>])*)`)
 	// userinfo is the password of a URL.
 	userinfo = regexp.MustCompile(`(://[^/?#\s:@"]*:)[^@/?#\s"]*@`)
 	// scheme is an Authorization value.

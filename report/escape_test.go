@@ -117,3 +117,20 @@ func TestTerminalOutputIsSafe(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSafe: whatever the bytes, Safe's output is valid UTF-8 without a
+// control character (but newline and tab) or a bidi control, keeps every
+// safe character, and Safe leaves it as it is.
+func FuzzSafe(f *testing.F) {
+	f.Add(hostile)
+	f.Add("plain\n\ttext ✓")
+	f.Fuzz(func(t *testing.T, s string) {
+		out := Safe(s)
+		if !utf8.ValidString(out) || strings.ContainsFunc(out, unsafeRune) || Safe(out) != out {
+			t.Fatalf("Safe(%q) = %q", s, out)
+		}
+		if !strings.ContainsFunc(s, unsafeRune) && utf8.ValidString(s) && out != s {
+			t.Fatalf("Safe(%q) = %q changed safe text", s, out)
+		}
+	})
+}

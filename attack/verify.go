@@ -17,7 +17,7 @@ type VerifyOptions struct {
 	Limits, Isolation, Contract bool
 }
 
-// VerifyProfile returns the probe plan of DESIGN.md §3 for both surfaces in
+// VerifyProfile returns the verify probe plan for both surfaces in
 // parallel: per surface, L requests over [0, 0.03w] and one more at 0.04w
 // (onset), L refused requests over [0.05w, 0.10w] (do refusals count?),
 // forged forwarding headers and a second address at 0.11w (spoof,

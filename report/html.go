@@ -141,7 +141,7 @@ const chartBins = 600
 
 // windowChart draws, for the primary address, how many requests were
 // surely and possibly in the server's window when each one was counted
-// (the uncertainty interval of DESIGN.md §3), the limit, the first 429,
+// (each request's uncertainty interval), the limit, the first 429,
 // and each leak and false throttle.
 func windowChart(recs []*analyze.Record, primary string, limit int, w time.Duration, t0 int64) (*plot.Plot, error) {
 	p := newPlot(fmt.Sprintf("Rolling %v window of %s against the limit", w, primary), "requests in the window")

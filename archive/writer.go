@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/redact"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -27,8 +28,13 @@ type Writer struct {
 }
 
 // Create makes a new run folder root/<UTC time>-<name> (with a numeric
-// suffix if that exists) and opens its results file.
+// suffix if that exists) and opens its results file. The name must be
+// letters, digits, '.', '_' and '-' only, not starting with '.', so that
+// the folder stays under root.
 func Create(root, name string, now time.Time) (*Writer, error) {
+	if !safeName(name) {
+		return nil, fmt.Errorf("run folder name %q: want letters, digits, '.', '_' or '-', not starting with '.'", name)
+	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", root, diskHint(err))
 	}
@@ -52,8 +58,10 @@ func Create(root, name string, now time.Time) (*Writer, error) {
 	return &Writer{Dir: dir, f: f, bw: bw, enc: vegeta.NewEncoder(bw)}, nil
 }
 
-// Add appends one result.
+// Add appends one result, its credential values redacted first (in r too:
+// see redact.Result), so that no credential reaches the run folder.
 func (a *Writer) Add(r *vegeta.Result) error {
+	redact.Result(r)
 	if err := a.enc.Encode(r); err != nil {
 		return fmt.Errorf("writing %s: %w", filepath.Join(a.Dir, ResultsFile), diskHint(err))
 	}
@@ -109,6 +117,20 @@ func (a *Writer) writeInfo(info RunInfo) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// safeName reports whether name is a safe file name: letters, digits,
+// '.', '_' and '-', at most 128 bytes, not starting with '.'.
+func safeName(name string) bool {
+	if name == "" || len(name) > 128 || name[0] == '.' {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // diskHint says plainly when the disk is full.

@@ -193,7 +193,6 @@ func (e *Engine) Execute(ctx context.Context, job Job) (*Run, error) {
 	lastFlush := time.Now()
 	runErr := job.Run(runCtx, run.Target, func(r *vegeta.Result) error {
 		run.Counts.Add(r)
-		RedactResult(r)
 		if err := w.Add(r); err != nil {
 			return err
 		}

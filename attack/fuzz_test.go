@@ -6,12 +6,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzParseProfile: any bytes as a profile are accepted or refused with a
-// *ProfileError naming the file, never a panic.
+// *ProfileError naming the file, never a panic; an accepted profile has a
+// safe name, and its ceilings (PeakRate, Duration) answer at once, never
+// negative, at its own window and compressed.
 func FuzzParseProfile(f *testing.F) {
 	paths, _ := filepath.Glob("../profiles/*.yaml")
+	bad, _ := filepath.Glob("testdata/bad/*.yaml")
+	paths = append(paths, bad...)
 	for _, p := range paths {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
@@ -29,6 +34,15 @@ func FuzzParseProfile(f *testing.F) {
 		}
 		if p == nil || len(p.Streams) == 0 {
 			t.Fatalf("accepted a profile with no streams: %q", data)
+		}
+		if err := CheckName(p.Name); err != nil {
+			t.Fatalf("accepted a profile named %q: %v", p.Name, err)
+		}
+		for _, w := range []time.Duration{p.Policy.Window.D, time.Second} {
+			pl := Plan{Profile: p, Window: w}
+			if peak, d := pl.PeakRate(), pl.Duration(); peak < 0 || d < 0 {
+				t.Fatalf("at window %v: PeakRate %d, Duration %v", w, peak, d)
+			}
 		}
 	})
 }

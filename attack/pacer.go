@@ -60,7 +60,7 @@ func (p Pacer) Rate(elapsed time.Duration) float64 {
 	lo, hi := uint64(0), uint64(1)
 	for {
 		t, ok := p.Sched.At(hi)
-		if !ok {
+		if !ok || hi >= 1<<62 {
 			return 0
 		}
 		if t >= e {
@@ -140,7 +140,9 @@ func Count(s Schedule) uint64 {
 }
 
 // last finds, by doubling then bisection, how many hits s plans and when
-// the last is due.
+// the last is due. A schedule of more than 2^63 hits (only an absurd one:
+// profiles are bounded far below) counts as 2^63, the last due when the
+// schedule ends.
 func last(s Schedule) (uint64, time.Duration) {
 	if _, ok := s.At(0); !ok {
 		return 0, 0
@@ -150,10 +152,17 @@ func last(s Schedule) (uint64, time.Duration) {
 		if _, ok := s.At(hi); !ok {
 			break
 		}
-		lo, hi = hi, hi*2
+		if hi >= 1<<63-1 {
+			t, _ := s.At(hi)
+			if e, ok := s.(interface{ end() time.Duration }); ok {
+				t = max(t, e.end())
+			}
+			return 1 << 63, t
+		}
+		lo, hi = hi, min(hi*2, 1<<63-1)
 	}
 	for hi-lo > 1 {
-		mid := (lo + hi) / 2
+		mid := lo + (hi-lo)/2
 		if _, ok := s.At(mid); ok {
 			lo = mid
 		} else {
@@ -165,10 +174,14 @@ func last(s Schedule) (uint64, time.Duration) {
 }
 
 // limit ends a schedule after count hits or at duration (zero: no limit).
+// span(d) is the most hits its rate, integrated over any d seconds, makes;
+// slow says s takes a microsecond or more (a bisection).
 type limit struct {
 	s        func(n uint64) time.Duration
 	count    uint64
 	duration time.Duration
+	span     func(d float64) float64
+	slow     bool
 }
 
 func (l limit) At(n uint64) (time.Duration, bool) {
@@ -187,7 +200,8 @@ func (l limit) At(n uint64) (time.Duration, bool) {
 
 // Constant sends rate hits per second.
 func Constant(rate float64, duration time.Duration, count uint64) Schedule {
-	return limit{s: func(n uint64) time.Duration { return seconds(float64(n) / rate) }, count: count, duration: duration}
+	return limit{s: func(n uint64) time.Duration { return seconds(float64(n) / rate) }, count: count, duration: duration,
+		span: func(d float64) float64 { return rate * d }}
 }
 
 // Linear ramps from one rate to another over duration: the cumulative hits
@@ -203,7 +217,13 @@ func Linear(from, to float64, duration time.Duration, count uint64) Schedule {
 			return time.Duration(math.MaxInt64)
 		}
 		return seconds((-from + math.Sqrt(disc)) / slope)
-	}, count: count, duration: duration}
+	}, count: count, duration: duration, span: func(d float64) float64 {
+		// The busiest d seconds are the last (a rising ramp) or the first.
+		if T := duration.Seconds(); d < T {
+			return d*max(from, to) - math.Abs(to-from)*d*d/(2*T)
+		}
+		return (from + to) / 2 * d
+	}}
 }
 
 // Sine oscillates around mean with the given amplitude and period, starting
@@ -227,7 +247,10 @@ func Sine(mean, amp float64, period, duration time.Duration, count uint64) Sched
 			}
 		}
 		return seconds(hi)
-	}, count: count, duration: duration}
+	}, count: count, duration: duration, slow: true, span: func(d float64) float64 {
+		// hits(t+d) − hits(t) is at most mean·d + amp·p/π·|sin(πd/p)|.
+		return mean*d + amp*p/math.Pi*math.Abs(math.Sin(math.Pi*d/p))
+	}}
 }
 
 // StepSpec is one constant-rate step of [Steps].
@@ -324,4 +347,159 @@ func (ps PacerSpec) Schedule(w time.Duration) Schedule {
 	default: // burst-then-probe
 		return BurstThenProbe(ps.Burst, ps.Over.In(w), ps.ProbeFrom.In(w), ps.ProbeEvery.In(w), ps.Until.In(w))
 	}
+}
+
+// mostIn is implemented by the schedules built here: most(d) bounds from
+// above the hits planned in any span of length d, from the schedule's
+// highest rate, without enumerating them.
+type mostIn interface {
+	most(d time.Duration) uint64
+}
+
+// hitsIn bounds the hits of a schedule whose rate, integrated over the
+// span, makes x: a send time rounded down may bring in one more.
+func hitsIn(x float64) uint64 {
+	x = math.Ceil(x) + 1
+	if !(x < 1<<63) { // NaN too
+		return 1 << 63
+	}
+	return uint64(x)
+}
+
+// addU adds two counts, saturating at 2^63.
+func addU(a, b uint64) uint64 {
+	return min(a+b, 1<<63) // both are at most 2^63: no wrap-around
+}
+
+func (l limit) most(d time.Duration) uint64 { return hitsIn(l.span(d.Seconds())) }
+
+// end returns when the schedule ends at the latest (for last).
+func (l limit) end() time.Duration { return l.duration }
+
+func (s stepSched) end() time.Duration {
+	var d time.Duration
+	for _, st := range s.steps {
+		d = satAdd(d, st.Duration)
+	}
+	return d
+}
+
+// piece is a stretch [a, b] of a schedule (in seconds) with a constant
+// rate, planning at most n hits; a == b is n hits at once.
+type piece struct {
+	a, b, rate float64
+	n          uint64
+}
+
+// piecewiseMost bounds the hits of pieces in any span of d seconds. The
+// hits a span [t, t+d] takes from the pieces grow linearly with t between
+// the instants where t or t+d crosses an end of a piece, so the busiest
+// span starts or ends at one: each is tried.
+func piecewiseMost(pieces []piece, d float64) uint64 {
+	var best uint64
+	for _, p := range pieces {
+		for _, t := range []float64{p.a, p.b, p.a - d, p.b - d} {
+			var n uint64
+			for _, q := range pieces {
+				lo, hi := max(t, q.a), min(t+d, q.b)
+				switch {
+				case lo > hi || q.n == 0:
+				case q.a == q.b:
+					n = addU(n, q.n)
+				default:
+					n = addU(n, min(q.n, hitsIn(q.rate*(hi-lo))))
+				}
+			}
+			best = max(best, n)
+		}
+	}
+	return best
+}
+
+func (s stepSched) most(d time.Duration) uint64 {
+	var pieces []piece
+	var start time.Duration
+	for _, st := range s.steps {
+		end := satAdd(start, st.Duration)
+		if st.Rate > 0 {
+			pieces = append(pieces, piece{start.Seconds(), end.Seconds(), st.Rate, hitsIn(st.Rate * st.Duration.Seconds())})
+		}
+		start = end
+	}
+	return piecewiseMost(pieces, d.Seconds())
+}
+
+func (b burstProbe) most(d time.Duration) uint64 {
+	pieces := []piece{{0, b.over.Seconds(), 0, b.burst}}
+	if b.burst > 1 && b.over > 0 {
+		pieces[0].rate = float64(b.burst-1) / b.over.Seconds()
+	} else {
+		pieces[0].b = 0
+	}
+	if b.every > 0 {
+		from := b.from
+		if from < b.over {
+			from = b.over + b.every
+		}
+		if from <= b.until {
+			pieces = append(pieces, piece{from.Seconds(), b.until.Seconds(), 1 / b.every.Seconds(), uint64((b.until-from)/b.every) + 1})
+		}
+	}
+	return piecewiseMost(pieces, d.Seconds())
+}
+
+// walkUpTo is the most hits a schedule may plan for [busiest] to walk them
+// one by one (an eighth of it for a slow schedule, a sine: a walk takes
+// well under a second); a longer one is bounded by its rate (see mostIn).
+const walkUpTo = 1 << 20
+
+// busiest returns the most hits the units of one stream (all sharing its
+// schedule) send in any span of length d: exactly, by sliding a window over
+// the schedule, when it plans at most walkUpTo hits; otherwise an upper
+// bound from the schedule's highest rate, found without enumerating.
+func busiest(units []unit, d time.Duration) int {
+	sched := units[0].pacer.Sched
+	n := Count(sched)
+	budget := uint64(walkUpTo)
+	if l, ok := sched.(limit); ok && l.slow {
+		budget /= 8
+	}
+	if m, ok := sched.(mostIn); ok && n > budget {
+		c := min(n, m.most(d))
+		var sum uint64
+		for _, u := range units {
+			k := max(u.pacer.K, 1)
+			sum = addU(sum, c/k)
+			if c%k != 0 {
+				sum = addU(sum, 1)
+			}
+		}
+		return int(min(c, sum, math.MaxInt))
+	}
+	// Count only the hits these units send (all of them, unless the plan
+	// is a shard).
+	sends := func(g uint64) int {
+		for _, u := range units {
+			if u.pacer.takes(g) {
+				return 1
+			}
+		}
+		return 0
+	}
+	// Slide a window over the schedule: ts holds the times of hits lo..hi,
+	// so each hit's time is computed once.
+	best, in := 0, 0
+	var lo uint64
+	var ts []time.Duration
+	for hi := uint64(0); hi < n; hi++ {
+		t, _ := sched.At(hi)
+		ts = append(ts, t)
+		in += sends(hi)
+		for t-ts[0] >= d {
+			in -= sends(lo)
+			lo, ts = lo+1, ts[1:]
+		}
+		best = max(best, in)
+	}
+	return best
 }

@@ -19,7 +19,8 @@ import (
 // Profile is a scenario file: the policy it expects and the streams of
 // requests that test it. Load one with [LoadProfile].
 type Profile struct {
-	// Name names the profile in archive folders; defaults to the file name.
+	// Name names the profile in archive folders; defaults to the file name
+	// (its unsafe characters replaced by '-'). See [CheckName].
 	Name string `yaml:"name"`
 	// Description says what the profile shows, for people.
 	Description string `yaml:"description"`
@@ -49,7 +50,7 @@ type Policy struct {
 
 // Stream is one paced sequence of requests to one surface.
 type Stream struct {
-	// Name labels the stream's results.
+	// Name labels the stream's results (see [CheckName]).
 	Name string `yaml:"name"`
 	// Surface is rest or mcp.
 	Surface string `yaml:"surface"`
@@ -185,7 +186,7 @@ func ParseProfile(file string, data []byte) (*Profile, error) {
 	}
 	if p.Name == "" {
 		base := file[strings.LastIndexAny(file, `/\`)+1:]
-		p.Name = strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
+		p.Name = safeName(strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml"))
 	}
 	return &p, nil
 }
@@ -247,6 +248,18 @@ func (p *Profile) validate(line func(string) int) error {
 	if p.Policy.Window.IsZero() {
 		p.Policy.Window = Span{D: time.Minute}
 	}
+	w := p.Policy.Window.D
+	if err := checkSpan("policy.window", p.Policy.Window, w); err != nil {
+		return bad("policy.window", "%v", err)
+	}
+	if p.Name != "" {
+		if err := CheckName(p.Name); err != nil {
+			return bad("name", "profile %v", err)
+		}
+	}
+	if err := checkSpan("timeout", p.Timeout, w); err != nil {
+		return bad("timeout", "%v", err)
+	}
 	for i, s := range p.Sources {
 		if err := checkSource(s); err != nil {
 			return bad(fmt.Sprintf("sources.%d", i), "%v", err)
@@ -267,8 +280,14 @@ func (p *Profile) validate(line func(string) int) error {
 		if s.Name == "" {
 			s.Name = fmt.Sprintf("stream%d", i+1)
 		}
-		if names[s.Name] || strings.ContainsAny(s.Name, " =") {
-			return bad(at("name"), "stream name %q is repeated or has a space or '='", s.Name)
+		if err := CheckName(s.Name); err != nil {
+			return bad(at("name"), "stream %v", err)
+		}
+		if names[s.Name] {
+			return bad(at("name"), "stream name %q is repeated", s.Name)
+		}
+		if err := checkSpan("start", s.Start, w); err != nil {
+			return bad(at("start"), "stream %s: %v", s.Name, err)
 		}
 		for j, a := range s.After {
 			if !names[a] {
@@ -308,6 +327,11 @@ func (p *Profile) validate(line func(string) int) error {
 			}
 		}
 		if err := s.Pacer.validate(func(f string) int { return line(at("pacer." + f)) }); err != nil {
+			return err
+		}
+		if err := s.Pacer.checkNumbers(w, func(f, format string, args ...any) error {
+			return bad(at("pacer."+f), "stream %s: %s", s.Name, fmt.Sprintf(format, args...))
+		}); err != nil {
 			return err
 		}
 		for k, v := range s.Expect {

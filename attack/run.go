@@ -3,6 +3,7 @@ package attack
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/client"
+	"github.com/connectbyjbrh/ratecheck/redact"
 )
 
 // DefaultMaxBody is how much of each response body is kept: enough for an
@@ -94,12 +96,12 @@ func unitsOf(units []unit, s *Stream) []unit {
 }
 
 // Duration returns the planned length of the run: the latest planned send
-// time over all streams.
+// time over all streams, saturating at the longest duration.
 func (pl Plan) Duration() time.Duration {
 	var d time.Duration
 	for i := range pl.Profile.Streams {
 		s := &pl.Profile.Streams[i]
-		d = max(d, s.Start.In(pl.Window)+Planned(s.Pacer.Schedule(pl.Window)))
+		d = max(d, satAdd(s.Start.In(pl.Window), Planned(s.Pacer.Schedule(pl.Window))))
 	}
 	return d
 }
@@ -109,7 +111,7 @@ func (pl Plan) Info() archive.RunInfo {
 	p := pl.Profile
 	info := archive.RunInfo{Profile: p.Name, WindowMS: pl.Window.Milliseconds(),
 		Policy:  archive.PolicyInfo{Surface: p.Policy.Surface, Limit: p.Policy.Limit, WindowMS: p.Policy.Window.In(pl.Window).Milliseconds()},
-		Headers: Redact(pl.headers())}
+		Headers: redact.Header(pl.headers())}
 	if pl.Shard.Split() {
 		info.Shard = pl.Shard.String()
 	}
@@ -395,46 +397,16 @@ func statusMatches(key string, code int) bool {
 
 // PeakRate returns the most requests the plan sends in any one second: per
 // stream, the busiest second of its schedule, added up over the streams
-// (as if their busiest seconds met, which bounds the real peak).
+// (as if their busiest seconds met, which bounds the real peak). It is
+// exact for a stream of up to a million planned requests and an upper
+// bound from its highest rate beyond, never a walk over them all.
 func (pl Plan) PeakRate() int {
 	total := 0
 	units := pl.units()
 	for i := range pl.Profile.Streams {
-		s := &pl.Profile.Streams[i]
-		mine := unitsOf(units, s)
-		if len(mine) == 0 {
-			continue
+		if mine := unitsOf(units, &pl.Profile.Streams[i]); len(mine) > 0 {
+			total = min(total+min(busiest(mine, time.Second), math.MaxInt32), math.MaxInt32)
 		}
-		// Slide a one-second window over the schedule, counting only the
-		// hits this plan sends (all of them, unless it is a shard).
-		sends := func(g uint64) int {
-			for _, u := range mine {
-				if u.pacer.takes(g) {
-					return 1
-				}
-			}
-			return 0
-		}
-		sched := mine[0].pacer.Sched
-		best, n := 0, 0
-		var lo uint64
-		for hi := uint64(0); ; hi++ {
-			t, ok := sched.At(hi)
-			if !ok {
-				break
-			}
-			n += sends(hi)
-			for {
-				t0, _ := sched.At(lo)
-				if t-t0 < time.Second {
-					break
-				}
-				n -= sends(lo)
-				lo++
-			}
-			best = max(best, n)
-		}
-		total += best
 	}
 	return total
 }

@@ -36,9 +36,22 @@ func ParseSpan(s string) (Span, error) {
 	return Span{D: d}, nil
 }
 
-// In returns the span as a duration for a window of length w.
+// In returns the span as a duration for a window of length w. A span in
+// windows saturates at the longest duration instead of overflowing, and one
+// above zero is at least 1ns: it never rounds to nothing.
 func (s Span) In(w time.Duration) time.Duration {
-	return time.Duration(s.W*float64(w)) + s.D
+	d := s.D
+	if s.W != 0 && w > 0 {
+		wd := s.W * float64(w)
+		switch {
+		case wd >= math.MaxInt64-float64(max(d, 0)): // float64(MaxInt64) is 2^63
+			return math.MaxInt64
+		case wd < 1:
+			wd = 1
+		}
+		d += time.Duration(wd)
+	}
+	return d
 }
 
 // IsZero reports whether the span is zero.
@@ -104,7 +117,16 @@ func (r Rate) PerSecond(w time.Duration) float64 {
 
 // String returns the rate as written.
 func (r Rate) String() string {
-	return strconv.FormatFloat(r.N, 'g', -1, 64) + "/" + r.Per.String()
+	per := r.Per.String()
+	switch r.Per {
+	case Span{D: time.Second}:
+		per = "s"
+	case Span{D: time.Minute}:
+		per = "m"
+	case Span{W: 1}:
+		per = "w"
+	}
+	return strconv.FormatFloat(r.N, 'g', -1, 64) + "/" + per
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler.

@@ -39,20 +39,22 @@ type SurfaceSummary struct {
 // Summarize reads the summary of a run from its records and verdict.
 func Summarize(in *archive.Input, rep *analyze.Report) RunSummary {
 	s := RunSummary{Run: rep.Verdict.Run, Verdict: rep.Verdict.Verdict}
-	// The span of each surface's sends, in one pass (records are in send order).
+	// The span of each surface's sends, in one pass.
 	first, last := map[string]int64{}, map[string]int64{}
 	for j := range in.Records {
 		r := &in.Records[j]
 		sf := in.Tables().Labels(r).Surface
-		if _, ok := first[sf]; !ok {
+		if f, ok := first[sf]; !ok || r.Start < f {
 			first[sf] = r.Start
 		}
-		last[sf] = r.Start
+		if l, ok := last[sf]; !ok || r.Start > l {
+			last[sf] = r.Start
+		}
 	}
 	for i, sv := range rep.Verdict.Surfaces {
 		sd := rep.Surfaces[i]
 		ss := SurfaceSummary{Surface: sv.Surface, Requests: sd.Requests, ObservedLimit: sv.ObservedLimit, Model: sv.Model, Verdict: sv.Verdict}
-		if span := time.Duration(last[sv.Surface] - first[sv.Surface]).Seconds(); span > 0 {
+		if span := secs(last[sv.Surface], first[sv.Surface]); span > 0 {
 			ss.Rate, ss.Throughput = float64(sd.Requests)/span, float64(sd.Admitted)/span
 		}
 		if m := sd.Latency; m != nil && m.Count > 0 {
@@ -129,7 +131,7 @@ func limitText(l *int) string {
 // CompareTable writes the comparison side by side, surface by surface, then
 // the regressions and the verdict.
 func CompareTable(w io.Writer, c Comparison) error {
-	fmt.Fprintf(w, "baseline %s\nrun      %s\n", c.Baseline.Run, c.Run.Run)
+	printf(w, "baseline %s\nrun      %s\n", c.Baseline.Run, c.Run.Run)
 	t := tablewriter.NewWriter(w)
 	t.Header("surface", "metric", "baseline", "run", "change")
 	num := func(v float64, unit string) string { return strconv.FormatFloat(v, 'f', 2, 64) + unit }
@@ -154,7 +156,11 @@ func CompareTable(w io.Writer, c Comparison) error {
 			{"verdict", b.Verdict, r.Verdict, ""},
 		}
 		for _, row := range rows {
-			if err := t.Append(append([]string{b.Surface}, row...)); err != nil {
+			row = append([]string{b.Surface}, row...)
+			for i := range row {
+				row[i] = Safe(row[i])
+			}
+			if err := t.Append(row); err != nil {
 				return err
 			}
 		}
@@ -163,10 +169,10 @@ func CompareTable(w io.Writer, c Comparison) error {
 		return err
 	}
 	for _, reg := range c.Regressions {
-		fmt.Fprintf(w, "regression: %s\n", reg)
+		printf(w, "regression: %s\n", reg)
 	}
 	if len(c.Regressions) == 0 {
-		fmt.Fprintf(w, "no regression (p99 may rise by up to %.0f%%)\n", 100*c.MaxP99Increase)
+		printf(w, "no regression (p99 may rise by up to %.0f%%)\n", 100*c.MaxP99Increase)
 	}
 	return nil
 }

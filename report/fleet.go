@@ -20,7 +20,7 @@ func dur(ms float64) string {
 // FleetTables writes a fleet's waves side by side (one column per attempt
 // wave), its checks with evidence, and the verdict.
 func FleetTables(w io.Writer, rep *analyze.JitterReport, strategy, run string) error {
-	fmt.Fprintf(w, "%s  fleet of %d clients, strategy %s: %d requests, %.2f attempts each (at most %d); ε %gms\n",
+	printf(w, "%s  fleet of %d clients, strategy %s: %d requests, %.2f attempts each (at most %d); ε %gms\n",
 		strings.ToUpper(rep.Verdict), rep.Clients, strategy, rep.Requests, rep.AttemptsMean, rep.AttemptsMax, rep.EpsilonMS)
 	if len(rep.Waves) > 0 {
 		t := tablewriter.NewWriter(w)
@@ -32,7 +32,7 @@ func FleetTables(w io.Writer, rep *analyze.JitterReport, strategy, run string) e
 		row := func(name string, f func(analyze.Wave) string) error {
 			cells := []any{name}
 			for _, wv := range rep.Waves {
-				cells = append(cells, f(wv))
+				cells = append(cells, Safe(f(wv)))
 			}
 			return t.Append(cells...)
 		}
@@ -76,14 +76,14 @@ func FleetTables(w io.Writer, rep *analyze.JitterReport, strategy, run string) e
 	t := tablewriter.NewWriter(w)
 	t.Header("check", "verdict", "evidence")
 	for _, c := range rep.Checks {
-		if err := t.Append(c.Name, c.Verdict, wrap(c.Detail, 90)); err != nil {
+		if err := t.Append(Safe(c.Name), Safe(c.Verdict), wrap(Safe(c.Detail), 90)); err != nil {
 			return err
 		}
 	}
 	if err := t.Render(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nverdict: %s (collision ratio %.2f, re-collision %.0f%%, KS p %.2g; run %s)\n",
+	printf(w, "\nverdict: %s (collision ratio %.2f, re-collision %.0f%%, KS p %.2g; run %s)\n",
 		strings.ToUpper(rep.Verdict), rep.CollisionRatio, 100*rep.RecollisionRate, rep.KSP, run)
 	return nil
 }

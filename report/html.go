@@ -158,7 +158,7 @@ func windowChart(tab *archive.Tables, recs []*archive.Record, primary string, li
 		return p, nil
 	}
 	js := analyze.Model(g, limit, w)
-	first, last := g.Records[0].Start, g.Records[len(g.Records)-1].Start
+	first, last := startRange(g.Records)
 	surely, possibly := newBinned(first, last), newBinned(first, last)
 	var leaks, falses plotter.XYs
 	firstRefusal := int64(math.MaxInt64)
@@ -217,7 +217,7 @@ func outcomeChart(recs []*archive.Record, t0 int64) (*plot.Plot, error) {
 	if len(recs) == 0 {
 		return newPlot("Requests by outcome", "requests"), nil
 	}
-	first, last := recs[0].Start, recs[len(recs)-1].Start
+	first, last := startRange(recs)
 	adm, ref, flt := newBinned(first, last), newBinned(first, last), newBinned(first, last)
 	for _, r := range recs {
 		adm.add(r.Start, 0)
@@ -252,11 +252,11 @@ func latencyChart(recs []*archive.Record, t0 int64) (*plot.Plot, error) {
 		return p, nil
 	}
 	const bins = 60
-	first, last := recs[0].Start, recs[len(recs)-1].Start
-	width := max((last-first)/bins+1, 1)
+	first, last := startRange(recs)
+	width := since(last, first)/bins + 1
 	lat := make([][]float64, bins+1)
 	for _, r := range recs {
-		k := (r.Start - first) / width
+		k := since(r.Start, first) / width
 		lat[k] = append(lat[k], float64(r.End-r.Start)/1e6)
 	}
 	for _, q := range []struct {
@@ -270,7 +270,7 @@ func latencyChart(recs []*archive.Record, t0 int64) (*plot.Plot, error) {
 				continue
 			}
 			slices.Sort(ls)
-			xys = append(xys, plotter.XY{X: secs(first+int64(k)*width+width/2, t0), Y: ls[int(q.q*float64(len(ls)-1))]})
+			xys = append(xys, plotter.XY{X: (float64(since(first, t0)) + float64(uint64(k)*width+width/2)) / 1e9, Y: ls[int(q.q*float64(len(ls)-1))]})
 		}
 		if err := addLine(p, q.name, xys, q.c, false); err != nil {
 			return nil, err
@@ -279,26 +279,29 @@ func latencyChart(recs []*archive.Record, t0 int64) (*plot.Plot, error) {
 	return p, nil
 }
 
-// binned is a series over chartBins time bins.
+// binned is a series over chartBins time bins from first (Unix ns).
 type binned struct {
-	first, width int64
-	v            []float64
-	set          []bool
+	first int64
+	width uint64
+	v     []float64
+	set   []bool
 }
 
+// newBinned returns a series over [first, last], the earliest and latest
+// instants it will be given.
 func newBinned(first, last int64) *binned {
-	return &binned{first: first, width: max((last-first)/chartBins+1, 1), v: make([]float64, chartBins+1), set: make([]bool, chartBins+1)}
+	return &binned{first: first, width: since(last, first)/chartBins + 1, v: make([]float64, chartBins+1), set: make([]bool, chartBins+1)}
 }
 
 func (b *binned) max(t int64, v float64) {
-	k := (t - b.first) / b.width
+	k := since(t, b.first) / b.width
 	if !b.set[k] || v > b.v[k] {
 		b.v[k], b.set[k] = v, true
 	}
 }
 
 func (b *binned) add(t int64, v float64) {
-	k := (t - b.first) / b.width
+	k := since(t, b.first) / b.width
 	b.v[k] += v
 	b.set[k] = true
 }
@@ -307,14 +310,29 @@ func (b *binned) xys(t0 int64) plotter.XYs {
 	var out plotter.XYs
 	for k, v := range b.v {
 		if b.set[k] {
-			out = append(out, plotter.XY{X: secs(b.first+int64(k)*b.width, t0), Y: v})
+			out = append(out, plotter.XY{X: (float64(since(b.first, t0)) + float64(uint64(k)*b.width)) / 1e9, Y: v})
 		}
 	}
 	return out
 }
 
-// secs is t in seconds since t0.
-func secs(t, t0 int64) float64 { return float64(t-t0) / 1e9 }
+// since is how long after from t is, in ns, for t >= from. Two Unix-ns
+// instants may lie further apart than an int64 holds (results 292 years
+// apart in a hostile file), never further than a uint64 does.
+func since(t, from int64) uint64 { return uint64(t) - uint64(from) }
+
+// secs is t in seconds since t0 (t >= t0).
+func secs(t, t0 int64) float64 { return float64(since(t, t0)) / 1e9 }
+
+// startRange returns the earliest and latest start of recs (not empty),
+// whatever their order.
+func startRange(recs []*archive.Record) (first, last int64) {
+	first, last = recs[0].Start, recs[0].Start
+	for _, r := range recs {
+		first, last = min(first, r.Start), max(last, r.Start)
+	}
+	return first, last
+}
 
 func newPlot(title, y string) *plot.Plot {
 	p := plot.New()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"image"
 	"image/png"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,5 +179,35 @@ func TestHTMLFleet(t *testing.T) {
 	page := buf.String()
 	if n := strings.Count(page, "<svg"); n != 4 || !strings.Contains(page, "Fleet: when each attempt went out") || !strings.Contains(page, "attempt 3") {
 		t.Errorf("%d charts, fleet chart drawn: %v", n, strings.Contains(page, "Fleet: when each attempt went out"))
+	}
+}
+
+// TestHTMLFarApart: results further apart than an int64 of nanoseconds
+// holds (a hostile or corrupt file: 1690 and 1990, or the ends of the
+// Unix-ns range), in any order, make a page and a summary, never a panic
+// or a negative span.
+func TestHTMLFarApart(t *testing.T) {
+	for _, starts := range [][]int64{
+		{time.Date(1690, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano(), time.Date(1990, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()},
+		{math.MinInt64, 0, math.MaxInt64 - int64(time.Second)},
+		{math.MaxInt64 - int64(time.Second), math.MinInt64}, // out of order
+	} {
+		in := archive.NewInput()
+		for _, s := range starts {
+			in.Add(archive.Labels{Surface: contract.REST, Source: "127.0.0.1", Stream: "s"},
+				s, s+int64(time.Millisecond), 200, &archive.Answer{Body: []byte(`{"results":[]}`)})
+		}
+		cfg := analyze.Config{Window: time.Second, Limits: map[string]int{contract.REST: 10}}
+		rep, err := analyze.Analyze(in, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := HTML(&buf, in, rep, cfg); err != nil || !strings.Contains(buf.String(), "<svg") {
+			t.Errorf("%v: %v", starts, err)
+		}
+		if s := Summarize(in, rep); len(s.Surfaces) != 1 || !(s.Surfaces[0].Rate > 0) {
+			t.Errorf("%v: summary %+v, want a positive rate", starts, s.Surfaces)
+		}
 	}
 }

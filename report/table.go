@@ -41,29 +41,29 @@ func JSON(w io.Writer, rep *analyze.Report) error {
 func Tables(w io.Writer, rep *analyze.Report) error {
 	v := rep.Verdict
 	for _, note := range rep.Notes {
-		fmt.Fprintf(w, "note: %s\n", note)
+		printf(w, "note: %s\n", note)
 	}
 	for _, warn := range rep.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", warn)
+		printf(w, "warning: %s\n", warn)
 	}
 	for i, s := range v.Surfaces {
 		d := rep.Surfaces[i]
-		fmt.Fprintf(w, "\n%s  %s: %s\n", strings.ToUpper(s.Verdict), strings.ToUpper(s.Surface), summaryLine(s, d))
-		fmt.Fprintf(w, "  %s\n", countsLine(d))
+		printf(w, "\n%s  %s: %s\n", strings.ToUpper(s.Verdict), strings.ToUpper(s.Surface), summaryLine(s, d))
+		printf(w, "  %s\n", countsLine(d))
 		if s.Missing != "" {
-			fmt.Fprintf(w, "  missing evidence: %s\n", s.Missing)
+			printf(w, "  missing evidence: %s\n", s.Missing)
 		}
 		if len(d.Errors) > 0 {
 			var kinds []string
 			for _, e := range d.Errors[:min(len(d.Errors), 3)] {
 				kinds = append(kinds, fmt.Sprintf("%d× %s", e.N, e.Kind))
 			}
-			fmt.Fprintf(w, "  unanswered: %s\n", strings.Join(kinds, "; "))
+			printf(w, "  unanswered: %s\n", strings.Join(kinds, "; "))
 		}
 		t := tablewriter.NewWriter(w)
 		t.Header("check", "verdict", "evidence")
 		for _, c := range s.Checks {
-			if err := t.Append(c.Name, c.Verdict, wrap(c.Detail, 90)); err != nil {
+			if err := t.Append(Safe(c.Name), Safe(c.Verdict), wrap(Safe(c.Detail), 90)); err != nil {
 				return err
 			}
 		}
@@ -71,7 +71,7 @@ func Tables(w io.Writer, rep *analyze.Report) error {
 			return err
 		}
 		if m := d.Latency; m != nil && m.Count > 0 {
-			fmt.Fprintf(w, "  %s\n", latencyLine(m))
+			printf(w, "  %s\n", latencyLine(m))
 			if m.Histogram != nil {
 				var bins []string
 				for _, bin := range *m.Histogram {
@@ -79,15 +79,15 @@ func Tables(w io.Writer, rep *analyze.Report) error {
 						bins = append(bins, fmt.Sprintf("%s:%d", strings.ReplaceAll(k, " ", ""), n))
 					}
 				}
-				fmt.Fprintf(w, "  latency histogram (%d samples): %s\n", m.Samples, wrap(strings.Join(bins, "  "), 110))
+				printf(w, "  latency histogram (%d samples): %s\n", m.Samples, wrap(strings.Join(bins, "  "), 110))
 			}
 		}
 	}
-	fmt.Fprintf(w, "\nverdict: %s (window %v", strings.ToUpper(v.Verdict), time.Duration(v.WindowMS)*time.Millisecond)
+	printf(w, "\nverdict: %s (window %v", strings.ToUpper(v.Verdict), time.Duration(v.WindowMS)*time.Millisecond)
 	if v.Run != "" {
-		fmt.Fprintf(w, ", run %s", v.Run)
+		printf(w, ", run %s", v.Run)
 	}
-	fmt.Fprintln(w, ")")
+	printf(w, ")\n")
 	return nil
 }
 

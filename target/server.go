@@ -40,12 +40,20 @@ type Config struct {
 	// Clock returns monotonic time since an arbitrary origin; nil means a
 	// real monotonic clock started by New.
 	Clock func() time.Duration
+	// ReadTimeout bounds reading a whole request, body included, on a
+	// connection [Listen] serves (zero: DefaultReadTimeout): a client that
+	// sends its headers and then trickles its body is cut off.
+	ReadTimeout time.Duration
 }
+
+// DefaultReadTimeout is the default [Config.ReadTimeout]: ample for the
+// largest body the target reads (256 KiB) on any link.
+const DefaultReadTimeout = 30 * time.Second
 
 // DefaultConfig returns the contract's configuration: a 60 s rolling window,
 // 240 REST requests and 120 MCP calls per window and address.
 func DefaultConfig() Config {
-	return Config{Window: contract.Window, RESTLimit: contract.RESTLimit, MCPLimit: contract.MCPLimit, Limiter: Rolling}
+	return Config{Window: contract.Window, RESTLimit: contract.RESTLimit, MCPLimit: contract.MCPLimit, Limiter: Rolling, ReadTimeout: DefaultReadTimeout}
 }
 
 // Server is the reference target. It is an [http.Handler] and is safe for
@@ -215,16 +223,22 @@ type Listener struct {
 }
 
 // Listen starts s on addr (such as "127.0.0.1:0" for a free loopback port)
-// and serves until Close.
+// and serves until Close. A request's headers must arrive within 10 s, the
+// whole request within the configured ReadTimeout.
 func Listen(s *Server, addr string) (*Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
+	read := s.cfg.ReadTimeout
+	if read <= 0 {
+		read = DefaultReadTimeout
+	}
 	l := &Listener{
-		URL:    "http://" + ln.Addr().String(),
-		ln:     ln,
-		srv:    &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute},
+		URL: "http://" + ln.Addr().String(),
+		ln:  ln,
+		srv: &http.Server{Handler: s, ReadHeaderTimeout: min(10*time.Second, read), ReadTimeout: read,
+			IdleTimeout: 2 * time.Minute},
 		served: make(chan error, 1),
 	}
 	go func() { l.served <- l.srv.Serve(ln) }()

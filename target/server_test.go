@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -588,6 +589,57 @@ func BenchmarkFloodHandler(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				h.h.ServeHTTP(httptest.NewRecorder(), req)
+			}
+		})
+	}
+}
+
+// TestListenCutsOffTrickledBodies: a client that sends its headers and then
+// trickles its body, a byte at a time, is cut off once the whole request
+// has taken ReadTimeout; before, only the headers had a deadline and such
+// a client held its connection and handler for as long as it liked.
+func TestListenCutsOffTrickledBodies(t *testing.T) {
+	for _, path := range []string{"/mcp", "/api/public/search"} {
+		t.Run(path, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.ReadTimeout = 100 * time.Millisecond
+			srv, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := Listen(srv, "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			c, err := net.Dial("tcp", l.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100000\r\n\r\n{", path)
+			done := make(chan struct{})
+			defer close(done)
+			go func() { // trickle, until cut off or the test ends
+				tick := time.NewTicker(10 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					select {
+					case <-done:
+						return
+					case <-tick.C:
+						if _, err := c.Write([]byte(" ")); err != nil {
+							return
+						}
+					}
+				}
+			}()
+			// The server ends the connection: the read ends in EOF or a
+			// reset, never in this test's own (generous) deadline.
+			c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			_, err = io.Copy(io.Discard, c)
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatal("the server still held the connection of a client trickling its body")
 			}
 		})
 	}

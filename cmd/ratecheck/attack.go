@@ -12,6 +12,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/redact"
 )
 
 const attackHelp = `
@@ -36,11 +37,12 @@ merge. --sources own sends from the machine's own address (a Kubernetes pod
 has one), labelled shard-<i> in a shard. ratecheck k8s-job writes the
 Kubernetes Job that runs the shards.
 
-Credential headers (Authorization, Cookie, *-Key, *-Token) and query
-parameters (key, token, *_key, *_token, password, secret, sig, ...) are
-refused unless --allow-credentials: the contract's surfaces authenticate
-nothing, so a key only leaks. Their values, and cookies the target sets, are
-never written anywhere ([redacted]).
+Credential headers and query parameters (names with secret, token, key,
+auth, session, password, cookie, or jwt, sig, signature: the policy of
+package redact) are refused unless --allow-credentials, and so is a
+--target with a query: the contract's surfaces authenticate nothing, so a
+key only leaks. Their values, and the headers and cookies a target sends
+back that look like credentials, are never written anywhere ([redacted]).
 
 Exit codes: 0 done and every expect of the profile held, 1 an expect failed
 or the run was interrupted, 2 bad usage or profile, 3 target unreachable or
@@ -106,7 +108,7 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if o.window < 0 || o.timeout < 0 {
 		return usageErr(stderr, "attack", "--window and --timeout must not be negative")
 	}
-	if names := attack.Credentials(http.Header(o.headers)); len(names) > 0 && !o.allowCredentials {
+	if names := redact.Names(http.Header(o.headers)); len(names) > 0 && !o.allowCredentials {
 		return usageErr(stderr, "attack", "--header %s carries a credential: the contract's surfaces authenticate nothing and a key sent to them only leaks into logs; pass --allow-credentials if you must", strings.Join(names, ", "))
 	}
 	prof, err := attack.LoadProfile(o.profile)
@@ -114,7 +116,7 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "ratecheck attack: %v\n", err)
 		return exitUsage
 	}
-	if names := attack.Credentials(profileHeaders(prof)); len(names) > 0 && !o.allowCredentials {
+	if names := prof.HeaderCredentials(); len(names) > 0 && !o.allowCredentials {
 		return usageErr(stderr, "attack", "%s: headers %s carry a credential; pass --allow-credentials if you must", o.profile, strings.Join(names, ", "))
 	}
 	if names := attack.QueryCredentials(prof); len(names) > 0 && !o.allowCredentials {
@@ -197,22 +199,6 @@ func replaceSources(p *attack.Profile, list string) error {
 		p.Streams[i].Sources = nil
 	}
 	return nil
-}
-
-// profileHeaders gathers every header a profile sets.
-func profileHeaders(p *attack.Profile) http.Header {
-	h := http.Header{}
-	for k, v := range p.Headers {
-		h.Set(k, v)
-	}
-	for _, s := range p.Streams {
-		for _, r := range s.Requests {
-			for k, v := range r.Headers {
-				h.Set(k, v)
-			}
-		}
-	}
-	return h
 }
 
 // parseInstant reads an RFC 3339 instant given to flag.

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
+	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -160,18 +164,32 @@ func TestAttackUsageErrors(t *testing.T) {
 }
 
 // TestAttackNeverWritesCredentials: with --allow-credentials, credentials
-// in headers (flag and profile) and in query parameters are sent, and a
-// cookie the target sets is received, but no value appears in any file the
-// run writes, nor on stdout or stderr.
+// in request headers (flag and profile: Authorization, X-Api-Key,
+// X-Client-Secret, X-Auth, X-Session-Id, X-Session-Token) and in query
+// parameters (api_key, jwt) are sent, and the target's Set-Cookie,
+// X-Auth-Secret and WWW-Authenticate are received, but no value appears in
+// any file the run writes, nor on stdout or stderr. Without
+// --allow-credentials each is refused, naming it.
 func TestAttackNeverWritesCredentials(t *testing.T) {
+	var sent atomic.Int64
 	url := startTarget(t, 2*time.Second, nil, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("X-Client-Secret") == "S3CRET" || r.URL.Query().Get("jwt") == "S3CRET" {
+				sent.Add(1)
+			}
 			w.Header().Set("Set-Cookie", "session=S3CRET")
+			w.Header().Set("X-Auth-Secret", "S3CRET")
+			w.Header().Set("WWW-Authenticate", `Bearer realm="S3CRET"`)
 			h.ServeHTTP(w, r)
 		})
 	})
+	flagHeaders := []string{"Authorization: Bearer S3CRET", "X-Api-Key: S3CRET", "X-Client-Secret: S3CRET", "X-Auth: S3CRET", "X-Session-Id: S3CRET"}
+	var withFlags []string
+	for _, h := range flagHeaders {
+		withFlags = append(withFlags, "--header", h)
+	}
 	for _, args := range [][]string{
-		{"--profile", "../../profiles/errors.yaml", "--header", "Authorization: Bearer S3CRET", "--header", "X-Api-Key: S3CRET"},
+		append([]string{"--profile", "../../profiles/errors.yaml"}, withFlags...),
 		{"--profile", "testdata/credentials.yaml"},
 	} {
 		t.Run(args[1], func(t *testing.T) {
@@ -185,19 +203,96 @@ func TestAttackNeverWritesCredentials(t *testing.T) {
 			}
 			scanForSecret(t, out, "S3CRET")
 			rs, info := readArchive(t, onlyRun(t, out))
-			if len(rs) == 0 || rs[0].Headers.Get("Set-Cookie") != "[redacted]" {
-				t.Errorf("%d results; the first has Set-Cookie %q", len(rs), rs[0].Headers.Get("Set-Cookie"))
+			if len(rs) == 0 {
+				t.Fatal("no results")
+			}
+			for _, h := range []string{"Set-Cookie", "X-Auth-Secret", "Www-Authenticate"} {
+				if got := rs[0].Headers.Get(h); got != "[redacted]" {
+					t.Errorf("the first result has %s %q", h, got)
+				}
 			}
 			if h := info["headers"].(map[string]any); len(h) == 0 {
 				t.Errorf("run.json headers %v", h)
 			}
 		})
 	}
-	// Without --allow-credentials the query credential is refused.
+	if sent.Load() == 0 {
+		t.Error("no credential reached the target: the scan proves nothing")
+	}
+	// Without --allow-credentials each is refused.
+	for _, h := range flagHeaders {
+		code, _, stderr := runCmd(t, "attack", "--profile", "../../profiles/errors.yaml", "--out", t.TempDir(), "--target", url, "--header", h)
+		if name, _, _ := strings.Cut(h, ":"); code != exitUsage || !strings.Contains(stderr, "--header "+name+" carries a credential") || strings.Contains(stderr, "S3CRET") {
+			t.Errorf("--header %s: exit %d: %s", name, code, stderr)
+		}
+	}
 	code, _, stderr := runCmd(t, "attack", "--profile", "testdata/credentials.yaml", "--out", t.TempDir(), "--target", url)
 	if code != exitUsage || !strings.Contains(stderr, "carry a credential") {
 		t.Errorf("exit %d without --allow-credentials: %s", code, stderr)
 	}
+	t.Run("query of --target", func(t *testing.T) {
+		out := t.TempDir()
+		code, stdout, stderr := runCmd(t, "attack", "--profile", "../../profiles/errors.yaml", "--window", "2s", "--out", out,
+			"--target", url+"/?token=S3CRET", "--allow-credentials")
+		if code != exitUsage || !strings.Contains(stderr, "a base URL has no query") || strings.Contains(stdout+stderr, "S3CRET") {
+			t.Errorf("exit %d, want 2 refusing the query without echoing it:\n%s%s", code, stdout, stderr)
+		}
+		if entries, _ := os.ReadDir(out); len(entries) > 0 {
+			t.Errorf("%d runs archived", len(entries))
+		}
+	})
+	t.Run("unsolicited Set-Cookie in the transport log", func(t *testing.T) {
+		var logged lockedBuffer
+		routeLog(&logged)
+		defer log.SetOutput(os.Stderr)
+		out := t.TempDir()
+		code, stdout, stderr := runCmd(t, "attack", "--profile", "../../profiles/errors.yaml", "--window", "2s", "--out", out, "--target", unsolicitedTarget(t))
+		if code == exitUsage || code == exitUnreachable {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		if !strings.Contains(logged.String(), "Unsolicited response") || !strings.Contains(logged.String(), "Set-Cookie: [redacted]") {
+			t.Fatalf("the transport logged no unsolicited response (the case is not exercised): %q", logged.String())
+		}
+		if strings.Contains(logged.String()+stdout+stderr, "S3CRET") {
+			t.Errorf("the cookie reached the log:\n%s", logged.String())
+		}
+		scanForSecret(t, out, "S3CRET")
+	})
+}
+
+// unsolicitedTarget starts a hostile HTTP/1.1 server on loopback that
+// answers every request with a 404 followed by a second response nobody
+// asked for, setting a cookie: Go's transport logs such a response, quoted,
+// through the standard log. It returns the base URL.
+func unsolicitedTarget(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					c.Write([]byte("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n" +
+						"HTTP/1.1 200 OK\r\nSet-Cookie: session=S3CRET; Path=/\r\nContent-Length: 0\r\n\r\n"))
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
 }
 
 // scanForSecret fails t if any file under dir contains secret.

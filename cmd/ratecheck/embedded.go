@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/attack"
+	"github.com/connectbyjbrh/ratecheck/redact"
 	"github.com/connectbyjbrh/ratecheck/target"
 )
 
@@ -43,6 +44,9 @@ func embeddedWith(window time.Duration, restLimit, mcpLimit int) target.Config {
 
 // checkTarget validates a --target URL.
 func checkTarget(raw string) (string, error) {
+	if err := redact.CheckBaseURL(raw); err != nil {
+		return "", fmt.Errorf("--target %v", err)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", fmt.Errorf("--target: not a URL; want a base URL such as http://127.0.0.1:8080") // raw may hold a secret

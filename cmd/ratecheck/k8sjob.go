@@ -94,7 +94,7 @@ func runK8sJob(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ratecheck k8s-job: %v\n", err)
 		return exitUsage
 	}
-	if names := append(attack.Credentials(profileHeaders(prof)), attack.QueryCredentials(prof)...); len(names) > 0 {
+	if names := append(prof.HeaderCredentials(), attack.QueryCredentials(prof)...); len(names) > 0 {
 		return usageErr(stderr, "k8s-job", "%s carries credentials (%s): a ConfigMap is no place for them", profile, strings.Join(names, ", "))
 	}
 	if name == "" {
@@ -104,7 +104,7 @@ func runK8sJob(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if newClaim {
 		claim = name + "-results"
 	}
-	o := kubernetes.Options{Name: name, Namespace: namespace, ProfileName: prof.Name, ProfileFile: filepath.Base(profile), Profile: text,
+	o := kubernetes.Options{Name: name, Namespace: namespace, ProfileFile: filepath.Base(profile), Profile: text,
 		Shards: shards, Image: image, Target: target, Window: window, StartAt: start, Claim: claim, NewClaim: newClaim, ClaimSize: claimSize, Args: extra}
 	if err := o.Check(); err != nil {
 		return usageErr(stderr, "k8s-job", "%v", err)

@@ -97,7 +97,7 @@ func TestK8sJobUsage(t *testing.T) {
 		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--name", "Big_Name"}, `--name "Big_Name": want at most 40 lowercase letters`},
 		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--start-at", "9am"}, `--start-at "9am": want an RFC 3339 instant`},
 		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--", "--shard", "1/2"}, "after --: --shard is set by k8s-job itself"},
-		{[]string{"k8s-job", "--profile", "testdata/credentials.yaml", "--shards", "3"}, "carries credentials (X-Session-Token, api_key): a ConfigMap is no place for them"},
+		{[]string{"k8s-job", "--profile", "testdata/credentials.yaml", "--shards", "3"}, "carries credentials (X-Client-Secret, X-Session-Token, api_key, jwt): a ConfigMap is no place for them"},
 		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--target", "http://u:S3CRET@h"}, "carries credentials"},
 	} {
 		code, stdout, stderr := runCmd(t, tc.args...)

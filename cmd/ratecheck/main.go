@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"os/signal"
 	"sort"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/redact"
 )
 
 // Exit codes of every command.
@@ -66,11 +68,18 @@ func commands() map[string]command {
 }
 
 func main() {
+	routeLog(os.Stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
+
+// routeLog sends the standard logger's output to w through the credential
+// redaction: net/http logs there, and what it logs may quote what a hostile
+// target sent (an unsolicited response on an idle connection, its
+// Set-Cookie included).
+func routeLog(w io.Writer) { log.SetOutput(redact.Writer(w)) }
 
 // run dispatches args to a subcommand and returns the process exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -5,10 +5,15 @@ import (
 	"io"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/connectbyjbrh/ratecheck/redact"
 )
 
 // Options describe the Job.
@@ -18,10 +23,10 @@ type Options struct {
 	Name string
 	// Namespace, when set, is written into every object.
 	Namespace string
-	// ProfileName is the profile's name; ProfileFile its file name and
-	// Profile its text, shipped in a ConfigMap.
-	ProfileName, ProfileFile string
-	Profile                  []byte
+	// ProfileFile is the profile's file name and Profile its text (UTF-8),
+	// shipped in a ConfigMap.
+	ProfileFile string
+	Profile     []byte
 	// Shards is the number of pods (n).
 	Shards int
 	// Image is the container image holding the ratecheck binary on PATH.
@@ -42,6 +47,15 @@ type Options struct {
 	// --max-rate 5000.
 	Args []string
 }
+
+// Limits on the free-form options: each is written into the manifests by
+// the YAML encoder, so none can add an object, but a line break or a
+// control character in one is a mistake (or an attack) to refuse, not to
+// ship to a cluster.
+const (
+	maxArgs   = 64
+	maxArgLen = 1024
+)
 
 // TargetPort is the port the reference target listens on when deployed.
 const TargetPort = 8080
@@ -81,10 +95,63 @@ func (o Options) Check() error {
 		return fmt.Errorf("--claim %q is not a valid PersistentVolumeClaim name", o.Claim)
 	case !configKey.MatchString(o.ProfileFile):
 		return fmt.Errorf("profile file name %q cannot be a ConfigMap key: rename it to letters, digits, '-', '_' and '.'", o.ProfileFile)
+	case !utf8.Valid(o.Profile):
+		return fmt.Errorf("the profile is not UTF-8 text: a ConfigMap's data cannot hold it")
 	case o.StartAt.IsZero():
 		return fmt.Errorf("no start instant")
+	case !plain(o.Image, 512):
+		return fmt.Errorf("--image %s: want an image reference such as registry.example.com/ratecheck:v1", quote(o.Image))
+	case o.NewClaim && !quantity.MatchString(o.ClaimSize):
+		return fmt.Errorf("--claim-size %s: want a storage size such as 1Gi or 500Mi", quote(o.ClaimSize))
+	case len(o.Args) > maxArgs:
+		return fmt.Errorf("%d extra arguments: want at most %d", len(o.Args), maxArgs)
+	}
+	if o.Target != "" {
+		if err := redact.CheckBaseURL(o.Target); err != nil {
+			return fmt.Errorf("--target %v", err)
+		}
+		if !plain(o.Target, 2048) {
+			return fmt.Errorf("--target: want a base URL such as http://127.0.0.1:8080, without spaces or control characters")
+		}
+	}
+	for _, a := range o.Args {
+		if !printable(a, maxArgLen) {
+			return fmt.Errorf("extra argument %s: want at most %d characters, none of them a line break or control character", quote(a), maxArgLen)
+		}
 	}
 	return nil
+}
+
+// quantity is a Kubernetes resource quantity such as 1Gi, 500M or 1e9.
+var quantity = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?([KMGTPE]i|[kMGTPE]|[eE][0-9]+)?$`)
+
+// printable reports whether s is at most max bytes of UTF-8 without line
+// breaks (YAML's include U+0085, U+2028 and U+2029), control or format
+// characters (bidi overrides among them).
+func printable(s string, max int) bool {
+	if len(s) > max || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) {
+			return false
+		}
+	}
+	return true
+}
+
+// plain is printable, not empty, and without spaces.
+func plain(s string, max int) bool {
+	return s != "" && printable(s, max) && !strings.ContainsFunc(s, unicode.IsSpace)
+}
+
+// quote quotes s for an error message, every control and non-ASCII
+// character escaped, cut to 80 bytes.
+func quote(s string) string {
+	if len(s) > 80 {
+		return strconv.QuoteToASCII(s[:80]) + "..."
+	}
+	return strconv.QuoteToASCII(s)
 }
 
 // Write writes the manifests, as YAML documents, to w: the profile's
@@ -162,12 +229,22 @@ func Write(w io.Writer, o Options) error {
 				{Name: "profile", ConfigMap: &configMapVolume{Name: cm}},
 				{Name: "results", PersistentVolumeClaim: &claimVolume{ClaimName: o.Claim}}}}}}})
 
-	fmt.Fprintf(w, "# ratecheck k8s-job: %d shards of %s against %s, starting at %s.\n", o.Shards, o.ProfileName, target, o.StartAt.UTC().Format(time.RFC3339))
-	fmt.Fprintf(w, "# Apply before then: kubectl apply -f THIS_FILE. Merge: see deploy/kubernetes/README.md.\n")
+	// Every value goes through the YAML encoder, the header comment too:
+	// it holds only numbers and an instant, never a name, a target or an
+	// argument (those are in the objects, quoted as the encoder sees fit).
+	header := fmt.Sprintf("ratecheck k8s-job: %d shards, starting at %s.\nApply before then: kubectl apply -f THIS_FILE. Merge: see deploy/kubernetes/README.md.",
+		o.Shards, o.StartAt.UTC().Format(time.RFC3339))
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)
-	for _, d := range docs {
-		if err := enc.Encode(d); err != nil {
+	for i, d := range docs {
+		var n yaml.Node
+		if err := n.Encode(d); err != nil {
+			return err
+		}
+		if i == 0 {
+			n.HeadComment = header
+		}
+		if err := enc.Encode(&n); err != nil {
 			return err
 		}
 	}

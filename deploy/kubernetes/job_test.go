@@ -77,7 +77,7 @@ func decode(t *testing.T, manifest []byte) objects {
 }
 
 func options() Options {
-	return Options{Name: "ratecheck-capacity", ProfileName: "capacity", ProfileFile: "capacity.yaml",
+	return Options{Name: "ratecheck-capacity", ProfileFile: "capacity.yaml",
 		Profile: []byte("name: capacity\nstreams: []\n"), Shards: 3, Image: "registry.example.com/ratecheck:v1",
 		StartAt: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), Claim: "ratecheck-capacity-results", NewClaim: true, ClaimSize: "1Gi"}
 }
@@ -258,6 +258,14 @@ func TestCheck(t *testing.T) {
 		{func(o *Options) { o.Image = "" }, `--image "": want an image reference`},
 		{func(o *Options) { o.Claim = "results/x" }, `--claim "results/x" is not a valid PersistentVolumeClaim name`},
 		{func(o *Options) { o.ProfileFile = "my profile.yaml" }, `profile file name "my profile.yaml" cannot be a ConfigMap key`},
+		{func(o *Options) { o.Profile = []byte("name: \xff") }, `the profile is not UTF-8 text`},
+		{func(o *Options) { o.Image = "img\n---\nkind: Secret" }, `--image "img\n---\nkind: Secret": want an image reference`},
+		{func(o *Options) { o.ClaimSize = "1Gi\nkind: Secret" }, `--claim-size "1Gi\nkind: Secret": want a storage size`},
+		{func(o *Options) { o.Target = "http://h/?token=S3CRET" }, `--target "http://h/": a base URL has no query or fragment`},
+		{func(o *Options) { o.Target = "http://h/\u2028x" }, `--target: want a base URL`},
+		{func(o *Options) { o.Args = []string{"--header", "X: y\n---\nkind: Secret"} }, `extra argument "X: y\n---\nkind: Secret": want at most 1024 characters`},
+		{func(o *Options) { o.Args = []string{"\u202e"} }, `extra argument "\u202e"`},
+		{func(o *Options) { o.Args = make([]string, 65) }, `65 extra arguments: want at most 64`},
 	} {
 		opts := options()
 		tc.change(&opts)

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// TestAttackRefusesHostileProfiles: a profile whose name would leave --out
+// or carry control characters, or whose numbers are absurd, exits 2 with a
+// message naming the file and line, escaped, before any request is sent
+// and without writing anything. Before the fix each either wrote outside
+// --out, printed the name raw, spun at 100 % CPU or waited for ever.
+func TestAttackRefusesHostileProfiles(t *testing.T) {
+	var hits atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer ts.Close()
+	const stream = "streams:\n  - name: s\n    surface: rest\n    requests: [{path: /api/public/search}]\n"
+	const once = "    pacer: {type: constant, rate: 1/s, count: 1}\n"
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"name leaves --out", `name: "x/../../../escaped"` + "\npolicy: {surface: rest}\n" + stream + once,
+			`hostile.yaml:1: profile name "x/../../../escaped": want 1 to 64 letters`},
+		{"name with escapes", `name: "x\n\e[31mred\u202e"` + "\npolicy: {surface: rest}\n" + stream + once,
+			`hostile.yaml:1: profile name "x\n\x1b[31mred\u202e"`},
+		{"rate 1e18/s", "policy: {surface: rest}\n" + stream + "    pacer: {type: constant, rate: 1e18/s, duration: 1s}\n",
+			"hostile.yaml:6: stream s: rate 1e+18/s is 1e+18 requests per second"},
+		{"sine at 1e18/s", "policy: {surface: rest}\n" + stream + "    pacer: {type: sine, rate: 1e18/s, amplitude: 1/s, period: 1s, duration: 1s}\n",
+			"hostile.yaml:6: stream s: rate 1e+18/s"},
+		{"1e8/s for 60s", "policy: {surface: rest}\n" + stream + "    pacer: {type: constant, rate: 1e8/s, duration: 60s}\n",
+			"hostile.yaml:6: stream s: rate 1e+08/s"},
+		{"duration 1e300w", "policy: {surface: rest}\n" + stream + "    pacer: {type: constant, rate: 1/s, duration: 1e300w}\n",
+			"hostile.yaml:6: stream s: duration 1e+300w is longer than 366 days"},
+		{"start 1e300w", "policy: {surface: rest}\n" + stream + "    start: 1e300w\n" + once,
+			"hostile.yaml:6: stream s: start 1e+300w is longer than 366 days"},
+		{"probe_every 1e-300w", "policy: {surface: rest}\n" + stream + "    pacer: {type: burst-then-probe, burst: 1, probe_every: 1e-300w, until: 1w}\n",
+			"hostile.yaml:6: stream s: probe_every 1e-300w is shorter than 1µs"},
+		{"1e6/s for 60s: the ceiling", "policy: {surface: rest}\n" + stream + "    pacer: {type: constant, rate: 1e6/s, duration: 60s}\n",
+			"sends up to 1000001 requests in one second, above the ceiling --max-rate 1000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			out := filepath.Join(dir, "a", "b", "out")
+			file := filepath.Join(dir, "hostile.yaml")
+			if err := os.WriteFile(file, []byte(tt.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, stdout, stderr := runCmd(t, "attack", "--profile", file, "--out", out, "--target", ts.URL)
+			if code != exitUsage || !strings.Contains(stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, tt.want)
+			}
+			if strings.ContainsAny(stdout+stderr, "\x1b\u202e") || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("printed a control character or more than one line: %q", stderr)
+			}
+			var written []string
+			filepath.Walk(dir, func(path string, fi os.FileInfo, err error) error {
+				if err == nil && path != dir && path != file {
+					written = append(written, path)
+				}
+				return nil
+			})
+			if len(written) > 0 {
+				t.Errorf("wrote %v", written)
+			}
+		})
+	}
+	if hits.Load() != 0 {
+		t.Errorf("%d requests reached the target", hits.Load())
+	}
+}

@@ -130,6 +130,9 @@ type SurfaceDetail struct {
 	// Primary is the source whose requests decided the limit checks: the
 	// one with the most refusals.
 	Primary string
+	// Absent is set when the API is not there: the limit probes got 404,
+	// 405, 501 or non-JSON answers and no admission or refusal.
+	Absent bool
 }
 
 // ErrorCount is how many results failed with one kind of transport error.

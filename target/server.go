@@ -124,6 +124,19 @@ const (
 	surfaceMCP  surface = "mcp"
 )
 
+// Spend counts n requests of a client address against a surface's limiter
+// (rest or mcp), as if it had sent them: the budget of that address is
+// spent, as a fleet's primer spends it.
+func (s *Server) Spend(surface, addr string, n int) {
+	lim := s.restLim
+	if surface == string(surfaceMCP) {
+		lim = s.mcpLim
+	}
+	for range n {
+		lim.Allow(addr, s.cfg.Clock())
+	}
+}
+
 // ClientAddr returns the address a request is counted against: the host of
 // the connection's remote address. Forwarding headers are never trusted.
 func ClientAddr(r *http.Request) string {

@@ -94,6 +94,7 @@ func refAnalyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (
 	sv := SurfaceVerdict{Surface: sf, ExpectedLimit: L, Model: FamilyUnknown, Verdict: Pass}
 	var sd SurfaceDetail
 	tach := tachymeter.New(&tachymeter.Config{Size: 100000, HBins: 10})
+	var lats []time.Duration
 	var t0 int64 = 1<<63 - 1
 	var srcs []string
 	for src, g := range groups {
@@ -150,6 +151,7 @@ func refAnalyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (
 		for _, r := range g.Records {
 			sd.Requests++
 			tach.AddTime(r.Latency())
+			lats = append(lats, r.Latency())
 			switch {
 			case refused(r):
 				sd.Refused++
@@ -193,6 +195,9 @@ func refAnalyzeSurface(sf string, groups, other map[string]*Group, cfg Config) (
 		}
 	}
 	m := tach.Calc()
+	if len(lats) > 0 {
+		m.Histogram, m.HistogramBinSize = histogramOf(lats, m.Time.Min, m.Time.Max, latencyBins)
+	}
 	sd.Latency = m
 	for k, n := range errs {
 		sd.Errors = append(sd.Errors, ErrorCount{Kind: k, N: n})

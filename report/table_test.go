@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -26,9 +28,20 @@ func sample() *analyze.Report {
 				{Surface: "mcp", ExpectedLimit: 120, Model: "none", Verdict: analyze.Fail,
 					Checks: []analyze.Check{{Name: "onset", Verdict: analyze.Fail, Detail: "no 429 at all"}, {Name: "shape", Verdict: analyze.Skip, Detail: "no 429 to inspect"}}},
 			}},
-		Surfaces: []analyze.SurfaceDetail{{Requests: 250, Admitted: 240, Refused: 10, Sources: []string{"127.0.0.1"}}, {Requests: 130, Admitted: 130, Sources: []string{"127.0.0.1"}}},
+		Surfaces: []analyze.SurfaceDetail{{Requests: 250, Admitted: 240, Refused: 10, Sources: []string{"127.0.0.1"}, Latency: analyze.LatencySummary(sampleLatencies())},
+			{Requests: 130, Admitted: 130, Sources: []string{"127.0.0.1"}}},
 		Warnings: []string{"results.bin: ends mid-record; read the 380 complete records before it"},
 	}
+}
+
+// sampleLatencies are 250 latencies from 0.3 ms to 8.8 ms and one of
+// 15.3 ms, which the last bin of the histogram holds.
+func sampleLatencies() []time.Duration {
+	lat := []time.Duration{15300 * time.Microsecond}
+	for i := range 249 {
+		lat = append(lat, 300*time.Microsecond+time.Duration(i*i)*137*time.Nanosecond)
+	}
+	return lat
 }
 
 func TestGolden(t *testing.T) {
@@ -45,6 +58,13 @@ func TestGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		golden(t, tc.file, got.Bytes())
+	}
+	var tables bytes.Buffer
+	if err := Tables(&tables, sample()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tables.String(), "13.8ms-15.3ms:1\n") {
+		t.Errorf("the histogram's last bin does not end at the maximum, 15.3ms, holding it:\n%s", tables.String())
 	}
 }
 

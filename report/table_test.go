@@ -76,11 +76,11 @@ func TestWrap(t *testing.T) {
 
 // fleetSample is a two-wave fleet report with one failed check.
 func fleetSample() *analyze.JitterReport {
-	return &analyze.JitterReport{Verdict: analyze.Fail, CollisionRatio: 1.04, RecollisionRate: 0.02, KSP: 0.61, EpsilonMS: 2, Alpha: 0.01,
+	return &analyze.JitterReport{Verdict: analyze.Fail, CollisionRatio: 1.04, RecollisionRate: 0.02, KSP: 0.61, EpsilonMS: 2, Alpha: 0.01, Null: "equal", Sims: 3599,
 		Clients: 100, Requests: 216, AttemptsMean: 3.78, AttemptsMax: 4,
 		Waves: []analyze.Wave{
-			{Attempt: 2, Clients: 100, RangeMS: 100, Collisions: 190, Expected: 189.5, Bound: 243, CollisionRatio: 1.003, Recollided: 3, RecollisionRate: 0.016, RecollisionMax: 0.02, RecollBound: 10, KSP: 0.52, PeakBin: 5, PeakBound: 10, LateP99MS: 12.5, Verdict: analyze.Pass},
-			{Attempt: 3, Clients: 100, RangeMS: 200, Collisions: 52, Expected: 52.8, Bound: 82, CollisionRatio: 0.985, KSP: 0.7, PeakBin: 4, PeakBound: 7, LateP99MS: 3.25, Verdict: analyze.Pass},
+			{Attempt: 2, Clients: 100, RangeLowMS: 50, RangeMS: 100, Collisions: 190, Expected: 189.5, Bound: 243, CollisionRatio: 1.003, Recollided: 3, RecollisionRate: 0.016, RecollisionMax: 0.02, RecollBound: 10, KSP: 0.52, PeakBin: 5, PeakBound: 10, LateP99MS: 12.5, Verdict: analyze.Pass},
+			{Attempt: 3, Clients: 100, RangeLowMS: 100, RangeMS: 200, Collisions: 52, Expected: 52.8, Bound: 82, CollisionRatio: 0.985, KSP: 0.7, PeakBin: 4, PeakBound: 7, LateP99MS: 3.25, Verdict: analyze.Pass},
 		},
 		Checks: []analyze.Check{
 			{Name: "jitter", Verdict: analyze.Pass, Detail: "every wave is within the bounds of independent jitter"},
@@ -90,7 +90,7 @@ func fleetSample() *analyze.JitterReport {
 
 func TestFleetGolden(t *testing.T) {
 	var got bytes.Buffer
-	if err := FleetTables(&got, fleetSample(), "full", "results/20261130T000000Z-fleet"); err != nil {
+	if err := FleetTables(&got, fleetSample(), "equal", "results/20261130T000000Z-fleet"); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "testdata/fleet.golden", got.Bytes())

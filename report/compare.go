@@ -182,7 +182,7 @@ func (c *Comparison) p99(b, r SurfaceSummary, o CompareOptions) {
 
 // judgeP99 sets a surface's p99 in the run against the baseline's. The
 // rise is a regression when the ratio exceeds θ = max(1 + MaxP99Increase,
-// 1 + P99Floor/baseline p99) and the block permutation test rejects "the
+// 1 + P99Floor/baseline p99) and the paired permutation test rejects "the
 // ratio is at most θ" at (1 − P99Confidence)/2, that is when the
 // interval's lower end lies above θ. Without latencies to test (a summary
 // made by hand) the ratio alone decides. withInterval computes the

@@ -28,12 +28,16 @@ client, attempt and drawn delay. Then each failure-table row is sent once
 by a client of its own, to show that answers are never retried.
 
 Per attempt wave the analysis compares collisions (retries within ε of each
-other) and re-collisions with simulated independent uniform draws over the
-wave's range min(cap, base*2^k), tests the delays for uniformity (KS) and the
-busiest ε-bin against a Poisson bound (the KS test is judged for full
-jitter only: other strategies are not meant to be uniform); all tests of a run together are held
-to a 1 % false-alarm rate. Retry timing is judged where each client meant to
-send; how late the machine ran its timers is shown as "late p99".
+other), the busiest ε-bin and the re-collision of the last wave's colliding
+pairs with simulated fleets whose clients draw independently by the strategy
+claimed (full from [0, c), equal from [c/2, c), decorrelated from [base,
+3*previous), with c = min(cap, base*2^k); none, which draws nothing, against
+full jitter), and tests every delay's place in its range for uniformity (KS).
+All tests of a run together are held to a 1 % false-alarm rate. Retry timing
+is judged where each client meant to send (the fleet's release, then each
+drawn delay after the wave's median answer), so one seed gets one verdict
+whatever the host's timing; how late the machine ran its timers is shown as
+"late p99".
 
 Strategies: full (the contract's advice, the default), equal, decorrelated,
 none (lockstep: the control, which fails).
@@ -160,7 +164,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	rep := analyze.Jitter(in, analyze.JitterConfig{Base: f.Backoff.Base, Cap: f.Backoff.Cap, Epsilon: f.Epsilon,
-		Attempts: f.Attempts, SlowDown: f.SlowDown, Seed: o.seed, Uniform: strategy == client.Full})
+		Attempts: f.Attempts, SlowDown: f.SlowDown, Seed: o.seed, Strategy: string(strategy)})
 	if err := writeJUnit(o.junit, "ratecheck fleet", []report.Suite{{Name: "fleet", Checks: rep.Checks}}); err != nil {
 		fmt.Fprintf(stderr, "ratecheck fleet: --junit: %v (the run is kept in %s)\n", err, run.Dir)
 		return exitUsage

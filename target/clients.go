@@ -48,8 +48,8 @@ type Arrival struct {
 	// Fingerprint digests the request: method, path and query, and the
 	// body (an MCP body without its JSON-RPC id, which a client may renew
 	// on a retry).
-	Fingerprint string
-	Method, Path   string
+	Fingerprint  string
+	Method, Path string
 	// At is when the request arrived, Done when its answer was written
 	// (monotonic, see ClientsConfig.Clock).
 	At, Done time.Duration

@@ -3,6 +3,7 @@ package analyze
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -40,6 +41,13 @@ type JitterConfig struct {
 	// which a test can fail at all. Seed seeds them.
 	Sims int
 	Seed uint64
+	// Clients and Requests, when set, are the client programs started and
+	// the logical requests each was asked to make (fleet --client-cmd): a
+	// run with fewer is inconclusive.
+	Clients, Requests int
+	// Stall is the longest the target stalled while the clients retried
+	// (0: not measured); more than ε makes the run inconclusive.
+	Stall time.Duration
 }
 
 // withDefaults returns cfg with its zero fields set (Sims is set once the
@@ -98,22 +106,25 @@ type JitterReport struct {
 	Alpha           float64 `json:"alpha"`
 	// Null is the strategy whose independent draws the waves were judged
 	// against; Sims the number of simulated fleets per wave.
-	Null         string  `json:"null"`
-	Sims         int     `json:"sims"`
+	Null string `json:"null"`
+	Sims int    `json:"sims"`
+	// EpsilonBasis says how ε was reached when it came from the data.
+	EpsilonBasis string  `json:"epsilon_basis,omitempty"`
 	Clients      int     `json:"clients"`
 	Requests     int     `json:"requests"`
 	AttemptsMean float64 `json:"attempts_mean"`
 	AttemptsMax  int     `json:"attempts_max"`
 	Waves        []Wave  `json:"waves"`
 	Checks       []Check `json:"checks"`
+	// Notes say what a person should know beside the checks.
+	Notes []string `json:"notes"`
 }
 
-// add appends a check; a failed one fails the report.
+// add appends a check: a failed one fails the report, an inconclusive one
+// makes it inconclusive unless another failed.
 func (rep *JitterReport) add(c Check) {
 	rep.Checks = append(rep.Checks, c)
-	if c.Verdict == Fail {
-		rep.Verdict = Fail
-	}
+	rep.Verdict = worse(rep.Verdict, c.Verdict)
 }
 
 // check builds a check with its evidence formatted.
@@ -121,30 +132,92 @@ func check(name, verdict, format string, args ...any) Check {
 	return Check{Name: name, Verdict: verdict, Detail: fmt.Sprintf(format, args...)}
 }
 
-// Jitter judges the retry timing of a fleet's results, in four phases:
-// it groups the attempts by client and request; lays the first request's
-// retries out in attempt waves on each client's own timeline; tests every
-// wave against simulated fleets whose clients draw independently by the
-// claimed strategy (collisions, the busiest ε-bin, the re-collision of the
-// pairs that collided at the wave before, and a Kolmogorov–Smirnov test of
-// the delays over their ranges); then checks the shared 429 the fleet
-// started from and the retry discipline (attempts per request, retried
-// answers, the attempt cap, the slow-down). The timing tests together
-// hold a false-alarm rate of at most Alpha.
+// Jitter judges the retry timing of a fleet's results: it groups the
+// attempts by client and request; lays the first request's retries out in
+// attempt waves on each client's own timeline; tests every wave against
+// simulated fleets whose clients draw independently by the claimed
+// strategy (collisions, the busiest ε-bin, the re-collision of the pairs
+// that collided at the wave before, and a Kolmogorov–Smirnov test of the
+// delays over their ranges); counts each request's retries; then judges
+// the fleet's checks (fleetChecks) on that evidence. The timing tests
+// together hold a false-alarm rate of at most Alpha.
 func Jitter(in *archive.Input, cfg JitterConfig) *JitterReport {
 	cfg = cfg.withDefaults()
-	rep := &JitterReport{Verdict: Pass, EpsilonMS: ms(cfg.Epsilon), Alpha: cfg.Alpha, Null: nullOf(cfg.Strategy)}
+	rep := &JitterReport{Verdict: Pass, Alpha: cfg.Alpha, Null: nullOf(cfg.Strategy), Notes: []string{}}
 	f := groupFleet(in)
 	if len(f.clients) == 0 {
+		rep.EpsilonMS = ms(cfg.Epsilon)
+		if cfg.Clients > 0 { // client programs that sent nothing: no evidence
+			v, d := judgeClients(&fleetEvidence{f: f, cfg: cfg, rep: rep, discipline: disciplineCounts{perClient: map[int]int{}}})
+			rep.add(Check{Name: "clients", Verdict: v, Detail: d})
+			return rep
+		}
 		rep.add(check("fleet", Fail, "no fleet results (labels with client= and attempt=)"))
 		return rep
 	}
 	rep.Clients = len(f.fleet)
-	jitter := judgeWaves(rep, f.waves(cfg), cfg)
-	rep.add(sharedRefusal(in, f))
-	rep.add(jitter)
-	discipline(rep, f, cfg)
+	if cfg.Base <= 0 && cfg.Epsilon <= 0 { // a client program's records: ε from the data
+		cfg.Epsilon, rep.EpsilonBasis = f.epsilonFromRelease()
+	}
+	rep.EpsilonMS = ms(cfg.Epsilon)
+	e := &fleetEvidence{in: in, f: f, cfg: cfg, rep: rep}
+	e.jitter = judgeWaves(rep, f.waves(cfg), cfg)
+	e.discipline = f.discipline(cfg)
+	rep.Requests, rep.AttemptsMax = e.discipline.total, e.discipline.attemptsMax
+	rep.AttemptsMean = float64(e.discipline.attempts) / float64(max(e.discipline.total, 1))
+	for _, c := range fleetChecks() {
+		if v, d := c.judge(e); v != "" {
+			rep.add(Check{Name: c.name, Verdict: v, Detail: d})
+		}
+	}
 	return rep
+}
+
+// fleetCheckDef is one check of a fleet: its name, the evidence it needs
+// (said when it is missing) and its judge, which returns no verdict when
+// the check does not apply to the run.
+type fleetCheckDef struct {
+	name, needs string
+	judge       func(e *fleetEvidence) (verdict, detail string)
+}
+
+// fleetEvidence is what a fleet's checks weigh.
+type fleetEvidence struct {
+	in         *archive.Input
+	f          *fleetRun
+	cfg        JitterConfig
+	rep        *JitterReport
+	jitter     Check
+	discipline disciplineCounts
+}
+
+// fleetChecks lists the checks of a fleet in report order. Adding a check
+// is adding one here; tables, JSON and JUnit render what they return.
+func fleetChecks() []fleetCheckDef {
+	return []fleetCheckDef{
+		{"clients", "every client's requests, as many as asked", judgeClients},
+		{"target", "a target that kept time while the clients retried", judgeStall},
+		{"shared-429", "every client's first attempt refused together", func(e *fleetEvidence) (string, string) {
+			c := sharedRefusal(e.in, e.f)
+			return c.Verdict, c.Detail
+		}},
+		{"jitter", "retries of the first request in waves of at least two clients", func(e *fleetEvidence) (string, string) {
+			return e.jitter.Verdict, e.jitter.Detail
+		}},
+		{"retry-answers", "requests whose answers the clients could retry", judgeRetriedAnswers},
+		{"attempt-cap", "requests that met retryable failures", judgeAttemptCap},
+		{"faults-retried", "requests that met a transport fault or a 5xx", judgeFaultsRetried},
+		{"slow-down", "a client that ended a request on repeated 429s and sent another", judgeSlowDown},
+	}
+}
+
+// FleetCheckNames returns the names of a fleet's checks, in report order.
+func FleetCheckNames() []string {
+	var names []string
+	for _, c := range fleetChecks() {
+		names = append(names, c.name)
+	}
+	return names
 }
 
 // fleetAttempt is one attempt, in a client's request.
@@ -197,7 +270,12 @@ type point struct {
 	from, at int64         // its previous answer, and when it sent
 	delay    time.Duration // the delay it drew (its label), else the gap observed
 	lo, hi   time.Duration // the range the null draws that delay from
-	late     time.Duration // the gap observed minus the delay drawn
+	// smear, when set, is how much of that range is the host's noise
+	// rather than the client's draw: the null draws over hi−lo−smear and
+	// adds a uniform noise of up to smear (a client program judged from
+	// the server's records, whose arrivals carry its host's wake-up).
+	smear time.Duration
+	late  time.Duration // the gap observed minus the delay drawn
 }
 
 // wave is the retries of one attempt number.
@@ -277,6 +355,24 @@ func (f *fleetRun) waves(cfg JitterConfig) []wave {
 			// the previous attempt (none before the first retry).
 			p.lo, p.hi = drawRange(cfg, n-2, drawn[c][n-2])
 			w.pts = append(w.pts, p)
+		}
+		if cfg.Base <= 0 && len(w.pts) > 0 {
+			// The clients' backoff is unknown (a client program judged
+			// from the server's records): each wave is judged against
+			// independent draws over the range it showed, [0, its
+			// longest delay]. Lockstep clients show a range as long as
+			// their common delay and crowd one end of it.
+			var hi time.Duration
+			for _, p := range w.pts {
+				hi = max(hi, p.delay)
+			}
+			// The host's noise on each arrival (a process's wake-up, up to
+			// about ε) is laid over the null's draws too, so that it does
+			// not pass for clustering.
+			for i := range w.pts {
+				w.pts[i].lo, w.pts[i].hi = 0, max(hi, time.Millisecond)
+				w.pts[i].smear = min(cfg.Epsilon, w.pts[i].hi/2)
+			}
 		}
 		if len(w.pts) >= 2 {
 			out = append(out, w)
@@ -450,7 +546,10 @@ func (t *waveTests) simulate(pts []point, pairs [][2]int, t0 int64) (coll, peak,
 	bins := &binner{eps: t.eps}
 	for s := range t.sims {
 		for i, p := range pts {
-			sim[i] = p.from + int64(p.lo) + int64(t.rng.Float64()*float64(p.hi-p.lo))
+			sim[i] = p.from + int64(p.lo) + int64(t.rng.Float64()*float64(p.hi-p.lo-p.smear))
+			if p.smear > 0 {
+				sim[i] += int64(t.rng.Float64() * float64(p.smear))
+			}
 		}
 		n := 0
 		for _, pr := range pairs {
@@ -506,13 +605,32 @@ func sharedRefusal(in *archive.Input, f *fleetRun) Check {
 	return check("shared-429", Fail, "%d of %d clients' first attempts were admitted (%s): the address's budget came back before they arrived, so the fleet was not driven into a shared 429; the host stalled for longer than the window allows, or something else spent or freed the budget: re-run with a longer --window (the target's)", let, len(f.fleet), setup)
 }
 
-// discipline checks every request's retries (phase 4): no answer
-// retried, no request over the attempt cap, and a pause of at least
-// SlowDown before the next request after one that ended on repeated 429s.
-func discipline(rep *JitterReport, f *fleetRun, cfg JitterConfig) {
-	var retriedAnswers, overCap, total, attempts int
-	var slowDue, slowOK int
-	var slowWorst time.Duration = -1
+// disciplineCounts is how the fleet's clients retried their requests.
+type disciplineCounts struct {
+	total, attempts, attemptsMax int
+	retriedAnswers, overCap      int
+	retriedCodes                 map[uint16]int // the answers retried, by status
+	// faults: requests that met a retryable fault (no answer, 5xx) other
+	// than a 429; faultsDropped: of those, ended on it with attempts left.
+	faults, faultsDropped int
+	// slowDue: requests after one that ended on repeated 429s; slowOK:
+	// of those, sent after at least SlowDown; slowWorst: the shortest
+	// pause, pauses: every pause.
+	slowDue, slowOK int
+	slowWorst       time.Duration
+	pauses          []float64
+	// perClient: logical requests of each fleet client.
+	perClient map[int]int
+	// session, origin: clients that sent Mcp-Session-Id or Origin (from
+	// the labels of a harness's records).
+	session, origin int
+}
+
+// discipline counts every request's retries (phase 4): answers retried,
+// requests over the attempt cap, faults not retried, and the pause before
+// the next request after one that ended on repeated 429s.
+func (f *fleetRun) discipline(cfg JitterConfig) disciplineCounts {
+	d := disciplineCounts{slowWorst: -1, perClient: map[int]int{}, retriedCodes: map[uint16]int{}}
 	for _, c := range f.clients {
 		reqs := f.requests[c]
 		ids := make([]int, 0, len(reqs))
@@ -520,52 +638,159 @@ func discipline(rep *JitterReport, f *fleetRun, cfg JitterConfig) {
 			ids = append(ids, id)
 		}
 		slices.Sort(ids)
+		d.perClient[c] = len(ids)
 		for i, id := range ids {
 			as := reqs[id]
-			total++
-			attempts += len(as)
-			rep.AttemptsMax = max(rep.AttemptsMax, len(as))
+			d.total++
+			d.attempts += len(as)
+			d.attemptsMax = max(d.attemptsMax, len(as))
 			if len(as) > cfg.Attempts {
-				overCap++
+				d.overCap++
 			}
-			for j := 0; j+1 < len(as); j++ {
-				if !Retryable(as[j].rec.Code) {
-					retriedAnswers++
+			faulted := false
+			for j := range as {
+				code := as[j].rec.Code
+				if j+1 < len(as) && !Retryable(code) {
+					d.retriedAnswers++
+					d.retriedCodes[code]++
+				}
+				faulted = faulted || code == 0 || code >= 500
+			}
+			if faulted {
+				d.faults++
+				if last := as[len(as)-1].rec.Code; (last == 0 || last >= 500) && len(as) < cfg.Attempts {
+					d.faultsDropped++
 				}
 			}
 			n := len(as)
-			if cfg.SlowDown > 0 && i+1 < len(ids) && n >= 2 && as[n-1].rec.Code == 429 && as[n-2].rec.Code == 429 {
-				slowDue++
+			if i+1 < len(ids) && n >= 2 && as[n-1].rec.Code == 429 && as[n-2].rec.Code == 429 {
 				gap := time.Duration(reqs[ids[i+1]][0].rec.Start - as[n-1].rec.End)
-				if slowWorst < 0 || gap < slowWorst {
-					slowWorst = gap
-				}
-				if gap >= cfg.SlowDown*9/10 { // timers may fire a hair early on some clocks
-					slowOK++
+				d.pauses = append(d.pauses, float64(gap))
+				if cfg.SlowDown > 0 {
+					d.slowDue++
+					if d.slowWorst < 0 || gap < d.slowWorst {
+						d.slowWorst = gap
+					}
+					if gap >= cfg.SlowDown*9/10 { // timers may fire a hair early on some clocks
+						d.slowOK++
+					}
 				}
 			}
 		}
 	}
-	rep.Requests = total
-	rep.AttemptsMean = float64(attempts) / float64(max(total, 1))
-	if retriedAnswers > 0 {
-		rep.add(check("retry-answers", Fail, "an answer was retried %d times: only 429, 5xx and transport faults may be", retriedAnswers))
-	} else {
-		rep.add(check("retry-answers", Pass, "no answer was retried (%d requests, %.2f attempts each on average)", total, rep.AttemptsMean))
+	return d
+}
+
+func judgeRetriedAnswers(e *fleetEvidence) (string, string) {
+	d := e.discipline
+	if d.retriedAnswers > 0 {
+		codes := slices.Sorted(maps.Keys(d.retriedCodes))
+		var what []string
+		for _, c := range codes {
+			what = append(what, fmt.Sprintf("%d× a %d", d.retriedCodes[c], c))
+		}
+		return Fail, fmt.Sprintf("an answer was retried %d times (%s): only 429, 5xx and transport faults may be (a 4xx, or a JSON-RPC error or tool error on a 200, repeats whatever the client does)", d.retriedAnswers, strings.Join(what, ", "))
 	}
-	if overCap > 0 {
-		rep.add(check("attempt-cap", Fail, "%d requests took more than %d attempts (at most %d)", overCap, cfg.Attempts, rep.AttemptsMax))
-	} else {
-		rep.add(check("attempt-cap", Pass, "every request stopped within %d attempts (at most %d)", cfg.Attempts, rep.AttemptsMax))
+	return Pass, fmt.Sprintf("no answer was retried (%d requests, %.2f attempts each on average)", d.total, e.rep.AttemptsMean)
+}
+
+func judgeAttemptCap(e *fleetEvidence) (string, string) {
+	d := e.discipline
+	if d.overCap > 0 {
+		return Fail, fmt.Sprintf("%d requests took more than %d attempts (at most %d)", d.overCap, e.cfg.Attempts, d.attemptsMax)
+	}
+	return Pass, fmt.Sprintf("every request stopped within %d attempts (at most %d)", e.cfg.Attempts, d.attemptsMax)
+}
+
+// judgeFaultsRetried reports the requests that met a transport fault or a
+// 5xx and were not retried though attempts were left: the contract says
+// to retry them, but a client may have reasons (a deadline), so it is
+// reported, not failed.
+func judgeFaultsRetried(e *fleetEvidence) (string, string) {
+	d := e.discipline
+	switch {
+	case d.faults == 0:
+		return Skip, "no request met a transport fault or a 5xx"
+	case d.faultsDropped > 0:
+		return Pass, fmt.Sprintf("reported: %d of %d requests that met a fault (reset, timeout, 5xx) were not retried although attempts were left; the contract says a fault is worth retrying", d.faultsDropped, d.faults)
+	}
+	return Pass, fmt.Sprintf("all %d requests that met a fault (reset, timeout, 5xx) were retried", d.faults)
+}
+
+func judgeSlowDown(e *fleetEvidence) (string, string) {
+	d, cfg := e.discipline, e.cfg
+	switch {
+	case cfg.SlowDown <= 0 && len(d.pauses) > 0:
+		return Pass, fmt.Sprintf("reported: after a request that ended on repeated 429s, clients paused %v (median; shortest %v) before their next request", time.Duration(quantile(slices.Clone(d.pauses), 0.5)).Round(time.Millisecond), time.Duration(slices.Min(d.pauses)).Round(time.Millisecond))
+	case cfg.SlowDown <= 0:
+		return Skip, "no slow-down pause configured to check, and no request ended on repeated 429s"
+	case d.slowDue == 0:
+		return Skip, "no client ended a request on repeated 429s and then sent another"
+	case d.slowOK < d.slowDue:
+		return Fail, fmt.Sprintf("%d of %d clients sent their next request after repeated 429s without slowing down (shortest pause %v, want %v)", d.slowDue-d.slowOK, d.slowDue, d.slowWorst.Round(time.Millisecond), cfg.SlowDown)
+	}
+	return Pass, fmt.Sprintf("all %d clients that met repeated 429s paused at least %v before their next request (shortest %v)", d.slowDue, cfg.SlowDown, d.slowWorst.Round(time.Millisecond))
+}
+
+// judgeClients: a run where a client sent fewer logical requests than
+// asked, or none, cannot show how it retries: inconclusive, naming which.
+func judgeClients(e *fleetEvidence) (string, string) {
+	cfg := e.cfg
+	if cfg.Clients <= 0 && cfg.Requests <= 0 {
+		return "", "" // a fleet of this tool's own clients: nothing to count
+	}
+	var short []string
+	missing := 0
+	for c := 1; c <= cfg.Clients; c++ {
+		n, ok := e.discipline.perClient[c]
+		switch {
+		case !ok:
+			missing++
+		case n < cfg.Requests && len(short) < 5:
+			short = append(short, fmt.Sprintf("client %d sent %d of %d", c, n, cfg.Requests))
+		case n < cfg.Requests:
+			short = append(short, "…")
+		}
 	}
 	switch {
-	case cfg.SlowDown <= 0:
-		rep.add(check("slow-down", Skip, "no slow-down pause configured to check"))
-	case slowDue == 0:
-		rep.add(check("slow-down", Skip, "no client ended a request on repeated 429s and then sent another"))
-	case slowOK < slowDue:
-		rep.add(check("slow-down", Fail, "%d of %d clients sent their next request after repeated 429s without slowing down (shortest pause %v, want %v)", slowDue-slowOK, slowDue, slowWorst.Round(time.Millisecond), cfg.SlowDown))
-	default:
-		rep.add(check("slow-down", Pass, "all %d clients that met repeated 429s paused at least %v before their next request (shortest %v)", slowDue, cfg.SlowDown, slowWorst.Round(time.Millisecond)))
+	case missing == cfg.Clients:
+		return Inconclusive, fmt.Sprintf("none of the %d clients sent a request", cfg.Clients)
+	case missing > 0 || len(short) > 0:
+		what := strings.Join(short, ", ")
+		if missing > 0 {
+			what = strings.TrimPrefix(fmt.Sprintf("%s, %d clients sent nothing", what, missing), ", ")
+		}
+		return Inconclusive, fmt.Sprintf("clients made fewer requests than asked (%s): a client that stops early shows nothing of how it retries", what)
 	}
+	return Pass, fmt.Sprintf("all %d clients made the %d requests asked", cfg.Clients, cfg.Requests)
+}
+
+// judgeStall: a target that stalled while the clients retried moved their
+// arrival times by more than ε, so the timing figures are not the clients'.
+func judgeStall(e *fleetEvidence) (string, string) {
+	switch stall, eps := e.cfg.Stall, e.cfg.Epsilon; {
+	case stall <= 0:
+		return "", "" // not measured (the target is not in this process)
+	case stall > eps:
+		return Inconclusive, fmt.Sprintf("the target stalled for %v while the clients retried, more than ε (%v): arrival times are the host's, not the clients' (start fewer clients, or on a quieter host)", stall.Round(time.Millisecond), eps)
+	default:
+		return Pass, fmt.Sprintf("the target kept time within %v (ε %v)", stall.Round(100*time.Microsecond), eps)
+	}
+}
+
+// epsilonFromRelease returns the collision distance for a fleet judged
+// from the server's records (client programs, whose drawn delays are
+// unknown): twice the spread over which the fleet's shared 429s were
+// written, at least 50 ms, so that clients answered together and retrying
+// after the same delay count as colliding however their host scheduled
+// them; and how it was reached.
+func (f *fleetRun) epsilonFromRelease() (time.Duration, string) {
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, c := range f.fleet {
+		end := f.requests[c][1][0].rec.End
+		lo, hi = min(lo, end), max(hi, end)
+	}
+	spread := time.Duration(max(hi-lo, 0))
+	eps := max(50*time.Millisecond, 2*spread)
+	return eps, fmt.Sprintf("from the data: the shared 429s were written over %v; ε is twice that, at least 50ms", spread.Round(time.Microsecond))
 }

@@ -25,6 +25,12 @@ func FleetTables(w io.Writer, rep *analyze.JitterReport, strategy, run string) e
 	if rep.Null != "" {
 		printf(w, "judged against independent %s jitter: %d simulated fleets per wave, false-alarm rate %g\n", rep.Null, rep.Sims, rep.Alpha)
 	}
+	if rep.EpsilonBasis != "" {
+		printf(w, "ε %gms %s\n", rep.EpsilonMS, rep.EpsilonBasis)
+	}
+	for _, n := range rep.Notes {
+		printf(w, "note: %s\n", n)
+	}
 	if len(rep.Waves) > 0 {
 		t := tablewriter.NewWriter(w)
 		header := []any{"figure"}

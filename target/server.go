@@ -239,18 +239,23 @@ type Listener struct {
 // and serves until Close. A request's headers must arrive within 10 s, the
 // whole request within the configured ReadTimeout.
 func Listen(s *Server, addr string) (*Listener, error) {
+	return ListenHandler(s, addr, s.cfg.ReadTimeout)
+}
+
+// ListenHandler is Listen for any handler (a Clients harness, say), with
+// read the bound on a whole request (0: DefaultReadTimeout).
+func ListenHandler(h http.Handler, addr string, read time.Duration) (*Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	read := s.cfg.ReadTimeout
 	if read <= 0 {
 		read = DefaultReadTimeout
 	}
 	l := &Listener{
 		URL: "http://" + ln.Addr().String(),
 		ln:  ln,
-		srv: &http.Server{Handler: s, ReadHeaderTimeout: min(10*time.Second, read), ReadTimeout: read,
+		srv: &http.Server{Handler: h, ReadHeaderTimeout: min(10*time.Second, read), ReadTimeout: read,
 			IdleTimeout: 2 * time.Minute},
 		served: make(chan error, 1),
 	}

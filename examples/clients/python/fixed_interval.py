@@ -31,5 +31,5 @@ for i in range(1, REQUESTS + 1):
         status = send(i)
         if status != 0 and status != 429 and status < 500:
             break
-        time.sleep(1.0)  # the same wait for everyone: lockstep
+        time.sleep(2.0)  # the same wait for everyone: lockstep
 sys.exit(0)

@@ -110,13 +110,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return usageErr(stderr, "verify", "--surfaces: %v", err)
 	}
-	window := o.window
-	if window == 0 {
-		window = time.Minute
-		if o.target == "" {
-			window = 6 * time.Second
-		}
-	}
+	window := o.runFlags.window(o.window, time.Minute, 6*time.Second)
 	sources, err := parseAddresses(o.sources)
 	if err != nil {
 		return usageErr(stderr, "verify", "--sources: %v", err)

@@ -168,7 +168,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr(stderr, "fleet", "%v", err)
 	}
 	eng.Folder, eng.Seed = "fleet", o.seed
-	fmt.Fprintf(stderr, "ratecheck fleet: %d clients from %s, strategy %s, base %v, cap %v, %d attempts, ε %v\n",
+	eng.Announce = fmt.Sprintf("%d clients from %s, strategy %s, base %v, cap %v, %d attempts, ε %v",
 		f.Clients, orDefault(f.Source), strategy, f.Backoff.Base, f.Backoff.Cap, f.Attempts, f.Epsilon)
 	run, err := eng.Execute(ctx, f)
 	if err != nil {

@@ -156,7 +156,7 @@ func runPrograms(ctx context.Context, o fleetOptions, stdout, stderr io.Writer) 
 		return usageErr(stderr, "fleet", "%v", err)
 	}
 	eng.Folder, eng.Seed = "fleet-clients", o.seed
-	fmt.Fprintf(stderr, "ratecheck fleet: %d copies of %q on %s, %d requests each; the first requests wait for all of them (at most --barrier %v)\n",
+	eng.Announce = fmt.Sprintf("%d copies of %q on %s, %d requests each; the first requests wait for all of them (at most --barrier %v)",
 		o.clients, o.clientCmd, o.surface, requests, o.barrier)
 	run, err := eng.Execute(ctx, job)
 	if err != nil {

@@ -130,7 +130,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return usageErr(stderr, "verify", "%v", err)
 	}
 	eng.Folder, eng.Seed = prof.Name, 1
-	fmt.Fprintf(stderr, "ratecheck verify: probing %s for about %v (window %v)\n", strings.Join(surfaces, " and "), plan.Duration().Round(100*time.Millisecond), window)
+	eng.Announce = fmt.Sprintf("probing %s for about %v (window %v)", strings.Join(surfaces, " and "), plan.Duration().Round(100*time.Millisecond), window)
 	run, runErr := eng.Execute(ctx, plan)
 	if run == nil || (runErr != nil && exitFor(runErr) != exitUnreachable) {
 		return failed(stderr, "verify", runErr)

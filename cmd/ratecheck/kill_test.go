@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -17,11 +18,15 @@ import (
 	"github.com/connectbyjbrh/ratecheck/target"
 )
 
-// TestMain lets a test run the command in a child process (to kill it):
-// with RATECHECK_TEST_MAIN=1 the test binary is ratecheck.
+// TestMain lets a test run the command in a child process (to kill or
+// interrupt it): with RATECHECK_TEST_MAIN=1 the test binary is ratecheck,
+// and SIGINT and SIGTERM end its context as they do main's.
 func TestMain(m *testing.M) {
 	if os.Getenv("RATECHECK_TEST_MAIN") == "1" {
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }

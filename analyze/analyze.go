@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -130,6 +129,9 @@ type SurfaceDetail struct {
 	// Primary is the source whose requests decided the limit checks: the
 	// one with the most refusals.
 	Primary string
+	// Absent is set when the API is not there: the limit probes got 404,
+	// 405, 501 or non-JSON answers and no admission or refusal.
+	Absent bool
 }
 
 // ErrorCount is how many results failed with one kind of transport error.
@@ -306,45 +308,4 @@ func fanOut(each func(func(*archive.Record)) error, workers []*surfaceRun, take 
 	}
 	wg.Wait()
 	return err
-}
-
-// reservoir keeps a uniform sample of at most size latencies (all of them
-// up to size), with the exact count, least and greatest, for the latency
-// summary: a million results take a bounded sample, not a million slots.
-type reservoir struct {
-	size     int
-	n        int
-	min, max int64
-	sample   []time.Duration
-	rng      *rand.Rand
-}
-
-func newReservoir(size int) reservoir {
-	return reservoir{size: size, min: 1<<63 - 1, max: -1 << 63, rng: rand.New(rand.NewPCG(1, 2))}
-}
-
-func (v *reservoir) add(lat int64) {
-	v.n++
-	v.min, v.max = min(v.min, lat), max(v.max, lat)
-	if len(v.sample) < v.size {
-		v.sample = append(v.sample, time.Duration(lat))
-	} else if k := v.rng.IntN(v.n); k < v.size {
-		v.sample[k] = time.Duration(lat)
-	}
-}
-
-// metrics summarizes the sample with tachymeter; the count, least and
-// greatest are the exact ones.
-func (v *reservoir) metrics() *tachymeter.Metrics {
-	tach := tachymeter.New(&tachymeter.Config{Size: max(len(v.sample), 1), HBins: 10})
-	for _, d := range v.sample {
-		tach.AddTime(d)
-	}
-	m := tach.Calc()
-	if v.n > 0 {
-		m.Count = v.n
-		m.Time.Min, m.Time.Max = time.Duration(v.min), time.Duration(v.max)
-		m.Time.Range = m.Time.Max - m.Time.Min
-	}
-	return m
 }

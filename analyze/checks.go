@@ -97,6 +97,7 @@ func (s *surfaceRun) verdict(meta *archive.Meta) (SurfaceVerdict, SurfaceDetail)
 		missing = s.unanswered()
 	case s.absent(meta) != "":
 		missing = s.absent(meta)
+		sd.Absent = true
 	}
 	if s.primary != nil {
 		e.primary = s.primary.source
@@ -165,7 +166,7 @@ func judgeOnset(e *evidence) (string, string) {
 	case e.onsetLeaks > 0:
 		return Fail, fmt.Sprintf("from %s %d requests were admitted past %d in one window before the first 429 (observed_limit %d)", p, e.onsetLeaks, L, obs)
 	case e.onsetFalse > 0:
-		return Fail, fmt.Sprintf("from %s 429s began before %d requests could have been in one window (observed_limit %d)", p, L, obs)
+		return Fail, fmt.Sprintf("from %s 429s began before %d requests could have been in one window (observed_limit %d; if this address sent requests in the window before the run, wait a window and run again)", p, L, obs)
 	case obs == L:
 		return Pass, fmt.Sprintf("from %s the first 429 came after exactly %d admitted in one window (observed_limit %d)", p, L, obs)
 	}
@@ -356,7 +357,7 @@ func judgeIndependence(e *evidence) (string, string) {
 	}
 	n := e.explainedMore
 	for _, i := range e.explained {
-		if !e.fit.explains(e.sd.Fit, e.L, i) {
+		if !e.fit.explains(e.sd.Fit, i) {
 			n++
 		}
 	}
@@ -364,7 +365,7 @@ func judgeIndependence(e *evidence) (string, string) {
 	case n > 0:
 		return Fail, fmt.Sprintf("%d refusals on %s from %s are explained only by counting the other surface's requests, and by no limiter of this surface alone: the surfaces share a counter", n, e.name, e.primary)
 	case len(e.explained) > 0:
-		return Pass, fmt.Sprintf("%d refusals the other surface's traffic could explain are explained as well by a limiter of %s alone at %d (best fit %s): no proof that the surfaces share a counter", len(e.explained), e.name, e.L, e.sd.Fit.Best)
+		return Inconclusive, fmt.Sprintf("%d refusals the other surface's traffic could explain are explained as well by a limiter of %s alone (best fit %s): the run cannot tell a shared counter from a limit of its own", len(e.explained), e.name, e.sd.Fit.Best)
 	}
 	return Pass, fmt.Sprintf("traffic on the other surface from %s did not count toward this one", e.primary)
 }

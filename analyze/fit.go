@@ -214,13 +214,13 @@ func (f *familyFit) result() Fit {
 	return fit
 }
 
-// explains reports whether some candidate of fit at limit (the best of
-// each family and variant, other than "none") refused the watched request
-// of index when replayed on send times.
-func (f *familyFit) explains(fit Fit, limit int, index int32) bool {
+// explains reports whether some candidate of fit (the best of each
+// family, variant and limit, other than "none") refused the watched
+// request of index when replayed on send times.
+func (f *familyFit) explains(fit Fit, index int32) bool {
 	d := f.decided[index]
 	for _, c := range fit.Candidates {
-		if c.Family != FamilyNone && c.Limit == limit && c.slot < len(d) && !d[c.slot] {
+		if c.Family != FamilyNone && c.slot < len(d) && !d[c.slot] {
 			return true
 		}
 	}

@@ -53,7 +53,7 @@ func plusMinus20(k int, u float64) time.Duration {
 }
 
 func jcfg(seed uint64) JitterConfig {
-	return JitterConfig{Base: jBase, Cap: jCap, Attempts: 4, Sims: 400, Seed: seed, Uniform: true}
+	return JitterConfig{Base: jBase, Cap: jCap, Attempts: 4, Sims: 400, Seed: seed}
 }
 
 func checkOf(rep *JitterReport, name string) Check {
@@ -153,7 +153,7 @@ func TestJitterSharedRefusal(t *testing.T) {
 	}
 }
 
-func TestKSAndPoisson(t *testing.T) {
+func TestKSAndBins(t *testing.T) {
 	grid := make([]float64, 200)
 	for i := range grid {
 		grid[i] = (float64(i) + 0.5) / 200
@@ -168,13 +168,9 @@ func TestKSAndPoisson(t *testing.T) {
 	if p := ksUniform(half); p > 1e-6 {
 		t.Errorf("KS p of U(0.5,1) = %v, want about 0", p)
 	}
-	// P(Poisson(2) > 4) = 0.053, P(> 5) = 0.017.
-	if x := poissonBound([]float64{2}, 0.05); x != 5 {
-		t.Errorf("poissonBound(2, 0.05) = %d, want 5", x)
-	}
-	// Two clients drawing over [0, 4) and [2, 6) in bins of 2: means ½, 1, ½.
-	if m := binMeans([]int64{0, 2}, func(p int64) int64 { return p }, 0, 4, 2); len(m) != 3 || m[0] != 0.5 || m[1] != 1 || m[2] != 0.5 {
-		t.Errorf("binMeans = %v, want [0.5 1 0.5]", m)
+	// Bins of 5 from 0: {0, 4} {5, 9} {10} | {30}; times before t0 fall in the first.
+	if p := peakBin([]int64{-3, 0, 4, 5, 9, 10, 30}, 0, 5); p != 3 {
+		t.Errorf("peakBin = %d, want 3", p)
 	}
 	if n := countCollisions([]int64{0, 5, 10, 30}, 5); n != 2 {
 		t.Errorf("countCollisions = %d, want 2", n)

@@ -97,6 +97,7 @@ func refAnalyzeSurface(tab *archive.Tables, sf string, groups, other map[string]
 	sv := SurfaceVerdict{Surface: sf, ExpectedLimit: L, Model: FamilyUnknown, Verdict: Pass}
 	var sd SurfaceDetail
 	tach := tachymeter.New(&tachymeter.Config{Size: 100000, HBins: 10})
+	var lats []time.Duration
 	var t0 int64 = 1<<63 - 1
 	var srcs []string
 	for src, g := range groups {
@@ -153,6 +154,7 @@ func refAnalyzeSurface(tab *archive.Tables, sf string, groups, other map[string]
 		for _, r := range g.Records {
 			sd.Requests++
 			tach.AddTime(r.Latency())
+			lats = append(lats, r.Latency())
 			switch {
 			case refused(r):
 				sd.Refused++
@@ -198,6 +200,9 @@ func refAnalyzeSurface(tab *archive.Tables, sf string, groups, other map[string]
 		}
 	}
 	m := tach.Calc()
+	if len(lats) > 0 {
+		m.Histogram, m.HistogramBinSize = histogramOf(lats, m.Time.Min, m.Time.Max, latencyBins)
+	}
 	sd.Latency = m
 	for k, n := range errs {
 		sd.Errors = append(sd.Errors, ErrorCount{Kind: k, N: n})

@@ -80,7 +80,10 @@ type surfaceRun struct {
 	indet       int
 	// The greatest number of requests surely counted in one window of a
 	// primary request: what the run proved the target held.
-	mostSure                           int
+	mostSure int
+	// The most admitted requests surely in one window of a refusal: the
+	// least the target is proven to admit per window.
+	maxDefAdm                          int
 	onsetLeaks, onsetFalse, onsetIndet int
 	leaks, falses                      []string
 	// For rejected-count, judged at the end against the limit the target
@@ -366,6 +369,7 @@ func (s *surfaceRun) judged(g *groupRun, j *judged) {
 	s.mostSure = max(s.mostSure, 1+int(j.Definite))
 	if refused(r) {
 		s.obs, s.anyRefused = max(s.obs, j.observed), true
+		s.maxDefAdm = max(s.maxDefAdm, int(j.DefiniteAdmitted))
 	}
 	stream := s.tab.Labels(r).Stream
 	switch j.Required {
@@ -417,8 +421,10 @@ func (s *surfaceRun) judged(g *groupRun, j *judged) {
 	}
 	// independence: refusals explained by the other surface's traffic;
 	// the third pass asks whether a limiter of this surface alone
-	// explains them too
-	if s.other != nil && j.FalseThrottle && 1+int(j.Definite)+s.definiteOther(r) >= s.L+1 {
+	// explains them too. Within a window of the address's first request,
+	// what the target counted before the run is unknown and could explain
+	// a refusal as well: those prove nothing.
+	if s.other != nil && j.FalseThrottle && r.Start >= g.first+int64(s.W) && 1+int(j.Definite)+s.definiteOther(r) >= s.L+1 {
 		if len(s.explained) < maxExplained {
 			s.explained = append(s.explained, j.Index)
 		} else {
@@ -460,16 +466,12 @@ func (s *surfaceRun) fitAdd(r *archive.Record) {
 	s.fitIndex++
 }
 
-// effectiveLimit is the limit the target showed when it is above the
-// documented one (replicas each counting alone behind a load balancer, say):
-// an admission above the documented limit then proves nothing about a
-// cause, only that the limit is not the documented one.
-func (s *surfaceRun) effectiveLimit() int {
-	if s.anyRefused && s.obs > s.L {
-		return s.obs
-	}
-	return s.L
-}
+// effectiveLimit is the limit the target proved it admits when that is
+// above the documented one (replicas each counting alone behind a load
+// balancer, say): the most admitted requests surely in the window of one
+// of its refusals. An admission above the documented limit then proves
+// nothing about a cause, only that the limit is not the documented one.
+func (s *surfaceRun) effectiveLimit() int { return max(s.L, s.maxDefAdm) }
 
 // absent says, when the limit probes of the surface found no API there,
 // what they got instead (empty when the API answered).

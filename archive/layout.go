@@ -63,6 +63,26 @@ type RunInfo struct {
 	Dir string `json:"-"`
 }
 
+// ProgramOutcome is how one client program of a fleet --client-cmd run
+// ended.
+type ProgramOutcome struct {
+	Client int `json:"client"`
+	// ExitCode is the program's exit status (-1: killed, or not started).
+	ExitCode int  `json:"exit_code"`
+	TimedOut bool `json:"timed_out,omitempty"`
+	// Error says why it could not be started or waited for.
+	Error string `json:"error,omitempty"`
+}
+
+// BarrierInfo is how the barrier of a fleet --client-cmd run went: how
+// many clients' first requests arrived, how long it held them from the
+// first arrival, and whether it opened on its timeout.
+type BarrierInfo struct {
+	Arrived  int     `json:"arrived"`
+	WaitedMS float64 `json:"waited_ms"`
+	TimedOut bool    `json:"timed_out,omitempty"`
+}
+
 // FleetInfo records what a fleet run asked of its clients.
 type FleetInfo struct {
 	Surface    string  `json:"surface"`
@@ -76,6 +96,13 @@ type FleetInfo struct {
 	SlowDownMS float64 `json:"slowdown_ms"`
 	EpsilonMS  float64 `json:"epsilon_ms"`
 	Rows       int     `json:"rows"`
+	// Of a fleet of client programs (fleet --client-cmd): the command,
+	// the barrier, the longest the target stalled while they ran, and how
+	// each ended.
+	Command  string           `json:"command,omitempty"`
+	Barrier  *BarrierInfo     `json:"barrier,omitempty"`
+	StallMS  float64          `json:"stall_ms,omitempty"`
+	Programs []ProgramOutcome `json:"programs,omitempty"`
 }
 
 // PolicyInfo records the policy a run expected.

@@ -178,6 +178,12 @@ func (e *Engine) Execute(ctx context.Context, job Job) (*Run, error) {
 		return nil, &SetupError{err}
 	}
 	run.Dir = w.Dir
+	if p, ok := job.(interface{ Prepare(dir string) error }); ok {
+		if err := p.Prepare(w.Dir); err != nil {
+			w.Close(e.info(job, run, start))
+			return nil, &SetupError{err}
+		}
+	}
 	info := e.info(job, run, start)
 	if err := w.Start(info); err != nil {
 		w.Close(info)
@@ -210,6 +216,9 @@ func (e *Engine) Execute(ctx context.Context, job Job) (*Run, error) {
 		return nil
 	})
 	stopProgress()
+	if f, ok := job.(interface{ Finish(*archive.RunInfo) }); ok {
+		f.Finish(&info)
+	}
 	info.End = time.Now().UTC()
 	info.Interrupted = ctx.Err() != nil
 	if step, stepped := archive.ClockStep(time.Now().Round(0).Sub(start.Round(0)), time.Since(start)); stepped {

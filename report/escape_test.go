@@ -95,7 +95,7 @@ func TestTerminalOutputIsSafe(t *testing.T) {
 	fill(reflect.ValueOf(&run), 0)
 	run.Surfaces[0].Model, run.Verdict = "other", analyze.Fail // regressions, quoting both
 	base.Verdict = analyze.Pass
-	c := Compare(base, run, 0.1)
+	c := Compare(base, run, CompareOptions{MaxP99Increase: 0.1})
 	for name, render := range map[string]func(*bytes.Buffer) error{
 		"Tables":       func(b *bytes.Buffer) error { return Tables(b, &rep) },
 		"FleetTables":  func(b *bytes.Buffer) error { return FleetTables(b, &jr, hostile, hostile) },

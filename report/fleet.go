@@ -22,6 +22,15 @@ func dur(ms float64) string {
 func FleetTables(w io.Writer, rep *analyze.JitterReport, strategy, run string) error {
 	printf(w, "%s  fleet of %d clients, strategy %s: %d requests, %.2f attempts each (at most %d); ε %gms\n",
 		strings.ToUpper(rep.Verdict), rep.Clients, strategy, rep.Requests, rep.AttemptsMean, rep.AttemptsMax, rep.EpsilonMS)
+	if rep.Null != "" {
+		printf(w, "judged against independent %s jitter: %d simulated fleets per wave, false-alarm rate %g\n", rep.Null, rep.Sims, rep.Alpha)
+	}
+	if rep.EpsilonBasis != "" {
+		printf(w, "ε %gms %s\n", rep.EpsilonMS, rep.EpsilonBasis)
+	}
+	for _, n := range rep.Notes {
+		printf(w, "note: %s\n", n)
+	}
 	if len(rep.Waves) > 0 {
 		t := tablewriter.NewWriter(w)
 		header := []any{"figure"}
@@ -43,7 +52,12 @@ func FleetTables(w io.Writer, rep *analyze.JitterReport, strategy, run string) e
 			f    func(analyze.Wave) string
 		}{
 			{"clients", func(wv analyze.Wave) string { return strconv.Itoa(wv.Clients) }},
-			{"range", func(wv analyze.Wave) string { return dur(wv.RangeMS) }},
+			{"range", func(wv analyze.Wave) string {
+				if wv.RangeLowMS > 0 {
+					return dur(wv.RangeLowMS) + "–" + dur(wv.RangeMS)
+				}
+				return dur(wv.RangeMS)
+			}},
 			{"collisions (bound)", func(wv analyze.Wave) string { return fmt.Sprintf("%d (%d)", wv.Collisions, wv.Bound) }},
 			{"expected", func(wv analyze.Wave) string { return g(wv.Expected) }},
 			{"collision ratio", func(wv analyze.Wave) string { return g(wv.CollisionRatio) }},

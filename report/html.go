@@ -388,9 +388,9 @@ var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 <title>ratecheck {{.Verdict.Verdict}}: {{.Verdict.Run}}</title>
 <style>
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:70em;color:#212121}
-h1 .pass,td.pass{color:#2e7d32}h1 .fail,td.fail{color:#c62828}h1 .skip,td.skip{color:#757575}
+h1 .pass,td.pass{color:#2e7d32}h1 .fail,td.fail{color:#c62828}h1 .skip,td.skip{color:#757575}h1 .inconclusive,td.inconclusive{color:#ef6c00}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}
-td.pass,td.fail,td.skip{font-weight:bold}.meta{color:#616161}.warn{color:#ef6c00}
+td.pass,td.fail,td.skip,td.inconclusive{font-weight:bold}.meta{color:#616161}.warn{color:#ef6c00}
 figure{margin:1em 0}svg{max-width:100%;height:auto}
 </style></head><body>
 <h1>ratecheck: <span class="{{.Verdict.Verdict}}">{{upper .Verdict.Verdict}}</span></h1>
@@ -399,7 +399,7 @@ figure{margin:1em 0}svg{max-width:100%;height:auto}
 {{range .Warnings}}<p class="warn">warning: {{.}}</p>{{end}}
 {{range .Surfaces}}
 <h2>{{.Surface}}: <span class="{{.Verdict}}">{{upper .Verdict}}</span></h2>
-<p>{{.Summary}}</p><p class="meta">{{.Counts}}</p>
+<p>{{.Summary}}</p><p class="meta">{{.Counts}}</p>{{if .Missing}}<p class="warn">missing evidence: {{.Missing}}</p>{{end}}
 <table><tr><th>check</th><th>verdict</th><th>evidence</th></tr>
 {{range .Checks}}<tr><td>{{.Name}}</td><td class="{{.Verdict}}">{{.Verdict}}</td><td>{{.Detail}}</td></tr>
 {{end}}</table>

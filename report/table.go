@@ -73,13 +73,8 @@ func Tables(w io.Writer, rep *analyze.Report) error {
 		if m := d.Latency; m != nil && m.Count > 0 {
 			printf(w, "  %s\n", latencyLine(m))
 			if m.Histogram != nil {
-				var bins []string
-				for _, bin := range *m.Histogram {
-					for k, n := range bin {
-						bins = append(bins, fmt.Sprintf("%s:%d", strings.ReplaceAll(k, " ", ""), n))
-					}
-				}
-				printf(w, "  latency histogram (%d samples): %s\n", m.Samples, wrap(strings.Join(bins, "  "), 110))
+				printf(w, "  latency histogram (%d samples, bins of %v):\n    %s\n", m.Samples, m.HistogramBinSize.Round(time.Microsecond),
+					strings.ReplaceAll(wrap(histogramText(*m.Histogram), 100), "\n", "\n    "))
 			}
 		}
 	}
@@ -89,6 +84,17 @@ func Tables(w io.Writer, rep *analyze.Report) error {
 	}
 	printf(w, ")\n")
 	return nil
+}
+
+// histogramText lists a latency histogram's bins as "low-high:count".
+func histogramText(h tachymeter.Histogram) string {
+	var bins []string
+	for _, bin := range h {
+		for k, n := range bin {
+			bins = append(bins, fmt.Sprintf("%s:%d", strings.ReplaceAll(k, " ", ""), n))
+		}
+	}
+	return strings.Join(bins, "  ")
 }
 
 // summaryLine says what a surface's limit looked like from outside.

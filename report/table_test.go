@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -26,9 +28,20 @@ func sample() *analyze.Report {
 				{Surface: "mcp", ExpectedLimit: 120, Model: "none", Verdict: analyze.Fail,
 					Checks: []analyze.Check{{Name: "onset", Verdict: analyze.Fail, Detail: "no 429 at all"}, {Name: "shape", Verdict: analyze.Skip, Detail: "no 429 to inspect"}}},
 			}},
-		Surfaces: []analyze.SurfaceDetail{{Requests: 250, Admitted: 240, Refused: 10, Sources: []string{"127.0.0.1"}}, {Requests: 130, Admitted: 130, Sources: []string{"127.0.0.1"}}},
+		Surfaces: []analyze.SurfaceDetail{{Requests: 250, Admitted: 240, Refused: 10, Sources: []string{"127.0.0.1"}, Latency: analyze.LatencyMetrics(sampleLatencies())},
+			{Requests: 130, Admitted: 130, Sources: []string{"127.0.0.1"}}},
 		Warnings: []string{"results.bin: ends mid-record; read the 380 complete records before it"},
 	}
+}
+
+// sampleLatencies are 250 latencies from 0.3 ms to 8.8 ms and one of
+// 15.3 ms, which the last bin of the histogram holds.
+func sampleLatencies() []time.Duration {
+	lat := []time.Duration{15300 * time.Microsecond}
+	for i := range 249 {
+		lat = append(lat, 300*time.Microsecond+time.Duration(i*i)*137*time.Nanosecond)
+	}
+	return lat
 }
 
 func TestGolden(t *testing.T) {
@@ -46,6 +59,13 @@ func TestGolden(t *testing.T) {
 		}
 		golden(t, tc.file, got.Bytes())
 	}
+	var tables bytes.Buffer
+	if err := Tables(&tables, sample()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tables.String(), "13.8ms-15.3ms:1\n") {
+		t.Errorf("the histogram's last bin does not end at the maximum, 15.3ms, holding it:\n%s", tables.String())
+	}
 }
 
 func TestWrap(t *testing.T) {
@@ -56,11 +76,11 @@ func TestWrap(t *testing.T) {
 
 // fleetSample is a two-wave fleet report with one failed check.
 func fleetSample() *analyze.JitterReport {
-	return &analyze.JitterReport{Verdict: analyze.Fail, CollisionRatio: 1.04, RecollisionRate: 0.02, KSP: 0.61, EpsilonMS: 2, Alpha: 0.01,
+	return &analyze.JitterReport{Verdict: analyze.Fail, CollisionRatio: 1.04, RecollisionRate: 0.02, KSP: 0.61, EpsilonMS: 2, Alpha: 0.01, Null: "equal", Sims: 3599,
 		Clients: 100, Requests: 216, AttemptsMean: 3.78, AttemptsMax: 4,
 		Waves: []analyze.Wave{
-			{Attempt: 2, Clients: 100, RangeMS: 100, Collisions: 190, Expected: 189.5, Bound: 243, CollisionRatio: 1.003, Recollided: 3, RecollisionRate: 0.016, RecollisionMax: 0.02, RecollBound: 10, KSP: 0.52, PeakBin: 5, PeakBound: 10, LateP99MS: 12.5, Verdict: analyze.Pass},
-			{Attempt: 3, Clients: 100, RangeMS: 200, Collisions: 52, Expected: 52.8, Bound: 82, CollisionRatio: 0.985, KSP: 0.7, PeakBin: 4, PeakBound: 7, LateP99MS: 3.25, Verdict: analyze.Pass},
+			{Attempt: 2, Clients: 100, RangeLowMS: 50, RangeMS: 100, Collisions: 190, Expected: 189.5, Bound: 243, CollisionRatio: 1.003, Recollided: 3, RecollisionRate: 0.016, RecollisionMax: 0.02, RecollBound: 10, KSP: 0.52, PeakBin: 5, PeakBound: 10, LateP99MS: 12.5, Verdict: analyze.Pass},
+			{Attempt: 3, Clients: 100, RangeLowMS: 100, RangeMS: 200, Collisions: 52, Expected: 52.8, Bound: 82, CollisionRatio: 0.985, KSP: 0.7, PeakBin: 4, PeakBound: 7, LateP99MS: 3.25, Verdict: analyze.Pass},
 		},
 		Checks: []analyze.Check{
 			{Name: "jitter", Verdict: analyze.Pass, Detail: "every wave is within the bounds of independent jitter"},
@@ -70,7 +90,7 @@ func fleetSample() *analyze.JitterReport {
 
 func TestFleetGolden(t *testing.T) {
 	var got bytes.Buffer
-	if err := FleetTables(&got, fleetSample(), "full", "results/20261130T000000Z-fleet"); err != nil {
+	if err := FleetTables(&got, fleetSample(), "equal", "results/20261130T000000Z-fleet"); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "testdata/fleet.golden", got.Bytes())

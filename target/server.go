@@ -124,6 +124,19 @@ const (
 	surfaceMCP  surface = "mcp"
 )
 
+// Spend counts n requests of a client address against a surface's limiter
+// (rest or mcp), as if it had sent them: the budget of that address is
+// spent, as a fleet's primer spends it.
+func (s *Server) Spend(surface, addr string, n int) {
+	lim := s.restLim
+	if surface == string(surfaceMCP) {
+		lim = s.mcpLim
+	}
+	for range n {
+		lim.Allow(addr, s.cfg.Clock())
+	}
+}
+
 // ClientAddr returns the address a request is counted against: the host of
 // the connection's remote address. Forwarding headers are never trusted.
 func ClientAddr(r *http.Request) string {
@@ -226,18 +239,23 @@ type Listener struct {
 // and serves until Close. A request's headers must arrive within 10 s, the
 // whole request within the configured ReadTimeout.
 func Listen(s *Server, addr string) (*Listener, error) {
+	return ListenHandler(s, addr, s.cfg.ReadTimeout)
+}
+
+// ListenHandler is Listen for any handler (a Clients harness, say), with
+// read the bound on a whole request (0: DefaultReadTimeout).
+func ListenHandler(h http.Handler, addr string, read time.Duration) (*Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	read := s.cfg.ReadTimeout
 	if read <= 0 {
 		read = DefaultReadTimeout
 	}
 	l := &Listener{
 		URL: "http://" + ln.Addr().String(),
 		ln:  ln,
-		srv: &http.Server{Handler: s, ReadHeaderTimeout: min(10*time.Second, read), ReadTimeout: read,
+		srv: &http.Server{Handler: h, ReadHeaderTimeout: min(10*time.Second, read), ReadTimeout: read,
 			IdleTimeout: 2 * time.Minute},
 		served: make(chan error, 1),
 	}

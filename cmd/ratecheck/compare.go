@@ -19,10 +19,20 @@ side by side per surface, request rate, throughput, latency percentiles,
 observed limit, limiter model and verdict.
 
 It exits 1 when something regressed: a verdict that went from pass to fail,
-a p99 that rose by more than --max-p99-increase, an observed limit or a
-limiter model that changed, a surface missing from the run. Each run is
-judged with the window its run.json recorded and the documented limits.
-Keep baselines as results/README.md explains.
+an observed limit or a limiter model that changed, a surface missing from
+the run (all exact), or a p99 that rose by more than --max-p99-increase
+beyond what chance explains. The p99 of a few hundred requests is a
+handful of them, often sent at one moment (a burst, a stall of the host),
+and two runs of one build against one target differ by tens of percent
+and more. So each run's timeline is cut into 32 slices, slice k of the run
+is paired with slice k of the baseline, and the p99 ratio is set against
+those of runs made by swapping random pairs (2000, seeded: one pair of runs
+gets one answer). Its 98 % interval holds the ratios θ for which "the run
+is the baseline × θ" is not rejected; a rise counts only when the interval
+lies above 1 + --max-p99-increase and the rise it is sure of, (lower end −
+1) × the baseline's p99, is at least --p99-floor. Each run is judged with
+the window its run.json recorded and the documented limits. Keep
+baselines as results/README.md explains.
 
 Exit codes: 0 no regression, 1 a regression, 2 bad usage or unreadable input.
 `
@@ -30,11 +40,13 @@ Exit codes: 0 no regression, 1 a regression, 2 bad usage or unreadable input.
 func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
 		maxP99 string
+		floor  time.Duration
 		asJSON bool
 		window time.Duration
 	)
 	fs := newFlagSet("compare", "[flags] BASELINE RUN", compareHelp, stderr)
 	fs.StringVar(&maxP99, "max-p99-increase", "10%", "the largest p99 rise allowed per surface, in `percent`")
+	fs.DurationVar(&floor, "p99-floor", time.Millisecond, "the least p99 rise that can count as a regression (the rise the interval is sure of)")
 	fs.BoolVar(&asJSON, "json", false, "print the comparison as JSON on stdout instead of a table")
 	fs.DurationVar(&window, "window", 0, "the window the runs were made with (default: each run.json's, else 60s)")
 	restLimitP, mcpLimitP := limitFlags(fs)
@@ -52,6 +64,9 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return usageErr(stderr, "compare", "--max-p99-increase %q: %v", maxP99, err)
 	}
+	if floor < 0 {
+		return usageErr(stderr, "compare", "--p99-floor must not be negative")
+	}
 	var sums [2]report.RunSummary
 	for i, path := range fs.Args() {
 		in, err := analyze.Read([]string{path})
@@ -67,7 +82,7 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		sums[i] = report.Summarize(in, rep)
 	}
-	c := report.Compare(sums[0], sums[1], limit)
+	c := report.Compare(sums[0], sums[1], report.CompareOptions{MaxP99Increase: limit, P99Floor: floor})
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

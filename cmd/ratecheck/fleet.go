@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -28,12 +29,16 @@ client, attempt and drawn delay. Then each failure-table row is sent once
 by a client of its own, to show that answers are never retried.
 
 Per attempt wave the analysis compares collisions (retries within ε of each
-other) and re-collisions with simulated independent uniform draws over the
-wave's range min(cap, base*2^k), tests the delays for uniformity (KS) and the
-busiest ε-bin against a Poisson bound (the KS test is judged for full
-jitter only: other strategies are not meant to be uniform); all tests of a run together are held
-to a 1 % false-alarm rate. Retry timing is judged where each client meant to
-send; how late the machine ran its timers is shown as "late p99".
+other), the busiest ε-bin and the re-collision of the last wave's colliding
+pairs with simulated fleets whose clients draw independently by the strategy
+claimed (full from [0, c), equal from [c/2, c), decorrelated from [base,
+3*previous), with c = min(cap, base*2^k); none, which draws nothing, against
+full jitter), and tests every delay's place in its range for uniformity (KS).
+All tests of a run together are held to a 1 % false-alarm rate. Retry timing
+is judged where each client meant to send (the fleet's release, then each
+drawn delay after the wave's median answer), so one seed gets one verdict
+whatever the host's timing; how late the machine ran its timers is shown as
+"late p99".
 
 Strategies: full (the contract's advice, the default), equal, decorrelated,
 none (lockstep: the control, which fails).
@@ -70,6 +75,11 @@ type fleetOptions struct {
 	json     bool
 	junit    string
 	timeout  time.Duration
+	// fleet --client-cmd: the user's client program, how long the first
+	// requests wait for all of them, and how long each may run.
+	clientCmd     string
+	barrier       time.Duration
+	clientTimeout time.Duration
 }
 
 func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -94,8 +104,37 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.BoolVar(&o.json, "json", false, "print the JSON verdict on stdout instead of tables")
 	fs.StringVar(&o.junit, "junit", "", "also write the checks as JUnit XML to `file`")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-attempt timeout")
+	fs.StringVar(&o.clientCmd, "client-cmd", "", "judge your own client `program` instead: run N copies of it (sh -c) against the embedded target, and judge them from the server's records")
+	fs.DurationVar(&o.barrier, "barrier", 2*time.Minute, "with --client-cmd: how long the first requests wait for all N programs to arrive")
+	fs.DurationVar(&o.clientTimeout, "client-timeout", 5*time.Minute, "with --client-cmd: how long each program may run before it is killed (reported)")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
+	}
+	if o.clientCmd != "" {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for _, name := range []string{"target", "strategy", "base", "cap", "slow-down", "limit", "source", "rows", "faults", "timeout"} {
+			if set[name] {
+				return usageErr(stderr, "fleet", "--%s does not go with --client-cmd: the program decides how it retries, and the embedded target is its server", name)
+			}
+		}
+		switch {
+		case o.surface != contract.REST && o.surface != contract.MCP:
+			return usageErr(stderr, "fleet", "--surface %q: want rest or mcp", o.surface)
+		case o.clients < 2:
+			return usageErr(stderr, "fleet", "--clients must be at least 2 (collisions need pairs)")
+		case o.requests < 1 || o.attempts < 1:
+			return usageErr(stderr, "fleet", "--requests and --attempts must be at least 1")
+		case o.barrier <= 0 || o.clientTimeout <= 0 || o.window < 0 || o.epsilon < 0:
+			return usageErr(stderr, "fleet", "--barrier and --client-timeout must be positive, --window and --epsilon not negative")
+		}
+		if !set["requests"] {
+			o.requests = 5 // one of each answer of the script, and a shared 429 first
+		}
+		if err := checkOutFile("--junit", o.junit); err != nil {
+			return usageErr(stderr, "fleet", "%v", err)
+		}
+		return runPrograms(ctx, o, stdout, stderr)
 	}
 	strategy, err := client.ParseStrategy(o.strategy)
 	if err != nil {
@@ -160,17 +199,24 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	rep := analyze.Jitter(in, analyze.JitterConfig{Base: f.Backoff.Base, Cap: f.Backoff.Cap, Epsilon: f.Epsilon,
-		Attempts: f.Attempts, SlowDown: f.SlowDown, Seed: o.seed, Uniform: strategy == client.Full})
+		Attempts: f.Attempts, SlowDown: f.SlowDown, Seed: o.seed, Strategy: string(strategy)})
+	return printFleet(o, rep, string(strategy), run.Dir, stdout, stderr)
+}
+
+// printFleet writes a fleet's verdict (tables or JSON, and --junit) and
+// returns its exit code.
+func printFleet(o fleetOptions, rep *analyze.JitterReport, strategy, dir string, stdout, stderr io.Writer) int {
 	if err := writeJUnit(o.junit, "ratecheck fleet", []report.Suite{{Name: "fleet", Checks: rep.Checks}}); err != nil {
-		fmt.Fprintf(stderr, "ratecheck fleet: --junit: %v (the run is kept in %s)\n", err, run.Dir)
+		fmt.Fprintf(stderr, "ratecheck fleet: --junit: %v (the run is kept in %s)\n", err, dir)
 		return exitUsage
 	}
+	var err error
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(rep)
 	} else {
-		err = report.FleetTables(stdout, rep, string(strategy), run.Dir)
+		err = report.FleetTables(stdout, rep, strategy, dir)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck fleet: writing the verdict: %v\n", err)

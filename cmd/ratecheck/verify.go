@@ -168,6 +168,12 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	}
 	verdict := printVerdict(rep, o.json, stdout, stderr)
+	if code == exitUnreachable && allAbsent(rep) {
+		// A target without the API fails the probes (404, 501) rather
+		// than failing itself: that is what to fix, and the verdict says so.
+		fmt.Fprintf(stderr, "ratecheck verify: the API is not there on %s: the probes' errors are its answers, not a failing target\n", run.Target)
+		code = exitOK
+	}
 	if err := writeJUnit(o.junit, "ratecheck verify", report.VerdictSuites(rep)); err != nil {
 		fmt.Fprintf(stderr, "ratecheck verify: --junit: %v (the run is kept in %s)\n", err, run.Dir)
 		return exitUsage
@@ -176,6 +182,16 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return code
 	}
 	return verdict
+}
+
+// allAbsent reports whether the API is absent from every surface judged.
+func allAbsent(rep *analyze.Report) bool {
+	for _, d := range rep.Surfaces {
+		if !d.Absent {
+			return false
+		}
+	}
+	return len(rep.Surfaces) > 0
 }
 
 // printVerdict writes the report as tables or JSON and returns the exit code.

@@ -1,0 +1,201 @@
+package analyze
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/client"
+	"github.com/connectbyjbrh/ratecheck/contract"
+)
+
+// The fleet command's defaults: the embedded target's 30 s window gives a
+// base of 500 ms and a cap of 15 s; ε is base/50; 100 clients, 4 attempts.
+var fleetDefaults = client.Backoff{Base: 500 * time.Millisecond, Cap: 15 * time.Second}
+
+// clientFleet builds the first request of n clients released together, as
+// attack.Fleet runs them, with the draws package client makes: client i
+// draws from rand.NewPCG(seed, i), one draw per retry, through
+// Backoff.Delay. The host's noise is laid over that schedule, drawn from
+// host apart from the clients' jitter: first sends spread over up to 20
+// ms, answers taking 1–15 ms, timers firing up to 5 ms late.
+func clientFleet(n, attempts int, seed, host uint64, b client.Backoff) *archive.Input {
+	noise := rand.New(rand.NewPCG(host, 0x4057))
+	in := archive.NewInput()
+	for c := range n {
+		jitter := rand.New(rand.NewPCG(seed, uint64(c)))
+		t := int64(noise.IntN(int(20 * time.Millisecond)))
+		var prev time.Duration
+		for a := 1; a <= attempts; a++ {
+			d := time.Duration(0)
+			if a > 1 {
+				d = b.Delay(a-2, prev, jitter.Float64())
+				prev = d
+				t += int64(d) + int64(noise.IntN(int(5*time.Millisecond)))
+			}
+			end := t + int64(time.Millisecond) + int64(noise.IntN(int(14*time.Millisecond)))
+			in.Add(archive.Labels{Surface: contract.REST, Source: "127.0.0.2", Stream: archive.StreamFleet,
+				Fleet: &archive.FleetTag{Client: c, Request: 1, Attempt: a, Delay: d}}, t, end, 429, nil)
+			t = end
+		}
+	}
+	return in
+}
+
+// judgeDefaults judges a fleet of seed as the fleet command does by
+// default (its null is the strategy claimed).
+func judgeDefaults(seed uint64, s client.Strategy) *JitterReport {
+	b := fleetDefaults
+	b.Strategy = s
+	return Jitter(clientFleet(100, 4, seed, seed, b), JitterConfig{Base: b.Base, Cap: b.Cap, Strategy: string(s), Attempts: 4, Seed: seed})
+}
+
+// failures judges seeds [0, seeds) of strategy s with the fleet command's
+// defaults, on every core, and returns the seeds that failed, in order.
+func failures(seeds int, s client.Strategy) []uint64 {
+	var mu sync.Mutex
+	var failed []uint64
+	next := make(chan uint64)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for seed := range next {
+				if judgeDefaults(seed, s).Verdict != Pass {
+					mu.Lock()
+					failed = append(failed, seed)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for seed := range uint64(seeds) {
+		next <- seed
+	}
+	close(next)
+	wg.Wait()
+	slices.Sort(failed)
+	return failed
+}
+
+// TestJitterCalibration: fleets that jitter as they claim, judged with the
+// fleet command's defaults (false-alarm rate 1 %), over consecutive seeds
+// from 0. Full jitter, the contract's advice, fails in at most 1 % of 500
+// seeds. Equal and decorrelated jitter, each judged against its own draws,
+// fail no more often than a 1 % rate allows (at most 7 of 200: a rate of
+// 1 % exceeds that with probability 0.1 %). Lockstep clients fail every
+// time. The bounds are exact Monte Carlo tests, each at most Alpha/m, so
+// over many seeds the rate of each strategy is at most 1 % (measured over
+// seeds 0–3999: full 0.43 %, equal 0.65 %, decorrelated 0.63 %).
+func TestJitterCalibration(t *testing.T) {
+	if raceEnabled {
+		t.Skip("900 simulated fleets judged one after another, checked by the plain run: Jitter shares nothing between goroutines")
+	}
+	tests := []struct {
+		strategy   client.Strategy
+		seeds, max int
+	}{
+		{client.Full, 500, 5},
+		{client.Equal, 200, 7},
+		{client.Decorrelated, 200, 7},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.strategy), func(t *testing.T) {
+			failed := failures(tt.seeds, tt.strategy)
+			t.Logf("%s jitter: %d of %d seeds failed %v", tt.strategy, len(failed), tt.seeds, failed)
+			if len(failed) > tt.max {
+				rep := judgeDefaults(failed[0], tt.strategy)
+				t.Errorf("%s jitter failed %d of %d seeds, want at most %d; seed %d: %+v", tt.strategy, len(failed), tt.seeds, tt.max, failed[0], rep.Checks)
+			}
+		})
+	}
+	t.Run("none", func(t *testing.T) {
+		for seed := range uint64(20) {
+			rep := judgeDefaults(seed, client.None)
+			if rep.Verdict != Fail || rep.RecollisionRate < 0.99 || rep.KSP > 1e-6 {
+				t.Errorf("lockstep seed %d: verdict %s, re-collision %.2f, KS p %.2g", seed, rep.Verdict, rep.RecollisionRate, rep.KSP)
+			}
+		}
+	})
+}
+
+// TestJitterOwnNull: each strategy is judged against its own draws.
+// Equal jitter draws from [c/2, c), so against full jitter's [0, c) its
+// retries collide about twice as often as allowed and its delays are not
+// uniform; decorrelated jitter's first retry draws from [base, 3·base),
+// nothing like full jitter's [0, base).
+func TestJitterOwnNull(t *testing.T) {
+	for _, s := range []client.Strategy{client.Equal, client.Decorrelated} {
+		b := fleetDefaults
+		b.Strategy = s
+		in := clientFleet(100, 4, 1, 1, b)
+		own := Jitter(in, JitterConfig{Base: b.Base, Cap: b.Cap, Strategy: string(s), Attempts: 4, Seed: 1})
+		if own.Verdict != Pass || own.Null != string(s) || own.KSP < 0.01 {
+			t.Errorf("%s against its own null: verdict %s (null %s, KS p %.2g): %+v", s, own.Verdict, own.Null, own.KSP, own.Checks)
+		}
+		full := Jitter(in, JitterConfig{Base: b.Base, Cap: b.Cap, Strategy: "full", Attempts: 4, Seed: 1})
+		if full.Verdict != Fail || full.KSP > 1e-6 {
+			t.Errorf("%s against full jitter: verdict %s, KS p %.2g, want fail", s, full.Verdict, full.KSP)
+		}
+	}
+	b := fleetDefaults
+	b.Strategy = client.Equal
+	rep := Jitter(clientFleet(100, 4, 1, 1, b), JitterConfig{Base: b.Base, Cap: b.Cap, Strategy: "full", Attempts: 4, Seed: 1})
+	if rep.Waves[0].CollisionRatio < 1.6 || rep.Waves[0].Collisions <= rep.Waves[0].Bound {
+		t.Errorf("equal jitter against full jitter's null, wave 2: %d collisions, ratio %.2f, bound %d", rep.Waves[0].Collisions, rep.Waves[0].CollisionRatio, rep.Waves[0].Bound)
+	}
+	if w := rep.Waves[0]; w.RangeLowMS != 0 || w.RangeMS != 500 {
+		t.Errorf("full jitter's first range [%v, %v] ms, want [0, 500]", w.RangeLowMS, w.RangeMS)
+	}
+}
+
+// TestJitterHostNoiseIgnored: one set of draws gives the same figures and
+// verdict whatever the host did to the timing (how far apart the first
+// sends went out, how long each answer took, how late the timers fired):
+// the fleet is judged on its clients' schedule, so a seed that passes
+// passes every time, and no run's verdict is a coin toss of the host.
+func TestJitterHostNoiseIgnored(t *testing.T) {
+	b := fleetDefaults
+	b.Strategy = client.Full
+	cfg := JitterConfig{Base: b.Base, Cap: b.Cap, Attempts: 4, Seed: 1}
+	want := Jitter(clientFleet(100, 4, 1, 1, b), cfg)
+	ignore := cmpopts.IgnoreFields(Wave{}, "LateP99MS")
+	for host := uint64(2); host < 12; host++ {
+		got := Jitter(clientFleet(100, 4, 1, host, b), cfg)
+		if diff := cmp.Diff(want.Waves, got.Waves, ignore, cmpopts.IgnoreUnexported(Wave{})); diff != "" || got.Verdict != want.Verdict {
+			t.Errorf("host noise %d changed the figures (-want +got):\n%s", host, diff)
+		}
+	}
+}
+
+// TestBinnerMatchesSort: the counting sort's collisions and peak are the
+// sorted reference's, narrow ranges and wide.
+func TestBinnerMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	b := &binner{eps: 10}
+	for i := range 2000 {
+		n := 2 + rng.IntN(60)
+		span := []int64{30, 1000, 1 << 20}[i%3] // the last sorts instead
+		ts := make([]int64, n)
+		t0 := rng.Int64N(span)
+		for j := range ts {
+			ts[j] = t0 + rng.Int64N(span) - span/10
+		}
+		orig := slices.Clone(ts)
+		c, p := b.figures(ts, t0)
+		if !slices.Equal(ts, orig) {
+			t.Fatal("figures reordered its input")
+		}
+		s := slices.Clone(ts)
+		wantC := countCollisions(s, 10)
+		if wantP := peakBin(s, t0, 10); c != wantC || p != wantP {
+			t.Fatalf("%v from %d: collisions %d, peak %d; want %d, %d", orig, t0, c, p, wantC, wantP)
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package analyze
+
+import (
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/contract"
+)
+
+// serverFleet is what a harness records of n client programs released by
+// one shared 429: arrival and answer times only, no drawn delays (Delay
+// −1). Each client waits delay(k, u) after its previous answer, plus its
+// host's noise: a reaction of up to react (an interpreter's wake-up, in
+// the same order every wave when ordered, as lockstep processes arrive).
+func serverFleet(n, attempts int, seed uint64, delay func(k int, u float64) time.Duration, react time.Duration, ordered bool) *archive.Input {
+	rng := rand.New(rand.NewPCG(seed, 0x5e7e))
+	in := archive.NewInput()
+	release := int64(time.Second)
+	for c := range n {
+		t, end := release-int64(rng.IntN(int(time.Second))), release+int64(rng.IntN(int(3*time.Millisecond))) // the barrier holds the first
+		in.Add(archive.Labels{Surface: contract.REST, Source: "127.0.0.1", Stream: archive.StreamFleet,
+			Fleet: &archive.FleetTag{Client: c + 1, Request: 1, Attempt: 1, Delay: -1}}, t, end, 429, nil)
+		offset := react * time.Duration(c) / time.Duration(n) // ordered: the same place every wave
+		for a := 2; a <= attempts; a++ {
+			r := time.Duration(rng.Int64N(int64(react) + 1))
+			if ordered {
+				r, offset = offset, 0 // the spread holds: each wave lands over the same 95 ms, in the same order
+			}
+			t = end + int64(delay(a-2, rng.Float64())+r)
+			end = t + int64(time.Millisecond)
+			in.Add(archive.Labels{Surface: contract.REST, Source: "127.0.0.1", Stream: archive.StreamFleet,
+				Fleet: &archive.FleetTag{Client: c + 1, Request: 1, Attempt: a, Delay: -1}}, t, end, 429, nil)
+		}
+	}
+	return in
+}
+
+// TestProgramsCalibration: client programs judged from the server's
+// records alone (ranges and ε from the data) keep the fleet's false-alarm
+// rate: full-jitter programs with up to 40 ms of host noise fail at most
+// 1 % of 500 seeds, and programs retrying after a fixed interval, arriving
+// spread over 95 ms in the same order every wave, fail every seed with a
+// re-collision ten times what independent jitter gives.
+func TestProgramsCalibration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("500 simulated fleets")
+	}
+	full := func(k int, u float64) time.Duration {
+		return time.Duration(u * float64(min(8*time.Second, 500*time.Millisecond<<k)))
+	}
+	fixed := func(int, float64) time.Duration { return 2 * time.Second } // as examples/clients/python/fixed_interval.py
+	cfg := JitterConfig{Strategy: "full", Attempts: 4, Clients: 50, Requests: 1}
+	var mu sync.Mutex
+	failed := 0
+	var wg sync.WaitGroup
+	seeds := make(chan uint64)
+	for range 2 {
+		wg.Go(func() {
+			for seed := range seeds {
+				c := cfg
+				c.Seed = seed
+				if rep := Jitter(serverFleet(50, 4, seed, full, 40*time.Millisecond, false), c); rep.Verdict != Pass {
+					mu.Lock()
+					failed++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for seed := range uint64(500) {
+		seeds <- seed
+	}
+	close(seeds)
+	wg.Wait()
+	if failed > 5 {
+		t.Errorf("%d of 500 full-jitter fleets failed, want at most 1%%", failed)
+	}
+	t.Logf("%d of 500 full-jitter client fleets failed", failed)
+	for seed := range uint64(20) {
+		c := cfg
+		c.Seed = seed
+		rep := Jitter(serverFleet(50, 4, seed, fixed, 95*time.Millisecond, true), c)
+		if rep.Verdict != Fail || len(rep.Waves) == 0 {
+			t.Fatalf("seed %d: fixed-interval fleet %s, want fail", seed, rep.Verdict)
+		}
+		if w := rep.Waves[0]; w.RecollisionRate < 10*w.RecollisionMax {
+			t.Errorf("seed %d: re-collision %.2f, want at least ten times the %.3f of independent jitter", seed, w.RecollisionRate, w.RecollisionMax)
+		}
+	}
+}
+
+// TestProgramsInconclusive: programs that made fewer requests than asked,
+// or none, and a target that stalled past ε, make the verdict
+// inconclusive, naming what was missing.
+func TestProgramsInconclusive(t *testing.T) {
+	full := func(k int, u float64) time.Duration { return time.Duration(u * float64(500*time.Millisecond<<k)) }
+	in := serverFleet(10, 4, 1, full, 0, false)
+	cfg := JitterConfig{Strategy: "full", Attempts: 4, Clients: 12, Requests: 1, Seed: 1}
+	rep := Jitter(in, cfg)
+	if c := checkOf(rep, "clients"); rep.Verdict != Inconclusive || c.Verdict != Inconclusive || c.Detail == "" {
+		t.Errorf("two clients missing: verdict %s, clients %+v", rep.Verdict, c)
+	}
+	cfg.Clients, cfg.Stall = 10, time.Second
+	rep = Jitter(in, cfg)
+	if c := checkOf(rep, "target"); rep.Verdict != Inconclusive || c.Verdict != Inconclusive {
+		t.Errorf("a 1s stall: verdict %s, target %+v", rep.Verdict, c)
+	}
+	cfg.Stall = time.Millisecond
+	if rep := Jitter(in, cfg); rep.Verdict != Pass {
+		t.Errorf("all there, no stall: %s %+v", rep.Verdict, rep.Checks)
+	}
+	rep = Jitter(archive.NewInput(), JitterConfig{Clients: 5, Requests: 3})
+	if c := checkOf(rep, "clients"); rep.Verdict != Inconclusive || c.Verdict != Inconclusive {
+		t.Errorf("no client at all: verdict %s, %+v", rep.Verdict, rep.Checks)
+	}
+}

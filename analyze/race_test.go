@@ -1,0 +1,7 @@
+//go:build race
+
+package analyze
+
+// raceEnabled is true under the race detector, which slows the
+// calibration runs of many simulated fleets several times over.
+const raceEnabled = true

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/target"
+)
+
+// freePort returns a loopback address nothing listens on (yet).
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// waitListening waits until addr accepts connections.
+func waitListening(t *testing.T, addr string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return
+		}
+	}
+	t.Fatalf("nothing listens on %s", addr)
+}
+
+// nginxConf is an nginx in front of upstream whose limit_req zones, keyed
+// on the client address, one per surface, hold L per window W as a token
+// bucket (burst L, refilled L per W, nodelay), and refuse with the
+// contract's 429 bodies. Expectations come from nginx's documentation of
+// limit_req (the leaky bucket with burst and nodelay), not from ratecheck.
+const nginxConf = `daemon off;
+master_process off;
+error_log %[1]s/error.log warn;
+pid %[1]s/nginx.pid;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path %[1]s; proxy_temp_path %[1]s; fastcgi_temp_path %[1]s; uwsgi_temp_path %[1]s; scgi_temp_path %[1]s;
+  limit_req_zone $binary_remote_addr zone=rest:10m rate=%[2]dr/s;
+  limit_req_zone $binary_remote_addr zone=mcp:10m rate=%[3]dr/s;
+  limit_req_status 429;
+  server {
+    listen %[4]s;
+    location /api/public/ {
+      limit_req zone=rest burst=240 nodelay;
+      error_page 429 = @rest429;
+      proxy_pass http://%[5]s;
+    }
+    location = /mcp {
+      limit_req zone=mcp burst=120 nodelay;
+      error_page 429 = @mcp429;
+      proxy_pass http://%[5]s;
+    }
+    location @rest429 { default_type application/json; return 429 '{"error":{"code":"rate_limited"}}'; }
+    location @mcp429 { default_type application/json; return 429 '{"jsonrpc":"2.0","error":{"code":-32603,"message":"rate limited"}}'; }
+  }
+}
+`
+
+// TestVerifyAgainstNginx: nginx's limit_req (a token bucket keyed on the
+// remote address, one zone per surface) is not the documented sliding
+// log: verify fails it on the limits and names a token bucket, and names
+// no cause the evidence does not prove — no spoofing (nginx ignores
+// forwarding headers here), no shared counter (the zones are apart).
+// Skipped where nginx is not installed (.ci/run installs it).
+func TestVerifyAgainstNginx(t *testing.T) {
+	nginx, err := exec.LookPath("nginx")
+	if err != nil {
+		t.Skip("no nginx here (apt-get install nginx-light)")
+	}
+	if raceEnabled {
+		t.Skip("timing against an outside server, checked by the plain run")
+	}
+	window := 2 * time.Second
+	// The upstream: the reference target with limits it never reaches.
+	upstream := startTarget(t, time.Minute, func(c *target.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil)
+	dir := t.TempDir()
+	listen := freePort(t)
+	conf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(conf, fmt.Appendf(nil, nginxConf, dir, int(240/window.Seconds()), int(120/window.Seconds()), listen,
+		strings.TrimPrefix(upstream, "http://")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(nginx, "-c", conf, "-p", dir)
+	if out, err := exec.Command(nginx, "-t", "-c", conf, "-p", dir).CombinedOutput(); err != nil {
+		t.Skipf("nginx cannot run here: %v\n%s", err, out)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitListening(t, listen)
+	code, v, stderr := runVerifyJSON(t, window, "--target", "http://"+listen, "--checks", "limits,isolation")
+	got := failing(v)
+	if code != exitCheckFailed {
+		t.Fatalf("exit %d, want 1; failing %v\n%s", code, got, stderr)
+	}
+	for _, s := range v.Surfaces {
+		if s.Model != "token-bucket" && !contains(s.Alternatives, "token-bucket") {
+			t.Errorf("%s: model %s (alternatives %v), want token-bucket", s.Surface, s.Model, s.Alternatives)
+		}
+		for _, c := range s.Checks {
+			if (c.Name == "spoof" || c.Name == "independence" || c.Name == "isolation") && c.Verdict == "fail" {
+				t.Errorf("%s/%s failed against nginx, whose zones are per address and per surface: %s", s.Surface, c.Name, c.Detail)
+			}
+		}
+	}
+	if !contains(got, "rest/rolling") || !contains(got, "mcp/rolling") {
+		t.Errorf("failing %v, want rolling on both surfaces", got)
+	}
+}
+
+// TestVerifyAgainstAStaticFileServer: a plain static file server
+// (Python's http.server) has no API: every surface is inconclusive with
+// one line saying what came back instead, and the run exits 4, even though
+// the failure guard stops the run (its 501s and timeouts are its answers).
+// Skipped where python3 is absent.
+func TestVerifyAgainstAStaticFileServer(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 here")
+	}
+	addr := freePort(t)
+	_, port, _ := net.SplitHostPort(addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, python, "-m", "http.server", port, "--bind", "127.0.0.1", "--directory", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	waitListening(t, addr)
+	if resp, err := http.Get("http://" + addr + "/"); err == nil {
+		resp.Body.Close()
+	}
+	code, v, stderr := runVerifyJSON(t, 2*time.Second, "--target", "http://"+addr, "--timeout", "2s")
+	if code != exitInconclusive || v.Verdict != "inconclusive" || len(v.Surfaces) != 2 {
+		t.Fatalf("exit %d, verdict %s, want 4 and inconclusive\n%s", code, v.Verdict, stderr)
+	}
+	want := map[string]string{"rest": "/api/public/search answers 404 text/html", "mcp": "/mcp answers 501 text/html"}
+	for _, s := range v.Surfaces {
+		if !strings.HasPrefix(s.Missing, "the API is not there: ") || !strings.Contains(s.Missing, want[s.Surface]) {
+			t.Errorf("%s: missing %q, want the API absent and %q", s.Surface, s.Missing, want[s.Surface])
+		}
+		for _, c := range s.Checks {
+			if c.Verdict != "inconclusive" {
+				t.Errorf("%s/%s: %s, want inconclusive", s.Surface, c.Name, c.Verdict)
+			}
+		}
+	}
+}
+
+func contains(xs []string, x string) bool { return slices.Contains(xs, x) }

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/attack"
+	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/target"
+)
+
+// programsRun is a fleet of the user's client programs (fleet
+// --client-cmd): the harness in front of the reference target (the
+// engine's embedded target), the programs as a Job, and what the server
+// saw for the verdict.
+type programsRun struct {
+	job     *attack.Programs
+	harness *target.Clients
+	results chan *vegeta.Result
+	stall   *stallMeter
+	mu      sync.Mutex
+	session map[int]bool // clients that sent Mcp-Session-Id
+	origin  map[int]bool // clients that sent Origin
+	release time.Time    // the wall time of the harness clock's origin
+	base    string       // the harness's URL
+}
+
+// newProgramsRun sets the harness up for o and returns the run and the
+// embedded target that serves it: the reference target with the
+// address's budget spent, an unlimited one for the scripted answers that
+// pass, and the harness before them.
+func newProgramsRun(o fleetOptions, window time.Duration) (*programsRun, func() (*target.Listener, error)) {
+	p := &programsRun{results: make(chan *vegeta.Result, 4096), session: map[int]bool{}, origin: map[int]bool{}}
+	start := func() (*target.Listener, error) {
+		cfg := target.DefaultConfig()
+		cfg.Window = window
+		limited, err := target.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		open := target.DefaultConfig()
+		open.RESTLimit, open.MCPLimit = 1<<30, 1<<30
+		openSrv, err := target.New(open)
+		if err != nil {
+			return nil, err
+		}
+		// Every program runs on this machine: its requests come from
+		// loopback and share one address's budget, as behind one NAT.
+		const addr = "127.0.0.1"
+		limited.Spend(o.surface, addr, contract.Limit(o.surface))
+		p.release = time.Now()
+		origin := p.release
+		clock := func() time.Duration { return time.Since(origin) }
+		p.harness = target.NewClients(target.ClientsConfig{N: o.clients, Surface: o.surface, Barrier: o.barrier,
+			Limited: limited, Open: openSrv, Clock: clock,
+			Counted: func() { limited.Spend(o.surface, addr, 1) },
+			Record:  p.record})
+		ln, err := target.ListenHandler(p.harness, "127.0.0.1:0", 0)
+		if err != nil {
+			return nil, err
+		}
+		p.base = ln.URL
+		p.stall = newStallMeter()
+		return ln, nil
+	}
+	return p, start
+}
+
+// record turns what the harness saw of a request into a Vegeta result,
+// labelled as a fleet client's attempt (the delay it drew unknown), and
+// hands it to the job.
+func (p *programsRun) record(a target.Arrival) {
+	p.mu.Lock()
+	if a.SessionID {
+		p.session[a.Client] = true
+	}
+	if a.Origin {
+		p.origin[a.Client] = true
+	}
+	p.mu.Unlock()
+	surface := archive.SurfaceOf(a.Path)
+	label := archive.FleetLabel(surface, "127.0.0.1", archive.StreamFleet,
+		archive.FleetTag{Client: a.Client, Request: a.Request, Attempt: a.Attempt, Delay: -1}) + " answer=" + a.Answer + " fp=" + a.Fingerprint
+	p.results <- &vegeta.Result{Attack: label, Code: uint16(a.Status), Timestamp: p.release.Add(a.At), Latency: a.Done - a.At,
+		Method: a.Method, URL: p.base + a.Path}
+}
+
+// notes says what the server saw that the checks do not judge.
+func (p *programsRun) notes(o fleetOptions, info *archive.FleetInfo) []string {
+	var out []string
+	if b := info.Barrier; b != nil {
+		n := fmt.Sprintf("the barrier held the first requests %v until %d of %d clients had arrived", time.Duration(b.WaitedMS*1e6).Round(time.Millisecond), b.Arrived, o.clients)
+		if b.TimedOut {
+			n += fmt.Sprintf(" (it gave up waiting after --barrier %v)", o.barrier)
+		}
+		out = append(out, n)
+	}
+	var exits, timeouts []string
+	for _, po := range info.Programs {
+		switch {
+		case po.TimedOut:
+			timeouts = append(timeouts, fmt.Sprint(po.Client))
+		case po.ExitCode != 0:
+			exits = append(exits, fmt.Sprintf("%d (exit %d%s)", po.Client, po.ExitCode, map[bool]string{true: ": " + po.Error}[po.Error != ""]))
+		}
+	}
+	if len(exits) > 0 {
+		out = append(out, fmt.Sprintf("%d clients exited non-zero: %s (their output is in clients/ of the run folder)", len(exits), strings.Join(first(exits, 10), ", ")))
+	}
+	if len(timeouts) > 0 {
+		out = append(out, fmt.Sprintf("%d clients ran past --client-timeout %v and were killed: %s", len(timeouts), o.clientTimeout, strings.Join(first(timeouts, 10), ", ")))
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.session); n > 0 {
+		out = append(out, fmt.Sprintf("%d clients sent Mcp-Session-Id: revision 2026-07-28 has no sessions (ignored, never rejected)", n))
+	}
+	if n := len(p.origin); n > 0 {
+		out = append(out, fmt.Sprintf("%d clients sent Origin: a non-browser client sends none (a foreign one gets 403)", n))
+	}
+	return out
+}
+
+func first(xs []string, n int) []string {
+	if len(xs) > n {
+		return append(xs[:n:n], "…")
+	}
+	return xs
+}
+
+// runPrograms runs a fleet of client programs and judges it from the
+// server's records alone.
+func runPrograms(ctx context.Context, o fleetOptions, stdout, stderr io.Writer) int {
+	window := o.window
+	if window == 0 {
+		window = 30 * time.Second
+	}
+	requests := o.requests
+	p, start := newProgramsRun(o, window)
+	job := &attack.Programs{Command: o.clientCmd, Clients: o.clients, Surface: o.surface, Requests: requests,
+		Timeout: o.clientTimeout, Planned: o.barrier, Results: p.results, Window: window,
+		Fleet: archive.FleetInfo{Surface: o.surface, Source: "127.0.0.1", Clients: o.clients, Requests: requests,
+			Strategy: "client-cmd", Attempts: o.attempts, Command: o.clientCmd}}
+	job.OnFinish = func(info *archive.RunInfo) {
+		b := p.harness.Barrier()
+		info.Fleet.Barrier = &archive.BarrierInfo{Arrived: b.Arrived, WaitedMS: float64(b.Waited) / 1e6, TimedOut: b.TimedOut}
+		info.Fleet.StallMS = float64(p.stall.stop()) / 1e6
+	}
+	eng, err := o.runFlags.engine("fleet", stderr, start)
+	if err != nil {
+		return usageErr(stderr, "fleet", "%v", err)
+	}
+	eng.Folder, eng.Seed = "fleet-clients", o.seed
+	fmt.Fprintf(stderr, "ratecheck fleet: %d copies of %q on %s, %d requests each; the first requests wait for all of them (at most --barrier %v)\n",
+		o.clients, o.clientCmd, o.surface, requests, o.barrier)
+	run, err := eng.Execute(ctx, job)
+	if err != nil {
+		return failed(stderr, "fleet", err)
+	}
+	in := archive.NewInput() // no client sent anything: judged as such
+	if run.Results > 0 {
+		if in, err = analyze.Read([]string{run.Dir}); err != nil {
+			fmt.Fprintf(stderr, "ratecheck fleet: reading %s: %v\n", run.Dir, err)
+			return exitUsage
+		}
+	}
+	stall := time.Duration(run.Info.Fleet.StallMS * 1e6)
+	rep := analyze.Jitter(in, analyze.JitterConfig{Epsilon: o.epsilon, Attempts: o.attempts, Seed: o.seed, Strategy: "full",
+		Clients: o.clients, Requests: requests, Stall: max(stall, time.Microsecond)})
+	rep.Notes = append(rep.Notes, p.notes(o, run.Info.Fleet)...)
+	return printFleet(o, rep, "client-cmd", run.Dir, stdout, stderr)
+}
+
+// stallMeter measures how late this process runs a 5 ms ticker: the
+// longest the in-process target could not have answered.
+type stallMeter struct {
+	done  chan struct{}
+	worst chan time.Duration
+}
+
+func newStallMeter() *stallMeter {
+	m := &stallMeter{done: make(chan struct{}), worst: make(chan time.Duration, 1)}
+	go func() {
+		const tick = 5 * time.Millisecond
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		last, worst := time.Now(), time.Duration(0)
+		for {
+			select {
+			case <-m.done:
+				m.worst <- worst
+				return
+			case now := <-t.C:
+				worst = max(worst, now.Sub(last)-tick)
+				last = now
+			}
+		}
+	}()
+	return m
+}
+
+// stop ends the measurement and returns the longest stall seen.
+func (m *stallMeter) stop() time.Duration {
+	if m == nil {
+		return 0
+	}
+	close(m.done)
+	return <-m.worst
+}

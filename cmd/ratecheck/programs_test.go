@@ -1,0 +1,101 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/connectbyjbrh/ratecheck/analyze"
+)
+
+// runPrograms runs fleet --client-cmd cmd --json and decodes the verdict.
+func runProgramsJSON(t *testing.T, cmd string, args ...string) (int, analyze.JitterReport, string) {
+	t.Helper()
+	code, stdout, stderr := runCmd(t, append([]string{"fleet", "--client-cmd", cmd, "--json", "--out", t.TempDir()}, args...)...)
+	var rep analyze.JitterReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("exit %d; stdout is not the fleet's JSON: %v\n%s\nstderr: %s", code, err, stdout, stderr)
+	}
+	matchSchema(t, "fleet.json", stdout)
+	return code, rep, stderr
+}
+
+// TestFleetClientCmd: client programs this project did not write, judged
+// from the server's records alone. The Go example (package client) and the
+// standard-library Python one with full jitter pass; one retrying at a
+// fixed interval fails, re-colliding at least ten times as often as
+// independent jitter would; one that retries a 422 fails naming it.
+func TestFleetClientCmd(t *testing.T) {
+	if raceEnabled {
+		t.Skip("client processes on 2 cores, checked by the plain run")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build the Go example")
+	}
+	example := filepath.Join(t.TempDir(), "client")
+	if out, err := exec.Command(goBin, "build", "-o", example, "../../examples/clients/go").CombinedOutput(); err != nil {
+		t.Fatalf("building the Go example: %v\n%s", err, out)
+	}
+	python, _ := exec.LookPath("python3")
+	tests := []struct {
+		name, cmd string
+		python    bool
+		verdict   string
+		check     func(t *testing.T, rep analyze.JitterReport)
+	}{
+		{"go example", example, false, analyze.Pass, nil},
+		{"python full jitter", "python3 ../../examples/clients/python/full_jitter.py", true, analyze.Pass, nil},
+		{"python fixed interval", "python3 ../../examples/clients/python/fixed_interval.py", true, analyze.Fail, func(t *testing.T, rep analyze.JitterReport) {
+			if len(rep.Waves) == 0 || rep.Waves[0].RecollisionRate < 10*rep.Waves[0].RecollisionMax {
+				t.Errorf("waves %+v: want a re-collision at least ten times the independent one", rep.Waves)
+			}
+		}},
+		{"python retries a 422", "python3 ../../examples/clients/python/retries_answers.py", true, analyze.Fail, func(t *testing.T, rep analyze.JitterReport) {
+			if c := checkNamed(rep, "retry-answers"); c.Verdict != analyze.Fail || !strings.Contains(c.Detail, "a 422") {
+				t.Errorf("retry-answers %+v, want a failure naming the 422", c)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.python && python == "" {
+				t.Skip("no python3 here")
+			}
+			code, rep, stderr := runProgramsJSON(t, tt.cmd, "--clients", "12")
+			if rep.Verdict != tt.verdict || code != verdictExit(tt.verdict) {
+				t.Fatalf("exit %d, verdict %s, want %s\n%+v\n%s", code, rep.Verdict, tt.verdict, rep.Checks, stderr)
+			}
+			if c := checkNamed(rep, "clients"); c.Verdict != analyze.Pass {
+				t.Errorf("clients %+v", c)
+			}
+			if rep.EpsilonMS < 50 || !strings.Contains(rep.EpsilonBasis, "from the data") {
+				t.Errorf("ε %vms (%s), want from the data, at least 50ms", rep.EpsilonMS, rep.EpsilonBasis)
+			}
+			if tt.check != nil {
+				tt.check(t, rep)
+			}
+		})
+	}
+}
+
+// TestFleetClientCmdMissing: programs that send nothing make the verdict
+// inconclusive (exit 4), naming what was missing; a program's exit status
+// is reported; --client-cmd refuses the flags of the fleet's own clients.
+func TestFleetClientCmdMissing(t *testing.T) {
+	code, rep, _ := runProgramsJSON(t, "exit 3", "--clients", "3", "--barrier", "1s")
+	if code != exitInconclusive || rep.Verdict != analyze.Inconclusive || !strings.Contains(checkNamed(rep, "clients").Detail, "none of the 3 clients sent a request") {
+		t.Errorf("exit %d, verdict %s, %+v", code, rep.Verdict, rep.Checks)
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "3 clients exited non-zero") {
+		t.Errorf("notes %v, want the exits reported", rep.Notes)
+	}
+	for _, args := range [][]string{{"--target", "http://127.0.0.1:1"}, {"--strategy", "none"}} {
+		code, _, stderr := runCmd(t, append([]string{"fleet", "--client-cmd", "true"}, args...)...)
+		if code != exitUsage || !strings.Contains(stderr, "does not go with --client-cmd") {
+			t.Errorf("%v: exit %d, %s", args, code, stderr)
+		}
+	}
+}

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 // TestAttackRefusesHostileProfiles: a profile whose name would leave --out
@@ -72,5 +77,87 @@ func TestAttackRefusesHostileProfiles(t *testing.T) {
 	}
 	if hits.Load() != 0 {
 		t.Errorf("%d requests reached the target", hits.Load())
+	}
+}
+
+// TestAnalyzeRefusesHostileResults: results read from a pipe with a length
+// prefix no result can have (issue 15: it panicked or took gigabytes), a
+// device with no end (/dev/zero), or a run folder whose results.bin or
+// run.json links to one, exit 2 with a message naming the input, for
+// analyze, report and compare alike; nothing is written.
+func TestAnalyzeRefusesHostileResults(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	dir := t.TempDir()
+	var good bytes.Buffer
+	enc := vegeta.NewEncoder(&good)
+	t0 := time.Now().Add(-time.Minute)
+	for i := range 50 {
+		r := vegeta.Result{Attack: "surface=rest source=127.0.0.1 stream=flood", Code: 200, Method: "GET", URL: "http://127.0.0.1/api/public/search",
+			Timestamp: t0.Add(time.Duration(i) * time.Millisecond), Latency: time.Millisecond}
+		if err := enc.Encode(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	goodFile := filepath.Join(dir, "good.bin")
+	if err := os.WriteFile(goodFile, good.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A pipe: a FIFO that a goroutine fills with the results and the
+	// length prefix of issue 15, each time a command opens it.
+	fifo := filepath.Join(dir, "pipe")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no FIFO: %v", err)
+	}
+	hostile := append(bytes.Clone(good.Bytes()), 0xf8, 0x40, 0, 0, 0, 0, 0, 0, 0, 0x03, 0)
+	feed := func() {
+		go func() {
+			f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+			if err != nil {
+				return
+			}
+			defer f.Close()
+			f.Write(hostile)
+		}()
+	}
+	linked := func(name string) string {
+		d := filepath.Join(dir, "linked-"+name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "results.bin"), good.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(filepath.Join(d, name))
+		if err := os.Symlink("/dev/zero", filepath.Join(d, name)); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	inputs := []struct {
+		name, path, want string
+		pipe             bool
+	}{
+		{"pipe with a length of 2^62", fifo, "more than the 4194304 a result may take", true},
+		{"/dev/zero", "/dev/zero", "/dev/zero: not a Vegeta results file", false},
+		{"results.bin links to /dev/zero", linked("results.bin"), "results.bin: not a Vegeta results file", false},
+		{"run.json links to /dev/zero", linked("run.json"), "run.json: larger than", false},
+	}
+	for _, in := range inputs {
+		for _, cmd := range [][]string{{"analyze", in.path}, {"report", "--out", filepath.Join(dir, "r.html"), in.path}, {"compare", goodFile, in.path}} {
+			t.Run(in.name+"/"+cmd[0], func(t *testing.T) {
+				if in.pipe {
+					feed()
+				}
+				code, stdout, stderr := runCmd(t, cmd...)
+				if code != exitUsage || !strings.Contains(stderr, in.want) || !strings.Contains(stderr, in.path) {
+					t.Errorf("exit %d, stderr %q, stdout %.200q; want 2 and %q", code, stderr, stdout, in.want)
+				}
+				if _, err := os.Stat(filepath.Join(dir, "r.html")); err == nil {
+					t.Errorf("report wrote r.html")
+				}
+			})
+		}
 	}
 }

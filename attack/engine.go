@@ -36,7 +36,9 @@ type Job interface {
 // Engine runs a Job against a target into a new run folder: it starts the
 // embedded reference target when no target is given, checks that the
 // target answers (and, before an agreed start, waits for it), warns at a
-// terminal before load goes off loopback, waits for the agreed start,
+// terminal before load goes off loopback, raises the soft limit on open
+// file descriptors to the hard one and refuses a job that would not fit
+// (see DescriptorError), waits for the agreed start,
 // archives every result as it comes with a progress line at a terminal,
 // stops adding load to a failing target, notes a wall-clock step, and
 // writes run.json at the start and again at the end. attack, verify and
@@ -121,18 +123,22 @@ func (e *UnreachableError) Error() string {
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // RunError is a run that ended early but archived what it received: Err
-// is ErrInterrupted, a *FailingError or an archive write error.
+// is ErrInterrupted, a *FailingError, a *LocalLimitError (this machine's
+// limit) or an archive write error.
 type RunError struct {
 	Run *Run
 	Err error
 }
 
 func (e *RunError) Error() string {
+	var failing *FailingError
 	switch {
 	case errors.Is(e.Err, ErrInterrupted):
 		return fmt.Sprintf("interrupted; the %d results received are archived in %s", e.Run.Results, e.Run.Dir)
-	case errors.As(e.Err, new(*FailingError)):
+	case errors.As(e.Err, &failing) && !failing.All:
 		return fmt.Sprintf("%v (--abort-at); the %d results received are archived in %s", e.Err, e.Run.Results, e.Run.Dir)
+	case errorsAsGuard(e.Err):
+		return fmt.Sprintf("%v; the %d results received are archived in %s", e.Err, e.Run.Results, e.Run.Dir)
 	}
 	return fmt.Sprintf("%v (the %d results received are in %s)", e.Err, e.Run.Results, e.Run.Dir)
 }
@@ -151,6 +157,9 @@ func (e *Engine) Execute(ctx context.Context, job Job) (*Run, error) {
 		return nil, &SetupError{err}
 	}
 	run := &Run{Target: e.Target, Embedded: e.Target == "", Counts: &Counts{}}
+	if err := checkDescriptors(job, run.Embedded); err != nil {
+		return nil, &SetupError{err}
+	}
 	if run.Embedded {
 		url, stop, err := e.Embedded()
 		if err != nil {
@@ -195,7 +204,7 @@ func (e *Engine) Execute(ctx context.Context, job Job) (*Run, error) {
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	guard := FailureGuard{Max: e.AbortShare}
-	var failing *FailingError
+	var failing error // the guard's: *FailingError or *LocalLimitError
 	lastFlush := time.Now()
 	runErr := job.Run(runCtx, run.Target, func(r *vegeta.Result) error {
 		run.Counts.Add(r)
@@ -206,7 +215,7 @@ func (e *Engine) Execute(ctx context.Context, job Job) (*Run, error) {
 			e.Sink(r)
 		}
 		if err := guard.Add(r); err != nil && failing == nil {
-			failing = err.(*FailingError)
+			failing = err
 			stopRun()
 		}
 		if time.Since(lastFlush) > 100*time.Millisecond {
@@ -216,6 +225,10 @@ func (e *Engine) Execute(ctx context.Context, job Job) (*Run, error) {
 		return nil
 	})
 	stopProgress()
+	var final error // every result failed
+	if failing == nil && runErr == nil && ctx.Err() == nil {
+		final = guard.Final()
+	}
 	if f, ok := job.(interface{ Finish(*archive.RunInfo) }); ok {
 		f.Finish(&info)
 	}
@@ -240,6 +253,8 @@ func (e *Engine) Execute(ctx context.Context, job Job) (*Run, error) {
 		return run, &RunError{Run: run, Err: ErrInterrupted}
 	case failing != nil:
 		return run, &RunError{Run: run, Err: failing}
+	case final != nil:
+		return run, &RunError{Run: run, Err: final}
 	}
 	return run, nil
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -159,5 +161,56 @@ func TestAnalyzeRefusesHostileResults(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestFleetAboveDescriptorLimit: a fleet that cannot fit in the process's
+// descriptor limit (two per client: the embedded target runs in the same
+// process) exits 2 at once, naming the limit and `ulimit -n`, never 3 "the
+// target is failing" after a run that met its own limit (issue 15).
+func TestFleetAboveDescriptorLimit(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	out := t.TempDir()
+	cmd := exec.Command("sh", "-c", `ulimit -n 1024 && exec "$0" "$@"`, os.Args[0], "fleet", "--clients", "1000", "--window", "2s", "--out", out)
+	cmd.Env = append(os.Environ(), "RATECHECK_TEST_MAIN=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitUsage || !strings.Contains(stderr.String(), "ulimit -n") || !strings.Contains(stderr.String(), "limit of 1024") {
+		t.Fatalf("exit %v, stderr %q; want 2 naming the limit of 1024 and ulimit -n", err, stderr.String())
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Errorf("wrote %d entries", len(entries))
+	}
+}
+
+// TestFewRequestsAllTimingOut: an attack of fewer requests than the
+// failure guard's window, every one of which timed out, is no pass: exit
+// 3, the target is failing (issue 15: it exited 0).
+func TestFewRequestsAllTimingOut(t *testing.T) {
+	release := make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead { // the reachability check
+			return
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer ts.Close()
+	defer close(release)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "few.yaml")
+	profile := "name: few\npolicy: {surface: rest}\nstreams:\n  - name: s\n    surface: rest\n    requests: [{path: /api/public/search}]\n    pacer: {type: constant, rate: 50/s, count: 5}\n"
+	if err := os.WriteFile(file, []byte(profile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCmd(t, "attack", "--profile", file, "--out", dir, "--target", ts.URL, "--timeout", "200ms", "--window", "2s")
+	if code != exitUnreachable || !strings.Contains(stderr, "all 5 results were transport errors") {
+		t.Errorf("exit %d, stderr %q, stdout %q; want 3 and all 5 failed", code, stderr, stdout)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -16,6 +17,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/redact"
 )
 
 // Job is what the engine runs: a Plan of paced streams, or a Fleet of
@@ -319,7 +321,11 @@ func (e *Engine) reachableBy(ctx context.Context, target string) error {
 }
 
 // Reachable reports whether the target answers HTTP at all (any status)
-// within timeout, saying what is wrong when it does not.
+// within timeout, saying what is wrong when it does not. It follows no
+// redirect, as the attack follows none: a redirect to the same origin (a
+// path) is an answer, and one to another scheme, host or port is an
+// error that names it (*RedirectError): every request of the attack would
+// get that redirect instead of an answer.
 func Reachable(ctx context.Context, base string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -327,7 +333,7 @@ func Reachable(ctx context.Context, base string, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := reachClient.Do(req)
 	switch {
 	case err == nil:
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
@@ -337,8 +343,28 @@ func Reachable(ctx context.Context, base string, timeout time.Duration) error {
 	default:
 		return err
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		if loc, err := resp.Location(); err == nil && (loc.Scheme != req.URL.Scheme || loc.Host != req.URL.Host) {
+			return &RedirectError{Status: resp.StatusCode, To: redact.URL(loc.String())}
+		}
+	}
+	return nil
+}
+
+// reachClient is the reachability check's client: it follows no redirect.
+var reachClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// RedirectError is a target whose HEAD / redirects to another origin.
+type RedirectError struct {
+	Status int
+	// To is the redirect's target, credentials redacted.
+	To string
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("it redirects to %s (%d): the attack follows no redirect, so every request would get that; pass the URL it redirects to as --target", strconv.QuoteToASCII(e.To), e.Status)
 }
 
 // warnRemote warns, at a terminal, before load goes to a target that is

@@ -363,3 +363,24 @@ func TestReorderBounded(t *testing.T) {
 		t.Errorf("%d records in send order, the buffer held up to %d (want a handful)", got, deepest)
 	}
 }
+
+// TestFirstResultLarge: a file whose first result is larger than the first
+// look at it (a body of 3 MB, under MaxResult) is still told to be gob,
+// JSON or CSV, from a file or a pipe.
+func TestFirstResultLarge(t *testing.T) {
+	rs := results(5)
+	rs[0].Body = bytes.Repeat([]byte("b"), 3<<20)
+	for name, enc := range map[string]func(*bytes.Buffer) vegeta.Encoder{"gob": gobOf, "json": jsonOf, "csv": func(b *bytes.Buffer) vegeta.Encoder { return vegeta.NewCSVEncoder(b) }} {
+		data := encode(t, enc, rs)
+		for _, seq := range []bool{false, true} {
+			in := NewInput()
+			opts := testOptions
+			opts.Sequential = seq
+			rd := &reader{tab: in.tab, opts: opts}
+			n, truncated, err := rd.readStream(&pipe{r: bytes.NewReader(data)}, 0, "/dev/stdin", func(r Record) { in.Records = append(in.Records, r) })
+			if err != nil || n != len(rs) || truncated {
+				t.Errorf("%s, sequential=%v: %d records, truncated %v, error %v; want %d", name, seq, n, truncated, err, len(rs))
+			}
+		}
+	}
+}

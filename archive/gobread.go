@@ -42,12 +42,24 @@ const (
 
 // isGob reports whether br starts with a gob stream of Vegeta results: the
 // first result decodes. The decoder reads whole messages of what br holds
-// (see gobFrames): gob's own would allocate what a length claims.
+// (see gobFrames): gob's own would allocate what a length claims. It peeks
+// at more while the first result runs past what it peeked at, up to br's
+// size (a result of a large body).
 func isGob(br *bufio.Reader) bool {
-	head, _ := br.Peek(64 << 10)
-	r := newResult()
-	frames := newGobFrames(bufio.NewReader(bytes.NewReader(head)), int64(len(head)))
-	return len(head) > 0 && vegeta.NewDecoder(frames).Decode(r) == nil
+	for n := 64 << 10; ; n *= 2 {
+		head, err := br.Peek(min(n, br.Size()))
+		if len(head) == 0 {
+			return false
+		}
+		frames := newGobFrames(bufio.NewReader(bytes.NewReader(head)), int64(len(head)))
+		derr := vegeta.NewDecoder(frames).Decode(newResult())
+		if derr == nil {
+			return true
+		}
+		if !errors.Is(derr, io.ErrUnexpectedEOF) || err != nil || len(head) >= br.Size() {
+			return false
+		}
+	}
 }
 
 // gobUint decodes a gob unsigned integer at the start of b: its value and

@@ -238,7 +238,7 @@ func (rd *reader) readFile(path string, add func(Record)) (int, bool, error) {
 // readStream reads the results file path from r, which holds size bytes
 // (0: unknown), as readFile does.
 func (rd *reader) readStream(r io.Reader, size int64, path string, add func(Record)) (int, bool, error) {
-	br := bufio.NewReaderSize(r, 1<<20)
+	br := bufio.NewReaderSize(r, MaxResult+readAhead) // room to peek at a whole result
 	format := detect(br)
 	if format == formatGob && !rd.opts.Sequential {
 		return rd.readGob(br, path, size, add)

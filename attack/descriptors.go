@@ -60,3 +60,10 @@ func checkDescriptors(job Job, embedded bool) error {
 	}
 	return nil
 }
+
+// Descriptors estimates the file descriptors a fleet of client programs
+// holds open in this process at once: per program its output files, its
+// process handle and the connection it makes to the target, which is
+// always embedded here (the harness records what it receives), and a
+// margin.
+func (p *Programs) Descriptors(bool) int { return 4*p.Clients + descriptorMargin }

@@ -48,3 +48,21 @@ func TestEngineRefusesRunAboveDescriptorLimit(t *testing.T) {
 		t.Errorf("a fleet of 10 refused: %v", err)
 	}
 }
+
+// TestDescriptorEstimates: the estimates grow with what a run opens.
+func TestDescriptorEstimates(t *testing.T) {
+	p, err := ParseProfile("p.yaml", []byte("name: p\npolicy: {surface: rest}\nstreams:\n  - name: s\n    surface: rest\n    sources: [127.0.0.1, 127.0.0.2]\n    requests: [{path: /api/public/search}]\n    pacer: {type: constant, rate: 1/s, count: 1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := Plan{Profile: p, Window: time.Second}
+	if got := plan.Descriptors(false); got != 2*vegetaWorkers+descriptorMargin {
+		t.Errorf("a plan of 2 attackers: %d descriptors", got)
+	}
+	if got := (&Programs{Clients: 100}).Descriptors(true); got != 400+descriptorMargin {
+		t.Errorf("100 client programs: %d descriptors", got)
+	}
+	if a, b := (Fleet{Clients: 1000}).Descriptors(true), (Fleet{Clients: 10000}).Descriptors(true); a < 2000 || b < 20000 {
+		t.Errorf("fleets of 1000 and 10000 embedded: %d and %d descriptors", a, b)
+	}
+}

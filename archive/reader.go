@@ -82,7 +82,7 @@ type Meta struct {
 	// records were read before the break.
 	Truncated []string
 	// Notes say what a reader left out or folded to keep its memory
-	// bounded (see MaxLabels, MaxAnswers, MaxReorder), per file.
+	// bounded (see MaxLabels, MaxSources, MaxAnswers, MaxReorder), per file.
 	Notes []string
 	// Samples are the first few answers (maxSamples) of each label, status
 	// and judgement, in file order.

@@ -135,17 +135,20 @@ func (g *FailureGuard) count(kind uint8, d int) {
 }
 
 // Final judges the whole run once it ended, whatever Max and however few
-// its results: when every result failed, the run is no pass (a handful of
-// requests that all timed out is a failing target, or this machine's limit
-// when most failed on it).
+// its results: when more than a tenth of them failed on this machine's own
+// limits, the run measured the machine, not the target
+// (*LocalLimitError); when every result failed, the run is no pass (a
+// handful of requests that all timed out is a failing target).
 func (g *FailureGuard) Final() error {
-	if g.total == 0 || g.allFailed < g.total {
+	switch {
+	case g.total == 0:
 		return nil
-	}
-	if 2*g.allLocal >= g.allFailed {
+	case 10*g.allLocal > g.total:
 		return &LocalLimitError{Failed: g.allLocal, Of: g.total, Err: g.lastLocal}
+	case g.allFailed == g.total:
+		return &FailingError{Failed: g.allFailed, Of: g.total, All: true}
 	}
-	return &FailingError{Failed: g.allFailed, Of: g.total, All: true}
+	return nil
 }
 
 // errorsAsGuard reports whether err is the guard's (failing or local).

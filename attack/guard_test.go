@@ -90,6 +90,8 @@ func TestFailureGuardLocalLimits(t *testing.T) {
 		{"five 503s", 0.5, results(5, 503, ""), "", "failing"},
 		{"four timeouts and an answer", 0.5, append(results(4, 0, timeout), vegeta.Result{Code: 200}), "", ""},
 		{"five refusals", 0.5, results(5, 429, ""), "", ""},
+		{"a fifth failed here, guard off", 0, append(results(20, 0, emfile), results(80, 200, "")...), "", "local"},
+		{"a few failed here", 0.5, append(results(5, 0, emfile), results(95, 200, "")...), "", ""},
 		{"nothing", 0.5, nil, "", ""},
 	}
 	kind := func(err error) string {

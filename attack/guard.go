@@ -7,6 +7,8 @@ import (
 	"syscall"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
 )
 
 // FailureGuard watches the last Window results and trips when more than
@@ -58,7 +60,8 @@ func (e *FailingError) Error() string {
 // limit, never the target's failure.
 type LocalLimitError struct {
 	Failed, Of int
-	// Err is one of the errors, as the transport reported it.
+	// Err is the kind of one of the errors (see archive.ErrKind): "too
+	// many open files", "cannot assign requested address".
 	Err string
 }
 
@@ -88,7 +91,7 @@ func (g *FailureGuard) Add(r *vegeta.Result) error {
 	switch {
 	case r.Code == 0 && IsLocalLimit(r.Error):
 		kind = localFailure
-		g.lastLocal = r.Error
+		g.lastLocal = archive.ErrKind(r.Error) // not the URL, which may carry a credential
 	case r.Code == 0 || r.Code >= 500:
 		kind = failed
 	}

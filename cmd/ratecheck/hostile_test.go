@@ -214,3 +214,41 @@ func TestFewRequestsAllTimingOut(t *testing.T) {
 		t.Errorf("exit %d, stderr %q, stdout %q; want 3 and all 5 failed", code, stderr, stdout)
 	}
 }
+
+// TestAttackMeetsDescriptorLimit: an attack that fits the estimate but
+// meets the descriptor limit while it runs (a slow target makes Vegeta
+// open a connection per request in flight) stops as this machine's own
+// limit, exit 2, never "the target is failing", exit 3.
+func TestAttackMeetsDescriptorLimit(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	release := make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			return
+		}
+		select { // hold each request: every one in flight needs a connection of its own
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer ts.Close()
+	defer close(release)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "busy.yaml")
+	profile := "name: busy\npolicy: {surface: rest}\nstreams:\n  - name: s\n    surface: rest\n    requests: [{path: /api/public/search}]\n    pacer: {type: constant, rate: 400/s, duration: 2s}\n"
+	if err := os.WriteFile(file, []byte(profile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", `ulimit -n 128 && exec "$0" "$@"`, os.Args[0], "attack", "--profile", file, "--out", dir, "--target", ts.URL, "--timeout", "1s")
+	cmd.Env = append(os.Environ(), "RATECHECK_TEST_MAIN=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitUsage || !strings.Contains(stderr.String(), "this machine's own limit") || strings.Contains(stderr.String(), "the target is failing") {
+		t.Fatalf("exit %v, stderr %q; want 2 and this machine's own limit", err, stderr.String())
+	}
+	t.Logf("%s", stderr.String())
+}

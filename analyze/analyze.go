@@ -157,7 +157,7 @@ func Analyze(in *archive.Input, cfg Config) (*Report, error) {
 func AnalyzeSource(src archive.Source, cfg Config) (*Report, error) {
 	meta := src.Info()
 	rep := &Report{Verdict: Verdict{Schema: 1, Verdict: Pass, Target: cfg.Target, WindowMS: cfg.Window.Milliseconds(), Run: cfg.Run}}
-	rep.Warnings = append(slices.Clone(cfg.Warnings), meta.Truncated...)
+	rep.Warnings = append(append(slices.Clone(cfg.Warnings), meta.Truncated...), meta.Notes...)
 	notes, warnings := mergeNotes(meta, cfg.Window)
 	rep.Notes = notes
 	rep.Warnings = append(rep.Warnings, warnings...)

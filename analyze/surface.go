@@ -262,6 +262,9 @@ func (s *surfaceRun) choosePrimary(other *surfaceRun) {
 	sort.Strings(s.sd.Sources)
 	for _, src := range s.sd.Sources {
 		g := s.groups[src]
+		if src == archive.OtherSources && len(s.sd.Sources) > 1 {
+			continue // many addresses folded together: never the limit's
+		}
 		if s.primary == nil || g.refusals > s.primary.refusals || (g.refusals == s.primary.refusals && g.n > s.primary.n) {
 			s.primary = g
 		}

@@ -37,15 +37,29 @@ type gobBatch struct {
 // keeps whole bodies), whichever comes first.
 const (
 	gobBatchResults = 4096
-	gobBatchBytes   = 8 << 20
+	gobBatchBytes   = 1 << 20
 )
 
 // isGob reports whether br starts with a gob stream of Vegeta results: the
-// first result decodes.
+// first result decodes. The decoder reads whole messages of what br holds
+// (see gobFrames): gob's own would allocate what a length claims. It peeks
+// at more while the first result runs past what it peeked at, up to br's
+// size (a result of a large body).
 func isGob(br *bufio.Reader) bool {
-	head, _ := br.Peek(64 << 10)
-	var r vegeta.Result
-	return len(head) > 0 && vegeta.NewDecoder(bytes.NewReader(head)).Decode(&r) == nil
+	for n := 64 << 10; ; n *= 2 {
+		head, err := br.Peek(min(n, br.Size()))
+		if len(head) == 0 {
+			return false
+		}
+		frames := newGobFrames(bufio.NewReader(bytes.NewReader(head)), int64(len(head)))
+		derr := vegeta.NewDecoder(frames).Decode(newResult())
+		if derr == nil {
+			return true
+		}
+		if !errors.Is(derr, io.ErrUnexpectedEOF) || err != nil || len(head) >= br.Size() {
+			return false
+		}
+	}
 }
 
 // gobUint decodes a gob unsigned integer at the start of b: its value and
@@ -72,7 +86,9 @@ func gobUint(b []byte) (uint64, int, bool) {
 // (length prefix included) and says whether it defines a type. io.EOF at a
 // clean end; io.ErrUnexpectedEOF in the middle of a message, or where a
 // length is zero or runs past the file's end (a crash's padding or a
-// corrupt tail), so that nothing is allocated on a bad length's word.
+// corrupt tail); a *tooBigError where a length is above MaxResult. The
+// message is read as its bytes arrive, in pieces, so that a length is never
+// trusted with an allocation: a pipe has no size to check it against.
 func readGobMessage(br *bufio.Reader, buf []byte, left int64) ([]byte, bool, error) {
 	head, err := br.Peek(9)
 	if len(head) == 0 {
@@ -82,13 +98,21 @@ func readGobMessage(br *bufio.Reader, buf []byte, left int64) ([]byte, bool, err
 		return buf, false, err
 	}
 	size, w, ok := gobUint(head)
-	if !ok || size == 0 || left < int64(w) || size > uint64(left-int64(w)) {
+	switch {
+	case !ok || size == 0 || left < int64(w) || size > uint64(left-int64(w)):
 		return buf, false, io.ErrUnexpectedEOF
+	case size > MaxResult:
+		return buf, false, &tooBigError{size}
 	}
-	at := len(buf)
-	buf = slices.Grow(buf, w+int(size))[:at+w+int(size)]
-	if _, err := io.ReadFull(br, buf[at:]); err != nil {
-		return buf[:at], false, io.ErrUnexpectedEOF
+	at, need := len(buf), w+int(size)
+	for len(buf)-at < need {
+		n := min(need-(len(buf)-at), 64<<10)
+		buf = slices.Grow(buf, n)
+		got, err := io.ReadFull(br, buf[len(buf):len(buf)+n])
+		buf = buf[:len(buf)+got]
+		if err != nil {
+			return buf[:at], false, io.ErrUnexpectedEOF
+		}
 	}
 	id, _, ok := gobUint(buf[at+w:])
 	return buf, ok && id&1 == 1, nil
@@ -169,6 +193,10 @@ func (rd *reader) readGob(br *bufio.Reader, path string, size int64, add func(Re
 				if afterValues {
 					defs, afterValues = nil, false
 				}
+				if len(defs)+len(msg) > maxDefs {
+					cutErr = fmt.Errorf("%s: record %d: %w", path, first+1, errTooManyDefs)
+					return
+				}
 				defs = append(defs[:len(defs):len(defs)], msg...) // a batch may hold the old slice
 				continue
 			}
@@ -228,12 +256,12 @@ func (b *gobBatch) decode(it *interner) {
 	dec := vegeta.NewDecoder(io.MultiReader(bytes.NewReader(b.defs), bytes.NewReader(b.vals)))
 	b.recs = b.recs[:0]
 	for i := range b.n {
-		var r vegeta.Result
-		if err := dec.Decode(&r); err != nil {
+		r := newResult()
+		if err := dec.Decode(r); err != nil {
 			b.err, b.errAt = err, b.first+i
 			return
 		}
-		res := fromVegeta(&r)
+		res := fromVegeta(r)
 		b.recs = append(b.recs, it.record(&res))
 	}
 }

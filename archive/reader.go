@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
@@ -79,6 +81,9 @@ type Meta struct {
 	// Truncated says, per file that ended mid-record, how many complete
 	// records were read before the break.
 	Truncated []string
+	// Notes say what a reader left out or folded to keep its memory
+	// bounded (see MaxLabels, MaxSources, MaxAnswers, MaxReorder), per file.
+	Notes []string
 	// Samples are the first few answers (maxSamples) of each label, status
 	// and judgement, in file order.
 	Samples []Sample
@@ -90,8 +95,9 @@ type Meta struct {
 func Read(paths []string, opts Options) (*Input, error) {
 	in := NewInput()
 	rd := &reader{tab: in.tab, opts: opts}
-	err := rd.readInputs(paths, &in.Meta, func(_ string, read func(add func(Record)) error) error {
-		return read(func(r Record) { in.Records = append(in.Records, r) })
+	err := rd.readInputs(paths, &in.Meta, func(_ string, read func(add func(Record)) (int64, error)) error {
+		_, err := read(func(r Record) { in.Records = append(in.Records, r) })
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -111,6 +117,11 @@ type reader struct {
 	// goroutine that hands records over, in file order).
 	samples []Sample
 	sampled map[sampleKey]int
+	// How many results had their labels folded into OtherSources, and how
+	// many lost their answer past MaxAnswers (from every goroutine).
+	folded, dropped atomic.Int64
+	mu              sync.Mutex
+	sources         map[string]struct{} // the sources kept, at most MaxSources
 }
 
 // maxSamples is how many answers of each label, status and judgement a
@@ -142,7 +153,12 @@ func (rd *reader) keep(ss []Sample) {
 // readInputs reads each path, a run folder or a results file, into meta
 // (run.json, the file, whether it was truncated), and hands its results
 // file to each, whose read hands every record to add in file order.
-func (rd *reader) readInputs(paths []string, meta *Meta, each func(file string, read func(add func(Record)) error) error) error {
+//
+// read returns how far behind, in send time, a kept record was written
+// (see order): the depth of the reorder buffer that puts the file in send
+// order. Stragglers, further behind than MaxReorder, are not handed to add,
+// and are counted in meta.Notes.
+func (rd *reader) readInputs(paths []string, meta *Meta, each func(file string, read func(add func(Record)) (int64, error)) error) error {
 	for _, p := range paths {
 		fi, err := os.Stat(p)
 		if err != nil {
@@ -162,17 +178,32 @@ func (rd *reader) readInputs(paths []string, meta *Meta, each func(file string, 
 				return err
 			}
 		}
-		err = each(file, func(add func(Record)) error {
-			n, truncated, err := rd.readFile(file, add)
+		err = each(file, func(add func(Record)) (int64, error) {
+			o := newOrder()
+			folded, dropped := rd.folded.Load(), rd.dropped.Load()
+			n, truncated, err := rd.readFile(file, func(r Record) {
+				if o.keep(r.Start) {
+					add(r)
+				}
+			})
 			switch {
 			case err != nil:
-				return err
+				return 0, err
 			case n == 0:
-				return fmt.Errorf("%s: no results", file)
+				return 0, fmt.Errorf("%s: no results", file)
 			case truncated:
 				meta.Truncated = append(meta.Truncated, fmt.Sprintf("%s: ends mid-record; read the %d complete records before it", file, n))
 			}
-			return nil
+			if note := o.note(file); note != "" {
+				meta.Notes = append(meta.Notes, note)
+			}
+			if k := rd.folded.Load() - folded; k > 0 {
+				meta.Notes = append(meta.Notes, fmt.Sprintf("%s: %d results had labels past the %d distinct labels, %d distinct sources or %d bytes a reader keeps: counted under source %q, without their fleet tags", file, k, MaxLabels, MaxSources, maxLabelLen, OtherSources))
+			}
+			if k := rd.dropped.Load() - dropped; k > 0 {
+				meta.Notes = append(meta.Notes, fmt.Sprintf("%s: %d results had answers past the %d distinct answers a reader keeps: only their status was kept", file, k, MaxAnswers))
+			}
+			return o.depth(), nil
 		})
 		if err != nil {
 			return err
@@ -189,47 +220,109 @@ func (rd *reader) readInputs(paths []string, meta *Meta, each func(file string, 
 
 // readFile hands every record of a results file to add, in file order,
 // and returns how many there were and whether the file ended mid-record.
+// The file may be a pipe or a device (/dev/stdin, a link to /dev/zero):
+// nothing read from it is trusted with more than MaxResult bytes.
 func (rd *reader) readFile(path string, add func(Record)) (int, bool, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, false, err
 	}
 	defer f.Close()
-	var size int64
-	if fi, err := f.Stat(); err == nil {
+	var size int64 // 0: unknown (a pipe, a device)
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 		size = fi.Size()
 	}
-	br := bufio.NewReaderSize(f, 1<<20)
-	read := rd.readSequential
-	if !rd.opts.Sequential && isGob(br) {
-		read = rd.readGob
-	}
-	return read(br, path, size, add)
+	return rd.readStream(f, size, path, add)
 }
 
-// readSequential reads a results file in any format Vegeta writes with
-// Vegeta's decoder, as readGob does (whose signature it shares).
-func (rd *reader) readSequential(br *bufio.Reader, path string, _ int64, add func(Record)) (int, bool, error) {
-	dec := vegeta.DecoderFor(br)
-	if dec == nil {
+// readStream reads the results file path from r, which holds size bytes
+// (0: unknown), as readFile does.
+func (rd *reader) readStream(r io.Reader, size int64, path string, add func(Record)) (int, bool, error) {
+	br := bufio.NewReaderSize(r, MaxResult+readAhead) // room to peek at a whole result
+	format := detect(br)
+	if format == formatGob && !rd.opts.Sequential {
+		return rd.readGob(br, path, size, add)
+	}
+	return rd.readSequential(br, format, path, size, add)
+}
+
+// The formats of results files Vegeta writes.
+const (
+	formatNone = iota
+	formatGob
+	formatJSON
+	formatCSV
+)
+
+// detect tells the format of the results file br starts, by decoding its
+// first result from what it peeks at: up to the end of its first line, and
+// never more than MaxResult bytes (/dev/zero has no line end).
+func detect(br *bufio.Reader) int {
+	if isGob(br) {
+		return formatGob
+	}
+	var head []byte
+	for n := 64 << 10; ; n *= 2 {
+		var err error
+		head, err = br.Peek(min(n, br.Size()))
+		if bytes.IndexByte(head, '\n') >= 0 || err != nil || n >= br.Size() {
+			break
+		}
+	}
+	if i := bytes.IndexByte(head, '\n'); i >= 0 {
+		head = head[:i+1]
+	}
+	if len(head) == 0 {
+		return formatNone
+	}
+	if vegeta.NewJSONDecoder(bytes.NewReader(head))(&vegeta.Result{}) == nil {
+		return formatJSON
+	}
+	if vegeta.NewCSVDecoder(bytes.NewReader(head))(&vegeta.Result{}) == nil {
+		return formatCSV
+	}
+	return formatNone
+}
+
+// readSequential reads a results file of any format Vegeta writes with
+// Vegeta's decoder, as readGob does. A gob stream reaches the decoder
+// through gobFrames, whole messages whose lengths were checked; a JSON or
+// CSV one through recordBound, which ends a record longer than MaxResult.
+func (rd *reader) readSequential(br *bufio.Reader, format int, path string, size int64, add func(Record)) (int, bool, error) {
+	var dec vegeta.Decoder
+	bound := &recordBound{r: br}
+	switch format {
+	case formatGob:
+		dec = vegeta.NewDecoder(newGobFrames(br, size))
+	case formatJSON:
+		dec = vegeta.NewJSONDecoder(bound)
+	case formatCSV:
+		dec = vegeta.NewCSVDecoder(bound)
+	default:
 		return 0, false, fmt.Errorf("%s: not a Vegeta results file (gob, JSON or CSV)", path)
 	}
 	n := 0
 	it := rd.newInterner()
 	for {
-		var r vegeta.Result
-		err := dec.Decode(&r)
+		r := newResult()
+		err := dec.Decode(r)
 		if err == io.EOF {
 			return n, false, nil
 		}
 		if err != nil {
-			if n > 0 && (errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "unexpected EOF")) {
+			var big *tooBigError
+			switch {
+			case bound.hit:
+				err = errNoRecordEnd
+			case errors.As(err, &big):
+			case n > 0 && (errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "unexpected EOF")):
 				return n, true, nil
 			}
 			return n, false, fmt.Errorf("%s: record %d: %w", path, n+1, err)
 		}
+		bound.next()
 		n++
-		res := fromVegeta(&r)
+		res := fromVegeta(r)
 		add(it.record(&res))
 		rd.keep(it.takeSamples())
 	}
@@ -293,9 +386,7 @@ func (it *interner) record(r *result) Record {
 	}
 	id, ok := it.labels[key]
 	if !ok {
-		l := ParseLabel(strings.Clone(r.Attack), r.URL)
-		id = it.tab.labels.add(l)
-		it.labels[strings.Clone(key)] = id
+		id = it.newLabel(r, key, labelled)
 	}
 	rec.label = id
 	l := it.tab.labels.at(id)
@@ -336,11 +427,74 @@ func (it *interner) record(r *result) Record {
 		if n := it.seen[k]; n < maxSamples {
 			it.seen[k] = n + 1
 			it.pending = append(it.pending, Sample{Labels: Labels{Surface: l.Surface, Source: l.Source, Stream: l.Stream}, Code: r.Code,
-				Refused: refusedBad, Path: strings.Clone(pathOf(r.URL)), ContentType: strings.Clone(r.ContentType),
+				Refused: refusedBad, Path: strings.Clone(cut(pathOf(r.URL), maxText)), ContentType: strings.Clone(cut(r.ContentType, maxText)),
 				Body: bytes.Clone(r.Body[:min(len(r.Body), MaxSample)])})
 		}
 	}
 	return rec
+}
+
+// newLabel adds the labels of a result whose key the interner has not
+// seen, and returns their index. Past MaxLabels distinct labels in the
+// tables or MaxSources distinct sources, or for a key longer than
+// maxLabelLen, the result is folded: it
+// keeps its surface and stream (cut to maxLabelLen, and at most maxFolded
+// of them, then "other") under source OtherSources, without a fleet tag,
+// and is counted in reader.folded.
+func (it *interner) newLabel(r *result, key string, labelled bool) uint32 {
+	if len(key) <= maxLabelLen && it.tab.labels.len() < MaxLabels {
+		attack := strings.Clone(r.Attack)
+		l := ParseLabel(attack, r.URL)
+		if it.newSource(l.Source) {
+			return it.fold(r)
+		}
+		k := attack // the key of a labelled result is its label: share it
+		if !labelled {
+			k = strings.Clone(key)
+		}
+		id := it.tab.labels.add(l)
+		it.labels[k] = id
+		return id
+	}
+	return it.fold(r)
+}
+
+// newSource reports whether source is past the first MaxSources distinct
+// sources of the reader's tables.
+func (it *interner) newSource(source string) bool {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if _, ok := it.sources[source]; ok {
+		return false
+	}
+	if len(it.sources) >= MaxSources {
+		return true
+	}
+	if it.sources == nil {
+		it.sources = map[string]struct{}{}
+	}
+	it.sources[source] = struct{}{}
+	return false
+}
+
+// fold returns the index of the folded labels of r (see newLabel).
+func (it *interner) fold(r *result) uint32 {
+	it.folded.Add(1)
+	l := ParseLabel(r.Attack, r.URL)
+	l.Surface, l.Stream = cut(l.Surface, maxLabelLen), cut(l.Stream, maxLabelLen)
+	fk := l.Surface + "\x00" + l.Stream
+	if id, ok := it.folds[fk]; ok {
+		return id
+	}
+	if len(it.folds) >= maxFolded {
+		l.Surface, l.Stream, fk = "other", "other", "other\x00other"
+		if id, ok := it.folds[fk]; ok {
+			return id
+		}
+	}
+	id := it.tab.labels.add(Labels{Surface: strings.Clone(l.Surface), Source: OtherSources, Stream: strings.Clone(l.Stream)})
+	it.folds[fk] = id
+	return id
 }
 
 // takeSamples returns the samples taken since the last call, in the order
@@ -383,8 +537,9 @@ func (it *interner) judge(surface string, body []byte) bool {
 		return ok
 	}
 	ok := it.opts.Judge(surface, b)
-	if len(memo) < 1024 {
+	if len(memo) < 1024 && it.judgedN < 4096 {
 		memo[string(b)] = ok
+		it.judgedN++
 	}
 	return ok
 }
@@ -395,6 +550,8 @@ type interner struct {
 	*reader
 	key     []byte                     // scratch for a label's key
 	labels  map[string]uint32          // attack label (and surface) -> labels index
+	folds   map[string]uint32          // surface and stream of folded labels -> labels index
+	judgedN int                        // bodies judged memos hold, every surface's
 	judged  map[string]map[string]bool // per surface, refusal body -> Judge's verdict
 	answers map[answerKey]uint32
 	bodies  map[string][]byte
@@ -413,7 +570,11 @@ type answerKey struct{ body, allow, retryAfter, rateLimit, err string }
 // Response headers that change with every answer (a remaining count, a
 // reset time) would make every answer distinct: past 4096 distinct ones,
 // new answers drop them (the report names only the first few anyway).
+// Headers and error kinds are cut to maxText bytes. Past MaxAnswers
+// distinct answers in the tables, a new one is not kept (0: the record
+// keeps only its status) and is counted in reader.dropped.
 func (it *interner) answer(a Answer) uint32 {
+	a.Allow, a.RetryAfter, a.RateLimit, a.Err = cut(a.Allow, maxText), cut(a.RetryAfter, maxText), cut(a.RateLimit, maxText), cut(a.Err, maxText)
 	k := answerKey{view(a.Body), a.Allow, a.RetryAfter, a.RateLimit, a.Err}
 	if id, ok := it.answers[k]; ok {
 		return id
@@ -424,6 +585,10 @@ func (it *interner) answer(a Answer) uint32 {
 		if id, ok := it.answers[k]; ok {
 			return id
 		}
+	}
+	if it.tab.answers.len() >= MaxAnswers {
+		it.dropped.Add(1)
+		return 0
 	}
 	body, ok := it.bodies[view(a.Body)]
 	if !ok {
@@ -443,7 +608,7 @@ func (it *interner) answer(a Answer) uint32 {
 
 // newInterner returns an empty interner of the reader's tables.
 func (rd *reader) newInterner() *interner {
-	return &interner{reader: rd, labels: map[string]uint32{}, answers: map[answerKey]uint32{}, bodies: map[string][]byte{},
+	return &interner{reader: rd, labels: map[string]uint32{}, folds: map[string]uint32{}, answers: map[answerKey]uint32{}, bodies: map[string][]byte{},
 		layouts: map[string]*resultLayout{}, judged: map[string]map[string]bool{}, seen: map[sampleKey]int{}}
 }
 

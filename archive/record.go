@@ -216,5 +216,12 @@ func (t *table[T]) add(v T) uint32 {
 	return i
 }
 
+// len returns how many entries the table holds.
+func (t *table[T]) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return int(t.n)
+}
+
 // at returns the entry at index i.
 func (t *table[T]) at(i uint32) *T { return &t.chunks[i>>12][i&(1<<12-1)] }

@@ -43,8 +43,9 @@ type spillPart struct {
 	path string
 	n    int
 	// disp is how far back in time a record's send reached behind the
-	// latest send before it in the file (Vegeta writes results as they
-	// complete, not as they were sent): the reorder buffer's depth.
+	// sends before it in the file (see order; Vegeta writes results as
+	// they complete, not as they were sent): the reorder buffer's depth,
+	// at most MaxReorder.
 	disp int64
 }
 
@@ -58,7 +59,7 @@ func Open(paths []string, opts Options) (*Spill, error) {
 	}
 	s := &Spill{dir: dir, tab: NewTables()}
 	rd := &reader{tab: s.tab, opts: opts}
-	err = rd.readInputs(paths, &s.Meta, func(file string, read func(add func(Record)) error) error {
+	err = rd.readInputs(paths, &s.Meta, func(file string, read func(add func(Record)) (int64, error)) error {
 		part := spillPart{path: filepath.Join(dir, fmt.Sprintf("%d.rec", len(s.parts)))}
 		f, err := os.Create(part.path)
 		if err != nil {
@@ -66,18 +67,12 @@ func Open(paths []string, opts Options) (*Spill, error) {
 		}
 		w := bufio.NewWriterSize(f, 1<<20)
 		var buf [spillRecord]byte
-		latest := int64(-1 << 63)
 		var werr error
-		err = read(func(r Record) {
+		part.disp, err = read(func(r Record) {
 			if werr != nil {
 				return
 			}
-			if part.n == 0 {
-				latest = r.Start
-			}
 			part.n++
-			part.disp = max(part.disp, latest-r.Start)
-			latest = max(latest, r.Start)
 			putRecord(buf[:], &r)
 			_, werr = w.Write(buf[:])
 		})
@@ -177,21 +172,21 @@ func (s *Spill) open(p spillPart) (*partReader, error) {
 	if len(s.parts) > 8 { // many files merge at once: smaller buffers
 		size = 64 << 10
 	}
-	return &partReader{f: f, br: bufio.NewReaderSize(f, size), disp: p.disp, latest: -1 << 63}, nil
+	return &partReader{f: f, br: bufio.NewReaderSize(f, size), disp: p.disp, sends: newOrder()}, nil
 }
 
 // partReader reads one part, and in send order through next.
 type partReader struct {
-	f      *os.File
-	br     *bufio.Reader
-	file   int
-	disp   int64
-	latest int64
-	seq    uint64
-	eof    bool
-	buf    [spillRecord]byte
-	pend   seqHeap
-	cur    seqRecord
+	f     *os.File
+	br    *bufio.Reader
+	file  int
+	disp  int64
+	sends *order // the sends read so far, for their mark
+	seq   uint64
+	eof   bool
+	buf   [spillRecord]byte
+	pend  seqHeap
+	cur   seqRecord
 }
 
 // read returns the next record in file order.
@@ -205,9 +200,12 @@ func (p *partReader) read() (Record, bool, error) {
 	return getRecord(p.buf[:]), true, nil
 }
 
-// next moves cur to the next record in send order. A record can go once a
-// record sent more than disp later has been read: none read after it can
-// have been sent before it.
+// next moves cur to the next record in send order. A record can go once
+// the mark of the sends read (see order.mark, which only rises) is disp or
+// more past it: every record read after it was at most disp behind a mark
+// at least as late, so none can have been sent before it. The buffer holds
+// the records of disp (at most MaxReorder) behind the mark, and the few
+// ahead of it.
 func (p *partReader) next() (bool, error) {
 	if p.disp == 0 { // in send order already
 		r, ok, err := p.read()
@@ -216,7 +214,7 @@ func (p *partReader) next() (bool, error) {
 		return ok, err
 	}
 	for {
-		if len(p.pend) > 0 && (p.eof || p.pend[0].Start <= p.latest-p.disp) {
+		if len(p.pend) > 0 && (p.eof || behind(p.pend[0].Start, p.sends.mark()) >= uint64(p.disp) && p.pend[0].Start < p.sends.mark()) {
 			p.cur = heap.Pop(&p.pend).(seqRecord)
 			return true, nil
 		}
@@ -231,7 +229,7 @@ func (p *partReader) next() (bool, error) {
 			p.eof = true
 			continue
 		}
-		p.latest = max(p.latest, r.Start)
+		p.sends.push(r.Start)
 		heap.Push(&p.pend, seqRecord{Record: r, seq: p.seq})
 		p.seq++
 	}

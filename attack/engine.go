@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -16,6 +17,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/redact"
 )
 
 // Job is what the engine runs: a Plan of paced streams, or a Fleet of
@@ -36,7 +38,9 @@ type Job interface {
 // Engine runs a Job against a target into a new run folder: it starts the
 // embedded reference target when no target is given, checks that the
 // target answers (and, before an agreed start, waits for it), warns at a
-// terminal before load goes off loopback, waits for the agreed start,
+// terminal before load goes off loopback, raises the soft limit on open
+// file descriptors to the hard one and refuses a job that would not fit
+// (see DescriptorError), waits for the agreed start,
 // archives every result as it comes with a progress line at a terminal,
 // stops adding load to a failing target, notes a wall-clock step, and
 // writes run.json at the start and again at the end. attack, verify and
@@ -125,18 +129,22 @@ func (e *UnreachableError) Error() string {
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // RunError is a run that ended early but archived what it received: Err
-// is ErrInterrupted, a *FailingError or an archive write error.
+// is ErrInterrupted, a *FailingError, a *LocalLimitError (this machine's
+// limit) or an archive write error.
 type RunError struct {
 	Run *Run
 	Err error
 }
 
 func (e *RunError) Error() string {
+	var failing *FailingError
 	switch {
 	case errors.Is(e.Err, ErrInterrupted):
 		return fmt.Sprintf("interrupted; the %d results received are archived in %s", e.Run.Results, e.Run.Dir)
-	case errors.As(e.Err, new(*FailingError)):
+	case errors.As(e.Err, &failing) && !failing.All:
 		return fmt.Sprintf("%v (--abort-at); the %d results received are archived in %s", e.Err, e.Run.Results, e.Run.Dir)
+	case errorsAsGuard(e.Err):
+		return fmt.Sprintf("%v; the %d results received are archived in %s", e.Err, e.Run.Results, e.Run.Dir)
 	}
 	return fmt.Sprintf("%v (the %d results received are in %s)", e.Err, e.Run.Results, e.Run.Dir)
 }
@@ -158,6 +166,9 @@ func (e *Engine) Execute(ctx context.Context, job Job) (*Run, error) {
 		say("%s", e.Announce)
 	}
 	run := &Run{Target: e.Target, Embedded: e.Target == "", Counts: &Counts{}}
+	if err := checkDescriptors(job, run.Embedded); err != nil {
+		return nil, &SetupError{err}
+	}
 	if run.Embedded {
 		url, stop, err := e.Embedded()
 		if err != nil {
@@ -202,7 +213,7 @@ func (e *Engine) Execute(ctx context.Context, job Job) (*Run, error) {
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	guard := FailureGuard{Max: e.AbortShare}
-	var failing *FailingError
+	var failing error // the guard's: *FailingError or *LocalLimitError
 	lastFlush := time.Now()
 	runErr := job.Run(runCtx, run.Target, func(r *vegeta.Result) error {
 		run.Counts.Add(r)
@@ -213,7 +224,7 @@ func (e *Engine) Execute(ctx context.Context, job Job) (*Run, error) {
 			e.Sink(r)
 		}
 		if err := guard.Add(r); err != nil && failing == nil {
-			failing = err.(*FailingError)
+			failing = err
 			stopRun()
 		}
 		if time.Since(lastFlush) > 100*time.Millisecond {
@@ -223,6 +234,10 @@ func (e *Engine) Execute(ctx context.Context, job Job) (*Run, error) {
 		return nil
 	})
 	stopProgress()
+	var final error // every result failed
+	if failing == nil && runErr == nil && ctx.Err() == nil {
+		final = guard.Final()
+	}
 	if f, ok := job.(interface{ Finish(*archive.RunInfo) }); ok {
 		f.Finish(&info)
 	}
@@ -247,6 +262,8 @@ func (e *Engine) Execute(ctx context.Context, job Job) (*Run, error) {
 		return run, &RunError{Run: run, Err: ErrInterrupted}
 	case failing != nil:
 		return run, &RunError{Run: run, Err: failing}
+	case final != nil:
+		return run, &RunError{Run: run, Err: final}
 	}
 	return run, nil
 }
@@ -311,7 +328,11 @@ func (e *Engine) reachableBy(ctx context.Context, target string) error {
 }
 
 // Reachable reports whether the target answers HTTP at all (any status)
-// within timeout, saying what is wrong when it does not.
+// within timeout, saying what is wrong when it does not. It follows no
+// redirect, as the attack follows none: a redirect to the same origin (a
+// path) is an answer, and one to another scheme, host or port is an
+// error that names it (*RedirectError): every request of the attack would
+// get that redirect instead of an answer.
 func Reachable(ctx context.Context, base string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -319,7 +340,7 @@ func Reachable(ctx context.Context, base string, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := reachClient.Do(req)
 	switch {
 	case err == nil:
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
@@ -329,8 +350,28 @@ func Reachable(ctx context.Context, base string, timeout time.Duration) error {
 	default:
 		return err
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		if loc, err := resp.Location(); err == nil && (loc.Scheme != req.URL.Scheme || loc.Host != req.URL.Host) {
+			return &RedirectError{Status: resp.StatusCode, To: redact.URL(loc.String())}
+		}
+	}
+	return nil
+}
+
+// reachClient is the reachability check's client: it follows no redirect.
+var reachClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// RedirectError is a target whose HEAD / redirects to another origin.
+type RedirectError struct {
+	Status int
+	// To is the redirect's target, credentials redacted.
+	To string
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("it redirects to %s (%d): the attack follows no redirect, so every request would get that; pass the URL it redirects to as --target", strconv.QuoteToASCII(e.To), e.Status)
 }
 
 // warnRemote warns, at a terminal, before load goes to a target that is

@@ -2,6 +2,7 @@ package attack
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -52,6 +53,78 @@ func TestFailureGuard(t *testing.T) {
 			}
 			if at != tt.tripAt {
 				t.Errorf("tripped at %d, want %d", at, tt.tripAt)
+			}
+		})
+	}
+}
+
+// TestFailureGuardLocalLimits: transport errors that never left this
+// machine (too many open files, no local port) trip the guard as this
+// machine's limit, never as a failing target; a run whose every result
+// failed is no pass, however few they were (Final).
+func TestFailureGuardLocalLimits(t *testing.T) {
+	const emfile = `Get "http://127.0.0.1:8080/api/public/search": dial tcp 127.0.0.1:8080: socket: too many open files`
+	const ports = `Get "http://127.0.0.1:8080/api/public/search": dial tcp 127.0.0.1:0->127.0.0.1:8080: connect: cannot assign requested address`
+	const timeout = `Get "http://127.0.0.1:8080/api/public/search": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`
+	results := func(n int, code uint16, err string) []vegeta.Result {
+		out := make([]vegeta.Result, n)
+		for i := range out {
+			out[i] = vegeta.Result{Code: code, Error: err}
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		max     float64
+		results []vegeta.Result
+		during  string // the error the guard trips with while adding: "", "failing" or "local"
+		final   string // Final's
+	}{
+		{"out of descriptors", 0.5, results(50, 0, emfile), "local", ""},
+		{"out of local ports", 0.5, results(50, 0, ports), "local", ""},
+		{"a dead target", 0.5, results(50, 0, timeout), "failing", ""},
+		{"five requests that all time out", 0.5, results(5, 0, timeout), "", "failing"},
+		{"one request that timed out", 0.5, results(1, 0, timeout), "", "failing"},
+		{"five that failed here", 0.5, results(5, 0, emfile), "", "local"},
+		{"all time out, guard off", 0, results(300, 0, timeout), "", "failing"},
+		{"five 503s", 0.5, results(5, 503, ""), "", "failing"},
+		{"four timeouts and an answer", 0.5, append(results(4, 0, timeout), vegeta.Result{Code: 200}), "", ""},
+		{"five refusals", 0.5, results(5, 429, ""), "", ""},
+		{"a fifth failed here, guard off", 0, append(results(20, 0, emfile), results(80, 200, "")...), "", "local"},
+		{"a few failed here", 0.5, append(results(5, 0, emfile), results(95, 200, "")...), "", ""},
+		{"nothing", 0.5, nil, "", ""},
+	}
+	kind := func(err error) string {
+		switch {
+		case err == nil:
+			return ""
+		case errors.As(err, new(*LocalLimitError)):
+			return "local"
+		case errors.As(err, new(*FailingError)):
+			return "failing"
+		}
+		return err.Error()
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := FailureGuard{Window: 10, Max: tt.max}
+			during := ""
+			for i := range tt.results {
+				if err := g.Add(&tt.results[i]); err != nil {
+					during = kind(err)
+					if during == "local" && (!strings.Contains(err.Error(), "ulimit -n") || strings.Contains(err.Error(), "127.0.0.1")) {
+						t.Errorf("%v does not say how to raise the limit, or names the URL (which may carry a credential)", err)
+					}
+					break
+				}
+			}
+			if during != tt.during {
+				t.Errorf("tripped while adding with %q, want %q", during, tt.during)
+			}
+			if during == "" {
+				if got := kind(g.Final()); got != tt.final {
+					t.Errorf("Final %q (%v), want %q", got, g.Final(), tt.final)
+				}
 			}
 		})
 	}

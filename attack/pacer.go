@@ -127,6 +127,58 @@ func (g *GatedPacer) Rate(elapsed time.Duration) float64 {
 	return g.Pacer.Rate(elapsed - g.shift)
 }
 
+// StoppablePacer is a [vegeta.Pacer] that never hands Vegeta a wait it
+// cannot be woken from. Vegeta's attack loop (lib/attack.go, v12.13.0)
+// calls Pace, then sleeps the wait it returned with time.Sleep, then sends
+// the hit, choosing at random between sending it and its stop channel
+// when both are ready: a stream due in 30 s still sends 30 s after Stop.
+// StoppablePacer does the waiting itself, on a timer, and returns when the
+// hit is due (wait 0: Vegeta sends it at once) or, as soon as Stop is
+// closed, stop. It checks Stop again after the timer fires, so a hit due
+// at the moment of the stop is not sent. Waiting on a runtime timer is what
+// time.Sleep does, so pacing is as precise as Vegeta's own.
+//
+// It is not safe for concurrent use: Vegeta calls Pace from one goroutine
+// per attack.
+type StoppablePacer struct {
+	vegeta.Pacer
+	Stop  <-chan struct{}
+	timer *time.Timer
+}
+
+// Pace implements vegeta.Pacer.
+func (s *StoppablePacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
+	if s.stopped() {
+		return 0, true
+	}
+	wait, stop := s.Pacer.Pace(elapsed, hits)
+	if stop || wait <= 0 {
+		return 0, stop || s.stopped()
+	}
+	if s.timer == nil {
+		s.timer = time.NewTimer(wait)
+	} else {
+		s.timer.Reset(wait)
+	}
+	select {
+	case <-s.timer.C:
+		return 0, s.stopped()
+	case <-s.Stop:
+		s.timer.Stop()
+		return 0, true
+	}
+}
+
+// stopped reports whether Stop is closed.
+func (s *StoppablePacer) stopped() bool {
+	select {
+	case <-s.Stop:
+		return true
+	default:
+		return false
+	}
+}
+
 // Planned returns the planned time of the last hit of s (zero if none).
 func Planned(s Schedule) time.Duration {
 	_, t := last(s)

@@ -145,8 +145,10 @@ func (pl Plan) headers() http.Header {
 
 // Run attacks target (a base URL such as http://127.0.0.1:8080) as
 // planned and hands every result to sink, from a single goroutine, as it
-// arrives. When ctx is done the attackers stop and every result already in
-// flight is still handed over before Run returns. A sink error stops the
+// arrives. When ctx is done the attackers stop at once, streams waiting to
+// start, behind a gate or for their next hit included (nothing more is
+// sent), and every result already in flight is still handed over before
+// Run returns. A sink error stops the
 // attack and is returned.
 func (pl Plan) Run(ctx context.Context, target string, sink func(*vegeta.Result) error) error {
 	timeout := pl.Timeout
@@ -256,12 +258,15 @@ func newGates(p *Profile, units []unit) *gates {
 	return g
 }
 
-// pacer returns the pacer of unit u: its own, behind its stream's gates.
+// pacer returns the pacer of unit u: its own, behind its stream's gates,
+// waiting for its hits itself so that stopping the run wakes it (see
+// StoppablePacer).
 func (g *gates) pacer(u unit) vegeta.Pacer {
-	if len(u.stream.After) == 0 {
-		return u.pacer
+	var p vegeta.Pacer = u.pacer
+	if len(u.stream.After) > 0 {
+		p = &GatedPacer{Pacer: u.pacer, Gate: g.allOf(g.keyOf[u.stream]), Abort: g.stop, Lag: u.lag}
 	}
-	return &GatedPacer{Pacer: u.pacer, Gate: g.allOf(g.keyOf[u.stream]), Abort: g.stop, Lag: u.lag}
+	return &StoppablePacer{Pacer: p, Stop: g.stop}
 }
 
 // answered counts a result toward its stream's gate.
@@ -277,7 +282,8 @@ func (g *gates) answered(r *vegeta.Result) {
 	}
 }
 
-// abort releases every gated pacer without sending: the run is stopping.
+// abort wakes every pacer, gated or waiting for its next hit, and stops
+// it without sending: the run is stopping.
 func (g *gates) abort() {
 	if !g.stopped {
 		g.stopped = true

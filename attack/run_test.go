@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,5 +95,73 @@ streams:
 	})
 	if err != nil || n != 1 {
 		t.Fatalf("Run: %v, %d results; want the hung request's one", err, n)
+	}
+}
+
+// TestRunStopsWaitingStreams: cancelling a run stops at once the streams
+// that wait (to start, behind a gate, or for their next hit), and nothing
+// reaches the target after the cancel. Each waiting stream is due in an
+// hour: a Run that slept through its wait, as Vegeta's attack loop does,
+// would not return within the bound below (which is far above any noise).
+func TestRunStopsWaitingStreams(t *testing.T) {
+	tests := []struct {
+		name, stream string
+		lateSent     int // the late stream's hits before the wait
+	}{
+		{"starts in an hour", `{name: late, surface: rest, start: 1w, requests: [{path: /api/public/search, query: {q: late}}], pacer: {type: constant, rate: 10/s, count: 3}}`, 0},
+		{"behind a gate, next hit in an hour", `{name: late, surface: rest, after: [first], requests: [{path: /api/public/search, query: {q: late}}], pacer: {type: constant, rate: 1/w, count: 3}}`, 1},
+		{"next hit in an hour", `{name: late, surface: rest, requests: [{path: /api/public/search, query: {q: late}}], pacer: {type: constant, rate: 1/w, count: 3}}`, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cancelled atomic.Bool
+			var after, late atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if cancelled.Load() {
+					after.Add(1)
+				}
+				if r.URL.Query().Get("q") == "late" {
+					late.Add(1)
+				}
+			}))
+			defer srv.Close()
+			prof, err := ParseProfile("late.yaml", []byte(`
+policy: {surface: rest}
+streams:
+  - {name: first, surface: rest, requests: [{path: /api/public/search, query: {q: first}}], pacer: {type: constant, rate: 100/s, count: 2}}
+  - `+tt.stream))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			seen := map[string]int{}
+			done := make(chan error, 1)
+			go func() {
+				// The window is an hour: the late stream is due an hour on.
+				done <- Plan{Profile: prof, Window: time.Hour}.Run(ctx, srv.URL, func(r *vegeta.Result) error {
+					seen[archive.LabelValue(r.Attack, "stream")]++
+					if seen["first"] == 2 && seen["late"] == tt.lateSent && !cancelled.Load() { // every stream now waits
+						cancelled.Store(true)
+						cancel()
+					}
+					return nil
+				})
+			}()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("Run still running 20 s after the cancel: a stream due in an hour was not woken")
+			}
+			if !cancelled.Load() {
+				t.Fatalf("the run ended before it was cancelled: %v", seen)
+			}
+			if after.Load() != 0 || late.Load() != int64(tt.lateSent) {
+				t.Errorf("%d requests reached the target after the cancel, %d of the late stream in all (want 0 and %d)", after.Load(), late.Load(), tt.lateSent)
+			}
+		})
 	}
 }

@@ -125,7 +125,16 @@ func summaryLine(s analyze.SurfaceVerdict, d analyze.SurfaceDetail) string {
 // required of them.
 func countsLine(d analyze.SurfaceDetail) string {
 	return fmt.Sprintf("%d requests from %s: %d admitted, %d refused, %d faults, %d other answers; required 200: %d, required 429: %d, indeterminate: %d",
-		d.Requests, strings.Join(d.Sources, ", "), d.Admitted, d.Refused, d.Faults, d.OtherAnswers, d.Required200, d.Required429, d.Indet)
+		d.Requests, joinFew(d.Sources, 8), d.Admitted, d.Refused, d.Faults, d.OtherAnswers, d.Required200, d.Required429, d.Indet)
+}
+
+// joinFew joins the first n of ss and counts the rest, so that a line
+// stays a line whatever the input holds.
+func joinFew(ss []string, n int) string {
+	if len(ss) <= n {
+		return strings.Join(ss, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ss[:n], ", "), len(ss)-n)
 }
 
 // latencyLine gives a surface's latency percentiles.

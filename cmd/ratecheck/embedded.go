@@ -125,13 +125,16 @@ func (rf *runFlags) engine(name string, stderr io.Writer, embedded func() (*targ
 
 // exitFor is the exit code of an engine's outcome: 0 done, 1 cancelled or
 // interrupted, 3 an unreachable or failing target, 2 anything else (a
-// setup or archive error).
+// setup or archive error, this machine's own limit).
 func exitFor(err error) int {
 	var unreachable *attack.UnreachableError
 	var failing *attack.FailingError
+	var local *attack.LocalLimitError
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &local):
+		return exitUsage
 	case errors.Is(err, attack.ErrCancelled), errors.Is(err, attack.ErrInterrupted):
 		return exitCheckFailed
 	case errors.As(err, &unreachable), errors.As(err, &failing):

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -14,14 +16,19 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/target"
 )
 
-// TestMain lets a test run the command in a child process (to kill it):
-// with RATECHECK_TEST_MAIN=1 the test binary is ratecheck.
+// TestMain lets a test run the command in a child process (to kill or
+// interrupt it): with RATECHECK_TEST_MAIN=1 the test binary is ratecheck,
+// and SIGINT and SIGTERM end its context as they do main's.
 func TestMain(m *testing.M) {
 	if os.Getenv("RATECHECK_TEST_MAIN") == "1" {
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
@@ -69,8 +76,14 @@ func TestKilledRunIsRecovered(t *testing.T) {
 		t.Fatal("the attack archived nothing within 60 s")
 	}
 	dir := filepath.Dir(results)
-	if _, err := os.Stat(filepath.Join(dir, "run.json")); err == nil {
+	run, err := archive.ReadRunInfo(dir)
+	switch {
+	case err != nil || run == nil:
+		t.Fatalf("the killed run has no readable run.json (written when it started): %v", err)
+	case !run.InProgress:
 		t.Skip("the run finished before it was killed (a very slow host)")
+	case run.Window() != 4*time.Second:
+		t.Errorf("the killed run's run.json records the window %v, want 4s", run.Window())
 	}
 	in, err := analyze.Read([]string{dir})
 	if err != nil {
@@ -93,6 +106,23 @@ func TestKilledRunIsRecovered(t *testing.T) {
 	code, stdout, stderr := runCmd(t, "analyze", "--window", "4s", dir)
 	if code == exitUsage {
 		t.Errorf("analyze of the killed run: exit 2\n%s%s", stdout, stderr)
+	}
+	// Without --window, analyze judges it with the window the run was made
+	// with (run.json written at the start), not the documented 60 s, and
+	// says the run did not finish.
+	code, stdout, stderr = runCmd(t, "analyze", "--json", dir)
+	var v struct {
+		WindowMS int64 `json:"window_ms"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &v); err != nil || code == exitUsage {
+		t.Fatalf("analyze --json of the killed run: exit %d, %v\n%s%s", code, err, stdout, stderr)
+	}
+	if v.WindowMS != 4000 || !strings.Contains(stderr, "did not finish") || strings.Contains(stderr, "no run.json") {
+		t.Errorf("analyze judged the killed run with window %d ms, stderr %q; want 4000 and a warning that it did not finish", v.WindowMS, stderr)
+	}
+	code, stdout, _ = runCmd(t, "analyze", dir)
+	if first, _, _ := strings.Cut(stdout, "\n"); code == exitUsage || !strings.Contains(stdout, "window 4s") {
+		t.Errorf("analyze of the killed run: exit %d, first line %q; want the window 4s", code, first)
 	}
 }
 

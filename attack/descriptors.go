@@ -1,0 +1,69 @@
+package attack
+
+import "fmt"
+
+// descriptorMargin is what a run needs besides its connections: the run
+// folder's files, the standard streams, the runtime's, a listener.
+const descriptorMargin = 64
+
+// Descriptors estimates the file descriptors a plan's run holds open at
+// once: the connections Vegeta opens at the start for each of its
+// attackers (one per stream and source), twice over when the target is
+// embedded in the same process (each connection is then also the
+// target's), and a margin.
+func (pl Plan) Descriptors(embedded bool) int {
+	conns := len(pl.units()) * vegetaWorkers
+	if embedded {
+		conns *= 2
+	}
+	return conns + descriptorMargin
+}
+
+// vegetaWorkers is how many workers, and so connections, a Vegeta
+// attacker starts with (vegeta.DefaultWorkers).
+const vegetaWorkers = 10
+
+// Descriptors estimates the file descriptors a fleet's run holds open at
+// once: a connection per client (each has its own) and per failure-table
+// row, twice over when the target is embedded in the same process, and a
+// margin.
+func (f Fleet) Descriptors(embedded bool) int {
+	conns := f.Defaults().Clients + len(f.Rows) + 1 // and the primer
+	if embedded {
+		conns *= 2
+	}
+	return conns + descriptorMargin
+}
+
+// DescriptorError is a run that cannot fit in this process's limit on
+// open file descriptors.
+type DescriptorError struct {
+	Need       int
+	Soft, Hard uint64
+}
+
+func (e *DescriptorError) Error() string {
+	return fmt.Sprintf("this run needs about %d open file descriptors (a connection per client, two when the target is embedded in this process), above this process's limit of %d (hard limit %d): raise it (ulimit -n %d; above the hard limit, as root or in /etc/security/limits.conf) or plan a smaller run",
+		e.Need, e.Soft, e.Hard, e.Need)
+}
+
+// checkDescriptors raises the soft descriptor limit to the hard one and
+// refuses a job that would still not fit.
+func checkDescriptors(job Job, embedded bool) error {
+	d, ok := job.(interface{ Descriptors(embedded bool) int })
+	if !ok {
+		return nil
+	}
+	soft, hard, known := raiseDescriptorLimit()
+	if need := d.Descriptors(embedded); known && uint64(need) > soft {
+		return &DescriptorError{Need: need, Soft: soft, Hard: hard}
+	}
+	return nil
+}
+
+// Descriptors estimates the file descriptors a fleet of client programs
+// holds open in this process at once: per program its output files, its
+// process handle and the connection it makes to the target, which is
+// always embedded here (the harness records what it receives), and a
+// margin.
+func (p *Programs) Descriptors(bool) int { return 4*p.Clients + descriptorMargin }

@@ -1,0 +1,68 @@
+package attack
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestEngineRefusesRunAboveDescriptorLimit: a fleet with more clients than
+// this process may open descriptors is refused before anything is sent or
+// written, with a *SetupError naming the limit and how to raise it; the
+// embedded target doubles the estimate.
+func TestEngineRefusesRunAboveDescriptorLimit(t *testing.T) {
+	soft, hard, ok := raiseDescriptorLimit()
+	if !ok || hard > 1<<24 {
+		t.Skipf("the descriptor limit is not known or not bounded (soft %d, hard %d)", soft, hard)
+	}
+	var hits atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer ts.Close()
+	f := Fleet{Clients: int(hard) + 1, Window: 2 * time.Second}
+	if f.Descriptors(true) < 2*f.Descriptors(false)-descriptorMargin-4 {
+		t.Errorf("the embedded target does not double the estimate: %d, %d", f.Descriptors(true), f.Descriptors(false))
+	}
+	out := t.TempDir()
+	e := &Engine{Command: "fleet", Target: ts.URL, Out: out, Stderr: io.Discard, ReachTimeout: time.Second}
+	run, err := e.Execute(context.Background(), f)
+	var setup *SetupError
+	var de *DescriptorError
+	if run != nil || !errors.As(err, &setup) || !errors.As(err, &de) {
+		t.Fatalf("run %v, error %v; want a *SetupError of a *DescriptorError", run, err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "ulimit -n") || de.Soft != hard {
+		t.Errorf("%q: does not say how to raise it, or the soft limit %d was not raised to the hard %d", msg, de.Soft, hard)
+	}
+	if entries, _ := os.ReadDir(out); hits.Load() != 0 || len(entries) != 0 {
+		t.Errorf("%d requests sent, %d entries written", hits.Load(), len(entries))
+	}
+	small := Fleet{Clients: 10, Window: 2 * time.Second}
+	if err := checkDescriptors(small, true); err != nil {
+		t.Errorf("a fleet of 10 refused: %v", err)
+	}
+}
+
+// TestDescriptorEstimates: the estimates grow with what a run opens.
+func TestDescriptorEstimates(t *testing.T) {
+	p, err := ParseProfile("p.yaml", []byte("name: p\npolicy: {surface: rest}\nstreams:\n  - name: s\n    surface: rest\n    sources: [127.0.0.1, 127.0.0.2]\n    requests: [{path: /api/public/search}]\n    pacer: {type: constant, rate: 1/s, count: 1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := Plan{Profile: p, Window: time.Second}
+	if got := plan.Descriptors(false); got != 2*vegetaWorkers+descriptorMargin {
+		t.Errorf("a plan of 2 attackers: %d descriptors", got)
+	}
+	if got := (&Programs{Clients: 100}).Descriptors(true); got != 400+descriptorMargin {
+		t.Errorf("100 client programs: %d descriptors", got)
+	}
+	if a, b := (Fleet{Clients: 1000}).Descriptors(true), (Fleet{Clients: 10000}).Descriptors(true); a < 2000 || b < 20000 {
+		t.Errorf("fleets of 1000 and 10000 embedded: %d and %d descriptors", a, b)
+	}
+}

@@ -113,7 +113,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if o.clientCmd != "" {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		for _, name := range []string{"target", "strategy", "base", "cap", "slow-down", "limit", "source", "rows", "faults", "timeout"} {
+		for _, name := range []string{"target", "strategy", "base", "cap", "slow-down", "limit", "source", "rows", "faults", "timeout", "mcp-revision"} {
 			if set[name] {
 				return usageErr(stderr, "fleet", "--%s does not go with --client-cmd: the program decides how it retries, and the embedded target is its server", name)
 			}
@@ -179,6 +179,11 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		f.Rows = rows.Streams
 	}
+	from := f.RowSource
+	if from == "" {
+		from = negotiationSource(o.target, []string{orLoopback(f.Source)})
+	}
+	f.MCP = o.mcpSession(from, o.timeout)
 	f = f.Defaults()
 	cfg := target.DefaultConfig()
 	cfg.Window, cfg.Faults, cfg.Seed = window, faults, o.seed
@@ -230,4 +235,13 @@ func orDefault(source string) string {
 		return "the default address"
 	}
 	return source
+}
+
+// orLoopback is a source address, with "" (the system's choice) as
+// 127.0.0.1, where it lands on a loopback target.
+func orLoopback(src string) string {
+	if src == "" {
+		return "127.0.0.1"
+	}
+	return src
 }

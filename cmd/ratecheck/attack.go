@@ -173,6 +173,7 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return failed(stderr, "attack", err)
 	}
 	fmt.Fprintf(stdout, "archived %d results in %s (%v)\n  %s\n", run.Results, run.Dir, run.Took.Round(time.Millisecond), run.Counts.String())
+	reportMCP(stderr, "attack", run.Info)
 	if err != nil {
 		return failed(stderr, "attack", err)
 	}

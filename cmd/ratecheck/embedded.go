@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/mcpwire"
 	"github.com/connectbyjbrh/ratecheck/redact"
@@ -102,6 +103,21 @@ func (rf *runFlags) checkMCPRevision() error {
 // address from (the contract probes', never the limit address).
 func (rf *runFlags) mcpSession(from string, timeout time.Duration) *attack.MCPSession {
 	return &attack.MCPSession{Want: rf.mcpRevision, From: from, Timeout: timeout, ClientVersion: version}
+}
+
+// reportMCP says, after a run, what the MCP negotiation cost beyond the
+// handshake announced before it: the addresses the target bound its
+// sessions to, each given a handshake of its own.
+func reportMCP(stderr io.Writer, name string, info archive.RunInfo) {
+	m := info.MCP
+	if m == nil || m.Handshakes <= 1 {
+		return
+	}
+	if len(m.BoundSources) > 0 {
+		fmt.Fprintf(stderr, "ratecheck %s: the target bound its sessions to the address that opened them (a 404 to the shared one): %s each got a handshake of their own\n",
+			name, strings.Join(m.BoundSources, ", "))
+	}
+	fmt.Fprintf(stderr, "ratecheck %s: MCP handshakes: %d, %d requests in all (run.json mcp)\n", name, m.Handshakes, m.Requests)
 }
 
 // negotiationSource picks the address MCP negotiation goes out from when

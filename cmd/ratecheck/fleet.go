@@ -198,6 +198,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return failed(stderr, "fleet", err)
 	}
+	reportMCP(stderr, "fleet", run.Info)
 	in, err := analyze.Read([]string{run.Dir})
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck fleet: reading %s: %v\n", run.Dir, err)

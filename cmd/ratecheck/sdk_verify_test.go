@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/mcpwire"
 	"github.com/connectbyjbrh/ratecheck/target"
 	"github.com/connectbyjbrh/ratecheck/target/sdktarget"
@@ -233,4 +236,102 @@ func TestSDKServerOfRevision20251125(t *testing.T) {
 			t.Fatalf("window %v: exit %d, verdict %s; want a pass\n%+v\nstderr: %s", window, code, s.Verdict, s.Checks, stderr)
 		}
 	})
+}
+
+// bindSessions makes next a server that binds each session to the address
+// that opened it: a request carrying the session from another address is
+// answered 404, as a session the server does not know.
+func bindSessions(next http.Handler) http.Handler {
+	var mu sync.Mutex
+	owner := map[string]string{}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		addr := target.ClientAddr(r)
+		if id := r.Header.Get(mcpwire.HeaderSessionID); id != "" {
+			mu.Lock()
+			o, known := owner[id]
+			mu.Unlock()
+			if known && o != addr {
+				http.Error(w, "session not found", http.StatusNotFound)
+				return
+			}
+		}
+		sw := &sessionWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if id := sw.Header().Get(mcpwire.HeaderSessionID); id != "" {
+			mu.Lock()
+			if _, known := owner[id]; !known {
+				owner[id] = addr
+			}
+			mu.Unlock()
+		}
+	})
+}
+
+// sessionWriter passes an answer through and lets its headers be read
+// after (Flush kept for event streams).
+type sessionWriter struct{ http.ResponseWriter }
+
+func (w *sessionWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// TestSessionsBoundToAnAddress: against a target that binds sessions to
+// the address that opened them, each source address gets one handshake of
+// its own after its first 404, counted in run.json, and its later requests
+// are answered in its own session.
+func TestSessionsBoundToAnAddress(t *testing.T) {
+	h, err := sdktarget.Handler(sdktarget.Config{Mode: sdktarget.Stateful20251125})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &sdkRecorder{byAddr: map[string]map[string]int{}, versions: map[string]int{}}
+	ts := httptest.NewServer(rec.wrap(bindSessions(h)))
+	defer ts.Close()
+	profile := filepath.Join(t.TempDir(), "bound.yaml")
+	if err := os.WriteFile(profile, []byte(`name: bound
+policy: {surface: mcp, window: 4s}
+sources: [127.0.0.1, 127.0.0.2]
+streams:
+  - name: steady
+    surface: mcp
+    requests: [{rpc: tools/call, params: {name: search, arguments: {query: rate limits}}}]
+    pacer: {type: constant, rate: 10/w, duration: 1w}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	code, stdout, stderr := runCmd(t, "attack", "--profile", profile, "--target", ts.URL, "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	rs, info := readArchive(t, onlyRun(t, out))
+	mcp, _ := info["mcp"].(map[string]any)
+	bound, _ := mcp["bound_sources"].([]any)
+	if mcp["handshakes"] != 3.0 || len(bound) != 2 {
+		t.Errorf("run.json mcp %v; want 3 handshakes (the negotiation, then one from each address) and both addresses bound", mcp)
+	}
+	last := map[string]uint16{}
+	notFound := 0
+	for _, r := range rs {
+		last[archive.LabelValue(r.Attack, "source")] = r.Code
+		if r.Code == http.StatusNotFound {
+			notFound++
+		}
+	}
+	t.Logf("run.json mcp %v; %d results, %d of them 404\n%s", mcp, len(rs), notFound, stderr)
+	if !strings.Contains(stderr, "bound its sessions to") {
+		t.Errorf("stderr does not report the addresses bound:\n%s", stderr)
+	}
+	if last["127.0.0.1"] != http.StatusOK || last["127.0.0.2"] != http.StatusOK || notFound > 4 {
+		t.Errorf("last answers %v, %d 404s: want each address answered in its own session after its first 404 or so", last, notFound)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, addr := range []string{"127.0.0.1", "127.0.0.2"} {
+		if n := rec.byAddr[addr]["initialize"]; n != 1 {
+			t.Errorf("%s sent %d initialize; want 1", addr, n)
+		}
+	}
 }

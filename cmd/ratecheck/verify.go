@@ -154,6 +154,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if run == nil || (runErr != nil && exitFor(runErr) != exitUnreachable) {
 		return failed(stderr, "verify", runErr)
 	}
+	reportMCP(stderr, "verify", run.Info)
 	// A target that failed during the run still gets its verdict (what
 	// was received is judged), and the exit code says it failed.
 	code := exitOK

@@ -183,37 +183,56 @@ func TestVerifyAgainstSDKServers(t *testing.T) {
 	}
 }
 
-// TestSDKServerOfRevision20251125: a stateful go-sdk server that speaks
-// only 2025-11-25 is spoken to in its revision: one session, opened from
-// an address the budget under test does not use, carried with
-// MCP-Protocol-Version by every later request. attack runs the mcp-limit
-// profile against it as its expectations say, and verify's limit and
-// isolation checks pass.
+// TestAttackAgainstSDKServers: attack runs the mcp-limit profile against
+// go-sdk servers behind the contract's limiter as the profile's
+// expectations say (122 admitted, 15 refused), in each server's revision.
+// The stateful server of 2025-11-25 is spoken to in one session, opened
+// from an address the budget under test does not use, carried with
+// MCP-Protocol-Version by every later request.
+func TestAttackAgainstSDKServers(t *testing.T) {
+	for _, tt := range []struct {
+		mode     sdktarget.Mode
+		revision string
+	}{
+		{sdktarget.StatelessJSON, mcpwire.Latest},
+		{sdktarget.StatelessSSE, mcpwire.Latest},
+		{sdktarget.Stateful20251125, mcpwire.Revision20251125},
+	} {
+		t.Run(string(tt.mode), func(t *testing.T) {
+			window := 4 * time.Second
+			url, rec := startSDKServer(t, tt.mode, slidingLog, 120, window)
+			out := t.TempDir()
+			code, stdout, stderr := runCmd(t, "attack", "--profile", "../../profiles/mcp-limit.yaml", "--window", window.String(), "--target", url, "--out", out)
+			if code != exitOK {
+				t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+			}
+			t.Logf("%s%s", stdout, stderr)
+			_, info := readArchive(t, onlyRun(t, out))
+			mcp, _ := info["mcp"].(map[string]any)
+			stateful := tt.mode == sdktarget.Stateful20251125
+			if info["mcp_revision"] != tt.revision || (mcp["session"] == true) != stateful || mcp["handshakes"] != 1.0 {
+				t.Errorf("run.json mcp_revision %v, mcp %v; want %s, a session: %v, one handshake", info["mcp_revision"], mcp, tt.revision, stateful)
+			}
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			limitAddr := rec.byAddr["127.0.0.1"]
+			if limitAddr["initialize"]+limitAddr["server/discover"]+limitAddr["notifications/initialized"] != 0 || limitAddr["tools/call"] != 137 {
+				t.Errorf("127.0.0.1 sent %v; want 137 tools/call and no handshake", limitAddr)
+			}
+			if stateful && (rec.noSession != 0 || rec.versions[mcpwire.Revision20251125] != 137+1) { // and notifications/initialized
+				t.Errorf("%d requests without a session; protocol versions %v: want every request after initialize in the session, at 2025-11-25", rec.noSession, rec.versions)
+			}
+			if !stateful && rec.versions[mcpwire.Latest] != 137+1 { // and server/discover
+				t.Errorf("protocol versions %v: want every request at %s", rec.versions, mcpwire.Latest)
+			}
+		})
+	}
+}
+
+// TestSDKServerOfRevision20251125: against a stateful go-sdk server that
+// speaks only 2025-11-25, verify's limit and isolation checks pass, in
+// that revision.
 func TestSDKServerOfRevision20251125(t *testing.T) {
-	t.Run("attack", func(t *testing.T) {
-		window := 4 * time.Second
-		url, rec := startSDKServer(t, sdktarget.Stateful20251125, slidingLog, 120, window)
-		out := t.TempDir()
-		code, stdout, stderr := runCmd(t, "attack", "--profile", "../../profiles/mcp-limit.yaml", "--window", window.String(), "--target", url, "--out", out)
-		if code != exitOK {
-			t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
-		}
-		t.Logf("%s%s", stdout, stderr)
-		_, info := readArchive(t, onlyRun(t, out))
-		mcp, _ := info["mcp"].(map[string]any)
-		if info["mcp_revision"] != mcpwire.Revision20251125 || mcp["session"] != true || mcp["handshakes"] != 1.0 {
-			t.Errorf("run.json mcp_revision %v, mcp %v; want 2025-11-25, a session, one handshake", info["mcp_revision"], mcp)
-		}
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		limitAddr := rec.byAddr["127.0.0.1"]
-		if limitAddr["initialize"]+limitAddr["server/discover"]+limitAddr["notifications/initialized"] != 0 || limitAddr["tools/call"] != 137 {
-			t.Errorf("127.0.0.1 sent %v; want 137 tools/call and no handshake", limitAddr)
-		}
-		if rec.noSession != 0 || rec.versions[mcpwire.Revision20251125] != 137+1 { // and notifications/initialized
-			t.Errorf("%d requests without a session; protocol versions %v: want every request after initialize in the session, at 2025-11-25", rec.noSession, rec.versions)
-		}
-	})
 	t.Run("verify", func(t *testing.T) {
 		for i, window := range verifyWindows {
 			url, _ := startSDKServer(t, sdktarget.Stateful20251125, slidingLog, sdkLimit, window)

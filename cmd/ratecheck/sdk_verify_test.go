@@ -233,28 +233,49 @@ func TestAttackAgainstSDKServers(t *testing.T) {
 // speaks only 2025-11-25, verify's limit and isolation checks pass, in
 // that revision.
 func TestSDKServerOfRevision20251125(t *testing.T) {
-	t.Run("verify", func(t *testing.T) {
-		for i, window := range verifyWindows {
-			url, _ := startSDKServer(t, sdktarget.Stateful20251125, slidingLog, sdkLimit, window)
-			code, v, stderr := runVerifyJSON(t, window, "--target", url, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits,isolation")
-			if len(v.Surfaces) != 1 {
-				t.Fatalf("exit %d, surfaces %+v\n%s", code, v.Surfaces, stderr)
-			}
-			s := v.Surfaces[0]
-			if s.MCPRevision != mcpwire.Revision20251125 {
-				t.Errorf("mcp_revision %q, want 2025-11-25", s.MCPRevision)
-			}
-			if code == exitOK && s.Verdict == "pass" {
-				t.Logf("window %v: exit %d, %s, model %s, mcp_revision %s, checks %+v", window, code, s.Verdict, s.Model, s.MCPRevision, s.Checks)
-				return
-			}
-			if b := blurOf(t, v.Run, window); i < len(verifyWindows)-1 && b.blurred() {
-				t.Logf("window %v: exit %d, %s (%s); trying a longer window", window, code, s.Verdict, b)
-				continue
-			}
-			t.Fatalf("window %v: exit %d, verdict %s; want a pass\n%+v\nstderr: %s", window, code, s.Verdict, s.Checks, stderr)
+	for i, window := range verifyWindows {
+		url, _ := startSDKServer(t, sdktarget.Stateful20251125, slidingLog, sdkLimit, window)
+		code, v, stderr := runVerifyJSON(t, window, "--target", url, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits,isolation")
+		if len(v.Surfaces) != 1 {
+			t.Fatalf("exit %d, surfaces %+v\n%s", code, v.Surfaces, stderr)
 		}
-	})
+		s := v.Surfaces[0]
+		if s.MCPRevision != mcpwire.Revision20251125 {
+			t.Errorf("mcp_revision %q, want 2025-11-25", s.MCPRevision)
+		}
+		if code == exitOK && s.Verdict == "pass" {
+			t.Logf("window %v: exit %d, %s, model %s, mcp_revision %s, checks %+v", window, code, s.Verdict, s.Model, s.MCPRevision, s.Checks)
+			return
+		}
+		if b := blurOf(t, v.Run, window); i < len(verifyWindows)-1 && b.blurred() {
+			t.Logf("window %v: exit %d, %s (%s); trying a longer window", window, code, s.Verdict, b)
+			continue
+		}
+		t.Fatalf("window %v: exit %d, verdict %s; want a pass\n%+v\nstderr: %s", window, code, s.Verdict, s.Checks, stderr)
+	}
+}
+
+// TestNegotiationFromTheLimitAddress: with one source address, verify
+// negotiates from the limit address itself, then waits a window so that
+// the handshake is out of the budget under test: the onset still sees
+// the configured limit.
+func TestNegotiationFromTheLimitAddress(t *testing.T) {
+	for i, window := range verifyWindows {
+		url, rec := startSDKServer(t, sdktarget.StatelessJSON, slidingLog, sdkLimit, window)
+		code, v, stderr := runVerifyJSON(t, window, "--target", url, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits", "--sources", "127.0.0.1")
+		if n := rec.byAddr["127.0.0.1"]["server/discover"]; n != 1 || !strings.Contains(stderr, "waited "+window.String()) {
+			t.Fatalf("127.0.0.1 sent %d server/discover; want 1, then a wait of a window\n%s", n, stderr)
+		}
+		s := v.Surfaces[0]
+		if code == exitOK && s.ObservedLimit != nil && *s.ObservedLimit == sdkLimit {
+			return
+		}
+		if b := blurOf(t, v.Run, window); i < len(verifyWindows)-1 && b.blurred() {
+			t.Logf("window %v: exit %d, %s (%s); trying a longer window", window, code, s.Verdict, b)
+			continue
+		}
+		t.Fatalf("window %v: exit %d, verdict %s; want a pass observing %d\n%+v\nstderr: %s", window, code, s.Verdict, sdkLimit, s.Checks, stderr)
+	}
 }
 
 // bindSessions makes next a server that binds each session to the address

@@ -1,12 +1,14 @@
 package analyze
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/mcpwire"
 )
 
 // ContractRow is one documented answer: the probe that provokes it (named
@@ -99,7 +101,15 @@ type body struct {
 
 // errorCodes returns the REST error.code or the JSON-RPC error.code of b.
 func errorCodes(b []byte) (rest string, rpc int, parsed body) {
-	_ = json.Unmarshal(b, &parsed)
+	if err := json.Unmarshal(b, &parsed); err != nil && looksLikeEventStream(b) {
+		// The archive keeps no Content-Type: an MCP answer in the
+		// event-stream form is known by its fields, and judged by the
+		// JSON-RPC response it carries.
+		if data, err := mcpwire.ResponseJSON(mcpwire.ContentTypeEventStream, b, nil); err == nil {
+			parsed = body{}
+			_ = json.Unmarshal(data, &parsed)
+		}
+	}
 	var e struct {
 		Code json.RawMessage `json:"code"`
 	}
@@ -109,6 +119,18 @@ func errorCodes(b []byte) (rest string, rpc int, parsed body) {
 		}
 	}
 	return rest, rpc, parsed
+}
+
+// looksLikeEventStream reports whether b starts as an event stream does:
+// a field line (event:, data:, id:, retry:) or a comment (:).
+func looksLikeEventStream(b []byte) bool {
+	b = bytes.TrimLeft(b, "\r\n")
+	for _, p := range []string{"event:", "data:", "id:", "retry:", ":"} {
+		if bytes.HasPrefix(b, []byte(p)) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkRow returns what is wrong with r as an answer to row (empty: nothing).

@@ -54,6 +54,8 @@ type RunInfo struct {
 	ClockStepMS int64 `json:"clock_step_ms,omitempty"`
 	// MCPRevision is the MCP protocol revision the run spoke.
 	MCPRevision string `json:"mcp_revision,omitempty"`
+	// MCP is how that revision was settled (runs that sent MCP requests).
+	MCP *MCPInfo `json:"mcp,omitempty"`
 	// InProgress is set while the run is going: a run.json that still
 	// says so belongs to a run that was killed before it ended.
 	InProgress bool       `json:"in_progress,omitempty"`
@@ -103,6 +105,37 @@ type FleetInfo struct {
 	Barrier  *BarrierInfo     `json:"barrier,omitempty"`
 	StallMS  float64          `json:"stall_ms,omitempty"`
 	Programs []ProgramOutcome `json:"programs,omitempty"`
+}
+
+// MCPInfo records how a run settled the MCP revision it spoke: what
+// --mcp-revision asked for, the address negotiation went out from, and
+// the handshakes it took.
+type MCPInfo struct {
+	// Requested is what --mcp-revision asked for: auto or a revision.
+	Requested string `json:"requested"`
+	// From is the source address negotiation went out from ("": the
+	// system's choice): the contract probes' address, never the limit
+	// address.
+	From string `json:"from"`
+	// Supported lists the revisions the server named, when it named them.
+	Supported []string `json:"supported,omitempty"`
+	// Server names the server (name/version), when it said.
+	Server string `json:"server,omitempty"`
+	// Session says the server assigned an Mcp-Session-Id.
+	Session bool `json:"session,omitempty"`
+	// Handshakes counts the handshakes made (server/discover, or
+	// initialize and notifications/initialized): one before the run, and
+	// one more for every source address the target bound sessions to
+	// (BoundSources) and every session it ended during the run.
+	Handshakes int `json:"handshakes"`
+	// Requests counts the HTTP requests every handshake sent together.
+	Requests int `json:"requests"`
+	// BoundSources are the source addresses that needed a session of
+	// their own: the target answered 404 to the shared one from them.
+	BoundSources []string `json:"bound_sources,omitempty"`
+	// Error is why negotiation failed, when it did: the run then spoke
+	// MCPRevision without a session.
+	Error string `json:"error,omitempty"`
 }
 
 // PolicyInfo records the policy a run expected.

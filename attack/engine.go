@@ -40,7 +40,8 @@ type Job interface {
 // target answers (and, before an agreed start, waits for it), warns at a
 // terminal before load goes off loopback, raises the soft limit on open
 // file descriptors to the hard one and refuses a job that would not fit
-// (see DescriptorError), waits for the agreed start,
+// (see DescriptorError), lets a job that speaks MCP settle the revision
+// (an optional Negotiate method), waits for the agreed start,
 // archives every result as it comes with a progress line at a terminal,
 // stops adding load to a failing target, notes a wall-clock step, and
 // writes run.json at the start and again at the end. attack, verify and
@@ -186,6 +187,22 @@ func (e *Engine) Execute(ctx context.Context, job Job) (*Run, error) {
 			return nil, ErrCancelled
 		}
 		return nil, &UnreachableError{Target: run.Target, Err: err}
+	}
+	// A job that speaks MCP settles the revision first, from an address
+	// of its choosing (the contract probes', never the limit address).
+	if n, ok := job.(interface {
+		Negotiate(ctx context.Context, target string) ([]string, error)
+	}); ok {
+		notes, err := n.Negotiate(ctx, run.Target)
+		if ctx.Err() != nil {
+			return nil, ErrCancelled
+		}
+		if err != nil {
+			return nil, &SetupError{err}
+		}
+		for _, note := range notes {
+			say("%s", note)
+		}
 	}
 	if err := e.waitForStart(ctx); err != nil {
 		return nil, ErrCancelled

@@ -54,6 +54,31 @@ type Fleet struct {
 	// Epsilon is the collision distance the analysis will use, recorded
 	// in run.json (0: Backoff.Base/50).
 	Epsilon time.Duration
+	// MCP, when set, settles the MCP revision before the run (from its
+	// From address: set it to RowSource, never Source) and every MCP
+	// request speaks it (nil: [mcpwire.Latest], no negotiation).
+	MCP *MCPSession
+}
+
+// Negotiate implements the engine's optional negotiation: a fleet that
+// sends MCP requests settles the revision before the run.
+func (f Fleet) Negotiate(ctx context.Context, target string) ([]string, error) {
+	f = f.Defaults()
+	mcp := f.Surface == contract.MCP
+	for _, r := range f.Rows {
+		mcp = mcp || r.Surface == contract.MCP
+	}
+	if f.MCP == nil || !mcp {
+		return nil, nil
+	}
+	return f.MCP.Negotiate(ctx, target)
+}
+
+// Finish implements the engine's optional finish: run.json records the
+// MCP revision spoken and the handshakes it took.
+func (f Fleet) Finish(info *archive.RunInfo) {
+	f.MCP.wait()
+	f.MCP.Record(info)
 }
 
 // Defaults returns f with its zero fields set.
@@ -112,10 +137,12 @@ func (f Fleet) Info() archive.RunInfo {
 			sources = append(sources, s)
 		}
 	}
-	return archive.RunInfo{Profile: "fleet", WindowMS: f.Window.Milliseconds(),
+	info := archive.RunInfo{Profile: "fleet", WindowMS: f.Window.Milliseconds(),
 		Policy: archive.PolicyInfo{Surface: f.Surface, Limit: f.Limit, WindowMS: f.Window.Milliseconds()}, Sources: sources,
 		Fleet: &archive.FleetInfo{Surface: f.Surface, Source: f.Source, Clients: f.Clients, Requests: f.Requests, Strategy: string(f.Backoff.Strategy),
 			BaseMS: ms(f.Backoff.Base), CapMS: ms(f.Backoff.Cap), Attempts: f.Attempts, SlowDownMS: ms(f.SlowDown), EpsilonMS: ms(f.Epsilon), Rows: len(f.Rows)}}
+	f.MCP.Record(&info)
+	return info
 }
 
 // Run primes the address, runs the fleet against target and hands every
@@ -180,7 +207,7 @@ func (f Fleet) prime(ctx context.Context, target string, emit func(*vegeta.Resul
 			p.Sources = []string{f.Source}
 		}
 		refused := false
-		err := Plan{Profile: p, Window: f.Window, Timeout: f.Timeout}.Run(ctx, target, func(r *vegeta.Result) error {
+		err := Plan{Profile: p, Window: f.Window, Timeout: f.Timeout, MCP: f.MCP}.Run(ctx, target, func(r *vegeta.Result) error {
 			switch {
 			case r.Code == http.StatusTooManyRequests:
 				refused = true
@@ -205,7 +232,12 @@ func (f Fleet) rows(ctx context.Context, target string, emit func(*vegeta.Result
 		if ctx.Err() != nil {
 			return nil // stopped: send nothing more
 		}
-		tr, err := row.Targeter(target, nil, &ids, "")
+		var rev string
+		var sid *atomic.Pointer[client.Session]
+		if row.Surface == contract.MCP {
+			rev, sid = f.MCP.speech(f.RowSource)
+		}
+		tr, err := row.targeter(target, nil, &ids, "", rev, sid)
 		if err != nil {
 			return fmt.Errorf("row %s: %w", row.Name, err)
 		}
@@ -247,6 +279,9 @@ func (f Fleet) clientFrom(target, source string, i int, surface, stream string, 
 		Rand:     rng.Float64,
 	}
 	c.OnAttempt = func(a client.Attempt) { emit(attemptResult(surface, source, stream, i, a)) }
+	if surface == contract.MCP {
+		c.UseSession(f.MCP.Session())
+	}
 	return c
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/client"
+	"github.com/connectbyjbrh/ratecheck/contract"
 	"github.com/connectbyjbrh/ratecheck/redact"
 )
 
@@ -39,6 +40,27 @@ type Plan struct {
 	Shard Shard
 	// ClientVersion is the version MCP requests name in their clientInfo.
 	ClientVersion string
+	// MCP, when set, settles the MCP revision before the run (see
+	// [Plan.Negotiate]) and speaks it in every MCP request (nil:
+	// [mcpwire.Latest], no negotiation).
+	MCP *MCPSession
+}
+
+// Negotiate implements the engine's optional negotiation: when the plan
+// sends MCP requests and has an MCPSession, it settles the revision
+// against target before the run.
+func (pl Plan) Negotiate(ctx context.Context, target string) ([]string, error) {
+	if pl.MCP == nil || !speaksMCP(pl.Profile) {
+		return nil, nil
+	}
+	return pl.MCP.Negotiate(ctx, target)
+}
+
+// Finish implements the engine's optional finish: run.json records the
+// MCP revision spoken and the handshakes it took.
+func (pl Plan) Finish(info *archive.RunInfo) {
+	pl.MCP.wait()
+	pl.MCP.Record(info)
 }
 
 // unit is one attacker: one stream from one source.
@@ -112,6 +134,7 @@ func (pl Plan) Info() archive.RunInfo {
 	info := archive.RunInfo{Profile: p.Name, WindowMS: pl.Window.Milliseconds(),
 		Policy:  archive.PolicyInfo{Surface: p.Policy.Surface, Limit: p.Policy.Limit, WindowMS: p.Policy.Window.In(pl.Window).Milliseconds()},
 		Headers: redact.Header(pl.headers())}
+	pl.MCP.Record(&info)
 	if pl.Shard.Split() {
 		info.Shard = pl.Shard.String()
 	}
@@ -167,8 +190,19 @@ func (pl Plan) Run(ctx context.Context, target string, sink func(*vegeta.Result)
 	units := pl.units()
 	attackers := make([]*vegeta.Attacker, len(units))
 	targeters := make([]vegeta.Targeter, len(units))
+	// sessionOf maps the label of a unit that carries an MCP session to
+	// its source: a 404 to it gets that source a session of its own.
+	sessionOf := map[string]string{}
 	for i, u := range units {
-		tr, err := u.stream.Targeter(target, hdr, &ids, pl.ClientVersion)
+		var rev string
+		var sid *atomic.Pointer[client.Session]
+		if u.stream.Surface == contract.MCP {
+			rev, sid = pl.MCP.speech(u.source)
+			if sid != nil && carriesSession(u.stream) {
+				sessionOf[u.label] = u.source
+			}
+		}
+		tr, err := u.stream.targeter(target, hdr, &ids, pl.ClientVersion, rev, sid)
 		if err != nil {
 			return err
 		}
@@ -207,6 +241,11 @@ func (pl Plan) Run(ctx context.Context, target string, sink func(*vegeta.Result)
 				return sinkErr
 			}
 			g.answered(r)
+			if r.Code == http.StatusNotFound && len(sessionOf) > 0 {
+				if src, ok := sessionOf[r.Attack]; ok {
+					pl.MCP.ended(ctx, src)
+				}
+			}
 			if sinkErr == nil {
 				if sinkErr = sink(r); sinkErr != nil {
 					stopAll()

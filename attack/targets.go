@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/connectbyjbrh/ratecheck/client"
 	"github.com/connectbyjbrh/ratecheck/contract"
 	"github.com/connectbyjbrh/ratecheck/mcpwire"
 
@@ -25,6 +26,9 @@ type template struct {
 	// body is the whole body when it is fixed (REST, or an MCP override).
 	body  []byte
 	padTo int
+	// session, when set, holds the MCP session whose id the request
+	// carries in Mcp-Session-Id (read at every send: it may be renewed).
+	session *atomic.Pointer[client.Session]
 }
 
 // Targeter returns a [vegeta.Targeter] sending the stream's requests
@@ -34,10 +38,16 @@ type template struct {
 // clientVersion as the version of their clientInfo. The targeter is safe
 // for concurrent use.
 func (s Stream) Targeter(base string, extra http.Header, ids *atomic.Uint64, clientVersion string) (vegeta.Targeter, error) {
+	return s.targeter(base, extra, ids, clientVersion, "", nil)
+}
+
+// targeter is [Stream.Targeter] whose MCP requests speak in revision rev
+// ("": [mcpwire.Latest]) and carry the session of sid when it is set.
+func (s Stream) targeter(base string, extra http.Header, ids *atomic.Uint64, clientVersion, rev string, sid *atomic.Pointer[client.Session]) (vegeta.Targeter, error) {
 	base = strings.TrimRight(base, "/")
 	tpls := make([]template, len(s.Requests))
 	for i, r := range s.Requests {
-		t, err := r.template(s.Surface, base, extra, clientVersion)
+		t, err := r.template(s.Surface, base, extra, clientVersion, rev, sid)
 		if err != nil {
 			return nil, fmt.Errorf("stream %s request %d: %w", s.Name, i+1, err)
 		}
@@ -57,6 +67,11 @@ func (s Stream) Targeter(base string, extra http.Header, ids *atomic.Uint64, cli
 		default:
 			tgt.Body = t.body
 		}
+		if t.session != nil {
+			if cur := t.session.Load(); cur != nil && cur.ID != "" {
+				tgt.Header.Set(mcpwire.HeaderSessionID, cur.ID)
+			}
+		}
 		if t.padTo > len(tgt.Body) {
 			tgt.Body = append(tgt.Body, bytes.Repeat([]byte(" "), t.padTo-len(tgt.Body))...)
 		}
@@ -64,7 +79,7 @@ func (s Stream) Targeter(base string, extra http.Header, ids *atomic.Uint64, cli
 	}, nil
 }
 
-func (r Request) template(surface, base string, extra http.Header, clientVersion string) (template, error) {
+func (r Request) template(surface, base string, extra http.Header, clientVersion, rev string, sid *atomic.Pointer[client.Session]) (template, error) {
 	t := template{method: r.Method, header: extra.Clone(), padTo: r.PadTo}
 	if t.header == nil {
 		t.header = http.Header{}
@@ -90,9 +105,13 @@ func (r Request) template(surface, base string, extra http.Header, clientVersion
 		if r.RPC == "" {
 			t.header.Set("Content-Type", mcpwire.ContentTypeJSON)
 			t.header.Set("Accept", mcpwire.Accept)
-			t.header.Set(mcpwire.HeaderProtocolVersion, mcpwire.Latest)
+			if rev == "" || mcpwire.Modern(rev) {
+				t.header.Set(mcpwire.HeaderProtocolVersion, mcpwire.Latest)
+			} else if rev >= mcpwire.Revision20250618 {
+				t.header.Set(mcpwire.HeaderProtocolVersion, rev)
+			}
 		} else {
-			tpl, err := mcpwire.Build(mcpwire.Request{Method: r.RPC, Params: r.Params,
+			tpl, err := mcpwire.Build(mcpwire.Request{Method: r.RPC, Params: r.Params, Revision: rev,
 				Client: mcpwire.Implementation{Name: "ratecheck", Version: clientVersion}})
 			if err != nil {
 				return t, err
@@ -106,6 +125,11 @@ func (r Request) template(surface, base string, extra http.Header, clientVersion
 	if r.Body != nil {
 		t.mcp, t.body = nil, []byte(*r.Body)
 	}
+	// A GET or DELETE of the endpoint never carries the shared session: a
+	// DELETE would end it for every other request of the run.
+	if surface == contract.MCP && r.RPC != "" && sid != nil && !hasHeader(r.Headers, mcpwire.HeaderSessionID) {
+		t.session = sid
+	}
 	for k, v := range r.Headers {
 		if v == "" {
 			t.header.Del(k)
@@ -114,4 +138,14 @@ func (r Request) template(surface, base string, extra http.Header, clientVersion
 		}
 	}
 	return t, nil
+}
+
+// hasHeader reports whether h names the header key (in any case).
+func hasHeader(h map[string]string, key string) bool {
+	for k := range h {
+		if http.CanonicalHeaderKey(k) == http.CanonicalHeaderKey(key) {
+			return true
+		}
+	}
+	return false
 }

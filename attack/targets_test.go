@@ -1,6 +1,7 @@
 package attack
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/connectbyjbrh/ratecheck/client"
 	"github.com/connectbyjbrh/ratecheck/contract"
 )
 
@@ -102,3 +104,52 @@ func BenchmarkMCPTargeter(b *testing.B) {
 		_ = tr(&tgt)
 	}
 }
+
+// TestTargetsInAnOlderRevision: in a session of 2025-11-25 every JSON-RPC
+// message carries the session as it stands at each send (it may be
+// renewed) and MCP-Protocol-Version, and no _meta of 2026-07-28; a
+// request that names its own Mcp-Session-Id keeps it, and a GET or DELETE
+// of the endpoint never carries the shared session.
+func TestTargetsInAnOlderRevision(t *testing.T) {
+	var sid atomic.Pointer[client.Session]
+	sid.Store(&client.Session{Revision: mcpwire.Revision20251125, ID: "s1"})
+	for _, tt := range []struct {
+		name        string
+		req         Request
+		wantSession []string // at each of two sends; the session is renewed between them
+		wantVersion string
+	}{
+		{"tools/call", Request{RPC: "tools/call", Params: map[string]any{"name": "search"}}, []string{"s1", "s2"}, mcpwire.Revision20251125},
+		{"own session", Request{RPC: "tools/list", Headers: map[string]string{"mcp-session-id": "mine"}}, []string{"mine", "mine"}, mcpwire.Revision20251125},
+		{"raw body", Request{RPC: "tools/list", Body: ptr(`{"jsonrpc":`)}, []string{"s1", "s2"}, mcpwire.Revision20251125},
+		{"GET", Request{Method: http.MethodGet}, []string{"", ""}, mcpwire.Revision20251125},
+		{"DELETE", Request{Method: http.MethodDelete}, []string{"", ""}, mcpwire.Revision20251125},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sid.Store(&client.Session{Revision: mcpwire.Revision20251125, ID: "s1"})
+			s := Stream{Name: "s", Surface: contract.MCP, Requests: []Request{tt.req}}
+			tr, err := s.targeter("http://127.0.0.1:1", nil, new(atomic.Uint64), "test", mcpwire.Revision20251125, &sid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, want := range tt.wantSession {
+				var tgt vegeta.Target
+				if err := tr(&tgt); err != nil {
+					t.Fatal(err)
+				}
+				if got := tgt.Header.Get("Mcp-Session-Id"); got != want {
+					t.Errorf("send %d: Mcp-Session-Id %q, want %q", i, got, want)
+				}
+				if got := tgt.Header.Get("MCP-Protocol-Version"); got != tt.wantVersion {
+					t.Errorf("send %d: MCP-Protocol-Version %q, want %q", i, got, tt.wantVersion)
+				}
+				if tgt.Header.Get("Mcp-Method") != "" || bytes.Contains(tgt.Body, []byte("io.modelcontextprotocol/")) {
+					t.Errorf("send %d carries 2026-07-28 fields: %v %s", i, tgt.Header, tgt.Body)
+				}
+				sid.Store(&client.Session{Revision: mcpwire.Revision20251125, ID: "s2"})
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -125,6 +125,9 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 			start = 1.25 // from the limit address, once its budget is back
 		}
 		for _, s := range rows.Streams {
+			if o.Surfaces != nil && !slices.Contains(o.Surfaces, s.Surface) {
+				continue // a surface not verified is not probed
+			}
 			s.Sources, s.Start, s.Expect = src(2), Span{W: start}, nil
 			p.Streams = append(p.Streams, s)
 		}

@@ -132,6 +132,16 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		window = prof.Policy.Window.D
 	}
 	plan := attack.Plan{Profile: prof, Window: window, Headers: http.Header(o.headers), Timeout: o.timeout, Shard: shard, ClientVersion: version}
+	var used []string
+	for i := range prof.Streams {
+		for _, src := range prof.StreamSources(&prof.Streams[i]) {
+			if src == "" {
+				src = "127.0.0.1"
+			}
+			used = append(used, src)
+		}
+	}
+	plan.MCP = o.mcpSession(negotiationSource(o.target, used), o.timeout)
 	// Ceilings: a profile (or a --window that compresses it) that would send
 	// more than the operator allowed does not start.
 	if peak := plan.PeakRate(); peak > o.maxRate {
@@ -163,6 +173,7 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return failed(stderr, "attack", err)
 	}
 	fmt.Fprintf(stdout, "archived %d results in %s (%v)\n  %s\n", run.Results, run.Dir, run.Took.Round(time.Millisecond), run.Counts.String())
+	reportMCP(stderr, "attack", run.Info)
 	if err != nil {
 		return failed(stderr, "attack", err)
 	}

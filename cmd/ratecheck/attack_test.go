@@ -431,3 +431,12 @@ func TestAttackRecordsEveryRequestUnderFaults(t *testing.T) {
 		t.Errorf("%d archived, %d received, %d faults; want all 257 planned and archived, some faults", len(rs), received.Load()-1, errs)
 	}
 }
+
+// handshakeRequests is how many requests the run's MCP negotiation sent,
+// as run.json counts them: the target received them, results.bin holds
+// none.
+func handshakeRequests(info map[string]any) int64 {
+	m, _ := info["mcp"].(map[string]any)
+	n, _ := m["requests"].(float64)
+	return int64(n)
+}

@@ -8,10 +8,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
+	"github.com/connectbyjbrh/ratecheck/mcpwire"
 	"github.com/connectbyjbrh/ratecheck/redact"
 	"github.com/connectbyjbrh/ratecheck/target"
 )
@@ -71,11 +74,13 @@ var reachTimeout = 25 * time.Second
 var remoteWait = 5 * time.Second
 
 // runFlags are the flags of every command that sends load: where to, where
-// the run folder goes, and when to stop adding load to a failing target.
+// the run folder goes, when to stop adding load to a failing target, and
+// the MCP revision to speak.
 type runFlags struct {
-	target  string
-	out     string
-	abortAt string
+	target      string
+	out         string
+	abortAt     string
+	mcpRevision string
 }
 
 // declare adds the run flags to fs.
@@ -83,6 +88,54 @@ func (rf *runFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&rf.target, "target", "", "base `URL` of the target (default: the embedded reference target)")
 	fs.StringVar(&rf.out, "out", "results", "`dir`ectory the run folder is written under")
 	fs.StringVar(&rf.abortAt, "abort-at", "50%", "stop adding load when more than this `share` of the last 100 results were transport errors or 5xx (0: never)")
+	fs.StringVar(&rf.mcpRevision, "mcp-revision", "auto", "MCP protocol `revision` to speak: auto (ask the server, then the newest both speak), or one of "+strings.Join(mcpwire.Revisions(), ", "))
+}
+
+// checkMCPRevision validates --mcp-revision.
+func (rf *runFlags) checkMCPRevision() error {
+	if rf.mcpRevision == "auto" || mcpwire.Known(rf.mcpRevision) {
+		return nil
+	}
+	return fmt.Errorf("--mcp-revision %q: want auto or one of %s", rf.mcpRevision, strings.Join(mcpwire.Revisions(), ", "))
+}
+
+// mcpSession is the MCP session of a run that negotiates from the source
+// address from (the contract probes', never the limit address).
+func (rf *runFlags) mcpSession(from string, timeout time.Duration) *attack.MCPSession {
+	return &attack.MCPSession{Want: rf.mcpRevision, From: from, Timeout: timeout, ClientVersion: version}
+}
+
+// reportMCP says, after a run, what the MCP negotiation cost beyond the
+// handshake announced before it: the addresses the target bound its
+// sessions to, each given a handshake of its own.
+func reportMCP(stderr io.Writer, name string, info archive.RunInfo) {
+	m := info.MCP
+	if m == nil || m.Handshakes <= 1 {
+		return
+	}
+	if len(m.BoundSources) > 0 {
+		fmt.Fprintf(stderr, "ratecheck %s: the target bound its sessions to the address that opened them (a 404 to the shared one): %s each got a handshake of their own\n",
+			name, strings.Join(m.BoundSources, ", "))
+	}
+	fmt.Fprintf(stderr, "ratecheck %s: MCP handshakes: %d, %d requests in all (run.json mcp)\n", name, m.Handshakes, m.Requests)
+}
+
+// negotiationSource picks the address MCP negotiation goes out from when
+// the run has no contract address of its own: on a loopback target, the
+// first of 127.0.0.250 to 127.0.0.254 that no stream sends from (every
+// 127.0.0.x is local on Linux; "" counts as 127.0.0.1), so the handshake
+// spends no budget under test; elsewhere the system's choice ("").
+func negotiationSource(target string, used []string) string {
+	if !attack.IsLoopback(target) {
+		return ""
+	}
+	for n := 250; n <= 254; n++ {
+		a := fmt.Sprintf("127.0.0.%d", n)
+		if !slices.Contains(used, a) {
+			return a
+		}
+	}
+	return ""
 }
 
 // window is w, or when w is zero the default: documented for a --target,
@@ -101,6 +154,9 @@ func (rf *runFlags) window(w, documented, embedded time.Duration) time.Duration 
 // name, writing its messages to stderr; embedded starts the reference
 // target when no --target is given.
 func (rf *runFlags) engine(name string, stderr io.Writer, embedded func() (*target.Listener, error)) (*attack.Engine, error) {
+	if err := rf.checkMCPRevision(); err != nil {
+		return nil, err
+	}
 	abortShare, err := parsePercent(rf.abortAt)
 	if err != nil || abortShare > 1 {
 		return nil, fmt.Errorf("--abort-at %q: want a share such as 50%% (0 never aborts)", rf.abortAt)

@@ -113,7 +113,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if o.clientCmd != "" {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		for _, name := range []string{"target", "strategy", "base", "cap", "slow-down", "limit", "source", "rows", "faults", "timeout"} {
+		for _, name := range []string{"target", "strategy", "base", "cap", "slow-down", "limit", "source", "rows", "faults", "timeout", "mcp-revision"} {
 			if set[name] {
 				return usageErr(stderr, "fleet", "--%s does not go with --client-cmd: the program decides how it retries, and the embedded target is its server", name)
 			}
@@ -160,6 +160,11 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		f.Rows = rows.Streams
 	}
+	from := f.RowSource
+	if from == "" {
+		from = negotiationSource(o.target, []string{orLoopback(f.Source)})
+	}
+	f.MCP = o.mcpSession(from, o.timeout)
 	f = f.Defaults()
 	cfg := target.DefaultConfig()
 	cfg.Window, cfg.Faults, cfg.Seed = window, faults, o.seed
@@ -174,6 +179,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return failed(stderr, "fleet", err)
 	}
+	reportMCP(stderr, "fleet", run.Info)
 	in, err := analyze.Read([]string{run.Dir})
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck fleet: reading %s: %v\n", run.Dir, err)
@@ -226,4 +232,13 @@ func (o fleetOptions) check() error {
 		return fmt.Errorf("--window and --epsilon must not be negative")
 	}
 	return checkOutFile("--junit", o.junit)
+}
+
+// orLoopback is a source address, with "" (the system's choice) as
+// 127.0.0.1, where it lands on a loopback target.
+func orLoopback(src string) string {
+	if src == "" {
+		return "127.0.0.1"
+	}
+	return src
 }

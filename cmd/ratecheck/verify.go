@@ -125,6 +125,19 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return usageErr(stderr, "verify", "%v", err)
 	}
 	plan := attack.Plan{Profile: prof, Window: window, Timeout: o.timeout, ClientVersion: version}
+	if slices.Contains(surfaces, contract.MCP) {
+		// Negotiation goes out from the contract address, as the profile
+		// sends the contract probes; when that is the limit address too,
+		// the run waits a window for the handshake to leave it.
+		from := ""
+		if len(sources) > 0 {
+			from = sources[min(2, len(sources)-1)]
+		}
+		plan.MCP = o.mcpSession(from, o.timeout)
+		if len(sources) < 2 && (slices.Contains(groups, "limits") || slices.Contains(groups, "isolation")) {
+			plan.MCP.Settle = window
+		}
+	}
 	eng, err := o.runFlags.engine("verify", stderr, embeddedTarget(embeddedWith(window, restLimit, mcpLimit)))
 	if err != nil {
 		return usageErr(stderr, "verify", "%v", err)
@@ -135,6 +148,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if run == nil || (runErr != nil && exitFor(runErr) != exitUnreachable) {
 		return failed(stderr, "verify", runErr)
 	}
+	reportMCP(stderr, "verify", run.Info)
 	// A target that failed during the run still gets its verdict (what
 	// was received is judged), and the exit code says it failed.
 	code := exitOK

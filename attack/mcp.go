@@ -1,0 +1,271 @@
+package attack
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/client"
+	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/mcpwire"
+)
+
+// MCPSession is how the MCP requests of a run speak to the target. The
+// revision (Want: auto or one of [mcpwire.Revisions]) is settled once,
+// before the run, by [client.Client.Negotiate] from the address From, the
+// contract probes' address: never the limit address, whose budget is
+// under test. Every MCP request of the run is then built in that revision
+// and, for a revision before 2026-07-28, carries the Mcp-Session-Id the
+// server assigned and MCP-Protocol-Version.
+//
+// The session is used from every source address. A target that binds
+// sessions to an address answers 404 to it from another one: that address
+// then gets a handshake of its own, once, and so does any address whose
+// session the server ended during the run; run.json counts them.
+//
+// Set the exported fields before the run; an MCPSession serves one run
+// and is safe for concurrent use.
+type MCPSession struct {
+	// Want is what --mcp-revision asked for: "auto" (or "") or a revision.
+	Want string
+	// From is the source address negotiation goes out from ("": the
+	// system's choice).
+	From string
+	// Timeout bounds each handshake request (0: 10 s).
+	Timeout time.Duration
+	// ClientVersion is the version of the clientInfo sent.
+	ClientVersion string
+	// Settle, when set, is how long to wait after a negotiation that sent
+	// requests: when From is also the limit address, a window lets the
+	// handshake leave the budget under test before the run starts.
+	Settle time.Duration
+
+	mu       sync.Mutex
+	target   string
+	base     *client.Session
+	bySource map[string]*atomic.Pointer[client.Session]
+	renewing map[string]bool
+	info     archive.MCPInfo
+	done     bool
+	pending  sync.WaitGroup
+}
+
+// Negotiate settles the revision against target (a base URL) and returns
+// what a person should know. An "auto" negotiation that fails is a note,
+// not an error: the run then speaks [mcpwire.Latest] without a session
+// and its answers say what the target made of it. A named revision the
+// target does not speak is an error. Calling Negotiate again does
+// nothing.
+func (m *MCPSession) Negotiate(ctx context.Context, target string) (notes []string, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done {
+		return nil, nil
+	}
+	m.done, m.target = true, target
+	want := m.Want
+	if want == "" {
+		want = "auto"
+	}
+	m.info = archive.MCPInfo{Requested: want, From: m.From}
+	c := m.client(target, m.From)
+	c.OnAttempt = func(client.Attempt) { m.info.Requests++ } // every attempt, failed ones too
+	s, nerr := c.Negotiate(ctx, want)
+	m.info.Handshakes = 1
+	if nerr != nil {
+		if want != "auto" {
+			return nil, fmt.Errorf("--mcp-revision %s: %w", want, nerr)
+		}
+		m.info.Error = nerr.Error()
+		m.base = &client.Session{Revision: mcpwire.Latest}
+		return []string{fmt.Sprintf("MCP revision negotiation failed (%v): speaking %s without a session", nerr, mcpwire.Latest)}, nil
+	}
+	m.base = s
+	m.info.Supported, m.info.Session = s.Supported, s.ID != ""
+	if s.Server.Name != "" {
+		m.info.Server = strings.TrimSuffix(s.Server.Name+"/"+s.Server.Version, "/")
+	}
+	from := m.From
+	if from == "" {
+		from = "the system's address"
+	}
+	plural := "s"
+	if m.info.Requests == 1 {
+		plural = ""
+	}
+	note := fmt.Sprintf("MCP revision %s (--mcp-revision %s; negotiated from %s in %d request%s", s.Revision, want, from, m.info.Requests, plural)
+	if s.ID != "" {
+		note += ", session assigned"
+	}
+	notes = []string{note + ")"}
+	if m.Settle > 0 && m.info.Requests > 0 {
+		notes = append(notes, fmt.Sprintf("waited %v for the handshake to leave the limit address's window (a contract address in --sources saves the wait)", m.Settle))
+		t := time.NewTimer(m.Settle)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return notes, ctx.Err()
+		case <-t.C:
+		}
+	}
+	return notes, nil
+}
+
+// Revision returns the revision spoken ("" before [MCPSession.Negotiate]).
+func (m *MCPSession) Revision() string {
+	if m == nil {
+		return ""
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.base == nil {
+		return ""
+	}
+	return m.base.Revision
+}
+
+// Session returns the session negotiated (nil before
+// [MCPSession.Negotiate]), for clients that share it (see
+// [client.Client.UseSession]).
+func (m *MCPSession) Session() *client.Session {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.base
+}
+
+// Info returns what run.json records of the negotiation.
+func (m *MCPSession) Info() *archive.MCPInfo {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.done {
+		return nil
+	}
+	info := m.info
+	info.Supported = slices.Clone(info.Supported)
+	info.BoundSources = slices.Clone(info.BoundSources)
+	return &info
+}
+
+// Record writes the revision and the negotiation into info (nothing
+// before [MCPSession.Negotiate]).
+func (m *MCPSession) Record(info *archive.RunInfo) {
+	if mi := m.Info(); mi != nil {
+		info.MCPRevision, info.MCP = m.Revision(), mi
+	}
+}
+
+// speech returns how the requests from source speak: the revision, and
+// the session they carry (nil when there is none).
+func (m *MCPSession) speech(source string) (rev string, sid *atomic.Pointer[client.Session]) {
+	if m == nil {
+		return "", nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.base == nil {
+		return "", nil
+	}
+	if m.base.ID == "" {
+		return m.base.Revision, nil
+	}
+	if m.bySource == nil {
+		m.bySource = map[string]*atomic.Pointer[client.Session]{}
+	}
+	p := m.bySource[source]
+	if p == nil {
+		p = new(atomic.Pointer[client.Session])
+		p.Store(m.base)
+		m.bySource[source] = p
+	}
+	return m.base.Revision, p
+}
+
+// ended handles a 404 to a request from source that carried the session:
+// the target ended that session, or binds sessions to the address they
+// were made from. source then gets a handshake of its own, from itself,
+// once at a time; it returns at once and the handshake runs meanwhile.
+// Requests sent before it ends still carry the old session.
+func (m *MCPSession) ended(ctx context.Context, source string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.bySource[source]
+	if m.base == nil || m.base.ID == "" || p == nil || m.renewing[source] {
+		return
+	}
+	if m.renewing == nil {
+		m.renewing = map[string]bool{}
+	}
+	m.renewing[source] = true
+	old := p.Load()
+	m.pending.Add(1)
+	go func() {
+		defer m.pending.Done()
+		var sent atomic.Int64
+		c := m.client(m.target, source)
+		c.OnAttempt = func(client.Attempt) { sent.Add(1) }
+		s, err := c.Negotiate(ctx, old.Revision)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.renewing[source] = false
+		m.info.Handshakes++
+		m.info.Requests += int(sent.Load())
+		if err != nil {
+			return
+		}
+		p.Store(s)
+		if source != m.From && !slices.Contains(m.info.BoundSources, source) {
+			m.info.BoundSources = append(m.info.BoundSources, source)
+		}
+	}()
+}
+
+// wait waits for the handshakes under way.
+func (m *MCPSession) wait() {
+	if m != nil {
+		m.pending.Wait()
+	}
+}
+
+// client is a client of target sending from source.
+func (m *MCPSession) client(target, source string) *client.Client {
+	timeout := m.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	return &client.Client{BaseURL: target, HTTP: httpClient(source, timeout), Attempts: 2,
+		Backoff:    client.Backoff{Base: 100 * time.Millisecond, Cap: time.Second},
+		ClientInfo: mcpwire.Implementation{Name: "ratecheck", Version: m.ClientVersion}}
+}
+
+// speaksMCP reports whether a profile sends MCP requests.
+func speaksMCP(p *Profile) bool {
+	for _, s := range p.Streams {
+		if s.Surface == contract.MCP {
+			return true
+		}
+	}
+	return false
+}
+
+// carriesSession reports whether every request of an MCP stream carries
+// the run's session: a JSON-RPC message whose headers do not name their
+// own Mcp-Session-Id.
+func carriesSession(s *Stream) bool {
+	for _, r := range s.Requests {
+		if r.RPC == "" || hasHeader(r.Headers, mcpwire.HeaderSessionID) {
+			return false
+		}
+	}
+	return len(s.Requests) > 0
+}

@@ -202,7 +202,7 @@ func TLSHint(err error) (hint string, ok bool) {
 		return "the server wants a client certificate it trusts: use --cert FILE and --key FILE", true
 	case remote:
 		return "the server ended the TLS handshake: check --cert and --key, or the TLS versions it accepts", true
-	case errors.As(err, &header):
+	case errors.As(err, &header) || (err != nil && strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")):
 		return "the server does not speak TLS there: use an http:// --target", true
 	case errors.As(err, &verify):
 		return "the server's certificate could not be verified: use --cacert FILE or --insecure", true

@@ -123,8 +123,18 @@ func TestVerifyTLS(t *testing.T) {
 		t.Errorf("verify without --cacert: exit %d, want 2 and a TLS message naming --cacert\n%s%s", code, stdout, stderr)
 	}
 
+	// A target of its own: verify spent the budgets of the first.
+	ts = httptest.NewTLSServer(referenceHandler(t, verifyWindow))
+	defer ts.Close()
+	ca = serverCA(t, ts)
 	if code, stdout, stderr := runAttackOn(t, ts.URL, "--insecure"); code != exitOK {
 		t.Errorf("attack --insecure: exit %d\n%s%s", code, stdout, stderr)
+	}
+	// fleet: the primer, the clients and the rows all go over TLS.
+	code, stdout, stderr = runCmd(t, "fleet", "--out", t.TempDir(), "--target", ts.URL, "--cacert", ca, "--window", verifyWindow.String(),
+		"--clients", "3", "--requests", "1", "--attempts", "2")
+	if (code != exitOK && code != exitCheckFailed) || !strings.Contains(stdout, "fleet") || strings.Contains(stdout+stderr, "x509") {
+		t.Errorf("fleet --cacert: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
 

@@ -63,6 +63,10 @@ type Engine struct {
 	// start at: the engine waits for it, and keeps trying an unreachable
 	// target until then.
 	StartAt time.Time
+	// Announce, when set, is said once the job's source addresses are
+	// known to be usable, before the target is started or reached: what
+	// the run is about to do.
+	Announce string
 	// Seed and Version are recorded in run.json.
 	Seed    uint64
 	Version string
@@ -165,6 +169,9 @@ func (e *Engine) Execute(ctx context.Context, job Job) (*Run, error) {
 	}
 	if err := CheckSources(job.Info().Sources); err != nil {
 		return nil, &SetupError{err}
+	}
+	if e.Announce != "" {
+		say("%s", e.Announce)
 	}
 	run := &Run{Target: e.Target, Embedded: e.Target == "", Counts: &Counts{}}
 	if run.Embedded {

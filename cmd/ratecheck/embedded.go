@@ -85,6 +85,18 @@ func (rf *runFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&rf.abortAt, "abort-at", "50%", "stop adding load when more than this `share` of the last 100 results were transport errors or 5xx (0: never)")
 }
 
+// window is w, or when w is zero the default: documented for a --target,
+// embedded for the embedded target (which runs in compressed time).
+func (rf *runFlags) window(w, documented, embedded time.Duration) time.Duration {
+	switch {
+	case w != 0:
+		return w
+	case rf.target == "":
+		return embedded
+	}
+	return documented
+}
+
 // engine checks the run flags and returns the engine of a run of command
 // name, writing its messages to stderr; embedded starts the reference
 // target when no --target is given.

@@ -121,21 +121,14 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 				return usageErr(stderr, "fleet", "--%s does not go with --client-cmd: the program decides how it retries, and the embedded target is its server", name)
 			}
 		}
-		switch {
-		case o.surface != contract.REST && o.surface != contract.MCP:
-			return usageErr(stderr, "fleet", "--surface %q: want rest or mcp", o.surface)
-		case o.clients < 2:
-			return usageErr(stderr, "fleet", "--clients must be at least 2 (collisions need pairs)")
-		case o.requests < 1 || o.attempts < 1:
-			return usageErr(stderr, "fleet", "--requests and --attempts must be at least 1")
-		case o.barrier <= 0 || o.clientTimeout <= 0 || o.window < 0 || o.epsilon < 0:
-			return usageErr(stderr, "fleet", "--barrier and --client-timeout must be positive, --window and --epsilon not negative")
+		if o.barrier <= 0 || o.clientTimeout <= 0 {
+			return usageErr(stderr, "fleet", "--barrier and --client-timeout must be positive")
+		}
+		if err := o.check(); err != nil {
+			return usageErr(stderr, "fleet", "%v", err)
 		}
 		if !set["requests"] {
 			o.requests = 5 // one of each answer of the script, and a shared 429 first
-		}
-		if err := checkOutFile("--junit", o.junit); err != nil {
-			return usageErr(stderr, "fleet", "%v", err)
 		}
 		return runPrograms(ctx, o, stdout, stderr)
 	}
@@ -144,31 +137,19 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr(stderr, "fleet", "--strategy: %v", err)
 	}
 	switch {
-	case o.surface != contract.REST && o.surface != contract.MCP:
-		return usageErr(stderr, "fleet", "--surface %q: want rest or mcp", o.surface)
-	case o.clients < 2:
-		return usageErr(stderr, "fleet", "--clients must be at least 2 (collisions need pairs)")
-	case o.requests < 1 || o.attempts < 1:
-		return usageErr(stderr, "fleet", "--requests and --attempts must be at least 1")
-	case o.base < 0 || o.cap < 0 || o.window < 0 || o.epsilon < 0 || o.slowDown < 0 || o.limit < 0 || o.timeout <= 0:
+	case o.base < 0 || o.cap < 0 || o.slowDown < 0 || o.limit < 0 || o.timeout <= 0:
 		return usageErr(stderr, "fleet", "durations and --limit must not be negative, --timeout positive")
 	case o.faults != "" && o.target != "":
 		return usageErr(stderr, "fleet", "--faults configures the embedded target; a --target has faults of its own")
 	}
-	if err := checkOutFile("--junit", o.junit); err != nil {
+	if err := o.check(); err != nil {
 		return usageErr(stderr, "fleet", "%v", err)
 	}
 	faults, err := target.ParseFaults(o.faults)
 	if err != nil {
 		return usageErr(stderr, "fleet", "--faults: %v", err)
 	}
-	window := o.window
-	if window == 0 {
-		window = time.Minute
-		if o.target == "" {
-			window = 30 * time.Second
-		}
-	}
+	window := o.runFlags.window(o.window, time.Minute, 30*time.Second)
 	f := attack.Fleet{Surface: o.surface, Clients: o.clients, Requests: o.requests,
 		Backoff: client.Backoff{Strategy: strategy, Base: o.base, Cap: o.cap}, Attempts: o.attempts, SlowDown: o.slowDown,
 		Limit: o.limit, Window: window, Timeout: o.timeout, Seed: o.seed, Source: o.source, Epsilon: o.epsilon}
@@ -194,7 +175,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr(stderr, "fleet", "%v", err)
 	}
 	eng.Folder, eng.Seed, eng.Network = "fleet", o.seed, f.Network
-	fmt.Fprintf(stderr, "ratecheck fleet: %d clients from %s, strategy %s, base %v, cap %v, %d attempts, ε %v\n",
+	eng.Announce = fmt.Sprintf("%d clients from %s, strategy %s, base %v, cap %v, %d attempts, ε %v",
 		f.Clients, orDefault(f.Source), strategy, f.Backoff.Base, f.Backoff.Cap, f.Attempts, f.Epsilon)
 	run, err := eng.Execute(ctx, f)
 	if err != nil {
@@ -237,4 +218,19 @@ func orDefault(source string) string {
 		return "the default address"
 	}
 	return source
+}
+
+// check validates the flags both kinds of fleet share.
+func (o fleetOptions) check() error {
+	switch {
+	case o.surface != contract.REST && o.surface != contract.MCP:
+		return fmt.Errorf("--surface %q: want rest or mcp", o.surface)
+	case o.clients < 2:
+		return fmt.Errorf("--clients must be at least 2 (collisions need pairs)")
+	case o.requests < 1 || o.attempts < 1:
+		return fmt.Errorf("--requests and --attempts must be at least 1")
+	case o.window < 0 || o.epsilon < 0:
+		return fmt.Errorf("--window and --epsilon must not be negative")
+	}
+	return checkOutFile("--junit", o.junit)
 }

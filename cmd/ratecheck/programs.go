@@ -139,10 +139,7 @@ func first(xs []string, n int) []string {
 // runPrograms runs a fleet of client programs and judges it from the
 // server's records alone.
 func runPrograms(ctx context.Context, o fleetOptions, stdout, stderr io.Writer) int {
-	window := o.window
-	if window == 0 {
-		window = 30 * time.Second
-	}
+	window := o.runFlags.window(o.window, time.Minute, 30*time.Second)
 	requests := o.requests
 	p, start := newProgramsRun(o, window)
 	job := &attack.Programs{Command: o.clientCmd, Clients: o.clients, Surface: o.surface, Requests: requests,
@@ -159,7 +156,7 @@ func runPrograms(ctx context.Context, o fleetOptions, stdout, stderr io.Writer) 
 		return usageErr(stderr, "fleet", "%v", err)
 	}
 	eng.Folder, eng.Seed = "fleet-clients", o.seed
-	fmt.Fprintf(stderr, "ratecheck fleet: %d copies of %q on %s, %d requests each; the first requests wait for all of them (at most --barrier %v)\n",
+	eng.Announce = fmt.Sprintf("%d copies of %q on %s, %d requests each; the first requests wait for all of them (at most --barrier %v)",
 		o.clients, o.clientCmd, o.surface, requests, o.barrier)
 	run, err := eng.Execute(ctx, job)
 	if err != nil {

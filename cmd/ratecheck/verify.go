@@ -112,13 +112,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return usageErr(stderr, "verify", "--surfaces: %v", err)
 	}
-	window := o.window
-	if window == 0 {
-		window = time.Minute
-		if o.target == "" {
-			window = 6 * time.Second
-		}
-	}
+	window := o.runFlags.window(o.window, time.Minute, 6*time.Second)
 	sources, err := parseAddresses(o.sources)
 	if err != nil {
 		return usageErr(stderr, "verify", "--sources: %v", err)
@@ -142,7 +136,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return usageErr(stderr, "verify", "%v", err)
 	}
 	eng.Folder, eng.Seed, eng.Network = prof.Name, 1, nw
-	fmt.Fprintf(stderr, "ratecheck verify: probing %s for about %v (window %v)\n", strings.Join(surfaces, " and "), plan.Duration().Round(100*time.Millisecond), window)
+	eng.Announce = fmt.Sprintf("probing %s for about %v (window %v)", strings.Join(surfaces, " and "), plan.Duration().Round(100*time.Millisecond), window)
 	run, runErr := eng.Execute(ctx, plan)
 	if run == nil || (runErr != nil && exitFor(runErr) != exitUnreachable) {
 		return failed(stderr, "verify", runErr)

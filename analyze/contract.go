@@ -38,6 +38,9 @@ type ContractRow struct {
 	// result of a 200); CodeBy the error code and isError. Both are
 	// BySpec or ByAPI.
 	StatusBy, CodeBy string
+	// Retired is a row no longer probed, judged only in archived runs
+	// that have it.
+	Retired bool
 }
 
 // By says who fixes the row: BySpec, ByAPI, or "spec+api" when the
@@ -81,6 +84,9 @@ var ContractRows = []ContractRow{
 	{Stream: "mcp-unknown-tool", Surface: contract.MCP, Status: 200, RPCCode: -32602, What: "unknown tool", StatusBy: ByAPI, CodeBy: BySpec},
 	{Stream: "mcp-session-id-ignored", Surface: contract.MCP, Status: 200, What: "Mcp-Session-Id ignored (this revision has no sessions)", StatusBy: ByAPI, CodeBy: ByAPI},
 	{Stream: "mcp-last-event-id-ignored", Surface: contract.MCP, Status: 200, What: "Last-Event-ID on a POST ignored", StatusBy: ByAPI, CodeBy: ByAPI},
+	// Both headers in one probe, as earlier versions sent it: judged
+	// when an archived run has it, never sent now.
+	{Stream: "mcp-session-headers-ignored", Surface: contract.MCP, Status: 200, What: "Mcp-Session-Id and Last-Event-ID ignored", StatusBy: ByAPI, CodeBy: ByAPI, Retired: true},
 }
 
 // JudgedBy names what judges the requests of a stream: "contract" for a

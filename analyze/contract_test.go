@@ -94,6 +94,7 @@ func TestContractRowsBy(t *testing.T) {
 		"mcp-foreign-origin": "spec+api", "mcp-get-stream": "spec", "mcp-delete-session": "api", "mcp-body-too-large": "api",
 		"mcp-bad-json": "spec", "mcp-header-mismatch": "spec", "mcp-unknown-method": "spec+api", "mcp-empty-query": "api",
 		"mcp-unknown-page": "api", "mcp-unknown-tool": "spec+api", "mcp-session-id-ignored": "api", "mcp-last-event-id-ignored": "api",
+		"mcp-session-headers-ignored": "api",
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("By (-want +got):\n%s", d)

@@ -82,7 +82,7 @@ var ContractRows = []ContractRow{
 	// -32602 for an unknown tool is the specification's; answering it
 	// with 200 is the API's.
 	{Stream: "mcp-unknown-tool", Surface: contract.MCP, Status: 200, RPCCode: -32602, What: "unknown tool", StatusBy: ByAPI, CodeBy: BySpec},
-	{Stream: "mcp-session-id-ignored", Surface: contract.MCP, Status: 200, What: "Mcp-Session-Id ignored (this revision has no sessions)", StatusBy: ByAPI, CodeBy: ByAPI},
+	{Stream: "mcp-session-id-ignored", Surface: contract.MCP, Status: 200, What: "Mcp-Session-Id ignored: this revision has no sessions", StatusBy: ByAPI, CodeBy: ByAPI},
 	{Stream: "mcp-last-event-id-ignored", Surface: contract.MCP, Status: 200, What: "Last-Event-ID on a POST ignored", StatusBy: ByAPI, CodeBy: ByAPI},
 	// Both headers in one probe, as earlier versions sent it: judged
 	// when an archived run has it, never sent now.

@@ -32,9 +32,9 @@ func (n *netFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&n.key, "key", "", "private key PEM `file` of --cert (default: read from --cert)")
 	fs.BoolVar(&n.http2, "http2", false, "offer HTTP/2 to an https target (default HTTP/1.1)")
 	fs.BoolVar(&n.h2c, "h2c", false, "speak HTTP/2 without TLS to an http target (prior knowledge)")
-	fs.IntVar(&n.connections, "connections", client.DefaultIdleConnections, "idle keep-alive `connections` kept per target host, per stream and source")
-	fs.IntVar(&n.maxConnections, "max-connections", 0, "most `connections` open per target host at once, per stream and source (0: no cap)")
-	fs.Uint64Var(&n.maxWorkers, "max-workers", 0, "most requests in flight per stream and source (0: no cap); a stream that reaches it sends late, and the run says how late")
+	fs.IntVar(&n.connections, "connections", client.DefaultIdleConnections, "`n` idle keep-alive connections kept per target host, per stream and source")
+	fs.IntVar(&n.maxConnections, "max-connections", 0, "at most `n` connections open per target host at once, per stream and source (0: no cap)")
+	fs.Uint64Var(&n.maxWorkers, "max-workers", 0, "at most `n` requests in flight per stream and source (0: no cap); a stream that reaches it sends late, and the run says how late")
 }
 
 // network checks the flags against the target (base URL; "" for the

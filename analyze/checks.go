@@ -385,7 +385,7 @@ func judgeContract(e *evidence) (string, string) {
 			continue
 		}
 		if p := checkRow(row, r, e.tab); p != "" {
-			bad = append(bad, fmt.Sprintf("%s (%s): %s", row.Stream, row.What, p))
+			bad = append(bad, fmt.Sprintf("%s (%s) [%s]: %s", row.Stream, row.What, row.By(), p))
 		}
 	}
 	switch {
@@ -396,5 +396,15 @@ func judgeContract(e *evidence) (string, string) {
 	case len(unanswered) > 0:
 		return Inconclusive, fmt.Sprintf("%d of %d rows got no answer, so they prove nothing: %s", len(unanswered), len(rows), strings.Join(unanswered, "; "))
 	}
-	return Pass, fmt.Sprintf("all %d failure-table rows answer as documented and are classified as answers, not retried", len(rows))
+	spec := 0
+	for _, h := range hits {
+		if ContractRows[h.row].By() != ByAPI {
+			spec++
+		}
+	}
+	by := "all documented by this API alone"
+	if spec > 0 {
+		by = fmt.Sprintf("%d fixed at least in part by the MCP specification, %d documented by this API alone", spec, len(rows)-spec)
+	}
+	return Pass, fmt.Sprintf("all %d failure-table rows answer as documented and are classified as answers, not retried (%s)", len(rows), by)
 }

@@ -42,6 +42,12 @@ type RunInfo struct {
 	Seed        uint64              `json:"seed"`
 	Results     int                 `json:"results"`
 	Interrupted bool                `json:"interrupted,omitempty"`
+	// BehindMS is the latest an open-model request went out after its
+	// planned time, and LateRequests how many went out more than 10 ms
+	// late, when any did (a stream held at --max-workers, or a machine too
+	// slow for the plan): the target then saw a gentler load than planned.
+	BehindMS     float64 `json:"behind_ms,omitempty"`
+	LateRequests int     `json:"late_requests,omitempty"`
 	// Shard is "i/n" when the run was shard i of an attack split over n
 	// machines; StartAt is the instant the shards agreed to start at.
 	Shard   string     `json:"shard,omitempty"`

@@ -18,6 +18,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/mcpwire"
 )
 
 // Options say what a reader keeps of each result beyond its times, status
@@ -396,6 +397,7 @@ func (it *interner) record(r *result) Record {
 	var a Answer
 	if it.opts.KeepBody != nil && it.opts.KeepBody(l.Stream) {
 		a.Body = r.Body[:min(len(r.Body), MaxKeptBody)]
+		a.ContentType = r.ContentType
 	}
 	if r.Code == 429 {
 		if it.opts.Judge != nil {
@@ -428,7 +430,7 @@ func (it *interner) record(r *result) Record {
 			it.seen[k] = n + 1
 			it.pending = append(it.pending, Sample{Labels: Labels{Surface: l.Surface, Source: l.Source, Stream: l.Stream}, Code: r.Code,
 				Refused: refusedBad, Path: strings.Clone(cut(pathOf(r.URL), maxText)), ContentType: strings.Clone(cut(r.ContentType, maxText)),
-				Body: bytes.Clone(r.Body[:min(len(r.Body), MaxSample)])})
+				Body: bytes.Clone(sampleOf(r.ContentType, r.Body))})
 		}
 	}
 	return rec
@@ -497,6 +499,17 @@ func (it *interner) fold(r *result) uint32 {
 	return id
 }
 
+// sampleOf is the first MaxSample bytes of an answer body, or of the
+// JSON-RPC response an event stream carries: what a report quotes.
+func sampleOf(contentType string, body []byte) []byte {
+	if mcpwire.IsEventStream(contentType) {
+		if data, err := mcpwire.ResponseJSON(contentType, body, nil); err == nil {
+			body = data
+		}
+	}
+	return body[:min(len(body), MaxSample)]
+}
+
 // takeSamples returns the samples taken since the last call, in the order
 // taken, and starts afresh: a batch's candidates, which the reader keeps
 // or drops in file order.
@@ -561,7 +574,7 @@ type interner struct {
 	seen    map[sampleKey]int
 }
 
-type answerKey struct{ body, allow, retryAfter, rateLimit, err string }
+type answerKey struct{ body, allow, retryAfter, rateLimit, err, contentType string }
 
 // answer returns the index of a's copy in the answers table (a's fields
 // may alias the decoded result, which it does not keep). Bodies are shared
@@ -575,7 +588,8 @@ type answerKey struct{ body, allow, retryAfter, rateLimit, err string }
 // keeps only its status) and is counted in reader.dropped.
 func (it *interner) answer(a Answer) uint32 {
 	a.Allow, a.RetryAfter, a.RateLimit, a.Err = cut(a.Allow, maxText), cut(a.RetryAfter, maxText), cut(a.RateLimit, maxText), cut(a.Err, maxText)
-	k := answerKey{view(a.Body), a.Allow, a.RetryAfter, a.RateLimit, a.Err}
+	a.ContentType = cut(a.ContentType, maxText)
+	k := answerKey{view(a.Body), a.Allow, a.RetryAfter, a.RateLimit, a.Err, a.ContentType}
 	if id, ok := it.answers[k]; ok {
 		return id
 	}
@@ -598,11 +612,11 @@ func (it *interner) answer(a Answer) uint32 {
 		}
 	}
 	v := Answer{Body: body, Allow: strings.Clone(a.Allow), RetryAfter: strings.Clone(a.RetryAfter),
-		RateLimit: strings.Clone(a.RateLimit), Err: strings.Clone(a.Err)}
+		RateLimit: strings.Clone(a.RateLimit), Err: strings.Clone(a.Err), ContentType: strings.Clone(a.ContentType)}
 	id := it.tab.answers.add(v)
 	// Kept even past 4096: without the headers, answers differ only by
 	// contract probes' bodies, error kinds and Allow, which are few.
-	it.answers[answerKey{string(v.Body), v.Allow, v.RetryAfter, v.RateLimit, v.Err}] = id
+	it.answers[answerKey{string(v.Body), v.Allow, v.RetryAfter, v.RateLimit, v.Err, v.ContentType}] = id
 	return id
 }
 

@@ -83,6 +83,10 @@ type Answer struct {
 	// Err is the transport error of a result without an answer (code 0);
 	// from a file, only its kind (see ErrKind).
 	Err string
+	// ContentType is the answer's Content-Type, kept with its Body (so
+	// that an event stream is read as one, and a body that is not JSON
+	// is named by its type).
+	ContentType string
 }
 
 // Sample is what came back for one result: the first few results of each
@@ -134,6 +138,14 @@ func (t *Tables) Answer(r *Record) *Answer {
 		return nil
 	}
 	return t.answers.at(r.answer)
+}
+
+// ContentType returns the Content-Type kept with r's body, if any.
+func (t *Tables) ContentType(r *Record) string {
+	if a := t.Answer(r); a != nil {
+		return a.ContentType
+	}
+	return ""
 }
 
 // Body returns the body r kept, if any.

@@ -17,6 +17,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/client"
 	"github.com/connectbyjbrh/ratecheck/redact"
 )
 
@@ -85,6 +86,9 @@ type Engine struct {
 	ReachTimeout, RemoteWait time.Duration
 	// Sink, when set, also sees every result, after it was archived.
 	Sink func(*vegeta.Result)
+	// Network is how the reachability check reaches the target (nil:
+	// HTTP/1.1, the system's roots); give it the job's.
+	Network *client.Network
 }
 
 // Run is what the engine archived.
@@ -129,6 +133,18 @@ func (e *UnreachableError) Error() string {
 }
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
+// TLSError is a target whose TLS handshake failed: it answers, but not to
+// a client configured as this one is. Hint names the flag that fixes it.
+type TLSError struct {
+	Target, Hint string
+	Err          error
+}
+
+func (e *TLSError) Error() string {
+	return fmt.Sprintf("TLS with %s failed: %v: %s", e.Target, e.Err, e.Hint)
+}
+func (e *TLSError) Unwrap() error { return e.Err }
+
 // RunError is a run that ended early but archived what it received: Err
 // is ErrInterrupted, a *FailingError, a *LocalLimitError (this machine's
 // limit) or an archive write error.
@@ -154,8 +170,8 @@ func (e *RunError) Unwrap() error { return e.Err }
 // Execute runs job as the engine is configured. It returns the run and
 // nil; or the run and a *RunError when the run ended early (interrupted,
 // a failing target, a write error) with what it received archived; or nil
-// and ErrCancelled, a *SetupError or an *UnreachableError when nothing was
-// sent.
+// and ErrCancelled, a *SetupError (a *TLSError in it when the TLS
+// handshake failed) or an *UnreachableError when nothing was sent.
 func (e *Engine) Execute(ctx context.Context, job Job) (*Run, error) {
 	say := func(format string, args ...any) {
 		fmt.Fprintf(e.Stderr, "ratecheck %s: %s\n", e.Command, fmt.Sprintf(format, args...))
@@ -185,6 +201,9 @@ func (e *Engine) Execute(ctx context.Context, job Job) (*Run, error) {
 	if err := e.reachableBy(ctx, run.Target); err != nil {
 		if ctx.Err() != nil {
 			return nil, ErrCancelled
+		}
+		if t, ok := err.(*TLSError); ok {
+			return nil, &SetupError{t}
 		}
 		return nil, &UnreachableError{Target: run.Target, Err: err}
 	}
@@ -328,9 +347,9 @@ func (e *Engine) reachableBy(ctx context.Context, target string) error {
 		timeout = 25 * time.Second
 	}
 	for said := false; ; said = true {
-		err := Reachable(ctx, target, timeout)
+		err := Reachable(ctx, e.Network, target, timeout)
 		left := time.Until(e.StartAt)
-		if err == nil || left <= 0 || ctx.Err() != nil {
+		if _, tlsErr := err.(*TLSError); err == nil || tlsErr || left <= 0 || ctx.Err() != nil {
 			return err
 		}
 		if !said {
@@ -345,21 +364,28 @@ func (e *Engine) reachableBy(ctx context.Context, target string) error {
 }
 
 // Reachable reports whether the target answers HTTP at all (any status)
-// within timeout, saying what is wrong when it does not. It follows no
-// redirect, as the attack follows none: a redirect to the same origin (a
-// path) is an answer, and one to another scheme, host or port is an
-// error that names it (*RedirectError): every request of the attack would
-// get that redirect instead of an answer.
-func Reachable(ctx context.Context, base string, timeout time.Duration) error {
+// within timeout, reached as nw says (nil: HTTP/1.1, the system's roots),
+// saying what is wrong when it does not: a failed TLS handshake is a
+// *TLSError naming the flag that fixes it. It follows no redirect, as the
+// attack follows none: a redirect to the same origin (a path) is an
+// answer, and one to another scheme, host or port is an error that names
+// it (*RedirectError): every request of the attack would get that redirect
+// instead of an answer.
+func Reachable(ctx context.Context, nw *client.Network, base string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodHead, base+"/", nil)
 	if err != nil {
 		return err
 	}
-	resp, err := reachClient.Do(req)
+	hc := nw.Client("", 0)
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Do(req)
+	hint, isTLS := client.TLSHint(err)
 	switch {
 	case err == nil:
+	case isTLS:
+		return &TLSError{Target: base, Hint: hint, Err: tlsCause(err)}
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
 		return fmt.Errorf("no answer to HEAD / within %v: it accepts connections but does not answer (stalled or overloaded)", timeout)
 	case errors.Is(err, syscall.ECONNREFUSED):
@@ -376,9 +402,6 @@ func Reachable(ctx context.Context, base string, timeout time.Duration) error {
 	}
 	return nil
 }
-
-// reachClient is the reachability check's client: it follows no redirect.
-var reachClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 // RedirectError is a target whose HEAD / redirects to another origin.
 type RedirectError struct {
@@ -478,4 +501,14 @@ func (e *Engine) progress(start time.Time, planned time.Duration, c *Counts) fun
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// tlsCause strips the request's method and URL from a client error
+// (*url.Error), which the message already names.
+func tlsCause(err error) error {
+	var u *url.Error
+	if errors.As(err, &u) {
+		return u.Err
+	}
+	return err
 }

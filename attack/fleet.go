@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -58,6 +57,13 @@ type Fleet struct {
 	// From address: set it to RowSource, never Source) and every MCP
 	// request speaks it (nil: [mcpwire.Latest], no negotiation).
 	MCP *MCPSession
+	// Network is how every request reaches the target (nil: HTTP/1.1,
+	// the system's roots). The primer takes its connection pool; each
+	// client keeps one connection of its own, as a separate machine would.
+	Network *client.Network
+	// MaxWorkers caps the primer's requests in flight (0: no cap); the
+	// fleet itself is Clients workers.
+	MaxWorkers uint64
 }
 
 // Negotiate implements the engine's optional negotiation: a fleet that
@@ -207,7 +213,7 @@ func (f Fleet) prime(ctx context.Context, target string, emit func(*vegeta.Resul
 			p.Sources = []string{f.Source}
 		}
 		refused := false
-		err := Plan{Profile: p, Window: f.Window, Timeout: f.Timeout, MCP: f.MCP}.Run(ctx, target, func(r *vegeta.Result) error {
+		err := Plan{Profile: p, Window: f.Window, Timeout: f.Timeout, MCP: f.MCP, Network: f.Network, MaxWorkers: f.MaxWorkers}.Run(ctx, target, func(r *vegeta.Result) error {
 			switch {
 			case r.Code == http.StatusTooManyRequests:
 				refused = true
@@ -264,11 +270,8 @@ func (f Fleet) client(target string, i int, emit func(*vegeta.Result)) *client.C
 }
 
 func (f Fleet) clientFrom(target, source string, i int, surface, stream string, emit func(*vegeta.Result)) *client.Client {
-	dialer := &net.Dialer{Timeout: f.Timeout}
-	if source != "" {
-		dialer.LocalAddr = &net.TCPAddr{IP: net.ParseIP(source)}
-	}
-	tr := &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 1, IdleConnTimeout: f.Window}
+	tr := f.Network.Transport(source, f.Timeout)
+	tr.MaxIdleConnsPerHost, tr.IdleConnTimeout = 1, f.Window
 	rng := rand.New(rand.NewPCG(f.Seed, uint64(i)))
 	c := &client.Client{
 		BaseURL:  target,

@@ -44,6 +44,9 @@ type MCPSession struct {
 	// requests: when From is also the limit address, a window lets the
 	// handshake leave the budget under test before the run starts.
 	Settle time.Duration
+	// Network is how the handshakes reach the target (nil: HTTP/1.1, the
+	// system's roots), as the run's own requests do.
+	Network *client.Network
 
 	mu       sync.Mutex
 	target   string
@@ -243,7 +246,7 @@ func (m *MCPSession) client(target, source string) *client.Client {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	return &client.Client{BaseURL: target, HTTP: httpClient(source, timeout), Attempts: 2,
+	return &client.Client{BaseURL: target, HTTP: m.Network.Client(source, timeout), Attempts: 2,
 		Backoff:    client.Backoff{Base: 100 * time.Millisecond, Cap: time.Second},
 		ClientInfo: mcpwire.Implementation{Name: "ratecheck", Version: m.ClientVersion}}
 }

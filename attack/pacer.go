@@ -37,6 +37,13 @@ func (p Pacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
 	return 0, false
 }
 
+// due returns when hit n of this pacer is planned, from the attack's
+// start, and false when there is no hit n.
+func (p Pacer) due(n uint64) (time.Duration, bool) {
+	t, ok := p.Sched.At(n*max(p.K, 1) + p.J)
+	return p.Offset + t, ok
+}
+
 // takes reports whether hit g of the schedule is one of this pacer's.
 func (p Pacer) takes(g uint64) bool {
 	k := max(p.K, 1)
@@ -120,6 +127,12 @@ func (g *GatedPacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bo
 		g.shift, g.open = max(0, elapsed-g.Offset+g.Lag), true
 	}
 	return g.Pacer.Pace(elapsed-g.shift, hits)
+}
+
+// due returns when hit n is planned once the gate opened (see Pacer.due).
+func (g *GatedPacer) due(n uint64) (time.Duration, bool) {
+	d, ok := g.Pacer.due(n)
+	return d + g.shift, ok
 }
 
 // Rate implements vegeta.Pacer.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -44,6 +43,88 @@ type Plan struct {
 	// [Plan.Negotiate]) and speaks it in every MCP request (nil:
 	// [mcpwire.Latest], no negotiation).
 	MCP *MCPSession
+	// Network is how requests reach the target: TLS, HTTP version,
+	// connection pool (nil: HTTP/1.1, the system's roots, Vegeta's pool).
+	// Each stream from each source has a transport of its own, as each
+	// Vegeta attacker does.
+	Network *client.Network
+	// MaxWorkers caps the requests each stream from each source has in
+	// flight (Vegeta's -max-workers; 0: no cap). A stream that reaches it
+	// sends late: Behind says how late.
+	MaxWorkers uint64
+	// Behind, when set, records how far the run fell behind its schedule.
+	Behind *Behind
+}
+
+// LateAfter is how late a request must go out, after its planned time, to
+// count as late in [Behind]: well above a timer's jitter.
+const LateAfter = 10 * time.Millisecond
+
+// Behind records how far an open-model run fell behind its schedule: each
+// request that went out after its planned time, as its pacer saw it (a
+// stream held at MaxWorkers, or a machine too slow for the plan). The zero
+// value is ready; it is safe for concurrent use.
+type Behind struct {
+	mu sync.Mutex
+	// Max is the latest a request went out after its planned time, and
+	// Stream and Source say whose; Late counts the requests more than
+	// LateAfter late, of Sent.
+	Max            time.Duration
+	Stream, Source string
+	Late, Sent     int
+}
+
+// add records that a request of stream from source went out lag after
+// its planned time.
+func (b *Behind) add(stream, source string, lag time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.Sent++
+	if lag > LateAfter {
+		b.Late++
+	}
+	if lag > b.Max {
+		b.Max, b.Stream, b.Source = lag, stream, source
+	}
+}
+
+// Fell reports whether any request went out more than LateAfter late.
+func (b *Behind) Fell() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.Late > 0
+}
+
+// String says how far behind the run fell.
+func (b *Behind) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	from := ""
+	if b.Source != "" {
+		from = " from " + b.Source
+	}
+	return fmt.Sprintf("%d of %d requests went out more than %v after their planned time, the latest %v late (stream %s%s)",
+		b.Late, b.Sent, LateAfter, b.Max.Round(time.Millisecond), b.Stream, from)
+}
+
+// lagPacer measures how late its pacer's hits go out: Vegeta asks for hit
+// n only once hit n-1 was handed to a worker, so the elapsed time of that
+// call, past hit n's planned time, is how late hit n goes out at least.
+type lagPacer struct {
+	vegeta.Pacer
+	due func(hits uint64) (time.Duration, bool)
+	rec func(lag time.Duration)
+}
+
+// Pace implements vegeta.Pacer.
+func (l lagPacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
+	wait, stop := l.Pacer.Pace(elapsed, hits)
+	if !stop && wait == 0 {
+		if d, ok := l.due(hits); ok {
+			l.rec(max(elapsed-d, 0))
+		}
+	}
+	return wait, stop
 }
 
 // Negotiate implements the engine's optional negotiation: when the plan
@@ -57,10 +138,16 @@ func (pl Plan) Negotiate(ctx context.Context, target string) ([]string, error) {
 }
 
 // Finish implements the engine's optional finish: run.json records the
-// MCP revision spoken and the handshakes it took.
+// MCP revision spoken and the handshakes it took, and how far the run
+// fell behind its schedule (see Behind).
 func (pl Plan) Finish(info *archive.RunInfo) {
 	pl.MCP.wait()
 	pl.MCP.Record(info)
+	if pl.Behind != nil && pl.Behind.Fell() {
+		pl.Behind.mu.Lock()
+		info.BehindMS, info.LateRequests = float64(pl.Behind.Max)/1e6, pl.Behind.Late
+		pl.Behind.mu.Unlock()
+	}
 }
 
 // unit is one attacker: one stream from one source.
@@ -207,13 +294,17 @@ func (pl Plan) Run(ctx context.Context, target string, sink func(*vegeta.Result)
 			return err
 		}
 		targeters[i] = tr
-		attackers[i] = vegeta.NewAttacker(vegeta.MaxBody(maxBody), vegeta.Client(httpClient(u.source, timeout)))
+		opts := []func(*vegeta.Attacker){vegeta.MaxBody(maxBody), vegeta.Client(pl.Network.Client(u.source, timeout))}
+		if pl.MaxWorkers > 0 {
+			opts = append(opts, vegeta.Workers(min(vegeta.DefaultWorkers, pl.MaxWorkers)), vegeta.MaxWorkers(pl.MaxWorkers))
+		}
+		attackers[i] = vegeta.NewAttacker(opts...)
 	}
 	g := newGates(pl.Profile, units)
 	out := make(chan *vegeta.Result, 1024)
 	var wg sync.WaitGroup
 	for i, u := range units {
-		ch := attackers[i].Attack(targeters[i], g.pacer(u), 0, u.label)
+		ch := attackers[i].Attack(targeters[i], pl.behind(u, g.pacer(u)), 0, u.label)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -456,25 +547,15 @@ func (pl Plan) PeakRate() int {
 	return total
 }
 
-// httpClient is the client of one attacker: Vegeta's defaults (keep-alive,
-// its TLS settings and connection pool), no redirects followed, bound to
-// source when set, and sending every request at most once (see
-// client.SendOnce), so the archive holds exactly what the target saw.
-func httpClient(source string, timeout time.Duration) *http.Client {
-	dialer := &net.Dialer{KeepAlive: 30 * time.Second}
-	if source != "" {
-		dialer.LocalAddr = &net.TCPAddr{IP: net.ParseIP(source)}
+// behind wraps the pacer p of unit u to record in pl.Behind how late its
+// hits go out (p itself when the plan records nothing).
+func (pl Plan) behind(u unit, p vegeta.Pacer) vegeta.Pacer {
+	if pl.Behind == nil {
+		return p
 	}
-	tr := &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         dialer.DialContext,
-		TLSClientConfig:     vegeta.DefaultTLSConfig,
-		MaxIdleConnsPerHost: vegeta.DefaultConnections,
-		MaxConnsPerHost:     vegeta.DefaultMaxConnections,
+	due := u.pacer.due
+	if g, ok := p.(*GatedPacer); ok {
+		due = g.due
 	}
-	return &http.Client{
-		Transport:     client.SendOnce(tr),
-		Timeout:       timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	return lagPacer{Pacer: p, due: due, rec: func(lag time.Duration) { pl.Behind.add(u.stream.Name, u.source, lag) }}
 }

@@ -52,6 +52,7 @@ failing (--abort-at).
 // attackOptions are the flags of "ratecheck attack".
 type attackOptions struct {
 	runFlags
+	netFlags
 	profile          string
 	window           time.Duration
 	headers          headerFlag
@@ -70,6 +71,7 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := newFlagSet("attack", "--profile FILE [flags]", attackHelp, stderr)
 	fs.StringVar(&o.profile, "profile", "", "scenario `file` (required), such as profiles/rest-limit.yaml")
 	o.runFlags.declare(fs)
+	o.netFlags.declare(fs)
 	fs.DurationVar(&o.window, "window", 0, "the run's window (default: the profile's policy window)")
 	fs.Var(o.headers, "header", "extra request header 'Name: value' (repeatable)")
 	fs.BoolVar(&o.allowCredentials, "allow-credentials", false, "allow credential headers and query parameters (their values are still never written)")
@@ -141,7 +143,6 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			used = append(used, src)
 		}
 	}
-	plan.MCP = o.mcpSession(negotiationSource(o.target, used), o.timeout)
 	// Ceilings: a profile (or a --window that compresses it) that would send
 	// more than the operator allowed does not start.
 	if peak := plan.PeakRate(); peak > o.maxRate {
@@ -150,6 +151,12 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if d := plan.Duration(); d > o.maxDuration {
 		return usageErr(stderr, "attack", "%s at window %v runs for %v, above the ceiling --max-duration %v: raise --max-duration if you mean it", o.profile, window, d.Round(time.Second), o.maxDuration)
 	}
+	nw, err := o.network(o.target)
+	if err != nil {
+		return usageErr(stderr, "attack", "%v", err)
+	}
+	plan.Network, plan.MaxWorkers, plan.Behind = nw, o.maxWorkers, &attack.Behind{}
+	plan.MCP = o.mcpSession(negotiationSource(o.target, used), o.timeout, nw)
 	// The embedded target takes the profile's policy limit.
 	restLimit, mcpLimit := 0, 0
 	switch prof.Policy.Surface {
@@ -162,7 +169,7 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return usageErr(stderr, "attack", "%v", err)
 	}
-	eng.Folder, eng.Seed, eng.StartAt = prof.Name, o.seed, startAt
+	eng.Folder, eng.Seed, eng.StartAt, eng.Network = prof.Name, o.seed, startAt, nw
 	if shard.Split() {
 		eng.Folder += fmt.Sprintf("-shard%dof%d", shard.I, shard.N)
 	}
@@ -174,6 +181,7 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	fmt.Fprintf(stdout, "archived %d results in %s (%v)\n  %s\n", run.Results, run.Dir, run.Took.Round(time.Millisecond), run.Counts.String())
 	reportMCP(stderr, "attack", run.Info)
+	sayBehind(stderr, "attack", plan)
 	if err != nil {
 		return failed(stderr, "attack", err)
 	}

@@ -78,7 +78,7 @@ func TestAttackErrorsProfile(t *testing.T) {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 	rs, info := readArchive(t, onlyRun(t, out))
-	if len(rs) != 16 || info["results"].(float64) != 16 || info["profile"] != "errors" || info["window_ms"].(float64) != 2000 {
+	if len(rs) != 17 || info["results"].(float64) != 17 || info["profile"] != "errors" || info["window_ms"].(float64) != 2000 {
 		t.Errorf("%d results; run.json %v", len(rs), info)
 	}
 	if !strings.Contains(stderr, "embedded reference target") {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
+	"github.com/connectbyjbrh/ratecheck/client"
 	"github.com/connectbyjbrh/ratecheck/mcpwire"
 	"github.com/connectbyjbrh/ratecheck/redact"
 	"github.com/connectbyjbrh/ratecheck/target"
@@ -101,8 +102,8 @@ func (rf *runFlags) checkMCPRevision() error {
 
 // mcpSession is the MCP session of a run that negotiates from the source
 // address from (the contract probes', never the limit address).
-func (rf *runFlags) mcpSession(from string, timeout time.Duration) *attack.MCPSession {
-	return &attack.MCPSession{Want: rf.mcpRevision, From: from, Timeout: timeout, ClientVersion: version}
+func (rf *runFlags) mcpSession(from string, timeout time.Duration, nw *client.Network) *attack.MCPSession {
+	return &attack.MCPSession{Want: rf.mcpRevision, From: from, Timeout: timeout, ClientVersion: version, Network: nw}
 }
 
 // reportMCP says, after a run, what the MCP negotiation cost beyond the

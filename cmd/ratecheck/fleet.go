@@ -57,6 +57,7 @@ failed, 2 bad usage, 3 target unreachable or failing (--abort-at).
 // fleetOptions are the flags of "ratecheck fleet".
 type fleetOptions struct {
 	runFlags
+	netFlags
 	surface  string
 	clients  int
 	requests int
@@ -86,6 +87,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var o fleetOptions
 	fs := newFlagSet("fleet", "[flags]", fleetHelp, stderr)
 	o.runFlags.declare(fs)
+	o.netFlags.declare(fs)
 	fs.StringVar(&o.surface, "surface", "rest", "surface the fleet calls: rest or mcp")
 	fs.IntVar(&o.clients, "clients", 100, "number of clients")
 	fs.IntVar(&o.requests, "requests", 2, "logical requests per client, in turn")
@@ -113,7 +115,8 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if o.clientCmd != "" {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		for _, name := range []string{"target", "strategy", "base", "cap", "slow-down", "limit", "source", "rows", "faults", "timeout", "mcp-revision"} {
+		for _, name := range []string{"target", "strategy", "base", "cap", "slow-down", "limit", "source", "rows", "faults", "timeout", "mcp-revision",
+			"cacert", "insecure", "cert", "key", "http2", "h2c", "connections", "max-connections", "max-workers"} {
 			if set[name] {
 				return usageErr(stderr, "fleet", "--%s does not go with --client-cmd: the program decides how it retries, and the embedded target is its server", name)
 			}
@@ -160,11 +163,15 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		f.Rows = rows.Streams
 	}
+	if f.Network, err = o.network(o.target); err != nil {
+		return usageErr(stderr, "fleet", "%v", err)
+	}
+	f.MaxWorkers = o.maxWorkers
 	from := f.RowSource
 	if from == "" {
 		from = negotiationSource(o.target, []string{orLoopback(f.Source)})
 	}
-	f.MCP = o.mcpSession(from, o.timeout)
+	f.MCP = o.mcpSession(from, o.timeout, f.Network)
 	f = f.Defaults()
 	cfg := target.DefaultConfig()
 	cfg.Window, cfg.Faults, cfg.Seed = window, faults, o.seed
@@ -172,7 +179,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return usageErr(stderr, "fleet", "%v", err)
 	}
-	eng.Folder, eng.Seed = "fleet", o.seed
+	eng.Folder, eng.Seed, eng.Network = "fleet", o.seed, f.Network
 	eng.Announce = fmt.Sprintf("%d clients from %s, strategy %s, base %v, cap %v, %d attempts, ε %v",
 		f.Clients, orDefault(f.Source), strategy, f.Backoff.Base, f.Backoff.Cap, f.Attempts, f.Epsilon)
 	run, err := eng.Execute(ctx, f)

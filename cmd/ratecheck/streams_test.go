@@ -35,8 +35,8 @@ func TestEveryStreamIsJudged(t *testing.T) {
 		}
 		probed[key] = true
 	}
-	for key := range rows {
-		if !probed[key] {
+	for key, r := range rows {
+		if !probed[key] && !r.Retired {
 			t.Errorf("contract row %s has no probe in profiles/errors.yaml", key)
 		}
 	}

@@ -54,6 +54,7 @@ or failing (--abort-at; the verdict of what was received is still printed),
 // verifyOptions are the flags of "ratecheck verify".
 type verifyOptions struct {
 	runFlags
+	netFlags
 	window    time.Duration
 	restLimit *int
 	mcpLimit  *int
@@ -71,6 +72,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var o verifyOptions
 	fs := newFlagSet("verify", "[flags]", verifyHelp, stderr)
 	o.runFlags.declare(fs)
+	o.netFlags.declare(fs)
 	fs.DurationVar(&o.window, "window", 0, "the documented window, or the compressed window the target runs with (default 60s; 6s for the embedded target)")
 	o.restLimit, o.mcpLimit = limitFlags(fs)
 	fs.StringVar(&o.checks, "checks", "limits,isolation,contract", "comma-separated check `groups`: limits, isolation, contract")
@@ -124,7 +126,11 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return usageErr(stderr, "verify", "%v", err)
 	}
-	plan := attack.Plan{Profile: prof, Window: window, Timeout: o.timeout, ClientVersion: version}
+	nw, err := o.network(o.target)
+	if err != nil {
+		return usageErr(stderr, "verify", "%v", err)
+	}
+	plan := attack.Plan{Profile: prof, Window: window, Timeout: o.timeout, ClientVersion: version, Network: nw, MaxWorkers: o.maxWorkers, Behind: &attack.Behind{}}
 	if slices.Contains(surfaces, contract.MCP) {
 		// Negotiation goes out from the contract address, as the profile
 		// sends the contract probes; when that is the limit address too,
@@ -133,7 +139,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if len(sources) > 0 {
 			from = sources[min(2, len(sources)-1)]
 		}
-		plan.MCP = o.mcpSession(from, o.timeout)
+		plan.MCP = o.mcpSession(from, o.timeout, nw)
 		if len(sources) < 2 && (slices.Contains(groups, "limits") || slices.Contains(groups, "isolation")) {
 			plan.MCP.Settle = window
 		}
@@ -142,13 +148,14 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return usageErr(stderr, "verify", "%v", err)
 	}
-	eng.Folder, eng.Seed = prof.Name, 1
+	eng.Folder, eng.Seed, eng.Network = prof.Name, 1, nw
 	eng.Announce = fmt.Sprintf("probing %s for about %v (window %v)", strings.Join(surfaces, " and "), plan.Duration().Round(100*time.Millisecond), window)
 	run, runErr := eng.Execute(ctx, plan)
 	if run == nil || (runErr != nil && exitFor(runErr) != exitUnreachable) {
 		return failed(stderr, "verify", runErr)
 	}
 	reportMCP(stderr, "verify", run.Info)
+	sayBehind(stderr, "verify", plan)
 	// A target that failed during the run still gets its verdict (what
 	// was received is judged), and the exit code says it failed.
 	code := exitOK

@@ -454,9 +454,10 @@ func (it *interner) newLabel(r *result, key string, labelled bool) uint32 {
 		if !labelled {
 			k = strings.Clone(key)
 		}
-		id := it.tab.labels.add(l)
-		it.labels[k] = id
-		return id
+		if id, ok := it.tab.labels.addUnder(l, MaxLabels); ok {
+			it.labels[k] = id
+			return id
+		}
 	}
 	return it.fold(r)
 }
@@ -613,7 +614,11 @@ func (it *interner) answer(a Answer) uint32 {
 	}
 	v := Answer{Body: body, Allow: strings.Clone(a.Allow), RetryAfter: strings.Clone(a.RetryAfter),
 		RateLimit: strings.Clone(a.RateLimit), Err: strings.Clone(a.Err), ContentType: strings.Clone(a.ContentType)}
-	id := it.tab.answers.add(v)
+	id, ok := it.tab.answers.addUnder(v, MaxAnswers)
+	if !ok { // another interner filled the table meanwhile
+		it.dropped.Add(1)
+		return 0
+	}
 	// Kept even past 4096: without the headers, answers differ only by
 	// contract probes' bodies, error kinds and Allow, which are few.
 	it.answers[answerKey{string(v.Body), v.Allow, v.RetryAfter, v.RateLimit, v.Err, v.ContentType}] = id

@@ -212,11 +212,21 @@ const maxTable = 1 << 28
 // add appends v and returns its index. A table that is full returns the
 // index of its last entry: readers cap what they add well below it.
 func (t *table[T]) add(v T) uint32 {
+	if i, ok := t.addUnder(v, maxTable); ok {
+		return i
+	}
+	return maxTable - 1
+}
+
+// addUnder appends v only while the table holds fewer than limit entries,
+// and returns its index and whether it did: the check and the append are
+// one step, so interners working in parallel cannot overshoot limit.
+func (t *table[T]) addUnder(v T, limit int) (uint32, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	i := t.n
-	if i == maxTable {
-		return i - 1
+	if int(i) >= limit {
+		return 0, false
 	}
 	c := t.chunks[i>>12]
 	if c == nil {
@@ -225,7 +235,7 @@ func (t *table[T]) add(v T) uint32 {
 	}
 	c[i&(1<<12-1)] = v
 	t.n++
-	return i
+	return i, true
 }
 
 // len returns how many entries the table holds.

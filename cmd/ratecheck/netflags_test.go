@@ -196,9 +196,10 @@ func TestHTTP2(t *testing.T) {
 	if code, stdout, stderr := runAttackOn(t, h2cTS.URL, "--h2c"); code != exitOK || h2cN.Load() != 6 {
 		t.Errorf("attack --h2c: exit %d, %d HTTP/2 requests, want 6\n%s%s", code, h2cN.Load(), stdout, stderr)
 	}
-	// Without the flag: HTTP/1.1, every request refused with 505.
-	if code, stdout, stderr := runAttackOn(t, h2cTS.URL); code != exitCheckFailed || h2cN.Load() != 6 {
-		t.Errorf("attack without --h2c: exit %d, want 1 (five 505s); %d HTTP/2 requests\n%s%s", code, h2cN.Load(), stdout, stderr)
+	// Without the flag: HTTP/1.1, every request refused with 505, so the
+	// target failed every request (exit 3).
+	if code, stdout, stderr := runAttackOn(t, h2cTS.URL); code != exitUnreachable || h2cN.Load() != 6 {
+		t.Errorf("attack without --h2c: exit %d, want 3 (five 505s); %d HTTP/2 requests\n%s%s", code, h2cN.Load(), stdout, stderr)
 	}
 	// verify --checks contract over h2c: every probe arrives as HTTP/2.
 	before := h2cN.Load()

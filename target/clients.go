@@ -111,6 +111,9 @@ type BarrierReport struct {
 	Waited   time.Duration
 	TimedOut bool
 	Opened   bool
+	// OpenedAt is when it opened, on the harness's clock (set when
+	// Opened): the clients' retries all come after it.
+	OpenedAt time.Duration
 }
 
 // Barrier reports on the barrier so far.
@@ -118,8 +121,11 @@ func (c *Clients) Barrier() BarrierReport {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := BarrierReport{Arrived: c.arrived, TimedOut: c.timedOut, Opened: c.released}
-	if c.released && c.firstAt >= 0 {
-		b.Waited = c.openedAt - c.firstAt
+	if c.released {
+		b.OpenedAt = c.openedAt
+		if c.firstAt >= 0 {
+			b.Waited = c.openedAt - c.firstAt
+		}
 	}
 	return b
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
@@ -28,6 +30,11 @@ Any number of results is analyzed in bounded memory: the input is read
 once into a compact temporary copy under $TMPDIR (27 bytes a result,
 removed at the end), then judged in send order holding about one window
 of results at a time.
+
+A fleet's run folder (fleet, or fleet --client-cmd) is judged again as
+fleet judged it, by the backoff, ε and seed its run.json recorded: the
+same tables, --json and --junit as fleet (--checks and --window do not
+apply).
 
 Input that holds no request to /api/public/ or /mcp (results of another
 API, or not results at all) is an error.
@@ -65,6 +72,12 @@ func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	_, checks, err := parseChecks(checksArg)
 	if err != nil {
 		return usageErr(stderr, "analyze", "--checks: %v", err)
+	}
+	// A fleet's run folder is judged as fleet judged it.
+	if fs.NArg() == 1 {
+		if info, err := archive.ReadRunInfo(fs.Arg(0)); err == nil && info != nil && info.Fleet != nil {
+			return analyzeFleet(fs.Arg(0), *info, asJSON, junit, stdout, stderr)
+		}
 	}
 	// On disk, not in memory: a results file of any size is analyzed in
 	// about one window's worth of memory.
@@ -114,4 +127,23 @@ func analysisConfig(in *archive.Meta, window time.Duration, restLimit, mcpLimit 
 		}
 	}
 	return cfg
+}
+
+// analyzeFleet judges a fleet's run folder again, as fleet judged it: by
+// the backoff, ε and seed its run.json recorded (a fleet's clients share
+// one address on purpose, so the limit checks would judge nothing of it).
+func analyzeFleet(path string, info archive.RunInfo, asJSON bool, junit string, stdout, stderr io.Writer) int {
+	in := archive.NewInput() // no client sent anything: judged as such
+	if st, err := os.Stat(filepath.Join(path, archive.ResultsFile)); err != nil || st.Size() > 0 {
+		if in, err = analyze.Read([]string{path}); err != nil {
+			fmt.Fprintf(stderr, "ratecheck analyze: %v\n", err)
+			return exitUsage
+		}
+	}
+	judged, strategy := fleetConfig(info)
+	rep := analyze.Jitter(in, judged)
+	if info.Fleet.Command != "" {
+		rep.Notes = append(rep.Notes, programNotes(info.Fleet, 0, 0)...)
+	}
+	return printFleet(fleetOptions{json: asJSON, junit: junit}, rep, strategy, path, stdout, stderr)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/client"
 	"github.com/connectbyjbrh/ratecheck/contract"
@@ -192,9 +193,24 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "ratecheck fleet: reading %s: %v\n", run.Dir, err)
 		return exitUsage
 	}
-	rep := analyze.Jitter(in, analyze.JitterConfig{Base: f.Backoff.Base, Cap: f.Backoff.Cap, Epsilon: f.Epsilon,
-		Attempts: f.Attempts, SlowDown: f.SlowDown, Seed: o.seed, Strategy: string(strategy)})
-	return printFleet(o, rep, string(strategy), run.Dir, stdout, stderr)
+	judged, _ := fleetConfig(run.Info)
+	return printFleet(o, analyze.Jitter(in, judged), string(strategy), run.Dir, stdout, stderr)
+}
+
+// fleetConfig is what a fleet run is judged against, as its run.json
+// recorded it (fleet judges its run by it, and so does analyze later), and
+// the strategy its tables name.
+func fleetConfig(info archive.RunInfo) (analyze.JitterConfig, string) {
+	f := info.Fleet
+	d := func(ms float64) time.Duration { return time.Duration(ms * 1e6) }
+	cfg := analyze.JitterConfig{Base: d(f.BaseMS), Cap: d(f.CapMS), Epsilon: d(f.EpsilonMS), Attempts: f.Attempts,
+		SlowDown: d(f.SlowDownMS), Seed: info.Seed, Strategy: f.Strategy}
+	if f.Command != "" {
+		// Client programs: judged against full jitter over the ranges
+		// their waves showed; the harness measured the target's stalls.
+		cfg.Strategy, cfg.Clients, cfg.Requests, cfg.Stall = "full", f.Clients, f.Requests, max(d(f.StallMS), time.Microsecond)
+	}
+	return cfg, f.Strategy
 }
 
 // printFleet writes a fleet's verdict (tables or JSON, and --junit) and

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,13 +18,38 @@ import (
 // runFleetJSON runs fleet --json with args and decodes its verdict.
 func runFleetJSON(t *testing.T, args ...string) (int, analyze.JitterReport, string) {
 	t.Helper()
-	code, stdout, stderr := runCmd(t, append([]string{"fleet", "--json", "--out", t.TempDir()}, args...)...)
+	out := t.TempDir()
+	code, stdout, stderr := runCmd(t, append([]string{"fleet", "--json", "--out", out}, args...)...)
 	var rep analyze.JitterReport
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("exit %d; stdout is not the fleet JSON: %v\n%s\nstderr: %s", code, err, stdout, stderr)
 	}
 	matchSchema(t, "fleet.json", stdout)
+	reanalyzeFleet(t, out, code, rep)
 	return code, rep, stderr
+}
+
+// reanalyzeFleet checks that analyze, given the run folder a fleet wrote
+// under out, judges it as fleet did: the same exit code, verdict, checks
+// and waves, from run.json alone.
+func reanalyzeFleet(t *testing.T, out string, code int, rep analyze.JitterReport) {
+	t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join(out, "*", "run.json"))
+	if len(dirs) != 1 {
+		return // the run did not get as far as a run folder
+	}
+	acode, stdout, stderr := runCmd(t, "analyze", "--json", filepath.Dir(dirs[0]))
+	var again analyze.JitterReport
+	if err := json.Unmarshal([]byte(stdout), &again); err != nil {
+		t.Fatalf("analyze of a fleet's run folder: exit %d, not the fleet JSON: %v\n%s\n%s", acode, err, stdout, stderr)
+	}
+	checks := func(r analyze.JitterReport) string {
+		b, _ := json.Marshal([]any{r.Verdict, r.Checks, r.Waves})
+		return string(b)
+	}
+	if acode != code || checks(again) != checks(rep) {
+		t.Errorf("analyze judged the fleet's run folder otherwise: exit %d, want %d\n%s\nwant\n%s", acode, code, checks(again), checks(rep))
+	}
 }
 
 func checkNamed(rep analyze.JitterReport, name string) analyze.Check {

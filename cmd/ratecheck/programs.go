@@ -94,12 +94,15 @@ func (p *programsRun) record(a target.Arrival) {
 }
 
 // notes says what the server saw that the checks do not judge.
-func (p *programsRun) notes(o fleetOptions, info *archive.FleetInfo) []string {
+// programNotes says how a fleet of client programs went, from its
+// run.json: the barrier, and the programs that failed or were killed
+// (barrier and timeout: the flags' values, zero when unknown).
+func programNotes(info *archive.FleetInfo, barrier, timeout time.Duration) []string {
 	var out []string
 	if b := info.Barrier; b != nil {
-		n := fmt.Sprintf("the barrier held the first requests %v until %d of %d clients had arrived", time.Duration(b.WaitedMS*1e6).Round(time.Millisecond), b.Arrived, o.clients)
+		n := fmt.Sprintf("the barrier held the first requests %v until %d of %d clients had arrived", time.Duration(b.WaitedMS*1e6).Round(time.Millisecond), b.Arrived, info.Clients)
 		if b.TimedOut {
-			n += fmt.Sprintf(" (it gave up waiting after --barrier %v)", o.barrier)
+			n += " (it gave up waiting" + map[bool]string{true: fmt.Sprintf(" after --barrier %v", barrier)}[barrier > 0] + ")"
 		}
 		out = append(out, n)
 	}
@@ -116,8 +119,14 @@ func (p *programsRun) notes(o fleetOptions, info *archive.FleetInfo) []string {
 		out = append(out, fmt.Sprintf("%d clients exited non-zero: %s (their output is in clients/ of the run folder)", len(exits), strings.Join(first(exits, 10), ", ")))
 	}
 	if len(timeouts) > 0 {
-		out = append(out, fmt.Sprintf("%d clients ran past --client-timeout %v and were killed: %s", len(timeouts), o.clientTimeout, strings.Join(first(timeouts, 10), ", ")))
+		out = append(out, fmt.Sprintf("%d clients ran past --client-timeout%s and were killed: %s", len(timeouts), map[bool]string{true: fmt.Sprintf(" %v", timeout)}[timeout > 0], strings.Join(first(timeouts, 10), ", ")))
 	}
+	return out
+}
+
+// notes says what the harness saw of the clients' headers.
+func (p *programsRun) notes() []string {
+	var out []string
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if n := len(p.session); n > 0 {
@@ -145,11 +154,15 @@ func runPrograms(ctx context.Context, o fleetOptions, stdout, stderr io.Writer) 
 	job := &attack.Programs{Command: o.clientCmd, Clients: o.clients, Surface: o.surface, Requests: requests,
 		Timeout: o.clientTimeout, Planned: o.barrier, Results: p.results, Window: window,
 		Fleet: archive.FleetInfo{Surface: o.surface, Source: "127.0.0.1", Clients: o.clients, Requests: requests,
-			Strategy: "client-cmd", Attempts: o.attempts, Command: o.clientCmd}}
+			Strategy: "client-cmd", Attempts: o.attempts, EpsilonMS: float64(o.epsilon) / 1e6, Command: o.clientCmd}}
 	job.OnFinish = func(info *archive.RunInfo) {
 		b := p.harness.Barrier()
 		info.Fleet.Barrier = &archive.BarrierInfo{Arrived: b.Arrived, WaitedMS: float64(b.Waited) / 1e6, TimedOut: b.TimedOut}
-		info.Fleet.StallMS = float64(p.stall.stop()) / 1e6
+		var opened time.Time // the barrier's opening, on the wall clock
+		if b.Opened {
+			opened = p.release.Add(b.OpenedAt)
+		}
+		info.Fleet.StallMS = float64(p.stall.stop(opened)) / 1e6
 	}
 	eng, err := o.runFlags.engine("fleet", stderr, start)
 	if err != nil {
@@ -169,34 +182,55 @@ func runPrograms(ctx context.Context, o fleetOptions, stdout, stderr io.Writer) 
 			return exitUsage
 		}
 	}
-	stall := time.Duration(run.Info.Fleet.StallMS * 1e6)
-	rep := analyze.Jitter(in, analyze.JitterConfig{Epsilon: o.epsilon, Attempts: o.attempts, Seed: o.seed, Strategy: "full",
-		Clients: o.clients, Requests: requests, Stall: max(stall, time.Microsecond)})
-	rep.Notes = append(rep.Notes, p.notes(o, run.Info.Fleet)...)
+	cfg, _ := fleetConfig(run.Info)
+	rep := analyze.Jitter(in, cfg)
+	rep.Notes = append(rep.Notes, programNotes(run.Info.Fleet, o.barrier, o.clientTimeout)...)
+	rep.Notes = append(rep.Notes, p.notes()...)
 	return printFleet(o, rep, "client-cmd", run.Dir, stdout, stderr)
 }
 
 // stallMeter measures how late this process runs a 5 ms ticker: the
-// longest the in-process target could not have answered.
+// longest the in-process target could not have answered. Stalls are kept
+// with the time they ended, so that only those that could move the
+// clients' retries (after the barrier opened) are judged: one while the
+// programs start up only delays arrivals the barrier holds anyway.
 type stallMeter struct {
-	done  chan struct{}
-	worst chan time.Duration
+	done chan struct{}
+	seen chan stalls
 }
 
+// stalls are the ticks that came late: each over a millisecond with the
+// time it came (at most maxStalls), and the latest of the others.
+type stalls struct {
+	at     []time.Time
+	late   []time.Duration
+	jitter time.Duration
+}
+
+// maxStalls bounds what a stall meter keeps.
+const maxStalls = 4096
+
 func newStallMeter() *stallMeter {
-	m := &stallMeter{done: make(chan struct{}), worst: make(chan time.Duration, 1)}
+	m := &stallMeter{done: make(chan struct{}), seen: make(chan stalls, 1)}
 	go func() {
-		const tick = 5 * time.Millisecond
+		const tick, noise = 5 * time.Millisecond, time.Millisecond
 		t := time.NewTicker(tick)
 		defer t.Stop()
-		last, worst := time.Now(), time.Duration(0)
+		last := time.Now()
+		var seen stalls
 		for {
 			select {
 			case <-m.done:
-				m.worst <- worst
+				m.seen <- seen
 				return
-			case now := <-t.C:
-				worst = max(worst, now.Sub(last)-tick)
+			case <-t.C:
+				now := time.Now() // when this goroutine ran, not when the tick was due
+				switch late := now.Sub(last) - tick; {
+				case late <= noise:
+					seen.jitter = max(seen.jitter, late)
+				case len(seen.at) < maxStalls:
+					seen.at, seen.late = append(seen.at, now), append(seen.late, late)
+				}
 				last = now
 			}
 		}
@@ -204,11 +238,19 @@ func newStallMeter() *stallMeter {
 	return m
 }
 
-// stop ends the measurement and returns the longest stall seen.
-func (m *stallMeter) stop() time.Duration {
+// stop ends the measurement and returns the longest stall that ended
+// after from (zero: any).
+func (m *stallMeter) stop(from time.Time) time.Duration {
 	if m == nil {
 		return 0
 	}
 	close(m.done)
-	return <-m.worst
+	seen := <-m.seen
+	worst := seen.jitter
+	for i, at := range seen.at {
+		if !at.Before(from) {
+			worst = max(worst, seen.late[i])
+		}
+	}
+	return worst
 }

@@ -13,12 +13,14 @@ import (
 // runPrograms runs fleet --client-cmd cmd --json and decodes the verdict.
 func runProgramsJSON(t *testing.T, cmd string, args ...string) (int, analyze.JitterReport, string) {
 	t.Helper()
-	code, stdout, stderr := runCmd(t, append([]string{"fleet", "--client-cmd", cmd, "--json", "--out", t.TempDir()}, args...)...)
+	out := t.TempDir()
+	code, stdout, stderr := runCmd(t, append([]string{"fleet", "--client-cmd", cmd, "--json", "--out", out}, args...)...)
 	var rep analyze.JitterReport
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("exit %d; stdout is not the fleet's JSON: %v\n%s\nstderr: %s", code, err, stdout, stderr)
 	}
 	matchSchema(t, "fleet.json", stdout)
+	reanalyzeFleet(t, out, code, rep)
 	return code, rep, stderr
 }
 

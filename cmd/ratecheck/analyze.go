@@ -122,6 +122,12 @@ func analysisConfig(in *archive.Meta, window time.Duration, restLimit, mcpLimit 
 		if r.InProgress {
 			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: the run did not finish (killed?): its run.json was written when it started", r.Dir))
 		}
+		if r.BehindMS >= 100 {
+			// Judged by when requests went out, so the verdict holds; the
+			// load the target saw was gentler than the profile planned.
+			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: the run fell behind its schedule: %d requests went out more than 10ms late, the latest %v late (the target saw a gentler load than planned)",
+				r.Dir, r.LateRequests, time.Duration(r.BehindMS*1e6).Round(time.Millisecond)))
+		}
 		if cfg.MCPRevision == "" {
 			cfg.MCPRevision = r.MCPRevision
 		}

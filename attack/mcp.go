@@ -77,6 +77,7 @@ func (m *MCPSession) Negotiate(ctx context.Context, target string) (notes []stri
 	}
 	m.info = archive.MCPInfo{Requested: want, From: m.From}
 	c := m.client(target, m.From)
+	defer c.HTTP.CloseIdleConnections()
 	c.OnAttempt = func(client.Attempt) { m.info.Requests++ } // every attempt, failed ones too
 	s, nerr := c.Negotiate(ctx, want)
 	m.info.Handshakes = 1
@@ -216,6 +217,7 @@ func (m *MCPSession) ended(ctx context.Context, source string) {
 		defer m.pending.Done()
 		var sent atomic.Int64
 		c := m.client(m.target, source)
+		defer c.HTTP.CloseIdleConnections()
 		c.OnAttempt = func(client.Attempt) { sent.Add(1) }
 		s, err := c.Negotiate(ctx, old.Revision)
 		m.mu.Lock()

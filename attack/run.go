@@ -554,8 +554,12 @@ func (pl Plan) behind(u unit, p vegeta.Pacer) vegeta.Pacer {
 		return p
 	}
 	due := u.pacer.due
-	if g, ok := p.(*GatedPacer); ok {
-		due = g.due
+	inner := p
+	if s, ok := inner.(*StoppablePacer); ok {
+		inner = s.Pacer // gates.pacer wraps every pacer in one
+	}
+	if g, ok := inner.(*GatedPacer); ok {
+		due = g.due // a gated stream keeps its pacing, shifted by its gate
 	}
 	return lagPacer{Pacer: p, due: due, rec: func(lag time.Duration) { pl.Behind.add(u.stream.Name, u.source, lag) }}
 }

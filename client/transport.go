@@ -28,6 +28,14 @@ func SendOnce(next http.RoundTripper) http.RoundTripper {
 
 type sendOnce struct{ next http.RoundTripper }
 
+// CloseIdleConnections closes next's idle connections, when it keeps
+// any (http.Client.CloseIdleConnections reaches the Transport through it).
+func (s sendOnce) CloseIdleConnections() {
+	if c, ok := s.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 // RoundTrip hands next a shallow copy of req whose body cannot be rewound:
 // the Transport only resends a request whose body it can rewind.
 // Other requests pass through untouched: the Transport retries them only

@@ -2,11 +2,13 @@ package client
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestSendOnce reproduces net/http's silent resend: the second request on a
@@ -90,5 +92,33 @@ func TestSendOnce(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSendOnceClosesIdleConnections: a client whose transport is wrapped
+// by SendOnce still closes its idle keep-alive connections when asked
+// (reachability checks and handshakes left one open per call before).
+func TestSendOnceClosesIdleConnections(t *testing.T) {
+	closed := make(chan struct{}, 1)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	hc := &http.Client{Transport: SendOnce(&http.Transport{})}
+	resp, err := hc.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	hc.CloseIdleConnections()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second): // a bound on waiting, not a figure under test
+		t.Fatal("the idle connection was not closed")
 	}
 }

@@ -75,8 +75,12 @@ func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	// A fleet's run folder is judged as fleet judged it.
 	if fs.NArg() == 1 {
-		if info, err := archive.ReadRunInfo(fs.Arg(0)); err == nil && info != nil && info.Fleet != nil {
-			return analyzeFleet(fs.Arg(0), *info, asJSON, junit, stdout, stderr)
+		dir := fs.Arg(0) // a run folder, or its results.bin named alone
+		if filepath.Base(dir) == archive.ResultsFile {
+			dir = filepath.Dir(dir)
+		}
+		if info, err := archive.ReadRunInfo(dir); err == nil && info != nil && info.Fleet != nil {
+			return analyzeFleet(dir, *info, asJSON, junit, stdout, stderr)
 		}
 	}
 	// On disk, not in memory: a results file of any size is analyzed in
@@ -119,20 +123,29 @@ func analysisConfig(in *archive.Meta, window time.Duration, restLimit, mcpLimit 
 		cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s has no run.json: judged against the documented window of %v; pass --window if the run was made with another", firstPath, cfg.Window))
 	}
 	for _, r := range in.Runs {
-		if r.InProgress {
-			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: the run did not finish (killed?): its run.json was written when it started", r.Dir))
-		}
-		if r.BehindMS >= 100 {
-			// Judged by when requests went out, so the verdict holds; the
-			// load the target saw was gentler than the profile planned.
-			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: the run fell behind its schedule: %d requests went out more than 10ms late, the latest %v late (the target saw a gentler load than planned)",
-				r.Dir, r.LateRequests, time.Duration(r.BehindMS*1e6).Round(time.Millisecond)))
-		}
+		cfg.Warnings = append(cfg.Warnings, runWarnings(r)...)
 		if cfg.MCPRevision == "" {
 			cfg.MCPRevision = r.MCPRevision
 		}
 	}
 	return cfg
+}
+
+// runWarnings says what a run's run.json records that a reader of its
+// verdict should know: a run that did not finish, and one that fell far
+// behind its schedule.
+func runWarnings(r archive.RunInfo) []string {
+	var out []string
+	if r.InProgress {
+		out = append(out, fmt.Sprintf("%s: the run did not finish (killed?): its run.json was written when it started", r.Dir))
+	}
+	if r.BehindMS >= 100 {
+		// Judged by when requests went out, so the verdict holds; the
+		// load the target saw was gentler than the profile planned.
+		out = append(out, fmt.Sprintf("%s: the run fell behind its schedule: %d requests went out more than 10ms late, the latest %v late (the target saw a gentler load than planned)",
+			r.Dir, r.LateRequests, time.Duration(r.BehindMS*1e6).Round(time.Millisecond)))
+	}
+	return out
 }
 
 // analyzeFleet judges a fleet's run folder again, as fleet judged it: by
@@ -148,6 +161,7 @@ func analyzeFleet(path string, info archive.RunInfo, asJSON bool, junit string, 
 	}
 	judged, strategy := fleetConfig(info)
 	rep := analyze.Jitter(in, judged)
+	rep.Notes = append(rep.Notes, runWarnings(info)...)
 	if info.Fleet.Command != "" {
 		rep.Notes = append(rep.Notes, programNotes(info.Fleet, 0, 0)...)
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
@@ -202,7 +203,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // the strategy its tables name.
 func fleetConfig(info archive.RunInfo) (analyze.JitterConfig, string) {
 	f := info.Fleet
-	d := func(ms float64) time.Duration { return time.Duration(ms * 1e6) }
+	d := func(ms float64) time.Duration { return time.Duration(math.Round(ms * 1e6)) }
 	cfg := analyze.JitterConfig{Base: d(f.BaseMS), Cap: d(f.CapMS), Epsilon: d(f.EpsilonMS), Attempts: f.Attempts,
 		SlowDown: d(f.SlowDownMS), Seed: info.Seed, Strategy: f.Strategy}
 	if f.Command != "" {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/target"
 )
@@ -38,17 +39,22 @@ func reanalyzeFleet(t *testing.T, out string, code int, rep analyze.JitterReport
 	if len(dirs) != 1 {
 		return // the run did not get as far as a run folder
 	}
-	acode, stdout, stderr := runCmd(t, "analyze", "--json", filepath.Dir(dirs[0]))
-	var again analyze.JitterReport
-	if err := json.Unmarshal([]byte(stdout), &again); err != nil {
-		t.Fatalf("analyze of a fleet's run folder: exit %d, not the fleet JSON: %v\n%s\n%s", acode, err, stdout, stderr)
-	}
 	checks := func(r analyze.JitterReport) string {
 		b, _ := json.Marshal([]any{r.Verdict, r.Checks, r.Waves})
 		return string(b)
 	}
-	if acode != code || checks(again) != checks(rep) {
-		t.Errorf("analyze judged the fleet's run folder otherwise: exit %d, want %d\n%s\nwant\n%s", acode, code, checks(again), checks(rep))
+	dir := filepath.Dir(dirs[0])
+	// The folder, and its results.bin named alone (read with the run.json
+	// beside it).
+	for _, path := range []string{dir, filepath.Join(dir, archive.ResultsFile)} {
+		acode, stdout, stderr := runCmd(t, "analyze", "--json", path)
+		var again analyze.JitterReport
+		if err := json.Unmarshal([]byte(stdout), &again); err != nil {
+			t.Fatalf("analyze %s: exit %d, not the fleet JSON: %v\n%s\n%s", path, acode, err, stdout, stderr)
+		}
+		if acode != code || checks(again) != checks(rep) {
+			t.Errorf("analyze %s judged the fleet otherwise: exit %d, want %d\n%s\nwant\n%s", path, acode, code, checks(again), checks(rep))
+		}
 	}
 }
 

@@ -199,12 +199,29 @@ type stallMeter struct {
 	seen chan stalls
 }
 
-// stalls are the ticks that came late: each over a millisecond with the
-// time it came (at most maxStalls), and the latest of the others.
+// stalls are the ticks that came late: the newest maxStalls of those over
+// a millisecond with the time each came (a ring: a long start-up cannot
+// crowd out the stalls after the barrier opened), and the latest of the
+// others.
 type stalls struct {
 	at     []time.Time
 	late   []time.Duration
+	next   int // where the ring writes next, once full
 	jitter time.Duration
+}
+
+// add records a tick late by late, at at.
+func (s *stalls) add(at time.Time, late time.Duration) {
+	const noise = time.Millisecond
+	switch {
+	case late <= noise:
+		s.jitter = max(s.jitter, late)
+	case len(s.at) < maxStalls:
+		s.at, s.late = append(s.at, at), append(s.late, late)
+	default:
+		s.at[s.next], s.late[s.next] = at, late
+		s.next = (s.next + 1) % maxStalls
+	}
 }
 
 // maxStalls bounds what a stall meter keeps.
@@ -213,7 +230,7 @@ const maxStalls = 4096
 func newStallMeter() *stallMeter {
 	m := &stallMeter{done: make(chan struct{}), seen: make(chan stalls, 1)}
 	go func() {
-		const tick, noise = 5 * time.Millisecond, time.Millisecond
+		const tick = 5 * time.Millisecond
 		t := time.NewTicker(tick)
 		defer t.Stop()
 		last := time.Now()
@@ -225,12 +242,7 @@ func newStallMeter() *stallMeter {
 				return
 			case <-t.C:
 				now := time.Now() // when this goroutine ran, not when the tick was due
-				switch late := now.Sub(last) - tick; {
-				case late <= noise:
-					seen.jitter = max(seen.jitter, late)
-				case len(seen.at) < maxStalls:
-					seen.at, seen.late = append(seen.at, now), append(seen.late, late)
-				}
+				seen.add(now, now.Sub(last)-tick)
 				last = now
 			}
 		}
@@ -246,10 +258,15 @@ func (m *stallMeter) stop(from time.Time) time.Duration {
 	}
 	close(m.done)
 	seen := <-m.seen
-	worst := seen.jitter
-	for i, at := range seen.at {
+	return seen.worst(from)
+}
+
+// worst returns the longest stall that ended after from (zero: any).
+func (s *stalls) worst(from time.Time) time.Duration {
+	worst := s.jitter
+	for i, at := range s.at {
 		if !at.Before(from) {
-			worst = max(worst, seen.late[i])
+			worst = max(worst, s.late[i])
 		}
 	}
 	return worst

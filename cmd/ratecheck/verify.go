@@ -167,8 +167,11 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "ratecheck verify: reading %s: %v\n", run.Dir, err)
 		return exitUsage
 	}
+	info := run.Info
+	info.Dir = run.Dir
 	cfg := analyze.Config{Window: window, Limits: map[string]int{contract.REST: restLimit, contract.MCP: mcpLimit},
-		Checks: checks, Target: run.Target, Run: run.Dir, Surfaces: surfaces, MCPRevision: run.Info.MCPRevision}
+		Checks: checks, Target: run.Target, Run: run.Dir, Surfaces: surfaces, MCPRevision: run.Info.MCPRevision,
+		Warnings: runWarnings(info)}
 	rep, err := analyze.Analyze(in, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck verify: %v\n", err)

@@ -503,10 +503,8 @@ func (it *interner) fold(r *result) uint32 {
 // sampleOf is the first MaxSample bytes of an answer body, or of the
 // JSON-RPC response an event stream carries: what a report quotes.
 func sampleOf(contentType string, body []byte) []byte {
-	if mcpwire.IsEventStream(contentType) {
-		if data, err := mcpwire.ResponseJSON(contentType, body, nil); err == nil {
-			body = data
-		}
+	if data, err := mcpwire.ResponseJSON(contentType, body, nil); err == nil {
+		body = data
 	}
 	return body[:min(len(body), MaxSample)]
 }

@@ -59,12 +59,9 @@ func Classify(status int, contentType string, body []byte, err error) Class {
 	case status < 200 || status > 299:
 		return Answer
 	}
-	if mcpwire.IsEventStream(contentType) {
-		data, err := mcpwire.ResponseJSON(contentType, body, nil)
-		if err != nil {
-			return Retryable
-		}
-		body = data
+	body, err = mcpwire.ResponseJSON(contentType, body, nil) // an event stream's response; any other body as is
+	if err != nil {
+		return Retryable
 	}
 	var rpc struct {
 		Result *struct {
@@ -87,9 +84,7 @@ func Classify(status int, contentType string, body []byte, err error) Class {
 // errorCode returns a response's REST error.code or JSON-RPC error.code as
 // text, for logs ("" when there is none).
 func errorCode(contentType string, body []byte) string {
-	if mcpwire.IsEventStream(contentType) {
-		body, _ = mcpwire.ResponseJSON(contentType, body, nil)
-	}
+	body, _ = mcpwire.ResponseJSON(contentType, body, nil)
 	var e struct {
 		Error struct {
 			Code json.RawMessage `json:"code"`

@@ -50,14 +50,6 @@ func (c Candidate) String() string {
 	return fmt.Sprintf("%s (%d per %v, %d mismatches)", s, c.Limit, c.Window.Round(time.Millisecond), c.Mismatches)
 }
 
-// variant names a family and whether it counts refusals.
-func (c Candidate) variant() string {
-	if c.CountsRefused == nil {
-		return c.Family
-	}
-	return fmt.Sprintf("%s/%v", c.Family, *c.CountsRefused)
-}
-
 // Fit is the result of fitting every family to a group.
 type Fit struct {
 	Best Candidate

@@ -211,15 +211,6 @@ func fleetChecks() []fleetCheckDef {
 	}
 }
 
-// FleetCheckNames returns the names of a fleet's checks, in report order.
-func FleetCheckNames() []string {
-	var names []string
-	for _, c := range fleetChecks() {
-		names = append(names, c.name)
-	}
-	return names
-}
-
 // fleetAttempt is one attempt, in a client's request.
 type fleetAttempt struct {
 	rec *archive.Record

@@ -32,6 +32,3 @@ func Limit(surface string) int {
 	}
 	return 0
 }
-
-// Surfaces lists the surfaces in report order.
-func Surfaces() []string { return []string{REST, MCP} }

@@ -19,7 +19,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/client"
 	"github.com/connectbyjbrh/ratecheck/mcpwire"
-	"github.com/connectbyjbrh/ratecheck/target"
+	"github.com/connectbyjbrh/ratecheck/refserver"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -292,7 +292,7 @@ func TestSlowDown(t *testing.T) {
 // reference target; an unknown tool is an answer, an empty query a tool
 // error, and neither is retried.
 func TestCallIsAcceptedByTheReferenceTarget(t *testing.T) {
-	srv, err := target.New(target.DefaultConfig())
+	srv, err := refserver.New(refserver.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/client"
 	"github.com/connectbyjbrh/ratecheck/mcpwire"
-	"github.com/connectbyjbrh/ratecheck/target"
-	"github.com/connectbyjbrh/ratecheck/target/sdktarget"
+	"github.com/connectbyjbrh/ratecheck/refserver"
+	"github.com/connectbyjbrh/ratecheck/refserver/sdkserver"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -110,7 +110,7 @@ func noRetry(t *testing.T) func(context.Context, time.Duration) error {
 //     ToolHandlerFor), an unknown tool -32602 (mcp/server.go callTool).
 func TestClientAgainstSDKServers(t *testing.T) {
 	tests := []struct {
-		mode         sdktarget.Mode
+		mode         sdkserver.Mode
 		revision     string
 		handshake    []string // requests negotiation sends
 		supported    []string
@@ -119,16 +119,16 @@ func TestClientAgainstSDKServers(t *testing.T) {
 		unknownForm  string // its content type
 		sessionCalls bool   // later calls carry the session and version headers, no _meta
 	}{
-		{sdktarget.StatelessJSON, "2026-07-28", []string{"server/discover"}, []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"},
+		{sdkserver.StatelessJSON, "2026-07-28", []string{"server/discover"}, []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"},
 			"application/json", 400, "application/json", false},
-		{sdktarget.StatelessSSE, "2026-07-28", []string{"server/discover"}, []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"},
+		{sdkserver.StatelessSSE, "2026-07-28", []string{"server/discover"}, []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"},
 			"text/event-stream", 400, "application/json", false},
-		{sdktarget.Stateful20251125, "2025-11-25", []string{"server/discover", "initialize", "notifications/initialized"}, []string{"2025-11-25"},
+		{sdkserver.Stateful20251125, "2025-11-25", []string{"server/discover", "initialize", "notifications/initialized"}, []string{"2025-11-25"},
 			"text/event-stream", 200, "text/event-stream", true},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.mode), func(t *testing.T) {
-			h, err := sdktarget.Handler(sdktarget.Config{Mode: tt.mode})
+			h, err := sdkserver.Handler(sdkserver.Config{Mode: tt.mode})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,8 +141,8 @@ func TestClientAgainstSDKServers(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Negotiate: %v (%+v)", err, rec.take())
 			}
-			if s.Revision != tt.revision || s.Requests != len(tt.handshake) || s.Server.Name != sdktarget.ServerName || (s.ID != "") != tt.sessionCalls {
-				t.Errorf("session %+v; want revision %s after %d requests, server %s, a session id: %v", s, tt.revision, len(tt.handshake), sdktarget.ServerName, tt.sessionCalls)
+			if s.Revision != tt.revision || s.Requests != len(tt.handshake) || s.Server.Name != sdkserver.ServerName || (s.ID != "") != tt.sessionCalls {
+				t.Errorf("session %+v; want revision %s after %d requests, server %s, a session id: %v", s, tt.revision, len(tt.handshake), sdkserver.ServerName, tt.sessionCalls)
 			}
 			if diff := cmp.Diff(tt.supported, s.Supported); diff != "" {
 				t.Errorf("supported (-want +got):\n%s", diff)
@@ -201,7 +201,7 @@ func TestClientAgainstSDKServers(t *testing.T) {
 // (DELETE, or a timeout), it answers 404 (mcp/streamable.go lookupSession)
 // and the client opens a new one, then sends the call again.
 func TestClientRenewsAnExpiredSession(t *testing.T) {
-	h, _ := sdktarget.Handler(sdktarget.Config{Mode: sdktarget.Stateful20251125})
+	h, _ := sdkserver.Handler(sdkserver.Config{Mode: sdkserver.Stateful20251125})
 	var rec recorder
 	ts := httptest.NewServer(rec.wrap(h))
 	defer ts.Close()
@@ -242,7 +242,7 @@ func TestClientRenewsAnExpiredSession(t *testing.T) {
 // for a version header it does not know: mcp/streamable.go ServeHTTP) is
 // spoken to in 2025-11-25 after initialize.
 func TestNegotiateFallsBackWithoutDiscover(t *testing.T) {
-	h, _ := sdktarget.Handler(sdktarget.Config{Mode: sdktarget.Stateful20251125})
+	h, _ := sdkserver.Handler(sdkserver.Config{Mode: sdkserver.Stateful20251125})
 	old := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if v := r.Header.Get("MCP-Protocol-Version"); v >= mcpwire.Latest {
 			http.Error(w, "Bad Request: Unsupported protocol version (supported versions: 2025-11-25)", http.StatusBadRequest)
@@ -265,9 +265,9 @@ func TestNegotiateFallsBackWithoutDiscover(t *testing.T) {
 // TestNegotiatePinned: a named revision is spoken as is, or negotiation
 // fails with the reason.
 func TestNegotiatePinned(t *testing.T) {
-	ref, _ := target.New(target.DefaultConfig())
-	stateless, _ := sdktarget.Handler(sdktarget.Config{Mode: sdktarget.StatelessSSE})
-	stateful, _ := sdktarget.Handler(sdktarget.Config{Mode: sdktarget.Stateful20251125})
+	ref, _ := refserver.New(refserver.DefaultConfig())
+	stateless, _ := sdkserver.Handler(sdkserver.Config{Mode: sdkserver.StatelessSSE})
+	stateful, _ := sdkserver.Handler(sdkserver.Config{Mode: sdkserver.Stateful20251125})
 	tests := []struct {
 		name     string
 		h        http.Handler
@@ -315,13 +315,13 @@ func TestNegotiatePinned(t *testing.T) {
 // call over the limit with 429 and JSON-RPC -32603, per address, and the
 // client sorts it retryable.
 func TestSDKLimiter(t *testing.T) {
-	for _, mode := range sdktarget.Modes {
+	for _, mode := range sdkserver.Modes {
 		t.Run(string(mode), func(t *testing.T) {
-			lim, err := target.NewLimiter(target.Rolling, 5, time.Minute)
+			lim, err := refserver.NewLimiter(refserver.Rolling, 5, time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, _ := sdktarget.Handler(sdktarget.Config{Mode: mode, Limiter: lim, Clock: func() time.Duration { return 0 }})
+			h, _ := sdkserver.Handler(sdkserver.Config{Mode: mode, Limiter: lim, Clock: func() time.Duration { return 0 }})
 			ts := httptest.NewServer(h)
 			defer ts.Close()
 			ctx := context.Background()
@@ -368,7 +368,7 @@ func clientFrom(ip string) *http.Client {
 // TestRenewOnce: calls that find the session ended at the same time open
 // one new session between them, not one each.
 func TestRenewOnce(t *testing.T) {
-	h, _ := sdktarget.Handler(sdktarget.Config{Mode: sdktarget.Stateful20251125})
+	h, _ := sdkserver.Handler(sdkserver.Config{Mode: sdkserver.Stateful20251125})
 	var rec recorder
 	ts := httptest.NewServer(rec.wrap(h))
 	defer ts.Close()

@@ -17,7 +17,7 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
-	"github.com/connectbyjbrh/ratecheck/target"
+	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
 // readArchive decodes an archive's results and run.json.
@@ -402,10 +402,10 @@ func TestCredentialsInTargetURL(t *testing.T) {
 // resets; a real target that counted before resetting would see requests
 // the archive does not hold. Issue 7 keeps this open.)
 func TestAttackRecordsEveryRequestUnderFaults(t *testing.T) {
-	cfg := target.DefaultConfig()
+	cfg := refserver.DefaultConfig()
 	cfg.Window = 4 * time.Second
-	cfg.Faults = target.Faults{Reset: 0.1, ServerError: 0.1, DelayMax: 200 * time.Millisecond}
-	srv, err := target.New(cfg)
+	cfg.Faults = refserver.Faults{Reset: 0.1, ServerError: 0.1, DelayMax: 200 * time.Millisecond}
+	srv, err := refserver.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,25 +17,25 @@ import (
 	"github.com/connectbyjbrh/ratecheck/client"
 	"github.com/connectbyjbrh/ratecheck/mcpwire"
 	"github.com/connectbyjbrh/ratecheck/redact"
-	"github.com/connectbyjbrh/ratecheck/target"
+	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
 // embeddedTarget returns a starter of the reference target, in-process on
 // a free loopback port, quiet, configured by cfg.
-func embeddedTarget(cfg target.Config) func() (*target.Listener, error) {
-	return func() (*target.Listener, error) {
-		srv, err := target.New(cfg)
+func embeddedTarget(cfg refserver.Config) func() (*refserver.Listener, error) {
+	return func() (*refserver.Listener, error) {
+		srv, err := refserver.New(cfg)
 		if err != nil {
 			return nil, err
 		}
-		return target.Listen(srv, "127.0.0.1:0")
+		return refserver.Listen(srv, "127.0.0.1:0")
 	}
 }
 
 // embeddedWith is the reference target's configuration with window and
 // limits (zero: the contract's).
-func embeddedWith(window time.Duration, restLimit, mcpLimit int) target.Config {
-	cfg := target.DefaultConfig()
+func embeddedWith(window time.Duration, restLimit, mcpLimit int) refserver.Config {
+	cfg := refserver.DefaultConfig()
 	cfg.Window = window
 	if restLimit > 0 {
 		cfg.RESTLimit = restLimit
@@ -154,7 +154,7 @@ func (rf *runFlags) window(w, documented, embedded time.Duration) time.Duration 
 // engine checks the run flags and returns the engine of a run of command
 // name, writing its messages to stderr; embedded starts the reference
 // target when no --target is given.
-func (rf *runFlags) engine(name string, stderr io.Writer, embedded func() (*target.Listener, error)) (*attack.Engine, error) {
+func (rf *runFlags) engine(name string, stderr io.Writer, embedded func() (*refserver.Listener, error)) (*attack.Engine, error) {
 	if err := rf.checkMCPRevision(); err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/client"
 	"github.com/connectbyjbrh/ratecheck/contract"
 	"github.com/connectbyjbrh/ratecheck/report"
-	"github.com/connectbyjbrh/ratecheck/target"
+	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
 const fleetHelp = `
@@ -147,7 +147,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err := o.check(); err != nil {
 		return usageErr(stderr, "fleet", "%v", err)
 	}
-	faults, err := target.ParseFaults(o.faults)
+	faults, err := refserver.ParseFaults(o.faults)
 	if err != nil {
 		return usageErr(stderr, "fleet", "--faults: %v", err)
 	}
@@ -175,7 +175,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	f.MCP = o.mcpSession(from, o.timeout, f.Network)
 	f = f.Defaults()
-	cfg := target.DefaultConfig()
+	cfg := refserver.DefaultConfig()
 	cfg.Window, cfg.Faults, cfg.Seed = window, faults, o.seed
 	eng, err := o.runFlags.engine("fleet", stderr, embeddedTarget(cfg))
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
-	"github.com/connectbyjbrh/ratecheck/target"
+	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
 // runFleetJSON runs fleet --json with args and decodes its verdict.
@@ -172,18 +172,18 @@ func TestFleetUsage(t *testing.T) {
 func TestFleetUnderFaults(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		faults   target.Faults
+		faults   refserver.Faults
 		dieAfter int64 // the target answers only this many requests (0: all)
 		abortAt  string
 		wantCode int
 	}{
-		{name: "reset, 5xx and delay", faults: target.Faults{Reset: 0.1, ServerError: 0.1, DelayMax: 200 * time.Millisecond}, abortAt: "0", wantCode: exitOK},
+		{name: "reset, 5xx and delay", faults: refserver.Faults{Reset: 0.1, ServerError: 0.1, DelayMax: 200 * time.Millisecond}, abortAt: "0", wantCode: exitOK},
 		{name: "dies mid-run", dieAfter: 100, abortAt: "50%", wantCode: exitUnreachable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := target.DefaultConfig()
+			cfg := refserver.DefaultConfig()
 			cfg.Window, cfg.Faults = 2*time.Second, tc.faults
-			srv, err := target.New(cfg)
+			srv, err := refserver.New(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

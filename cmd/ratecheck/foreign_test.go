@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/connectbyjbrh/ratecheck/target"
+	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
 // freePort returns a loopback address nothing listens on (yet).
@@ -89,7 +89,7 @@ func TestVerifyAgainstNginx(t *testing.T) {
 	}
 	window := 2 * time.Second
 	// The upstream: the reference target with limits it never reaches.
-	upstream := startTarget(t, time.Minute, func(c *target.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil)
+	upstream := startTarget(t, time.Minute, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil)
 	dir := t.TempDir()
 	listen := freePort(t)
 	conf := filepath.Join(dir, "nginx.conf")

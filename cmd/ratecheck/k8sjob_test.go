@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
-	"github.com/connectbyjbrh/ratecheck/target"
+	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
 // TestK8sJobPodsRun runs the command of every pod of a generated Job, as
@@ -24,7 +24,7 @@ import (
 func TestK8sJobPodsRun(t *testing.T) {
 	// The pods share this machine's address here, not in a cluster: lift
 	// the limit so that no request is refused for it.
-	url := startTarget(t, 2*time.Second, func(c *target.Config) { c.RESTLimit = 100000 }, nil)
+	url := startTarget(t, 2*time.Second, func(c *refserver.Config) { c.RESTLimit = 100000 }, nil)
 	code, stdout, stderr := runCmd(t, "k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--target", url,
 		"--window", "2s", "--start-at", time.Now().Add(1500*time.Millisecond).UTC().Format(time.RFC3339Nano))
 	if code != exitOK {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
-	"github.com/connectbyjbrh/ratecheck/target"
+	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
 // TestMain lets a test run the command in a child process (to kill or
@@ -38,9 +38,9 @@ func TestMain(m *testing.M) {
 // how many it recovered, never an error; at most the requests in flight
 // when it died are missing from it.
 func TestKilledRunIsRecovered(t *testing.T) {
-	cfg := target.DefaultConfig()
+	cfg := refserver.DefaultConfig()
 	cfg.Window = 4 * time.Second
-	srv, err := target.New(cfg)
+	srv, err := refserver.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

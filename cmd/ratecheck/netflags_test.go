@@ -20,15 +20,15 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
-	"github.com/connectbyjbrh/ratecheck/target"
+	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
 // referenceHandler is the reference target's handler with window.
 func referenceHandler(t *testing.T, window time.Duration) http.Handler {
 	t.Helper()
-	cfg := target.DefaultConfig()
+	cfg := refserver.DefaultConfig()
 	cfg.Window = window
-	srv, err := target.New(cfg)
+	srv, err := refserver.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

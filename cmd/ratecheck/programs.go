@@ -14,7 +14,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/contract"
-	"github.com/connectbyjbrh/ratecheck/target"
+	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
 // programsRun is a fleet of the user's client programs (fleet
@@ -23,7 +23,7 @@ import (
 // saw for the verdict.
 type programsRun struct {
 	job     *attack.Programs
-	harness *target.Clients
+	harness *refserver.Clients
 	results chan *vegeta.Result
 	stall   *stallMeter
 	mu      sync.Mutex
@@ -37,18 +37,18 @@ type programsRun struct {
 // embedded target that serves it: the reference target with the
 // address's budget spent, an unlimited one for the scripted answers that
 // pass, and the harness before them.
-func newProgramsRun(o fleetOptions, window time.Duration) (*programsRun, func() (*target.Listener, error)) {
+func newProgramsRun(o fleetOptions, window time.Duration) (*programsRun, func() (*refserver.Listener, error)) {
 	p := &programsRun{results: make(chan *vegeta.Result, 4096), session: map[int]bool{}, origin: map[int]bool{}}
-	start := func() (*target.Listener, error) {
-		cfg := target.DefaultConfig()
+	start := func() (*refserver.Listener, error) {
+		cfg := refserver.DefaultConfig()
 		cfg.Window = window
-		limited, err := target.New(cfg)
+		limited, err := refserver.New(cfg)
 		if err != nil {
 			return nil, err
 		}
-		open := target.DefaultConfig()
+		open := refserver.DefaultConfig()
 		open.RESTLimit, open.MCPLimit = 1<<30, 1<<30
-		openSrv, err := target.New(open)
+		openSrv, err := refserver.New(open)
 		if err != nil {
 			return nil, err
 		}
@@ -59,11 +59,11 @@ func newProgramsRun(o fleetOptions, window time.Duration) (*programsRun, func() 
 		p.release = time.Now()
 		origin := p.release
 		clock := func() time.Duration { return time.Since(origin) }
-		p.harness = target.NewClients(target.ClientsConfig{N: o.clients, Surface: o.surface, Barrier: o.barrier,
+		p.harness = refserver.NewClients(refserver.ClientsConfig{N: o.clients, Surface: o.surface, Barrier: o.barrier,
 			Limited: limited, Open: openSrv, Clock: clock,
 			Counted: func() { limited.Spend(o.surface, addr, 1) },
 			Record:  p.record})
-		ln, err := target.ListenHandler(p.harness, "127.0.0.1:0", 0)
+		ln, err := refserver.ListenHandler(p.harness, "127.0.0.1:0", 0)
 		if err != nil {
 			return nil, err
 		}
@@ -77,7 +77,7 @@ func newProgramsRun(o fleetOptions, window time.Duration) (*programsRun, func() 
 // record turns what the harness saw of a request into a Vegeta result,
 // labelled as a fleet client's attempt (the delay it drew unknown), and
 // hands it to the job.
-func (p *programsRun) record(a target.Arrival) {
+func (p *programsRun) record(a refserver.Arrival) {
 	p.mu.Lock()
 	if a.SessionID {
 		p.session[a.Client] = true

@@ -17,8 +17,8 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/mcpwire"
-	"github.com/connectbyjbrh/ratecheck/target"
-	"github.com/connectbyjbrh/ratecheck/target/sdktarget"
+	"github.com/connectbyjbrh/ratecheck/refserver"
+	"github.com/connectbyjbrh/ratecheck/refserver/sdkserver"
 )
 
 // sdkLimit is the MCP limit of the go-sdk servers of these tests: the
@@ -64,7 +64,7 @@ func (r *sdkRecorder) wrap(next http.Handler) http.Handler {
 			method = msg.Method
 		}
 		r.mu.Lock()
-		addr := target.ClientAddr(req)
+		addr := refserver.ClientAddr(req)
 		if r.byAddr[addr] == nil {
 			r.byAddr[addr] = map[string]int{}
 		}
@@ -83,17 +83,17 @@ func (r *sdkRecorder) wrap(next http.Handler) http.Handler {
 // startSDKServer serves a go-sdk server of mode behind a per-address
 // limiter of kind admitting limit requests per window, and returns its base
 // URL and what it received.
-func startSDKServer(t *testing.T, mode sdktarget.Mode, kind limiterKind, limit int, window time.Duration) (string, *sdkRecorder) {
+func startSDKServer(t *testing.T, mode sdkserver.Mode, kind limiterKind, limit int, window time.Duration) (string, *sdkRecorder) {
 	t.Helper()
-	cfg := sdktarget.Config{Mode: mode}
+	cfg := sdkserver.Config{Mode: mode}
 	if kind == slidingLog {
-		lim, err := target.NewLimiter(target.Rolling, limit, window)
+		lim, err := refserver.NewLimiter(refserver.Rolling, limit, window)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cfg.Limiter = lim
 	}
-	h, err := sdktarget.Handler(cfg)
+	h, err := sdkserver.Handler(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,10 +114,10 @@ func tokenBucketLimit(next http.Handler, limit int, window time.Duration) http.H
 	buckets := map[string]*rate.Limiter{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		b := buckets[target.ClientAddr(r)]
+		b := buckets[refserver.ClientAddr(r)]
 		if b == nil {
 			b = rate.NewLimiter(rate.Limit(float64(limit)/window.Seconds()), limit)
-			buckets[target.ClientAddr(r)] = b
+			buckets[refserver.ClientAddr(r)] = b
 		}
 		ok := b.Allow()
 		mu.Unlock()
@@ -144,7 +144,7 @@ func tokenBucketLimit(next http.Handler, limit int, window time.Duration) http.H
 // limiter in front of them deserves: the contract's sliding log passes
 // with the configured limit observed; a token bucket fails and is named.
 func TestVerifyAgainstSDKServers(t *testing.T) {
-	for _, mode := range []sdktarget.Mode{sdktarget.StatelessJSON, sdktarget.StatelessSSE} {
+	for _, mode := range []sdkserver.Mode{sdkserver.StatelessJSON, sdkserver.StatelessSSE} {
 		for _, kind := range []limiterKind{slidingLog, tokenBucket} {
 			t.Run(fmt.Sprintf("%s/%s", mode, kind), func(t *testing.T) {
 				for i, window := range verifyWindows {
@@ -191,12 +191,12 @@ func TestVerifyAgainstSDKServers(t *testing.T) {
 // MCP-Protocol-Version by every later request.
 func TestAttackAgainstSDKServers(t *testing.T) {
 	for _, tt := range []struct {
-		mode     sdktarget.Mode
+		mode     sdkserver.Mode
 		revision string
 	}{
-		{sdktarget.StatelessJSON, mcpwire.Latest},
-		{sdktarget.StatelessSSE, mcpwire.Latest},
-		{sdktarget.Stateful20251125, mcpwire.Revision20251125},
+		{sdkserver.StatelessJSON, mcpwire.Latest},
+		{sdkserver.StatelessSSE, mcpwire.Latest},
+		{sdkserver.Stateful20251125, mcpwire.Revision20251125},
 	} {
 		t.Run(string(tt.mode), func(t *testing.T) {
 			window := 4 * time.Second
@@ -209,7 +209,7 @@ func TestAttackAgainstSDKServers(t *testing.T) {
 			t.Logf("%s%s", stdout, stderr)
 			_, info := readArchive(t, onlyRun(t, out))
 			mcp, _ := info["mcp"].(map[string]any)
-			stateful := tt.mode == sdktarget.Stateful20251125
+			stateful := tt.mode == sdkserver.Stateful20251125
 			if info["mcp_revision"] != tt.revision || (mcp["session"] == true) != stateful || mcp["handshakes"] != 1.0 {
 				t.Errorf("run.json mcp_revision %v, mcp %v; want %s, a session: %v, one handshake", info["mcp_revision"], mcp, tt.revision, stateful)
 			}
@@ -234,7 +234,7 @@ func TestAttackAgainstSDKServers(t *testing.T) {
 // that revision.
 func TestSDKServerOfRevision20251125(t *testing.T) {
 	for i, window := range verifyWindows {
-		url, _ := startSDKServer(t, sdktarget.Stateful20251125, slidingLog, sdkLimit, window)
+		url, _ := startSDKServer(t, sdkserver.Stateful20251125, slidingLog, sdkLimit, window)
 		code, v, stderr := runVerifyJSON(t, window, "--target", url, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits,isolation")
 		if len(v.Surfaces) != 1 {
 			t.Fatalf("exit %d, surfaces %+v\n%s", code, v.Surfaces, stderr)
@@ -261,7 +261,7 @@ func TestSDKServerOfRevision20251125(t *testing.T) {
 // the configured limit.
 func TestNegotiationFromTheLimitAddress(t *testing.T) {
 	for i, window := range verifyWindows {
-		url, rec := startSDKServer(t, sdktarget.StatelessJSON, slidingLog, sdkLimit, window)
+		url, rec := startSDKServer(t, sdkserver.StatelessJSON, slidingLog, sdkLimit, window)
 		code, v, stderr := runVerifyJSON(t, window, "--target", url, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits", "--sources", "127.0.0.1")
 		if n := rec.byAddr["127.0.0.1"]["server/discover"]; n != 1 || !strings.Contains(stderr, "waited "+window.String()) {
 			t.Fatalf("127.0.0.1 sent %d server/discover; want 1, then a wait of a window\n%s", n, stderr)
@@ -285,7 +285,7 @@ func bindSessions(next http.Handler) http.Handler {
 	var mu sync.Mutex
 	owner := map[string]string{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		addr := target.ClientAddr(r)
+		addr := refserver.ClientAddr(r)
 		if id := r.Header.Get(mcpwire.HeaderSessionID); id != "" {
 			mu.Lock()
 			o, known := owner[id]
@@ -322,7 +322,7 @@ func (w *sessionWriter) Flush() {
 // its own after its first 404, counted in run.json, and its later requests
 // are answered in its own session.
 func TestSessionsBoundToAnAddress(t *testing.T) {
-	h, err := sdktarget.Handler(sdktarget.Config{Mode: sdktarget.Stateful20251125})
+	h, err := sdkserver.Handler(sdkserver.Config{Mode: sdkserver.Stateful20251125})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/connectbyjbrh/ratecheck/target"
+	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
 // serveOptions are the flags of "ratecheck serve".
@@ -46,14 +46,14 @@ method, status, error code, request id; never a body or a credential).
 `
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	def := target.DefaultConfig()
+	def := refserver.DefaultConfig()
 	var o serveOptions
 	fs := newFlagSet("serve", "[flags]", serveHelp, stderr)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "`host:port` to listen on (port 0 picks a free one)")
 	fs.DurationVar(&o.window, "window", def.Window, "length of the rolling window")
 	fs.IntVar(&o.restLimit, "rest-limit", def.RESTLimit, "REST requests admitted per window and client address")
 	fs.IntVar(&o.mcpLimit, "mcp-limit", def.MCPLimit, "MCP calls admitted per window and client address")
-	fs.StringVar(&o.limiter, "limiter", string(target.Rolling), "limiter `mode`: rolling, fixed-window, token-bucket, admitted-only, off-by-one")
+	fs.StringVar(&o.limiter, "limiter", string(refserver.Rolling), "limiter `mode`: rolling, fixed-window, token-bucket, admitted-only, off-by-one")
 	fs.StringVar(&o.faults, "faults", "", "fault `spec` such as 5xx=0.02,reset=0.01,delay=5ms-40ms")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the fault draws")
 	fs.StringVar(&o.allowedOrigins, "allowed-origins", "", "comma-separated `list` of Origin values /mcp accepts (default: none; requests without Origin are always accepted)")
@@ -68,16 +68,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if !o.quiet {
 		cfg.Log = stderr
 	}
-	srv, err := target.New(cfg)
+	srv, err := refserver.New(cfg)
 	if err != nil {
 		return usageErr(stderr, "serve", "%v", err)
 	}
-	ln, err := target.Listen(srv, o.addr)
+	ln, err := refserver.Listen(srv, o.addr)
 	if err != nil {
 		return usageErr(stderr, "serve", "--addr %s: %v", o.addr, err)
 	}
 	fmt.Fprintf(stdout, "ratecheck serve: listening on %s (window %v, rest %d, mcp %d per window and address, limiter %s", ln.URL, cfg.Window, cfg.RESTLimit, cfg.MCPLimit, cfg.Limiter)
-	if cfg.Faults != (target.Faults{}) {
+	if cfg.Faults != (refserver.Faults{}) {
 		fmt.Fprintf(stdout, ", faults %s", cfg.Faults)
 	}
 	fmt.Fprintln(stdout, ")")
@@ -89,19 +89,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 // config validates the options and turns them into a target configuration.
-func (o serveOptions) config() (target.Config, error) {
-	cfg := target.DefaultConfig()
+func (o serveOptions) config() (refserver.Config, error) {
+	cfg := refserver.DefaultConfig()
 	if o.window <= 0 {
 		return cfg, fmt.Errorf("--window must be positive, got %v", o.window)
 	}
 	if o.restLimit < 1 || o.mcpLimit < 1 {
 		return cfg, fmt.Errorf("--rest-limit and --mcp-limit must be at least 1, got %d and %d", o.restLimit, o.mcpLimit)
 	}
-	mode, err := target.ParseLimiterMode(o.limiter)
+	mode, err := refserver.ParseLimiterMode(o.limiter)
 	if err != nil {
 		return cfg, fmt.Errorf("--limiter: %v", err)
 	}
-	faults, err := target.ParseFaults(o.faults)
+	faults, err := refserver.ParseFaults(o.faults)
 	if err != nil {
 		return cfg, fmt.Errorf("--faults: %v", err)
 	}

@@ -18,7 +18,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
-	"github.com/connectbyjbrh/ratecheck/target"
+	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
 // verifyWindows are the compressed windows of the end-to-end verify tests:
@@ -31,14 +31,14 @@ var verifyWindow = verifyWindows[0]
 
 // startTarget serves the reference target with window, configured by
 // mutate, wrapped by wrap (nil: unchanged), on a loopback port.
-func startTarget(t *testing.T, window time.Duration, mutate func(*target.Config), wrap func(http.Handler) http.Handler) string {
+func startTarget(t *testing.T, window time.Duration, mutate func(*refserver.Config), wrap func(http.Handler) http.Handler) string {
 	t.Helper()
-	cfg := target.DefaultConfig()
+	cfg := refserver.DefaultConfig()
 	cfg.Window = window
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	srv, err := target.New(cfg)
+	srv, err := refserver.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,17 +253,17 @@ func TestVerifyFailsOnWrongTargets(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		mutate func(*target.Config)
+		mutate func(*refserver.Config)
 		wrap   func(http.Handler) http.Handler
 		args   []string
 		want   []string // checks of which at least one must fail (surface/check)
 	}{
-		{"fixed-window", func(c *target.Config) { c.Limiter = target.FixedWindow }, nil, nil, []string{"rest/rolling", "mcp/rolling"}},
-		{"token-bucket", func(c *target.Config) { c.Limiter = target.TokenBucket }, nil, nil, []string{"rest/rolling", "mcp/rolling"}},
-		{"admitted-only", func(c *target.Config) { c.Limiter = target.AdmittedOnly }, nil, nil, []string{"rest/rejected-count", "mcp/rejected-count", "rest/rolling", "mcp/rolling"}},
-		{"off-by-one", func(c *target.Config) { c.Limiter = target.OffByOne }, nil, nil, []string{"rest/onset", "mcp/onset", "rest/rolling", "mcp/rolling"}},
-		{"no limit", func(c *target.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil, nil, []string{"rest/onset", "mcp/onset"}},
-		{"window twice as long", func(c *target.Config) { c.Window *= 2 }, nil, nil, []string{"rest/rolling", "mcp/rolling"}},
+		{"fixed-window", func(c *refserver.Config) { c.Limiter = refserver.FixedWindow }, nil, nil, []string{"rest/rolling", "mcp/rolling"}},
+		{"token-bucket", func(c *refserver.Config) { c.Limiter = refserver.TokenBucket }, nil, nil, []string{"rest/rolling", "mcp/rolling"}},
+		{"admitted-only", func(c *refserver.Config) { c.Limiter = refserver.AdmittedOnly }, nil, nil, []string{"rest/rejected-count", "mcp/rejected-count", "rest/rolling", "mcp/rolling"}},
+		{"off-by-one", func(c *refserver.Config) { c.Limiter = refserver.OffByOne }, nil, nil, []string{"rest/onset", "mcp/onset", "rest/rolling", "mcp/rolling"}},
+		{"no limit", func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil, nil, []string{"rest/onset", "mcp/onset"}},
+		{"window twice as long", func(c *refserver.Config) { c.Window *= 2 }, nil, nil, []string{"rest/rolling", "mcp/rolling"}},
 		{"trusts X-Forwarded-For", nil, forwarded, []string{"--checks", "isolation"}, []string{"rest/spoof", "mcp/spoof"}},
 		{"one bucket for every address", nil, oneBucket, []string{"--checks", "isolation"}, []string{"rest/isolation", "mcp/isolation"}},
 		{"a wrong failure-table row", nil, wrongRow, []string{"--checks", "contract"}, []string{"rest/contract"}},
@@ -351,7 +351,7 @@ func blurOf(t *testing.T, run string, window time.Duration) blur {
 // target. It may leave a check without the evidence it needs
 // (inconclusive, exit 4), never with a failure.
 func TestVerifyNoFalseAlarmUnderDelay(t *testing.T) {
-	url := startTarget(t, verifyWindow, func(c *target.Config) { c.Faults = target.Faults{DelayMax: 20 * time.Millisecond} }, nil)
+	url := startTarget(t, verifyWindow, func(c *refserver.Config) { c.Faults = refserver.Faults{DelayMax: 20 * time.Millisecond} }, nil)
 	code, v, stderr := runVerifyJSON(t, verifyWindow, "--target", url)
 	if code != exitOK && code != exitInconclusive {
 		t.Fatalf("exit %d, failing %v\nstderr: %s\n%+v", code, failing(v), stderr, v.Surfaces)
@@ -386,8 +386,8 @@ func TestVerifyUsage(t *testing.T) {
 // can hide the onset), never failed.
 func TestVerifyUnderFaults(t *testing.T) {
 	var received atomic.Int64
-	url := startTarget(t, verifyWindow, func(c *target.Config) {
-		c.Faults = target.Faults{Reset: 0.1, ServerError: 0.1, DelayMax: 200 * time.Millisecond}
+	url := startTarget(t, verifyWindow, func(c *refserver.Config) {
+		c.Faults = refserver.Faults{Reset: 0.1, ServerError: 0.1, DelayMax: 200 * time.Millisecond}
 	}, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			received.Add(1)

@@ -1,4 +1,4 @@
-package target
+package refserver
 
 import (
 	"fmt"

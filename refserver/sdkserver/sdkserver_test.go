@@ -1,4 +1,4 @@
-package sdktarget_test
+package sdkserver_test
 
 import (
 	"net/http"
@@ -6,15 +6,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/connectbyjbrh/ratecheck/target/sdktarget"
+	"github.com/connectbyjbrh/ratecheck/refserver/sdkserver"
 )
 
 func TestHandler(t *testing.T) {
-	if _, err := sdktarget.Handler(sdktarget.Config{Mode: "x"}); err == nil || !strings.Contains(err.Error(), `unknown mode "x"`) {
+	if _, err := sdkserver.Handler(sdkserver.Config{Mode: "x"}); err == nil || !strings.Contains(err.Error(), `unknown mode "x"`) {
 		t.Errorf("an unknown mode: %v", err)
 	}
-	for _, mode := range sdktarget.Modes {
-		h, err := sdktarget.Handler(sdktarget.Config{Mode: mode})
+	for _, mode := range sdkserver.Modes {
+		h, err := sdkserver.Handler(sdkserver.Config{Mode: mode})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -23,7 +23,7 @@ func TestHandler(t *testing.T) {
 		// when stateless, 400 without a session when stateful
 		// (mcp/streamable.go serveStateless, serveStatefulGET).
 		get := 405
-		if mode == sdktarget.Stateful20251125 {
+		if mode == sdkserver.Stateful20251125 {
 			get = 400
 		}
 		for path, want := range map[string]int{"/": 404, "/api/public/search": 404, "/mcp": get} {

@@ -1,4 +1,4 @@
-// Package sdktarget serves go-sdk MCP servers behind the reference limiter,
+// Package sdkserver serves go-sdk MCP servers behind the reference limiter,
 // for interop tests.
 //
 // The servers are built with the official Go SDK
@@ -9,11 +9,11 @@
 // modes: stateless with JSON answers, stateless with event-stream answers
 // (the SDK's default), and stateful, restricted to revision 2025-11-25
 // (initialize and Mcp-Session-Id). Each can sit behind a per-address
-// limiter of package target, which refuses with 429 and JSON-RPC -32603 as
+// limiter of package refserver, which refuses with 429 and JSON-RPC -32603 as
 // the contract documents.
 //
 // The package is for tests: the ratecheck command does not import it.
-package sdktarget
+package sdkserver
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/mcpwire"
-	"github.com/connectbyjbrh/ratecheck/target"
+	"github.com/connectbyjbrh/ratecheck/refserver"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -55,8 +55,8 @@ var Modes = []Mode{StatelessJSON, StatelessSSE, Stateful20251125}
 type Config struct {
 	Mode Mode
 	// Limiter, when set, counts every request to /mcp against the client
-	// address ([target.ClientAddr]) and refuses those it does not admit.
-	Limiter *target.Limiter
+	// address ([refserver.ClientAddr]) and refuses those it does not admit.
+	Limiter *refserver.Limiter
 	// Clock is the limiter's monotonic clock (nil: time since Handler).
 	Clock func() time.Duration
 	// SessionTimeout closes idle sessions of the stateful mode (0: never).
@@ -104,16 +104,16 @@ func Handler(cfg Config) (http.Handler, error) {
 // Limit puts next behind lim: every request counts against its client
 // address, and one lim does not admit is answered 429 with a JSON-RPC
 // -32603 error echoing the request's id, as the reference target answers.
-func Limit(next http.Handler, lim *target.Limiter, clock func() time.Duration) http.Handler {
+func Limit(next http.Handler, lim *refserver.Limiter, clock func() time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if lim.Allow(target.ClientAddr(r), clock()) {
+		if lim.Allow(refserver.ClientAddr(r), clock()) {
 			next.ServeHTTP(w, r)
 			return
 		}
 		var req struct {
 			ID json.RawMessage `json:"id"`
 		}
-		if b, err := io.ReadAll(io.LimitReader(r.Body, target.MaxMCPBody)); err == nil {
+		if b, err := io.ReadAll(io.LimitReader(r.Body, refserver.MaxMCPBody)); err == nil {
 			_ = json.Unmarshal(b, &req)
 		}
 		answer := map[string]any{"jsonrpc": "2.0", "error": map[string]any{

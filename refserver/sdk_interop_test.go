@@ -1,4 +1,4 @@
-package target_test
+package refserver_test
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/connectbyjbrh/ratecheck/target"
+	"github.com/connectbyjbrh/ratecheck/refserver"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -59,7 +59,7 @@ func (w *statusWriter) WriteHeader(code int) { w.status = code; w.ResponseWriter
 // the three _meta fields on every request (injectRequestMeta), which the
 // target requires.
 func TestSDKClientAgainstServe(t *testing.T) {
-	srv, err := target.New(target.DefaultConfig())
+	srv, err := refserver.New(refserver.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +74,8 @@ func TestSDKClientAgainstServe(t *testing.T) {
 	}
 	defer cs.Close()
 	init := cs.InitializeResult()
-	if init.ProtocolVersion != "2026-07-28" || init.ServerInfo == nil || init.ServerInfo.Name != target.ServerName || init.ServerInfo.Version != target.ServerVersion {
-		t.Errorf("negotiated %q with server %+v; want 2026-07-28 with %s %s", init.ProtocolVersion, init.ServerInfo, target.ServerName, target.ServerVersion)
+	if init.ProtocolVersion != "2026-07-28" || init.ServerInfo == nil || init.ServerInfo.Name != refserver.ServerName || init.ServerInfo.Version != refserver.ServerVersion {
+		t.Errorf("negotiated %q with server %+v; want 2026-07-28 with %s %s", init.ProtocolVersion, init.ServerInfo, refserver.ServerName, refserver.ServerVersion)
 	}
 	if init.Capabilities == nil || init.Capabilities.Tools == nil || init.Capabilities.Resources == nil || init.Capabilities.Prompts == nil {
 		t.Errorf("capabilities %+v", init.Capabilities)

@@ -11,7 +11,7 @@ import (
 	"github.com/jamiealquiza/tachymeter"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // Verdicts of checks, surfaces and runs. A check is skipped when it was
@@ -166,7 +166,7 @@ func AnalyzeSource(src archive.Source, cfg Config) (*Report, error) {
 	// every record and take theirs (and, for the independence check, the
 	// other surface's from their primary's source).
 	tab := src.Tables()
-	rest, mcp := newSurfaceRun(contract.REST, cfg, tab), newSurfaceRun(contract.MCP, cfg, tab)
+	rest, mcp := newSurfaceRun(method.REST, cfg, tab), newSurfaceRun(method.MCP, cfg, tab)
 	workers := []*surfaceRun{rest, mcp}
 	err := fanOut(src.Each, workers, func(s *surfaceRun, r *archive.Record, seq int) {
 		if g := s.groupOf(r, true); g != nil {
@@ -247,7 +247,7 @@ func limitOf(cfg Config, surface string) int {
 	if l := cfg.Limits[surface]; l > 0 {
 		return l
 	}
-	return contract.Limit(surface)
+	return method.Limit(surface)
 }
 
 // at formats a record's send time relative to t0.

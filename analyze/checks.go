@@ -9,18 +9,16 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
-// checkDef is one check of a surface: its name, the group --checks
-// selects it by, the evidence it needs (said when it is missing), and the
-// judge that weighs the evidence the passes gathered. Adding a check is
-// adding one to surfaceChecks; tables, JSON, JUnit and HTML render what
-// the judges return.
+// checkDef is one check of a surface (method.Check: its name, group and
+// the evidence it needs) with the judge that weighs the evidence the passes
+// gathered. Adding a check is adding one to method's list and its judge
+// here; tables, JSON, JUnit and HTML render what the judges return.
 type checkDef struct {
-	name, group string
-	needs       string
-	judge       func(e *evidence) (verdict, detail string)
+	method.Check
+	judge func(e *evidence) (verdict, detail string)
 }
 
 // evidence is what the passes over a surface's records gathered, and what
@@ -34,37 +32,25 @@ type evidence struct {
 	Leff    int // the limit the target showed, when above the documented
 }
 
+// judges are the judges of the checks, by name.
+var judges = map[string]func(e *evidence) (string, string){
+	method.CheckOnset:         judgeOnset,
+	method.CheckRolling:       judgeRolling,
+	method.CheckRejectedCount: judgeRejectedCount,
+	method.CheckShape:         judgeShape,
+	method.CheckIsolation:     judgeIsolation,
+	method.CheckSpoof:         judgeSpoof,
+	method.CheckIndependence:  judgeIndependence,
+	method.CheckContract:      judgeContract,
+}
+
 // surfaceChecks lists the checks of a surface in report order.
 func surfaceChecks() []checkDef {
-	return []checkDef{
-		{"onset", "limits", "L requests admitted and a refusal from one address within one window", judgeOnset},
-		{"rolling", "limits", "admitted or refused requests whose outcome the timing decides", judgeRolling},
-		{"rejected-count", "limits", "a request that only one reading of refused requests explains (the probe plan's flood of refusals)", judgeRejectedCount},
-		{"shape", "limits", "a 429 to inspect", judgeShape},
-		{"isolation", "isolation", "a request from a second address while the first is provably over its limit", judgeIsolation},
-		{"spoof", "isolation", "a forged-header probe beside a plain one from the same address while it is provably over its limit", judgeSpoof},
-		{"independence", "isolation", "traffic on the other surface from the limit address", judgeIndependence},
-		{"contract", "contract", "an answer to each failure-table probe", judgeContract},
+	var defs []checkDef
+	for _, c := range method.Checks() {
+		defs = append(defs, checkDef{c, judges[c.Name]})
 	}
-}
-
-// CheckNames returns the names of a surface's checks, in report order.
-func CheckNames() []string {
-	var names []string
-	for _, c := range surfaceChecks() {
-		names = append(names, c.name)
-	}
-	return names
-}
-
-// CheckGroups returns the check groups --checks selects (limits,
-// isolation, contract) and the checks of each.
-func CheckGroups() map[string][]string {
-	groups := map[string][]string{}
-	for _, c := range surfaceChecks() {
-		groups[c.group] = append(groups[c.group], c.name)
-	}
-	return groups
+	return defs
 }
 
 // verdict judges the surface once the passes are done.
@@ -84,7 +70,7 @@ func (s *surfaceRun) verdict(meta *archive.Meta) (SurfaceVerdict, SurfaceDetail)
 	e := &evidence{surfaceRun: s, sv: &sv, sd: &sd, meta: meta}
 	selected := s.selected
 	if selected == nil {
-		selected = CheckNames()
+		selected = method.CheckNames()
 	}
 	// A surface the run meant to exercise but sent nothing to, whose every
 	// request went unanswered, or where the API is not there, gives no
@@ -128,7 +114,7 @@ func (s *surfaceRun) verdict(meta *archive.Meta) (SurfaceVerdict, SurfaceDetail)
 		}
 	}
 	for _, c := range surfaceChecks() {
-		if !slices.Contains(selected, c.name) {
+		if !slices.Contains(selected, c.Name) {
 			continue
 		}
 		verdict, detail := Inconclusive, missing
@@ -136,9 +122,9 @@ func (s *surfaceRun) verdict(meta *archive.Meta) (SurfaceVerdict, SurfaceDetail)
 			verdict, detail = c.judge(e)
 		}
 		if verdict == Inconclusive {
-			detail = fmt.Sprintf("%s (needs %s)", detail, c.needs)
+			detail = fmt.Sprintf("%s (needs %s)", detail, c.Needs)
 		}
-		sv.Checks = append(sv.Checks, Check{Name: c.name, Verdict: verdict, Detail: detail})
+		sv.Checks = append(sv.Checks, Check{Name: c.Name, Verdict: verdict, Detail: detail})
 		sv.Verdict = worse(sv.Verdict, verdict)
 	}
 	if sv.Verdict == Inconclusive {
@@ -230,7 +216,7 @@ func judgeShape(e *evidence) (string, string) {
 	if len(extras) > 0 {
 		hdrs = "; the target also sent " + strings.Join(extras, ", ")
 	}
-	want := map[string]string{contract.REST: `{"error":{"code":"rate_limited"}}`, contract.MCP: "JSON-RPC error -32603"}[e.name]
+	want := map[string]string{method.REST: `{"error":{"code":"rate_limited"}}`, method.MCP: "JSON-RPC error -32603"}[e.name]
 	switch {
 	case e.shapeN == 0:
 		return Inconclusive, "no 429 to inspect"
@@ -378,7 +364,7 @@ func judgeContract(e *evidence) (string, string) {
 	})
 	var rows, bad, unanswered []string
 	for _, h := range hits {
-		row, r := ContractRows[h.row], &h.rec
+		row, r := method.ContractRows[h.row], &h.rec
 		rows = append(rows, row.Stream)
 		if r.Code == 0 { // no answer: proves nothing about the row
 			unanswered = append(unanswered, fmt.Sprintf("%s (%s)", row.Stream, archive.ErrKind(e.tab.Err(r))))
@@ -398,7 +384,7 @@ func judgeContract(e *evidence) (string, string) {
 	}
 	spec := 0
 	for _, h := range hits {
-		if ContractRows[h.row].By() != ByAPI {
+		if method.ContractRows[h.row].By() != method.ByAPI {
 			spec++
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // sse wraps a JSON-RPC response as an event stream, after a notification
@@ -25,7 +25,7 @@ func sse(body string) string {
 }
 
 func TestCheckRow(t *testing.T) {
-	row := func(stream string) ContractRow {
+	row := func(stream string) method.ContractRow {
 		r, ok := rowOf(stream)
 		if !ok {
 			t.Fatalf("no row %s", stream)
@@ -83,8 +83,8 @@ func TestCheckRow(t *testing.T) {
 // issue names as this API's own are the API's.
 func TestContractRowsBy(t *testing.T) {
 	got := map[string]string{}
-	for _, r := range ContractRows {
-		if (r.StatusBy != BySpec && r.StatusBy != ByAPI) || (r.CodeBy != BySpec && r.CodeBy != ByAPI) {
+	for _, r := range method.ContractRows {
+		if (r.StatusBy != method.BySpec && r.StatusBy != method.ByAPI) || (r.CodeBy != method.BySpec && r.CodeBy != method.ByAPI) {
 			t.Errorf("%s: StatusBy %q, CodeBy %q", r.Stream, r.StatusBy, r.CodeBy)
 		}
 		got[r.Stream] = r.By()
@@ -119,7 +119,7 @@ func resultsFile(t *testing.T, in *archive.Input, asSSE bool) string {
 		l := tab.Labels(r)
 		res := vegeta.Result{Attack: archive.Label(l.Surface, l.Source, l.Stream), Code: r.Code, Timestamp: time.Unix(0, r.Start),
 			Latency: r.Latency(), URL: "http://127.0.0.1:8080/mcp", Headers: http.Header{}}
-		if l.Surface == contract.REST {
+		if l.Surface == method.REST {
 			res.URL = "http://127.0.0.1:8080/api/public/search"
 		}
 		body := string(tab.Body(r))
@@ -128,7 +128,7 @@ func resultsFile(t *testing.T, in *archive.Input, asSSE bool) string {
 		}
 		if body != "" {
 			ct := "application/json"
-			if asSSE && l.Surface == contract.MCP && strings.HasPrefix(body, "{") {
+			if asSSE && l.Surface == method.MCP && strings.HasPrefix(body, "{") {
 				ct, body = "text/event-stream", sse(body)
 			}
 			res.Headers.Set("Content-Type", ct)
@@ -153,7 +153,7 @@ func TestSSEAnswersJudgedAsJSON(t *testing.T) {
 		case "mcp-unknown-tool":
 			wrong.Tables().SetAnswer(r, &archive.Answer{Body: []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}`)})
 		}
-		if r.Code == 429 && wrong.Tables().Labels(r).Surface == contract.MCP {
+		if r.Code == 429 && wrong.Tables().Labels(r).Surface == method.MCP {
 			wrong.Tables().SetAnswer(r, &archive.Answer{Body: []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"slow down"}}`)})
 		}
 	}

@@ -1,12 +1,15 @@
 package analyze
 
-import "github.com/connectbyjbrh/ratecheck/archive"
+import (
+	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/method"
+)
 
 // ReadOptions are what the analysis needs a reader to keep: the bodies of
 // the failure-table probes, and the verdict on each refusal's body (does it
 // carry its surface's documented error?).
 func ReadOptions() archive.Options {
-	return archive.Options{KeepBody: isContractStream, Judge: shapeOK}
+	return archive.Options{KeepBody: method.IsContractStream, Judge: shapeOK}
 }
 
 // Read reads run folders or results files into memory for the analysis

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // JitterConfig is what a fleet was asked to do, and how strictly to judge it.
@@ -248,7 +249,7 @@ func groupFleet(in *archive.Input) *fleetRun {
 	}
 	slices.Sort(f.clients)
 	for _, c := range f.clients {
-		if as := f.requests[c][1]; len(as) > 0 && in.Tables().Labels(as[0].rec).Stream == archive.StreamFleet {
+		if as := f.requests[c][1]; len(as) > 0 && in.Tables().Labels(as[0].rec).Stream == method.StreamFleet {
 			f.fleet = append(f.fleet, c)
 		}
 	}
@@ -579,7 +580,7 @@ func sharedRefusal(in *archive.Input, f *fleetRun) Check {
 	}
 	var primeFrom, primeTo int64 = math.MaxInt64, math.MinInt64
 	for i := range in.Records {
-		if r := &in.Records[i]; in.Tables().Labels(r).Stream == archive.StreamPrime && in.Tables().Labels(r).Fleet == nil {
+		if r := &in.Records[i]; in.Tables().Labels(r).Stream == method.StreamPrime && in.Tables().Labels(r).Fleet == nil {
 			primeFrom, primeTo = min(primeFrom, r.Start), max(primeTo, r.End)
 		}
 	}
@@ -641,7 +642,7 @@ func (f *fleetRun) discipline(cfg JitterConfig) disciplineCounts {
 			faulted := false
 			for j := range as {
 				code := as[j].rec.Code
-				if j+1 < len(as) && !Retryable(code) {
+				if j+1 < len(as) && !method.Retryable(code) {
 					d.retriedAnswers++
 					d.retriedCodes[code]++
 				}

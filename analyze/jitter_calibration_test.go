@@ -13,7 +13,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/client"
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // The fleet command's defaults: the embedded target's 30 s window gives a
@@ -21,7 +21,7 @@ import (
 var fleetDefaults = client.Backoff{Base: 500 * time.Millisecond, Cap: 15 * time.Second}
 
 // clientFleet builds the first request of n clients released together, as
-// attack.Fleet runs them, with the draws package client makes: client i
+// fleet.Fleet runs them, with the draws package client makes: client i
 // draws from rand.NewPCG(seed, i), one draw per retry, through
 // Backoff.Delay. The host's noise is laid over that schedule, drawn from
 // host apart from the clients' jitter: first sends spread over up to 20
@@ -41,7 +41,7 @@ func clientFleet(n, attempts int, seed, host uint64, b client.Backoff) *archive.
 				t += int64(d) + int64(noise.IntN(int(5*time.Millisecond)))
 			}
 			end := t + int64(time.Millisecond) + int64(noise.IntN(int(14*time.Millisecond)))
-			in.Add(archive.Labels{Surface: contract.REST, Source: "127.0.0.2", Stream: archive.StreamFleet,
+			in.Add(archive.Labels{Surface: method.REST, Source: "127.0.0.2", Stream: method.StreamFleet,
 				Fleet: &archive.FleetTag{Client: c, Request: 1, Attempt: a, Delay: d}}, t, end, 429, nil)
 			t = end
 		}

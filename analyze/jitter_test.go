@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 const (
@@ -36,7 +36,7 @@ func noisyFleet(n, attempts int, seed uint64, delay func(k int, u float64) time.
 				t += int64(d)
 			}
 			end := t + int64(time.Millisecond) + int64(rng.IntN(int(noise)))
-			in.Add(archive.Labels{Surface: contract.REST, Source: "127.0.0.2", Stream: archive.StreamFleet,
+			in.Add(archive.Labels{Surface: method.REST, Source: "127.0.0.2", Stream: method.StreamFleet,
 				Fleet: &archive.FleetTag{Client: c, Request: 1, Attempt: a, Delay: max(d, 0)}}, t, end, 429, nil)
 			t = end
 		}
@@ -183,7 +183,7 @@ func TestJitterDiscipline(t *testing.T) {
 	ms := int64(time.Millisecond)
 	in := archive.NewInput()
 	rec := func(client, req, attempt int, start int64, code uint16) {
-		in.Add(archive.Labels{Surface: contract.REST, Source: "127.0.0.2", Stream: archive.StreamFleet,
+		in.Add(archive.Labels{Surface: method.REST, Source: "127.0.0.2", Stream: method.StreamFleet,
 			Fleet: &archive.FleetTag{Client: client, Request: req, Attempt: attempt, Delay: -1}}, start*ms, (start+1)*ms, code, nil)
 	}
 	rec(1, 1, 1, 0, 404) // a 404 retried

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // serverFleet is what a harness records of n client programs released by
@@ -21,7 +21,7 @@ func serverFleet(n, attempts int, seed uint64, delay func(k int, u float64) time
 	release := int64(time.Second)
 	for c := range n {
 		t, end := release-int64(rng.IntN(int(time.Second))), release+int64(rng.IntN(int(3*time.Millisecond))) // the barrier holds the first
-		in.Add(archive.Labels{Surface: contract.REST, Source: "127.0.0.1", Stream: archive.StreamFleet,
+		in.Add(archive.Labels{Surface: method.REST, Source: "127.0.0.1", Stream: method.StreamFleet,
 			Fleet: &archive.FleetTag{Client: c + 1, Request: 1, Attempt: 1, Delay: -1}}, t, end, 429, nil)
 		offset := react * time.Duration(c) / time.Duration(n) // ordered: the same place every wave
 		for a := 2; a <= attempts; a++ {
@@ -31,7 +31,7 @@ func serverFleet(n, attempts int, seed uint64, delay func(k int, u float64) time
 			}
 			t = end + int64(delay(a-2, rng.Float64())+r)
 			end = t + int64(time.Millisecond)
-			in.Add(archive.Labels{Surface: contract.REST, Source: "127.0.0.1", Stream: archive.StreamFleet,
+			in.Add(archive.Labels{Surface: method.REST, Source: "127.0.0.1", Stream: method.StreamFleet,
 				Fleet: &archive.FleetTag{Client: c + 1, Request: 1, Attempt: a, Delay: -1}}, t, end, 429, nil)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/jamiealquiza/tachymeter"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // Analyze judges the input against cfg.
@@ -34,12 +34,12 @@ func refAnalyze(in *archive.Input, cfg Config) *Report {
 	groupOf := func(r *archive.Record) *Group {
 		g, ok := byLabel[r.LabelID()]
 		if !ok {
-			if sf := in.Tables().Labels(r).Surface; sf == contract.REST || sf == contract.MCP {
+			if sf := in.Tables().Labels(r).Surface; sf == method.REST || sf == method.MCP {
 				if bySurface[sf] == nil {
 					bySurface[sf] = map[string]*Group{}
 				}
 				if g = bySurface[sf][in.Tables().Labels(r).Source]; g == nil {
-					g = &Group{Surface: sf, Source: in.Tables().Labels(r).Source, Uncertain: func(r *archive.Record) bool { return isForged(in.Tables().Labels(r).Stream) }}
+					g = &Group{Surface: sf, Source: in.Tables().Labels(r).Source, Uncertain: func(r *archive.Record) bool { return method.IsForged(in.Tables().Labels(r).Stream) }}
 					bySurface[sf][in.Tables().Labels(r).Source] = g
 				}
 			}
@@ -62,7 +62,7 @@ func refAnalyze(in *archive.Input, cfg Config) *Report {
 		}
 	}
 	// The surfaces are judged side by side (they only read the records).
-	surfaces := []string{contract.REST, contract.MCP}
+	surfaces := []string{method.REST, method.MCP}
 	svs, sds := make([]SurfaceVerdict, len(surfaces)), make([]SurfaceDetail, len(surfaces))
 	var wg sync.WaitGroup
 	for i, sf := range surfaces {
@@ -70,7 +70,7 @@ func refAnalyze(in *archive.Input, cfg Config) *Report {
 			continue
 		}
 		wg.Go(func() {
-			other := bySurface[map[string]string{contract.REST: contract.MCP, contract.MCP: contract.REST}[sf]]
+			other := bySurface[map[string]string{method.REST: method.MCP, method.MCP: method.REST}[sf]]
 			svs[i], sds[i] = refAnalyzeSurface(in.Tables(), sf, bySurface[sf], other, cfg)
 		})
 	}
@@ -249,7 +249,7 @@ func refAnalyzeSurface(tab *archive.Tables, sf string, groups, other map[string]
 	onsetLeaks, onsetFalse, onsetIndet := 0, 0, 0
 	for _, j := range pj {
 		r := primary.Records[j.Index]
-		if r.Start > firstRefusalEnd || isForged(tab.Labels(r).Stream) {
+		if r.Start > firstRefusalEnd || method.IsForged(tab.Labels(r).Stream) {
 			continue
 		}
 		switch {
@@ -279,7 +279,7 @@ func refAnalyzeSurface(tab *archive.Tables, sf string, groups, other map[string]
 	var leaks, falses []string
 	for _, j := range pj {
 		r := primary.Records[j.Index]
-		if isForged(tab.Labels(r).Stream) {
+		if method.IsForged(tab.Labels(r).Stream) {
 			continue
 		}
 		if j.Leak {
@@ -335,7 +335,7 @@ func refAnalyzeSurface(tab *archive.Tables, sf string, groups, other map[string]
 	if len(extras) > 0 {
 		hdrs = "; the target also sent " + strings.Join(extras, ", ")
 	}
-	want := map[string]string{contract.REST: `{"error":{"code":"rate_limited"}}`, contract.MCP: "JSON-RPC error -32603"}[sf]
+	want := map[string]string{method.REST: `{"error":{"code":"rate_limited"}}`, method.MCP: "JSON-RPC error -32603"}[sf]
 	switch {
 	case shapeN == 0:
 		add("shape", Skip, "no 429 to inspect")
@@ -365,7 +365,7 @@ func refAnalyzeSurface(tab *archive.Tables, sf string, groups, other map[string]
 	spoofN, spoofLeaks, spoofProven := 0, 0, 0
 	for _, j := range pj {
 		r := primary.Records[j.Index]
-		if !isForged(tab.Labels(r).Stream) {
+		if !method.IsForged(tab.Labels(r).Stream) {
 			continue
 		}
 		spoofN++
@@ -412,7 +412,7 @@ func refAnalyzeSurface(tab *archive.Tables, sf string, groups, other map[string]
 	}
 	// contract
 	var rows, bad, unanswered []string
-	for _, row := range ContractRows {
+	for _, row := range method.ContractRows {
 		if row.Surface != sf {
 			continue
 		}
@@ -445,9 +445,9 @@ func refAnalyzeSurface(tab *archive.Tables, sf string, groups, other map[string]
 
 	selected := cfg.Checks
 	if selected == nil {
-		selected = CheckNames()
+		selected = method.CheckNames()
 	}
-	for _, name := range CheckNames() {
+	for _, name := range method.CheckNames() {
 		if !slices.Contains(selected, name) {
 			continue
 		}

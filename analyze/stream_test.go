@@ -15,7 +15,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // The streaming analyzer against the batch one it replaced
@@ -26,7 +26,7 @@ import (
 // (ties, zero latencies, some slower than half a window), answered at
 // random: admitted, refused or a fault.
 func randomGroup(rng *rand.Rand, n int, w time.Duration) Group {
-	g := Group{Surface: contract.REST, Source: srcA}
+	g := Group{Surface: method.REST, Source: srcA}
 	t := int64(0)
 	for range n {
 		switch rng.IntN(4) {
@@ -188,7 +188,7 @@ func TestAnalyzeMatchesBatch(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 8))
 	for i := range 150 {
 		in := randomInput(rng)
-		cfg := Config{Window: synthW, Limits: map[string]int{contract.REST: 240, contract.MCP: 120}}
+		cfg := Config{Window: synthW, Limits: map[string]int{method.REST: 240, method.MCP: 120}}
 		if i%3 == 0 {
 			cfg.Window = synthW * 11 / 10
 		}
@@ -253,7 +253,7 @@ func TestSpillMatchesRead(t *testing.T) {
 		if !slices.Equal(streamed, read) {
 			t.Fatalf("round %d: the spill streams %d records in another order than Read's %d", round, len(streamed), len(read))
 		}
-		cfg := Config{Window: synthW, Limits: map[string]int{contract.REST: 240, contract.MCP: 120}}
+		cfg := Config{Window: synthW, Limits: map[string]int{method.REST: 240, method.MCP: 120}}
 		fromDisk, err := AnalyzeSource(sp, cfg)
 		if err != nil {
 			t.Fatal(err)

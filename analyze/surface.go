@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // groupRun is one group's counts (first pass) and model (second pass).
@@ -194,7 +195,7 @@ func (s *surfaceRun) count(g *groupRun, r *archive.Record, seq int) {
 	s.sd.Requests++
 	s.lat.add(r.End - r.Start)
 	stream := s.tab.Labels(r).Stream
-	limitProbe := JudgedBy(stream) == "limits"
+	limitProbe := method.JudgedBy(stream) == "limits"
 	switch {
 	case refused(r):
 		g.refusals++
@@ -242,8 +243,8 @@ func (s *surfaceRun) count(g *groupRun, r *archive.Record, seq int) {
 			k.missing++
 		}
 	}
-	if isContractStream(stream) {
-		for i, row := range ContractRows {
+	if method.IsContractStream(stream) {
+		for i, row := range method.ContractRows {
 			if row.Surface == s.name && row.Stream == stream {
 				s.contract = append(s.contract, contractHit{row: i, source: g.source, seq: seq, rec: *r})
 			}
@@ -278,7 +279,7 @@ func (s *surfaceRun) choosePrimary(other *surfaceRun) {
 
 // forged reports whether r carries a forged forwarding header (see
 // Group.Uncertain).
-func (s *surfaceRun) forged(r *archive.Record) bool { return isForged(s.tab.Labels(r).Stream) }
+func (s *surfaceRun) forged(r *archive.Record) bool { return method.IsForged(s.tab.Labels(r).Stream) }
 
 // originOf takes the primary's next request in send order and notes where
 // a fixed window could have started: at its first request (a limiter that
@@ -383,7 +384,7 @@ func (s *surfaceRun) judged(g *groupRun, j *judged) {
 	}
 	// A forged-header probe is judged by the spoof check alone; the plain
 	// probe beside it is a limit probe like any other.
-	spoof := isForged(stream)
+	spoof := method.IsForged(stream)
 	// onset: the first episode, up to the first refusal's response.
 	if r.Start <= g.firstRefusalEnd && !spoof {
 		switch {
@@ -418,8 +419,8 @@ func (s *surfaceRun) judged(g *groupRun, j *judged) {
 	if refused(r) && !spoof {
 		tally(s.refusalCounts, [2]int32{j.Definite + j.Ambiguous, j.PossibleAdmitted})
 	}
-	if (spoof || stream == archive.StreamSpoofControl) && len(s.spoofs) < 1000 {
-		s.spoofs = append(s.spoofs, spoofProbe{start: r.Start, end: r.End, header: forgedHeaders[stream], admitted: admitted(r), refused: refused(r),
+	if (spoof || stream == method.StreamSpoofControl) && len(s.spoofs) < 1000 {
+		s.spoofs = append(s.spoofs, spoofProbe{start: r.Start, end: r.End, header: method.ForgedHeader(stream), admitted: admitted(r), refused: refused(r),
 			definite: j.Definite, possible: j.Definite + j.Ambiguous})
 	}
 	// independence: refusals explained by the other surface's traffic;
@@ -485,7 +486,7 @@ func (s *surfaceRun) absent(meta *archive.Meta) string {
 	}
 	what := fmt.Sprintf("%d of %d answers were 404, 405, 501 or not JSON", k.missing+k.nonJSON, k.answered)
 	if smp := s.sample(meta, func(smp *archive.Sample) bool {
-		return JudgedBy(smp.Stream) == "limits" && (smp.Code < 200 || smp.Code > 299) && smp.Code != 429
+		return method.JudgedBy(smp.Stream) == "limits" && (smp.Code < 200 || smp.Code > 299) && smp.Code != 429
 	}); smp != "" {
 		what = smp
 	}

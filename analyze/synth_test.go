@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // The tests below build result streams from simulated limiters on fake
@@ -39,29 +39,29 @@ func plan() []planned {
 	for _, sf := range []struct {
 		name string
 		L    int
-	}{{contract.REST, 240}, {contract.MCP, 120}} {
+	}{{method.REST, 240}, {method.MCP, 120}} {
 		add := func(stream, src string, from, to float64, n int) {
 			for i := range n {
 				at := from
 				if n > 1 {
 					at = from + (to-from)*float64(i)/float64(n-1)
 				}
-				p = append(p, planned{surface: sf.name, source: src, stream: stream, at: at, forged: isForged(stream)})
+				p = append(p, planned{surface: sf.name, source: src, stream: stream, at: at, forged: method.IsForged(stream)})
 			}
 		}
 		add("onset", srcA, 0, 0.03, sf.L)
 		add("over", srcA, 0.04, 0.04, 1)
 		// forged probes between plain ones, as verify sends them
 		gap := 1 / float64(10*sf.L)
-		add(archive.StreamSpoofControl, srcA, 0.11, 0.11+9*gap, 10)
-		for i, h := range []string{archive.StreamSpoofXForwardedFor, archive.StreamSpoofForwarded, archive.StreamSpoofXRealIP} {
+		add(method.StreamSpoofControl, srcA, 0.11, 0.11+9*gap, 10)
+		for i, h := range []string{method.StreamSpoofXForwardedFor, method.StreamSpoofForwarded, method.StreamSpoofXRealIP} {
 			add(h, srcA, 0.11+(0.5+float64(i))*gap, 0.11+(6.5+float64(i))*gap, 3)
 		}
 		add("isolation", srcB, 0.11, 0.111, 3)
 		add("flood", srcA, 0.05, 0.10, sf.L)
 		add("probe", srcA, 0.12, 1.18, 54)
 		add("edge", srcA, 1.0, 1.095, 20)
-		for _, row := range ContractRows {
+		for _, row := range method.ContractRows {
 			if row.Surface == sf.name {
 				p = append(p, planned{surface: sf.name, source: srcC, stream: row.Stream, at: 0.2})
 			}
@@ -233,7 +233,7 @@ func simulatePlan(srv server, ps []planned, latency func(i int) time.Duration) *
 	for _, i := range order {
 		p, rec := ps[i], &in.Records[i]
 		lim := srv.rest
-		if p.surface == contract.MCP {
+		if p.surface == method.MCP {
 			lim = srv.mcp
 		}
 		row, isRow := rowOf(p.stream)
@@ -256,21 +256,21 @@ func simulatePlan(srv server, ps []planned, latency func(i int) time.Duration) *
 
 // refusals are the documented 429 answers of each surface.
 var refusals = map[string]*archive.Answer{
-	contract.REST: {Body: []byte(`{"error":{"code":"rate_limited"}}`)},
-	contract.MCP:  {Body: []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"rate limited"}}`)},
+	method.REST: {Body: []byte(`{"error":{"code":"rate_limited"}}`)},
+	method.MCP:  {Body: []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"rate limited"}}`)},
 }
 
-func rowOf(stream string) (ContractRow, bool) {
-	for _, r := range ContractRows {
+func rowOf(stream string) (method.ContractRow, bool) {
+	for _, r := range method.ContractRows {
 		if r.Stream == stream {
 			return r, true
 		}
 	}
-	return ContractRow{}, false
+	return method.ContractRow{}, false
 }
 
 // answer is the documented answer of a contract row.
-func answer(row ContractRow) (uint16, []byte, string) {
+func answer(row method.ContractRow) (uint16, []byte, string) {
 	switch {
 	case row.RESTCode != "":
 		return row.Status, []byte(fmt.Sprintf(`{"error":{"code":%q}}`, row.RESTCode)), ""
@@ -289,7 +289,7 @@ func answer(row ContractRow) (uint16, []byte, string) {
 func quiet(int) time.Duration { return time.Millisecond }
 
 func judge(in *archive.Input) *Report {
-	rep, err := Analyze(in, Config{Window: synthW, Limits: map[string]int{contract.REST: 240, contract.MCP: 120}})
+	rep, err := Analyze(in, Config{Window: synthW, Limits: map[string]int{method.REST: 240, method.MCP: 120}})
 	if err != nil {
 		panic(err)
 	}
@@ -337,7 +337,7 @@ func TestSyntheticFamilies(t *testing.T) {
 			return p.surface
 		}}, FamilySlidingLog, []string{"rest/isolation", "mcp/isolation"}, nil},
 		{"trusts X-Forwarded-For", server{documented(1, 0).rest, documented(1, 0).mcp, func(p planned) string {
-			if p.stream == archive.StreamSpoofXForwardedFor { // only that header: Forwarded and X-Real-IP are ignored
+			if p.stream == method.StreamSpoofXForwardedFor { // only that header: Forwarded and X-Real-IP are ignored
 				return p.surface + "|198.51.100.7"
 			}
 			return perAddress(p)
@@ -419,7 +419,7 @@ func BenchmarkAnalyze(b *testing.B) {
 // BenchmarkModel measures the uncertainty-interval model on a flood of
 // 100 000 requests from one address.
 func BenchmarkModel(b *testing.B) {
-	g := Group{Surface: contract.REST, Source: srcA}
+	g := Group{Surface: method.REST, Source: srcA}
 	for i := range 100000 {
 		s := int64(i) * int64(time.Millisecond)
 		code := uint16(200)
@@ -440,7 +440,7 @@ func BenchmarkModel(b *testing.B) {
 func TestUnansweredContractRows(t *testing.T) {
 	in := simulate(documented(1, 0), quiet)
 	for i := range in.Records {
-		if r := &in.Records[i]; in.Tables().Labels(r).Surface == contract.REST && isContractStream(in.Tables().Labels(r).Stream) {
+		if r := &in.Records[i]; in.Tables().Labels(r).Surface == method.REST && method.IsContractStream(in.Tables().Labels(r).Stream) {
 			r.Code = 0
 			in.Tables().SetAnswer(r, &archive.Answer{Err: `Get "http://127.0.0.1:1/api/public/pages/no-such": net/http: request canceled (Client.Timeout exceeded while awaiting headers)`})
 		}
@@ -561,19 +561,19 @@ func TestIndependenceNeedsProof(t *testing.T) {
 	W := int64(synthW)
 	var ps []planned
 	for i := range 240 { // REST: a burst early in the first fixed window
-		ps = append(ps, planned{surface: contract.REST, source: srcA, stream: "burst", at: 0.02 + 0.01*float64(i)/240})
+		ps = append(ps, planned{surface: method.REST, source: srcA, stream: "burst", at: 0.02 + 0.01*float64(i)/240})
 	}
 	for i := range 240 { // MCP, same address, mid-window
-		ps = append(ps, planned{surface: contract.MCP, source: srcA, stream: "burst", at: 0.5 + 0.01*float64(i)/240})
+		ps = append(ps, planned{surface: method.MCP, source: srcA, stream: "burst", at: 0.5 + 0.01*float64(i)/240})
 	}
 	for i := range 30 { // REST probes just past the boundary
-		ps = append(ps, planned{surface: contract.REST, source: srcA, stream: "probe", at: 1.04 + 0.02*float64(i)/30})
+		ps = append(ps, planned{surface: method.REST, source: srcA, stream: "probe", at: 1.04 + 0.02*float64(i)/30})
 	}
 	sort.SliceStable(ps, func(i, j int) bool { return ps[i].at < ps[j].at })
 	independence := func(rep *Report) Check {
 		for _, s := range rep.Verdict.Surfaces {
 			for _, c := range s.Checks {
-				if s.Surface == contract.REST && c.Name == "independence" {
+				if s.Surface == method.REST && c.Name == "independence" {
 					return c
 				}
 			}

@@ -15,9 +15,9 @@ func TestLabels(t *testing.T) {
 		label, url string
 		want       Labels
 	}{
-		{Label("rest", "127.0.0.1", StreamOnset), "", Labels{Surface: "rest", Source: "127.0.0.1", Stream: "onset"}},
-		{Label("mcp", "", StreamProbe), "", Labels{Surface: "mcp", Source: DefaultSource, Stream: "probe"}},
-		{FleetLabel("rest", "127.0.0.2", StreamFleet, tag), "", Labels{Surface: "rest", Source: "127.0.0.2", Stream: "fleet", Fleet: &tag}},
+		{Label("rest", "127.0.0.1", "onset"), "", Labels{Surface: "rest", Source: "127.0.0.1", Stream: "onset"}},
+		{Label("mcp", "", "probe"), "", Labels{Surface: "mcp", Source: DefaultSource, Stream: "probe"}},
+		{FleetLabel("rest", "127.0.0.2", "fleet", tag), "", Labels{Surface: "rest", Source: "127.0.0.2", Stream: "fleet", Fleet: &tag}},
 		{"", "http://127.0.0.1:8080/mcp", Labels{Surface: "mcp", Source: DefaultSource}},
 		{"", "http://h/api/public/search?q=x", Labels{Surface: "rest", Source: DefaultSource}},
 		{"", "http://h/other", Labels{Surface: "other", Source: DefaultSource}},

@@ -17,8 +17,8 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
-	"github.com/connectbyjbrh/ratecheck/contract"
 	"github.com/connectbyjbrh/ratecheck/mcpwire"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // Options say what a reader keeps of each result beyond its times, status
@@ -660,9 +660,9 @@ func SurfaceOf(raw string) string {
 	}
 	switch {
 	case strings.HasPrefix(path, "/api/public/"):
-		return contract.REST
+		return method.REST
 	case path == "/mcp":
-		return contract.MCP
+		return method.MCP
 	}
 	return "other"
 }

@@ -2,9 +2,9 @@ package attack
 
 import "fmt"
 
-// descriptorMargin is what a run needs besides its connections: the run
+// DescriptorMargin is what a run needs besides its connections: the run
 // folder's files, the standard streams, the runtime's, a listener.
-const descriptorMargin = 64
+const DescriptorMargin = 64
 
 // Descriptors estimates the file descriptors a plan's run holds open at
 // once: the connections Vegeta opens at the start for each of its
@@ -16,24 +16,12 @@ func (pl Plan) Descriptors(embedded bool) int {
 	if embedded {
 		conns *= 2
 	}
-	return conns + descriptorMargin
+	return conns + DescriptorMargin
 }
 
 // vegetaWorkers is how many workers, and so connections, a Vegeta
 // attacker starts with (vegeta.DefaultWorkers).
 const vegetaWorkers = 10
-
-// Descriptors estimates the file descriptors a fleet's run holds open at
-// once: a connection per client (each has its own) and per failure-table
-// row, twice over when the target is embedded in the same process, and a
-// margin.
-func (f Fleet) Descriptors(embedded bool) int {
-	conns := f.Defaults().Clients + len(f.Rows) + 1 // and the primer
-	if embedded {
-		conns *= 2
-	}
-	return conns + descriptorMargin
-}
 
 // DescriptorError is a run that cannot fit in this process's limit on
 // open file descriptors.
@@ -60,10 +48,3 @@ func checkDescriptors(job Job, embedded bool) error {
 	}
 	return nil
 }
-
-// Descriptors estimates the file descriptors a fleet of client programs
-// holds open in this process at once: per program its output files, its
-// process handle and the connection it makes to the target, which is
-// always embedded here (the harness records what it receives), and a
-// margin.
-func (p *Programs) Descriptors(bool) int { return 4*p.Clients + descriptorMargin }

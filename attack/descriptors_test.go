@@ -11,6 +11,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 // TestEngineRefusesRunAboveDescriptorLimit: a fleet with more clients than
@@ -25,10 +29,7 @@ func TestEngineRefusesRunAboveDescriptorLimit(t *testing.T) {
 	var hits atomic.Int64
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer ts.Close()
-	f := Fleet{Clients: int(hard) + 1, Window: 2 * time.Second}
-	if f.Descriptors(true) < 2*f.Descriptors(false)-descriptorMargin-4 {
-		t.Errorf("the embedded target does not double the estimate: %d, %d", f.Descriptors(true), f.Descriptors(false))
-	}
+	f := wideJob{int(hard) + 1}
 	out := t.TempDir()
 	e := &Engine{Command: "fleet", Target: ts.URL, Out: out, Stderr: io.Discard, ReachTimeout: time.Second}
 	run, err := e.Execute(context.Background(), f)
@@ -43,7 +44,7 @@ func TestEngineRefusesRunAboveDescriptorLimit(t *testing.T) {
 	if entries, _ := os.ReadDir(out); hits.Load() != 0 || len(entries) != 0 {
 		t.Errorf("%d requests sent, %d entries written", hits.Load(), len(entries))
 	}
-	small := Fleet{Clients: 10, Window: 2 * time.Second}
+	small := wideJob{10}
 	if err := checkDescriptors(small, true); err != nil {
 		t.Errorf("a fleet of 10 refused: %v", err)
 	}
@@ -51,18 +52,26 @@ func TestEngineRefusesRunAboveDescriptorLimit(t *testing.T) {
 
 // TestDescriptorEstimates: the estimates grow with what a run opens.
 func TestDescriptorEstimates(t *testing.T) {
-	p, err := ParseProfile("p.yaml", []byte("name: p\npolicy: {surface: rest}\nstreams:\n  - name: s\n    surface: rest\n    sources: [127.0.0.1, 127.0.0.2]\n    requests: [{path: /api/public/search}]\n    pacer: {type: constant, rate: 1/s, count: 1}\n"))
+	p, err := scenario.ParseProfile("p.yaml", []byte("name: p\npolicy: {surface: rest}\nstreams:\n  - name: s\n    surface: rest\n    sources: [127.0.0.1, 127.0.0.2]\n    requests: [{path: /api/public/search}]\n    pacer: {type: constant, rate: 1/s, count: 1}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	plan := Plan{Profile: p, Window: time.Second}
-	if got := plan.Descriptors(false); got != 2*vegetaWorkers+descriptorMargin {
+	if got := plan.Descriptors(false); got != 2*vegetaWorkers+DescriptorMargin {
 		t.Errorf("a plan of 2 attackers: %d descriptors", got)
 	}
-	if got := (&Programs{Clients: 100}).Descriptors(true); got != 400+descriptorMargin {
-		t.Errorf("100 client programs: %d descriptors", got)
+}
+
+// wideJob is a job that needs a descriptor per client, two when the
+// target is embedded, as a fleet of n clients does.
+type wideJob struct{ n int }
+
+func (j wideJob) Run(context.Context, string, func(*vegeta.Result) error) error { return nil }
+func (j wideJob) Duration() time.Duration                                       { return time.Second }
+func (j wideJob) Info() archive.RunInfo                                         { return archive.RunInfo{} }
+func (j wideJob) Descriptors(embedded bool) int {
+	if embedded {
+		return 2*j.n + DescriptorMargin
 	}
-	if a, b := (Fleet{Clients: 1000}).Descriptors(true), (Fleet{Clients: 10000}).Descriptors(true); a < 2000 || b < 20000 {
-		t.Errorf("fleets of 1000 and 10000 embedded: %d and %d descriptors", a, b)
-	}
+	return j.n + DescriptorMargin
 }

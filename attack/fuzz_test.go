@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 )
 
 // FuzzParseProfile: any bytes as a profile are accepted or refused with a
@@ -24,9 +26,9 @@ func FuzzParseProfile(f *testing.F) {
 	}
 	f.Add([]byte("policy: {surface: rest}\nstreams:\n  - surface: rest\n    requests: [{path: /x}]\n    pacr: {type: constant}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := ParseProfile("fuzz.yaml", data)
+		p, err := scenario.ParseProfile("fuzz.yaml", data)
 		if err != nil {
-			var pe *ProfileError
+			var pe *scenario.ProfileError
 			if !errors.As(err, &pe) || pe.File != "fuzz.yaml" || !strings.Contains(err.Error(), "fuzz.yaml") {
 				t.Fatalf("error %v (%T) does not name the file", err, err)
 			}
@@ -35,7 +37,7 @@ func FuzzParseProfile(f *testing.F) {
 		if p == nil || len(p.Streams) == 0 {
 			t.Fatalf("accepted a profile with no streams: %q", data)
 		}
-		if err := CheckName(p.Name); err != nil {
+		if err := scenario.CheckName(p.Name); err != nil {
 			t.Fatalf("accepted a profile named %q: %v", p.Name, err)
 		}
 		for _, w := range []time.Duration{p.Policy.Window.D, time.Second} {
@@ -54,10 +56,10 @@ func FuzzParseSpanRate(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if sp, err := ParseSpan(s); err == nil && (sp.D < 0 || sp.W < 0 || sp.W != sp.W) {
+		if sp, err := scenario.ParseSpan(s); err == nil && (sp.D < 0 || sp.W < 0 || sp.W != sp.W) {
 			t.Fatalf("ParseSpan(%q) = %+v", s, sp)
 		}
-		if r, err := ParseRate(s); err == nil && (r.N < 0 || r.N != r.N || r.Per.D < 0 || r.Per.W < 0) {
+		if r, err := scenario.ParseRate(s); err == nil && (r.N < 0 || r.N != r.N || r.Per.D < 0 || r.Per.W < 0) {
 			t.Fatalf("ParseRate(%q) = %+v", s, r)
 		}
 	})

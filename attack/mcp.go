@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/client"
-	"github.com/connectbyjbrh/ratecheck/contract"
 	"github.com/connectbyjbrh/ratecheck/mcpwire"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // MCPSession is how the MCP requests of a run speak to the target. The
@@ -169,9 +170,9 @@ func (m *MCPSession) Record(info *archive.RunInfo) {
 	}
 }
 
-// speech returns how the requests from source speak: the revision, and
+// Speech returns how the requests from source speak: the revision, and
 // the session they carry (nil when there is none).
-func (m *MCPSession) speech(source string) (rev string, sid *atomic.Pointer[client.Session]) {
+func (m *MCPSession) Speech(source string) (rev string, sid *atomic.Pointer[client.Session]) {
 	if m == nil {
 		return "", nil
 	}
@@ -235,8 +236,8 @@ func (m *MCPSession) ended(ctx context.Context, source string) {
 	}()
 }
 
-// wait waits for the handshakes under way.
-func (m *MCPSession) wait() {
+// Wait waits for the handshakes under way.
+func (m *MCPSession) Wait() {
 	if m != nil {
 		m.pending.Wait()
 	}
@@ -254,9 +255,9 @@ func (m *MCPSession) client(target, source string) *client.Client {
 }
 
 // speaksMCP reports whether a profile sends MCP requests.
-func speaksMCP(p *Profile) bool {
+func speaksMCP(p *scenario.Profile) bool {
 	for _, s := range p.Streams {
-		if s.Surface == contract.MCP {
+		if s.Surface == method.MCP {
 			return true
 		}
 	}
@@ -266,7 +267,7 @@ func speaksMCP(p *Profile) bool {
 // carriesSession reports whether every request of an MCP stream carries
 // the run's session: a JSON-RPC message whose headers do not name their
 // own Mcp-Session-Id.
-func carriesSession(s *Stream) bool {
+func carriesSession(s *scenario.Stream) bool {
 	for _, r := range s.Requests {
 		if r.RPC == "" || hasHeader(r.Headers, mcpwire.HeaderSessionID) {
 			return false

@@ -14,8 +14,10 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
+	"github.com/connectbyjbrh/ratecheck/attack/schedule"
 	"github.com/connectbyjbrh/ratecheck/client"
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/redact"
 )
 
@@ -26,7 +28,7 @@ const DefaultMaxBody = 1024
 // Plan is a profile bound to a window, ready to run against a target. It
 // is a Job of the Engine.
 type Plan struct {
-	Profile *Profile
+	Profile *scenario.Profile
 	// Window is the run's window: every span written in w is a multiple of it.
 	Window time.Duration
 	// Headers are added to every request (after the profile's).
@@ -141,7 +143,7 @@ func (pl Plan) Negotiate(ctx context.Context, target string) ([]string, error) {
 // MCP revision spoken and the handshakes it took, and how far the run
 // fell behind its schedule (see Behind).
 func (pl Plan) Finish(info *archive.RunInfo) {
-	pl.MCP.wait()
+	pl.MCP.Wait()
 	pl.MCP.Record(info)
 	if pl.Behind != nil && pl.Behind.Fell() {
 		pl.Behind.mu.Lock()
@@ -152,23 +154,11 @@ func (pl Plan) Finish(info *archive.RunInfo) {
 
 // unit is one attacker: one stream from one source.
 type unit struct {
-	stream *Stream
+	stream *scenario.Stream
 	source string
-	pacer  Pacer
+	pacer  schedule.Pacer
 	label  string
 	lag    time.Duration // the stream's Lag
-}
-
-// StreamSources returns the sources of a stream: its own, else the
-// profile's, else the system's choice ("").
-func (p *Profile) StreamSources(s *Stream) []string {
-	switch {
-	case len(s.Sources) > 0:
-		return s.Sources
-	case len(p.Sources) > 0:
-		return p.Sources
-	}
-	return []string{""}
 }
 
 func (pl Plan) units() []unit {
@@ -187,14 +177,14 @@ func (pl Plan) units() []unit {
 				label = fmt.Sprintf("shard-%d", pl.Shard.I)
 			}
 			us = append(us, unit{stream: s, source: src, label: archive.Label(s.Surface, label, s.Name), lag: s.Lag.In(pl.Window),
-				pacer: Pacer{Sched: sched, Offset: s.Start.In(pl.Window), K: K, J: J}})
+				pacer: schedule.Pacer{Sched: sched, Offset: s.Start.In(pl.Window), K: K, J: J}})
 		}
 	}
 	return us
 }
 
 // unitsOf returns the units of stream s.
-func unitsOf(units []unit, s *Stream) []unit {
+func unitsOf(units []unit, s *scenario.Stream) []unit {
 	var out []unit
 	for _, u := range units {
 		if u.stream == s {
@@ -210,7 +200,7 @@ func (pl Plan) Duration() time.Duration {
 	var d time.Duration
 	for i := range pl.Profile.Streams {
 		s := &pl.Profile.Streams[i]
-		d = max(d, satAdd(s.Start.In(pl.Window), Planned(s.Pacer.Schedule(pl.Window))))
+		d = max(d, schedule.SatAdd(s.Start.In(pl.Window), schedule.Planned(s.Pacer.Schedule(pl.Window))))
 	}
 	return d
 }
@@ -283,13 +273,13 @@ func (pl Plan) Run(ctx context.Context, target string, sink func(*vegeta.Result)
 	for i, u := range units {
 		var rev string
 		var sid *atomic.Pointer[client.Session]
-		if u.stream.Surface == contract.MCP {
-			rev, sid = pl.MCP.speech(u.source)
+		if u.stream.Surface == method.MCP {
+			rev, sid = pl.MCP.Speech(u.source)
 			if sid != nil && carriesSession(u.stream) {
 				sessionOf[u.label] = u.source
 			}
 		}
-		tr, err := u.stream.targeter(target, hdr, &ids, pl.ClientVersion, rev, sid)
+		tr, err := SpeakingTargeter(u.stream, target, hdr, &ids, pl.ClientVersion, rev, sid)
 		if err != nil {
 			return err
 		}
@@ -353,20 +343,20 @@ func (pl Plan) Run(ctx context.Context, target string, sink func(*vegeta.Result)
 // of its own surface. Not safe for concurrent use but for the pacers'
 // reading of the gates.
 type gates struct {
-	profile *Profile
+	profile *scenario.Profile
 	byKey   map[string]chan struct{}
 	left    map[string]uint64 // planned requests of each gated stream without a result yet
-	keyOf   map[*Stream][]string
+	keyOf   map[*scenario.Stream][]string
 	stop    chan struct{}
 	stopped bool
 }
 
-func newGates(p *Profile, units []unit) *gates {
-	g := &gates{profile: p, byKey: map[string]chan struct{}{}, left: map[string]uint64{}, keyOf: map[*Stream][]string{}, stop: make(chan struct{})}
+func newGates(p *scenario.Profile, units []unit) *gates {
+	g := &gates{profile: p, byKey: map[string]chan struct{}{}, left: map[string]uint64{}, keyOf: map[*scenario.Stream][]string{}, stop: make(chan struct{})}
 	for i := range p.Streams {
 		s := &p.Streams[i]
 		for _, a := range s.After {
-			k := p.afterKey(s, a)
+			k := afterKey(p, s, a)
 			g.keyOf[s] = append(g.keyOf[s], k)
 			if g.byKey[k] == nil {
 				g.byKey[k] = make(chan struct{})
@@ -394,9 +384,9 @@ func newGates(p *Profile, units []unit) *gates {
 func (g *gates) pacer(u unit) vegeta.Pacer {
 	var p vegeta.Pacer = u.pacer
 	if len(u.stream.After) > 0 {
-		p = &GatedPacer{Pacer: u.pacer, Gate: g.allOf(g.keyOf[u.stream]), Abort: g.stop, Lag: u.lag}
+		p = &schedule.GatedPacer{Pacer: u.pacer, Gate: g.allOf(g.keyOf[u.stream]), Abort: g.stop, Lag: u.lag}
 	}
-	return &StoppablePacer{Pacer: p, Stop: g.stop}
+	return &schedule.StoppablePacer{Pacer: p, Stop: g.stop}
 }
 
 // answered counts a result toward its stream's gate.
@@ -443,7 +433,7 @@ func (g *gates) allOf(keys []string) <-chan struct{} {
 
 // afterKey is the gate key of the stream named a in s.After: the stream of
 // that name on s's surface, else the one of that name.
-func (p *Profile) afterKey(s *Stream, a string) string {
+func afterKey(p *scenario.Profile, s *scenario.Stream, a string) string {
 	surface := ""
 	for i := range p.Streams {
 		if o := &p.Streams[i]; o.Name == a && (surface == "" || o.Surface == s.Surface) {
@@ -494,7 +484,7 @@ func (o Outcomes) Add(r *vegeta.Result) {
 
 // Check compares each stream's outcomes with its expect block and returns
 // one line per mismatch (none when every expectation holds).
-func (o Outcomes) Check(p *Profile) []string {
+func (o Outcomes) Check(p *scenario.Profile) []string {
 	var bad []string
 	for _, s := range p.Streams {
 		keys := make([]string, 0, len(s.Expect))
@@ -541,7 +531,11 @@ func (pl Plan) PeakRate() int {
 	units := pl.units()
 	for i := range pl.Profile.Streams {
 		if mine := unitsOf(units, &pl.Profile.Streams[i]); len(mine) > 0 {
-			total = min(total+min(busiest(mine, time.Second), math.MaxInt32), math.MaxInt32)
+			parts := make([]schedule.Pacer, len(mine))
+			for j, u := range mine {
+				parts[j] = u.pacer
+			}
+			total = min(total+min(schedule.Busiest(parts, time.Second), math.MaxInt32), math.MaxInt32)
 		}
 	}
 	return total
@@ -553,13 +547,13 @@ func (pl Plan) behind(u unit, p vegeta.Pacer) vegeta.Pacer {
 	if pl.Behind == nil {
 		return p
 	}
-	due := u.pacer.due
+	due := u.pacer.Due
 	inner := p
-	if s, ok := inner.(*StoppablePacer); ok {
+	if s, ok := inner.(*schedule.StoppablePacer); ok {
 		inner = s.Pacer // gates.pacer wraps every pacer in one
 	}
-	if g, ok := inner.(*GatedPacer); ok {
-		due = g.due // a gated stream keeps its pacing, shifted by its gate
+	if g, ok := inner.(*schedule.GatedPacer); ok {
+		due = g.Due // a gated stream keeps its pacing, shifted by its gate
 	}
 	return lagPacer{Pacer: p, due: due, rec: func(lag time.Duration) { pl.Behind.add(u.stream.Name, u.source, lag) }}
 }

@@ -11,6 +11,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 )
 
 // TestRunAfter: a stream with after waits for every result of the streams
@@ -24,7 +25,7 @@ func TestRunAfter(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer srv.Close()
-	prof, err := ParseProfile("after.yaml", []byte(`
+	prof, err := scenario.ParseProfile("after.yaml", []byte(`
 policy: {surface: rest}
 sources: [127.0.0.1]
 streams:
@@ -74,7 +75,7 @@ func TestRunStopReleasesGates(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	prof, err := ParseProfile("stop.yaml", []byte(`
+	prof, err := scenario.ParseProfile("stop.yaml", []byte(`
 policy: {surface: rest}
 streams:
   - {name: hang, surface: rest, requests: [{path: /api/public/search}], pacer: {type: constant, rate: 10/s, count: 1}}
@@ -125,7 +126,7 @@ func TestRunStopsWaitingStreams(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			prof, err := ParseProfile("late.yaml", []byte(`
+			prof, err := scenario.ParseProfile("late.yaml", []byte(`
 policy: {surface: rest}
 streams:
   - {name: first, surface: rest, requests: [{path: /api/public/search, query: {q: first}}], pacer: {type: constant, rate: 100/s, count: 2}}
@@ -178,7 +179,7 @@ func TestBehindGatedStream(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer srv.Close()
-	prof, err := ParseProfile("gated.yaml", []byte(`
+	prof, err := scenario.ParseProfile("gated.yaml", []byte(`
 policy: {surface: rest}
 sources: [127.0.0.1]
 streams:

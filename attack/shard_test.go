@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
+	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/profiles"
 )
 
@@ -36,20 +37,20 @@ func TestParseShard(t *testing.T) {
 // exactly once, at its planned time; with at least N sources each source
 // is on one shard only.
 func TestShardsSplitExactly(t *testing.T) {
-	var plans []*Profile
+	var plans []*scenario.Profile
 	names, _ := fs.Glob(profiles.FS, "*.yaml")
 	for _, name := range names {
 		b, _ := profiles.FS.ReadFile(name)
-		p, err := ParseProfile(name, b)
+		p, err := scenario.ParseProfile(name, b)
 		if err != nil {
 			t.Fatal(err)
 		}
 		plans = append(plans, p)
 	}
 	for _, srcs := range [][]string{nil, {"127.0.0.2", "127.0.0.3"}} {
-		p := &Profile{Name: fmt.Sprintf("%d-sources", len(srcs)), Policy: Policy{Surface: contract.REST, Limit: 240, Window: Span{D: time.Minute}}, Sources: srcs,
-			Streams: []Stream{{Name: "s", Surface: contract.REST, Requests: []Request{{Path: "/"}},
-				Pacer: PacerSpec{Type: "constant", Rate: Rate{N: 97, Per: Span{D: time.Second}}, Duration: Span{D: 3 * time.Second}}}}}
+		p := &scenario.Profile{Name: fmt.Sprintf("%d-sources", len(srcs)), Policy: scenario.Policy{Surface: method.REST, Limit: 240, Window: scenario.Span{D: time.Minute}}, Sources: srcs,
+			Streams: []scenario.Stream{{Name: "s", Surface: method.REST, Requests: []scenario.Request{{Path: "/"}},
+				Pacer: scenario.PacerSpec{Type: "constant", Rate: scenario.Rate{N: 97, Per: scenario.Span{D: time.Second}}, Duration: scenario.Span{D: 3 * time.Second}}}}}
 		plans = append(plans, p)
 	}
 	type hit struct {

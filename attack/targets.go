@@ -8,9 +8,10 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/client"
-	"github.com/connectbyjbrh/ratecheck/contract"
 	"github.com/connectbyjbrh/ratecheck/mcpwire"
+	"github.com/connectbyjbrh/ratecheck/method"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
@@ -37,17 +38,17 @@ type template struct {
 // drawn from ids, headers that always agree with the body, and
 // clientVersion as the version of their clientInfo. The targeter is safe
 // for concurrent use.
-func (s Stream) Targeter(base string, extra http.Header, ids *atomic.Uint64, clientVersion string) (vegeta.Targeter, error) {
-	return s.targeter(base, extra, ids, clientVersion, "", nil)
+func Targeter(s *scenario.Stream, base string, extra http.Header, ids *atomic.Uint64, clientVersion string) (vegeta.Targeter, error) {
+	return SpeakingTargeter(s, base, extra, ids, clientVersion, "", nil)
 }
 
-// targeter is [Stream.Targeter] whose MCP requests speak in revision rev
+// SpeakingTargeter is [Targeter] whose MCP requests speak in revision rev
 // ("": [mcpwire.Latest]) and carry the session of sid when it is set.
-func (s Stream) targeter(base string, extra http.Header, ids *atomic.Uint64, clientVersion, rev string, sid *atomic.Pointer[client.Session]) (vegeta.Targeter, error) {
+func SpeakingTargeter(s *scenario.Stream, base string, extra http.Header, ids *atomic.Uint64, clientVersion, rev string, sid *atomic.Pointer[client.Session]) (vegeta.Targeter, error) {
 	base = strings.TrimRight(base, "/")
 	tpls := make([]template, len(s.Requests))
 	for i, r := range s.Requests {
-		t, err := r.template(s.Surface, base, extra, clientVersion, rev, sid)
+		t, err := requestTemplate(r, s.Surface, base, extra, clientVersion, rev, sid)
 		if err != nil {
 			return nil, fmt.Errorf("stream %s request %d: %w", s.Name, i+1, err)
 		}
@@ -79,12 +80,12 @@ func (s Stream) targeter(base string, extra http.Header, ids *atomic.Uint64, cli
 	}, nil
 }
 
-func (r Request) template(surface, base string, extra http.Header, clientVersion, rev string, sid *atomic.Pointer[client.Session]) (template, error) {
+func requestTemplate(r scenario.Request, surface, base string, extra http.Header, clientVersion, rev string, sid *atomic.Pointer[client.Session]) (template, error) {
 	t := template{method: r.Method, header: extra.Clone(), padTo: r.PadTo}
 	if t.header == nil {
 		t.header = http.Header{}
 	}
-	if surface == contract.REST {
+	if surface == method.REST {
 		if t.method == "" {
 			t.method = http.MethodGet
 		}
@@ -127,7 +128,7 @@ func (r Request) template(surface, base string, extra http.Header, clientVersion
 	}
 	// A GET or DELETE of the endpoint never carries the shared session: a
 	// DELETE would end it for every other request of the run.
-	if surface == contract.MCP && r.RPC != "" && sid != nil && !hasHeader(r.Headers, mcpwire.HeaderSessionID) {
+	if surface == method.MCP && r.RPC != "" && sid != nil && !hasHeader(r.Headers, mcpwire.HeaderSessionID) {
 		t.session = sid
 	}
 	for k, v := range r.Headers {

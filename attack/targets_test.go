@@ -7,22 +7,23 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/mcpwire"
 	"github.com/google/go-cmp/cmp"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/client"
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 func TestMCPTargetsAgreeWithTheirBodies(t *testing.T) {
-	s := Stream{Name: "s", Surface: contract.MCP, Requests: []Request{
+	s := scenario.Stream{Name: "s", Surface: method.MCP, Requests: []scenario.Request{
 		{RPC: "tools/call", Params: map[string]any{"name": "search", "arguments": map[string]any{"query": "rate"}}},
 		{RPC: "resources/read", Params: map[string]any{"uri": "docs://pages/api-errors"}},
 		{RPC: "tools/list", Params: map[string]any{"_meta": map[string]any{"progressToken": "p"}}},
 	}}
 	var ids atomic.Uint64
-	tr, err := s.Targeter("http://127.0.0.1:1/", http.Header{"X-Extra": {"1"}}, &ids, "test")
+	tr, err := Targeter(&s, "http://127.0.0.1:1/", http.Header{"X-Extra": {"1"}}, &ids, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,8 +83,8 @@ func TestMCPTargetsAgreeWithTheirBodies(t *testing.T) {
 }
 
 func TestRESTTarget(t *testing.T) {
-	s := Stream{Name: "s", Surface: contract.REST, Requests: []Request{{Path: "/api/public/search", Query: map[string]string{"q": "rate limits", "limit": "5"}}}}
-	tr, err := s.Targeter("http://h:1", nil, new(atomic.Uint64), "test")
+	s := scenario.Stream{Name: "s", Surface: method.REST, Requests: []scenario.Request{{Path: "/api/public/search", Query: map[string]string{"q": "rate limits", "limit": "5"}}}}
+	tr, err := Targeter(&s, "http://h:1", nil, new(atomic.Uint64), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,8 +97,8 @@ func TestRESTTarget(t *testing.T) {
 
 // BenchmarkMCPTargeter measures stamping one MCP request, on the attack's hot path.
 func BenchmarkMCPTargeter(b *testing.B) {
-	s := Stream{Name: "s", Surface: contract.MCP, Requests: []Request{{RPC: "tools/call", Params: map[string]any{"name": "search", "arguments": map[string]any{"query": "rate"}}}}}
-	tr, _ := s.Targeter("http://127.0.0.1:1", nil, new(atomic.Uint64), "test")
+	s := scenario.Stream{Name: "s", Surface: method.MCP, Requests: []scenario.Request{{RPC: "tools/call", Params: map[string]any{"name": "search", "arguments": map[string]any{"query": "rate"}}}}}
+	tr, _ := Targeter(&s, "http://127.0.0.1:1", nil, new(atomic.Uint64), "test")
 	var tgt vegeta.Target
 	b.ReportAllocs()
 	for b.Loop() {
@@ -115,20 +116,20 @@ func TestTargetsInAnOlderRevision(t *testing.T) {
 	sid.Store(&client.Session{Revision: mcpwire.Revision20251125, ID: "s1"})
 	for _, tt := range []struct {
 		name        string
-		req         Request
+		req         scenario.Request
 		wantSession []string // at each of two sends; the session is renewed between them
 		wantVersion string
 	}{
-		{"tools/call", Request{RPC: "tools/call", Params: map[string]any{"name": "search"}}, []string{"s1", "s2"}, mcpwire.Revision20251125},
-		{"own session", Request{RPC: "tools/list", Headers: map[string]string{"mcp-session-id": "mine"}}, []string{"mine", "mine"}, mcpwire.Revision20251125},
-		{"raw body", Request{RPC: "tools/list", Body: ptr(`{"jsonrpc":`)}, []string{"s1", "s2"}, mcpwire.Revision20251125},
-		{"GET", Request{Method: http.MethodGet}, []string{"", ""}, mcpwire.Revision20251125},
-		{"DELETE", Request{Method: http.MethodDelete}, []string{"", ""}, mcpwire.Revision20251125},
+		{"tools/call", scenario.Request{RPC: "tools/call", Params: map[string]any{"name": "search"}}, []string{"s1", "s2"}, mcpwire.Revision20251125},
+		{"own session", scenario.Request{RPC: "tools/list", Headers: map[string]string{"mcp-session-id": "mine"}}, []string{"mine", "mine"}, mcpwire.Revision20251125},
+		{"raw body", scenario.Request{RPC: "tools/list", Body: ptr(`{"jsonrpc":`)}, []string{"s1", "s2"}, mcpwire.Revision20251125},
+		{"GET", scenario.Request{Method: http.MethodGet}, []string{"", ""}, mcpwire.Revision20251125},
+		{"DELETE", scenario.Request{Method: http.MethodDelete}, []string{"", ""}, mcpwire.Revision20251125},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			sid.Store(&client.Session{Revision: mcpwire.Revision20251125, ID: "s1"})
-			s := Stream{Name: "s", Surface: contract.MCP, Requests: []Request{tt.req}}
-			tr, err := s.targeter("http://127.0.0.1:1", nil, new(atomic.Uint64), "test", mcpwire.Revision20251125, &sid)
+			s := scenario.Stream{Name: "s", Surface: method.MCP, Requests: []scenario.Request{tt.req}}
+			tr, err := SpeakingTargeter(&s, "http://127.0.0.1:1", nil, new(atomic.Uint64), "test", mcpwire.Revision20251125, &sid)
 			if err != nil {
 				t.Fatal(err)
 			}

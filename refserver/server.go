@@ -13,8 +13,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/connectbyjbrh/ratecheck/contract"
 )
 
 // Config configures a reference target. The zero value is not valid: use
@@ -53,7 +51,7 @@ const DefaultReadTimeout = 30 * time.Second
 // DefaultConfig returns the contract's configuration: a 60 s rolling window,
 // 240 REST requests and 120 MCP calls per window and address.
 func DefaultConfig() Config {
-	return Config{Window: contract.Window, RESTLimit: contract.RESTLimit, MCPLimit: contract.MCPLimit, Limiter: Rolling, ReadTimeout: DefaultReadTimeout}
+	return Config{Window: time.Minute, RESTLimit: 240, MCPLimit: 120, Limiter: Rolling, ReadTimeout: DefaultReadTimeout}
 }
 
 // Server is the reference target. It is an [http.Handler] and is safe for

@@ -16,7 +16,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // flood is a run against a sliding log of 10 per second that leaks one
@@ -24,7 +24,7 @@ import (
 // 127.0.0.2, on the REST surface.
 func flood() (*archive.Input, analyze.Config) {
 	const L, W = 10, time.Second
-	cfg := analyze.Config{Window: W, Limits: map[string]int{contract.REST: L}, Run: "results/test-verify", Target: "http://127.0.0.1:8080"}
+	cfg := analyze.Config{Window: W, Limits: map[string]int{method.REST: L}, Run: "results/test-verify", Target: "http://127.0.0.1:8080"}
 	in := archive.NewInput()
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano()
 	var log []int64
@@ -47,7 +47,7 @@ func flood() (*archive.Input, analyze.Config) {
 			}
 			log = append(log, s)
 		}
-		in.Add(archive.Labels{Surface: contract.REST, Source: src, Stream: archive.StreamFlood}, s, s+2*ms, code, &archive.Answer{Body: body})
+		in.Add(archive.Labels{Surface: method.REST, Source: src, Stream: method.StreamFlood}, s, s+2*ms, code, &archive.Answer{Body: body})
 	}
 	return in, cfg
 }
@@ -164,7 +164,7 @@ func TestHTMLFleet(t *testing.T) {
 	for c := range 10 {
 		for a := 1; a <= 3; a++ {
 			s := t0 + int64(a)*500*ms + int64(c)*7*ms
-			in.Add(archive.Labels{Surface: contract.REST, Source: "127.0.0.3", Stream: archive.StreamFleet,
+			in.Add(archive.Labels{Surface: method.REST, Source: "127.0.0.3", Stream: method.StreamFleet,
 				Fleet: &archive.FleetTag{Client: c, Request: 1, Attempt: a}}, s, s+ms, 429, nil)
 		}
 	}
@@ -194,10 +194,10 @@ func TestHTMLFarApart(t *testing.T) {
 	} {
 		in := archive.NewInput()
 		for _, s := range starts {
-			in.Add(archive.Labels{Surface: contract.REST, Source: "127.0.0.1", Stream: "s"},
+			in.Add(archive.Labels{Surface: method.REST, Source: "127.0.0.1", Stream: "s"},
 				s, s+int64(time.Millisecond), 200, &archive.Answer{Body: []byte(`{"results":[]}`)})
 		}
-		cfg := analyze.Config{Window: time.Second, Limits: map[string]int{contract.REST: 10}}
+		cfg := analyze.Config{Window: time.Second, Limits: map[string]int{method.REST: 10}}
 		rep, err := analyze.Analyze(in, cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/report"
 )
 
@@ -109,7 +109,7 @@ func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int 
 // else the one run.json recorded, else 60s; the target and run are the
 // first run folder's, else the first path's.
 func analysisConfig(in *archive.Meta, window time.Duration, restLimit, mcpLimit int, checks []string, firstPath string) analyze.Config {
-	cfg := analyze.Config{Window: window, Limits: map[string]int{contract.REST: restLimit, contract.MCP: mcpLimit}, Checks: checks}
+	cfg := analyze.Config{Window: window, Limits: map[string]int{method.REST: restLimit, method.MCP: mcpLimit}, Checks: checks}
 	if len(in.Runs) > 0 {
 		cfg.Target, cfg.Run = in.Runs[0].Target, in.Runs[0].Dir
 		if cfg.Window == 0 {
@@ -119,7 +119,7 @@ func analysisConfig(in *archive.Meta, window time.Duration, restLimit, mcpLimit 
 		cfg.Run = firstPath
 	}
 	if cfg.Window == 0 {
-		cfg.Window = contract.Window
+		cfg.Window = method.Window
 		cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s has no run.json: judged against the documented window of %v; pass --window if the run was made with another", firstPath, cfg.Window))
 	}
 	for _, r := range in.Runs {

@@ -11,7 +11,8 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/attack"
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
+	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/redact"
 )
 
@@ -113,7 +114,7 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if names := redact.Names(http.Header(o.headers)); len(names) > 0 && !o.allowCredentials {
 		return usageErr(stderr, "attack", "--header %s carries a credential: the contract's surfaces authenticate nothing and a key sent to them only leaks into logs; pass --allow-credentials if you must", strings.Join(names, ", "))
 	}
-	prof, err := attack.LoadProfile(o.profile)
+	prof, err := scenario.LoadProfile(o.profile)
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck attack: %v\n", err)
 		return exitUsage
@@ -121,7 +122,7 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if names := prof.HeaderCredentials(); len(names) > 0 && !o.allowCredentials {
 		return usageErr(stderr, "attack", "%s: headers %s carry a credential; pass --allow-credentials if you must", o.profile, strings.Join(names, ", "))
 	}
-	if names := attack.QueryCredentials(prof); len(names) > 0 && !o.allowCredentials {
+	if names := scenario.QueryCredentials(prof); len(names) > 0 && !o.allowCredentials {
 		return usageErr(stderr, "attack", "%s: query parameters %s carry a credential; pass --allow-credentials if you must", o.profile, strings.Join(names, ", "))
 	}
 	if o.sources != "" {
@@ -160,9 +161,9 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	// The embedded target takes the profile's policy limit.
 	restLimit, mcpLimit := 0, 0
 	switch prof.Policy.Surface {
-	case contract.REST:
+	case method.REST:
 		restLimit = prof.Policy.Limit
-	case contract.MCP:
+	case method.MCP:
 		mcpLimit = prof.Policy.Limit
 	}
 	eng, err := o.runFlags.engine("attack", stderr, embeddedTarget(embeddedWith(window, restLimit, mcpLimit)))
@@ -185,8 +186,8 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return failed(stderr, "attack", err)
 	}
-	limits := map[string]int{contract.REST: contract.RESTLimit, contract.MCP: contract.MCPLimit}
-	if p := prof.Policy; p.Limit > 0 && (p.Surface == contract.REST || p.Surface == contract.MCP) {
+	limits := map[string]int{method.REST: method.RESTLimit, method.MCP: method.MCPLimit}
+	if p := prof.Policy; p.Limit > 0 && (p.Surface == method.REST || p.Surface == method.MCP) {
 		limits[p.Surface] = p.Limit
 	}
 	writeRunReport("attack", run.Dir, analyze.Config{Window: window, Limits: limits, Target: run.Target, Run: run.Dir}, stdout, stderr)
@@ -205,7 +206,7 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 // replaceSources makes every stream of p send from the addresses of list
 // (comma-separated IPs), or from the machine's own address for "own".
-func replaceSources(p *attack.Profile, list string) error {
+func replaceSources(p *scenario.Profile, list string) error {
 	var sources []string
 	if list != "own" {
 		var err error

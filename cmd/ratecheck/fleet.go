@@ -12,10 +12,12 @@ import (
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
+	"github.com/connectbyjbrh/ratecheck/attack/fleet"
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/client"
-	"github.com/connectbyjbrh/ratecheck/contract"
-	"github.com/connectbyjbrh/ratecheck/report"
+	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/refserver"
+	"github.com/connectbyjbrh/ratecheck/report"
 )
 
 const fleetHelp = `
@@ -152,14 +154,14 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr(stderr, "fleet", "--faults: %v", err)
 	}
 	window := o.runFlags.window(o.window, time.Minute, 30*time.Second)
-	f := attack.Fleet{Surface: o.surface, Clients: o.clients, Requests: o.requests,
+	f := fleet.Fleet{Surface: o.surface, Clients: o.clients, Requests: o.requests,
 		Backoff: client.Backoff{Strategy: strategy, Base: o.base, Cap: o.cap}, Attempts: o.attempts, SlowDown: o.slowDown,
 		Limit: o.limit, Window: window, Timeout: o.timeout, Seed: o.seed, Source: o.source, Epsilon: o.epsilon}
 	if o.source == "" && attack.IsLoopback(o.target) {
 		f.Source, f.RowSource = "127.0.0.2", "127.0.0.3"
 	}
 	if o.rows {
-		rows, err := attack.LoadEmbedded("errors.yaml")
+		rows, err := scenario.LoadEmbedded("errors.yaml")
 		if err != nil {
 			return usageErr(stderr, "fleet", "%v", err)
 		}
@@ -246,7 +248,7 @@ func orDefault(source string) string {
 // check validates the flags both kinds of fleet share.
 func (o fleetOptions) check() error {
 	switch {
-	case o.surface != contract.REST && o.surface != contract.MCP:
+	case o.surface != method.REST && o.surface != method.MCP:
 		return fmt.Errorf("--surface %q: want rest or mcp", o.surface)
 	case o.clients < 2:
 		return fmt.Errorf("--clients must be at least 2 (collisions need pairs)")

@@ -12,7 +12,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
-	"github.com/connectbyjbrh/ratecheck/attack"
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
@@ -134,7 +134,7 @@ func TestFleetRetryDiscipline(t *testing.T) {
 			t.Errorf("%s: %s (%s)\nstderr: %s", name, c.Verdict, c.Detail, stderr)
 		}
 	}
-	rows, err := attack.LoadEmbedded("errors.yaml")
+	rows, err := scenario.LoadEmbedded("errors.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

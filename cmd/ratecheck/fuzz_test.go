@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/connectbyjbrh/ratecheck/attack"
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 )
 
 // FuzzListFlags: the list flags (--checks, --sources, --allowed-origins),
@@ -34,7 +35,7 @@ func FuzzListFlags(f *testing.F) {
 		if sh, err := attack.ParseShard(s); err == nil && !(0 <= sh.I && sh.I < sh.N) {
 			t.Fatalf("ParseShard(%q) = %v", s, sh)
 		}
-		p := &attack.Profile{Sources: []string{"127.0.0.1"}, Streams: []attack.Stream{{Sources: []string{"127.0.0.2"}}}}
+		p := &scenario.Profile{Sources: []string{"127.0.0.1"}, Streams: []scenario.Stream{{Sources: []string{"127.0.0.2"}}}}
 		if err := replaceSources(p, s); err == nil {
 			for _, src := range p.Sources {
 				if net.ParseIP(src) == nil {

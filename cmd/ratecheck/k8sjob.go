@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/connectbyjbrh/ratecheck/attack"
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/deploy/kubernetes"
 )
 
@@ -89,12 +89,12 @@ func runK8sJob(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr(stderr, "k8s-job", "--profile: %v", err)
 	}
-	prof, err := attack.ParseProfile(profile, text)
+	prof, err := scenario.ParseProfile(profile, text)
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck k8s-job: %v\n", err)
 		return exitUsage
 	}
-	if names := append(prof.HeaderCredentials(), attack.QueryCredentials(prof)...); len(names) > 0 {
+	if names := append(prof.HeaderCredentials(), scenario.QueryCredentials(prof)...); len(names) > 0 {
 		return usageErr(stderr, "k8s-job", "%s carries credentials (%s): a ConfigMap is no place for them", profile, strings.Join(names, ", "))
 	}
 	if name == "" {

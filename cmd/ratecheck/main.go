@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/redact"
 )
 
@@ -187,8 +187,8 @@ func checkLimits(rest, mcp int, window time.Duration) error {
 
 // limitFlags declares --rest-limit and --mcp-limit, the documented limits.
 func limitFlags(fs *flag.FlagSet) (rest, mcp *int) {
-	return fs.Int("rest-limit", contract.RESTLimit, "documented REST requests per window and address"),
-		fs.Int("mcp-limit", contract.MCPLimit, "documented MCP calls per window and address")
+	return fs.Int("rest-limit", method.RESTLimit, "documented REST requests per window and address"),
+		fs.Int("mcp-limit", method.MCPLimit, "documented MCP calls per window and address")
 }
 
 // usageErr prints a usage error for a subcommand and returns exitUsage.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
-	"github.com/connectbyjbrh/ratecheck/attack"
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/attack/fleet"
+	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
@@ -22,7 +22,7 @@ import (
 // engine's embedded target), the programs as a Job, and what the server
 // saw for the verdict.
 type programsRun struct {
-	job     *attack.Programs
+	job     *fleet.Programs
 	harness *refserver.Clients
 	results chan *vegeta.Result
 	stall   *stallMeter
@@ -55,7 +55,7 @@ func newProgramsRun(o fleetOptions, window time.Duration) (*programsRun, func() 
 		// Every program runs on this machine: its requests come from
 		// loopback and share one address's budget, as behind one NAT.
 		const addr = "127.0.0.1"
-		limited.Spend(o.surface, addr, contract.Limit(o.surface))
+		limited.Spend(o.surface, addr, method.Limit(o.surface))
 		p.release = time.Now()
 		origin := p.release
 		clock := func() time.Duration { return time.Since(origin) }
@@ -87,7 +87,7 @@ func (p *programsRun) record(a refserver.Arrival) {
 	}
 	p.mu.Unlock()
 	surface := archive.SurfaceOf(a.Path)
-	label := archive.FleetLabel(surface, "127.0.0.1", archive.StreamFleet,
+	label := archive.FleetLabel(surface, "127.0.0.1", method.StreamFleet,
 		archive.FleetTag{Client: a.Client, Request: a.Request, Attempt: a.Attempt, Delay: -1}) + " answer=" + a.Answer + " fp=" + a.Fingerprint
 	p.results <- &vegeta.Result{Attack: label, Code: uint16(a.Status), Timestamp: p.release.Add(a.At), Latency: a.Done - a.At,
 		Method: a.Method, URL: p.base + a.Path}
@@ -151,7 +151,7 @@ func runPrograms(ctx context.Context, o fleetOptions, stdout, stderr io.Writer) 
 	window := o.runFlags.window(o.window, time.Minute, 30*time.Second)
 	requests := o.requests
 	p, start := newProgramsRun(o, window)
-	job := &attack.Programs{Command: o.clientCmd, Clients: o.clients, Surface: o.surface, Requests: requests,
+	job := &fleet.Programs{Command: o.clientCmd, Clients: o.clients, Surface: o.surface, Requests: requests,
 		Timeout: o.clientTimeout, Planned: o.barrier, Results: p.results, Window: window,
 		Fleet: archive.FleetInfo{Surface: o.surface, Source: "127.0.0.1", Clients: o.clients, Requests: requests,
 			Strategy: "client-cmd", Attempts: o.attempts, EpsilonMS: float64(o.epsilon) / 1e6, Command: o.clientCmd}}

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/connectbyjbrh/ratecheck/analyze"
-	"github.com/connectbyjbrh/ratecheck/archive"
-	"github.com/connectbyjbrh/ratecheck/attack"
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
+	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/profiles"
 )
 
@@ -19,18 +18,18 @@ import (
 // its probe), verify's forged-header probes are the spoof check's, and no
 // other profile borrows a name the analyzer keys on.
 func TestEveryStreamIsJudged(t *testing.T) {
-	rows := map[string]analyze.ContractRow{}
-	for _, r := range analyze.ContractRows {
+	rows := map[string]method.ContractRow{}
+	for _, r := range method.ContractRows {
 		rows[r.Surface+"/"+r.Stream] = r
 	}
-	errs, err := attack.LoadEmbedded("errors.yaml")
+	errs, err := scenario.LoadEmbedded("errors.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	probed := map[string]bool{}
 	for _, s := range errs.Streams {
 		key := s.Surface + "/" + s.Name
-		if _, ok := rows[key]; !ok || analyze.JudgedBy(s.Name) != "contract" {
+		if _, ok := rows[key]; !ok || method.JudgedBy(s.Name) != "contract" {
 			t.Errorf("profiles/errors.yaml: stream %s is sent but judged by no contract row", key)
 		}
 		probed[key] = true
@@ -41,19 +40,19 @@ func TestEveryStreamIsJudged(t *testing.T) {
 		}
 	}
 
-	plan, err := attack.VerifyProfile(attack.VerifyOptions{RESTLimit: 240, MCPLimit: 120, Sources: []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"},
+	plan, err := scenario.VerifyProfile(scenario.VerifyOptions{RESTLimit: 240, MCPLimit: 120, Sources: []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"},
 		Limits: true, Isolation: true, Contract: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{archive.StreamOnset: "limits", archive.StreamOver: "limits", archive.StreamFlood: "limits",
-		archive.StreamProbe: "limits", archive.StreamEdge: "limits", archive.StreamIsolation: "limits", archive.StreamSpoofXForwardedFor: "spoof", archive.StreamSpoofForwarded: "spoof", archive.StreamSpoofXRealIP: "spoof", archive.StreamSpoofControl: "limits"}
+	want := map[string]string{method.StreamOnset: "limits", method.StreamOver: "limits", method.StreamFlood: "limits",
+		method.StreamProbe: "limits", method.StreamEdge: "limits", method.StreamIsolation: "limits", method.StreamSpoofXForwardedFor: "spoof", method.StreamSpoofForwarded: "spoof", method.StreamSpoofXRealIP: "spoof", method.StreamSpoofControl: "limits"}
 	for _, s := range plan.Streams {
 		w, ok := want[s.Name]
 		if !ok {
 			w = "contract"
 		}
-		if got := analyze.JudgedBy(s.Name); got != w {
+		if got := method.JudgedBy(s.Name); got != w {
 			t.Errorf("verify's stream %s/%s is judged by %q, want %q", s.Surface, s.Name, got, w)
 		}
 		if w == "contract" && rows[s.Surface+"/"+s.Name].Stream == "" {
@@ -69,12 +68,12 @@ func TestEveryStreamIsJudged(t *testing.T) {
 		if name == "errors.yaml" {
 			continue
 		}
-		p, err := attack.LoadEmbedded(name)
+		p, err := scenario.LoadEmbedded(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, s := range p.Streams {
-			if got := analyze.JudgedBy(s.Name); got != "limits" {
+			if got := method.JudgedBy(s.Name); got != "limits" {
 				t.Errorf("profiles/%s: stream %s borrows a name the analyzer keys on (%s)", name, s.Name, got)
 			}
 			if slices.Contains([]string{"rest", "mcp"}, s.Surface) && strings.TrimSpace(s.Name) == "" {

@@ -11,7 +11,8 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/attack"
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
+	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/report"
 )
 
@@ -105,7 +106,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		err = fmt.Errorf("name rest, mcp or both")
 	}
 	for _, sf := range surfaces {
-		if sf != contract.REST && sf != contract.MCP {
+		if sf != method.REST && sf != method.MCP {
 			err = fmt.Errorf("unknown surface %q (want rest, mcp or rest,mcp)", sf)
 		}
 	}
@@ -120,7 +121,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if o.sources == "" && attack.IsLoopback(o.target) {
 		sources = []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}
 	}
-	prof, err := attack.VerifyProfile(attack.VerifyOptions{RESTLimit: restLimit, MCPLimit: mcpLimit, Sources: sources, Surfaces: surfaces,
+	prof, err := scenario.VerifyProfile(scenario.VerifyOptions{RESTLimit: restLimit, MCPLimit: mcpLimit, Sources: sources, Surfaces: surfaces,
 		Limits: slices.Contains(groups, "limits"), Isolation: slices.Contains(groups, "isolation"), Contract: slices.Contains(groups, "contract"),
 		Discriminate: o.discrim})
 	if err != nil {
@@ -131,7 +132,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return usageErr(stderr, "verify", "%v", err)
 	}
 	plan := attack.Plan{Profile: prof, Window: window, Timeout: o.timeout, ClientVersion: version, Network: nw, MaxWorkers: o.maxWorkers, Behind: &attack.Behind{}}
-	if slices.Contains(surfaces, contract.MCP) {
+	if slices.Contains(surfaces, method.MCP) {
 		// Negotiation goes out from the contract address, as the profile
 		// sends the contract probes; when that is the limit address too,
 		// the run waits a window for the handshake to leave it.
@@ -169,7 +170,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	info := run.Info
 	info.Dir = run.Dir
-	cfg := analyze.Config{Window: window, Limits: map[string]int{contract.REST: restLimit, contract.MCP: mcpLimit},
+	cfg := analyze.Config{Window: window, Limits: map[string]int{method.REST: restLimit, method.MCP: mcpLimit},
 		Checks: checks, Target: run.Target, Run: run.Dir, Surfaces: surfaces, MCPRevision: run.Info.MCPRevision,
 		Warnings: runWarnings(info)}
 	rep, err := analyze.Analyze(in, cfg)
@@ -244,7 +245,7 @@ func parseChecks(s string) (groups, checks []string, err error) {
 		return nil, nil, fmt.Errorf("name at least one group: limits, isolation, contract")
 	}
 	for _, g := range groups {
-		names, ok := analyze.CheckGroups()[g]
+		names, ok := method.CheckGroups()[g]
 		if !ok {
 			return nil, nil, fmt.Errorf("unknown group %q (want limits, isolation or contract)", g)
 		}

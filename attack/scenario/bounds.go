@@ -1,8 +1,7 @@
-package attack
+package scenario
 
 import (
 	"fmt"
-	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -152,12 +151,4 @@ func (ps *PacerSpec) checkNumbers(w time.Duration, bad func(field, format string
 		return bad("burst", "burst %d is above %d", ps.Burst, MaxCount)
 	}
 	return nil
-}
-
-// satAdd adds two non-negative durations, saturating at the longest.
-func satAdd(a, b time.Duration) time.Duration {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }

@@ -1,11 +1,10 @@
-package attack
+package scenario
 
 import (
 	"fmt"
 	"slices"
 
-	"github.com/connectbyjbrh/ratecheck/archive"
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/profiles"
 )
 
@@ -53,8 +52,8 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 		limit   int
 		req     Request
 	}{
-		{contract.REST, o.RESTLimit, Request{Path: "/api/public/search", Query: map[string]string{"q": "rate limits", "limit": "5"}}},
-		{contract.MCP, o.MCPLimit, Request{RPC: "tools/call", Params: map[string]any{"name": "search", "arguments": map[string]any{"query": "rate limits", "limit": 5}}}},
+		{method.REST, o.RESTLimit, Request{Path: "/api/public/search", Query: map[string]string{"q": "rate limits", "limit": "5"}}},
+		{method.MCP, o.MCPLimit, Request{RPC: "tools/call", Params: map[string]any{"name": "search", "arguments": map[string]any{"query": "rate limits", "limit": 5}}}},
 	} {
 		if o.Surfaces != nil && !slices.Contains(o.Surfaces, sf.surface) {
 			continue
@@ -75,13 +74,13 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 		}
 		if o.Limits || o.Isolation {
 			p.Streams = append(p.Streams,
-				stream(archive.StreamOnset, src(0), 0, PacerSpec{Type: "burst-then-probe", Burst: L, Over: Span{W: 0.03}}),
-				after(stream(archive.StreamOver, src(0), 0.04, once(1)), archive.StreamOnset),
-				after(stream(archive.StreamFlood, src(0), 0.05, PacerSpec{Type: "burst-then-probe", Burst: L, Over: Span{W: 0.05}}), archive.StreamOver),
-				stream(archive.StreamProbe, src(0), 0.12, PacerSpec{Type: "constant", Rate: Rate{N: 50, Per: Span{W: 1}}, Duration: Span{W: 1.08}}),
-				stream(archive.StreamEdge, src(0), 1.0, PacerSpec{Type: "constant", Rate: Rate{N: 200, Per: Span{W: 1}}, Duration: Span{W: 0.1}}))
+				stream(method.StreamOnset, src(0), 0, PacerSpec{Type: "burst-then-probe", Burst: L, Over: Span{W: 0.03}}),
+				after(stream(method.StreamOver, src(0), 0.04, once(1)), method.StreamOnset),
+				after(stream(method.StreamFlood, src(0), 0.05, PacerSpec{Type: "burst-then-probe", Burst: L, Over: Span{W: 0.05}}), method.StreamOver),
+				stream(method.StreamProbe, src(0), 0.12, PacerSpec{Type: "constant", Rate: Rate{N: 50, Per: Span{W: 1}}, Duration: Span{W: 1.08}}),
+				stream(method.StreamEdge, src(0), 1.0, PacerSpec{Type: "constant", Rate: Rate{N: 200, Per: Span{W: 1}}, Duration: Span{W: 0.1}}))
 			if o.Discriminate {
-				p.Streams = append(p.Streams, stream(archive.StreamDiscriminate, src(0), 1.2,
+				p.Streams = append(p.Streams, stream(method.StreamDiscriminate, src(0), 1.2,
 					PacerSpec{Type: "burst-then-probe", Burst: L, Over: Span{W: 0.03}, ProbeFrom: Span{W: 0.05}, ProbeEvery: Span{W: 0.005}, Until: Span{W: 1}}))
 			}
 		}
@@ -98,20 +97,20 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 			// that a limiter refilling L per window gives back at most one
 			// request while one header's three are in flight.
 			g := 1 / float64(10*L)
-			p.Streams = append(p.Streams, after(stream(archive.StreamSpoofControl, src(0), 0.11,
-				PacerSpec{Type: "constant", Rate: Rate{N: float64(10 * L), Per: Span{W: 1}}, Count: 10}), archive.StreamOver))
+			p.Streams = append(p.Streams, after(stream(method.StreamSpoofControl, src(0), 0.11,
+				PacerSpec{Type: "constant", Rate: Rate{N: float64(10 * L), Per: Span{W: 1}}, Count: 10}), method.StreamOver))
 			for i, h := range []struct{ stream, header, value string }{
-				{archive.StreamSpoofXForwardedFor, "X-Forwarded-For", "198.51.100.7"},
-				{archive.StreamSpoofForwarded, "Forwarded", "for=198.51.100.7"},
-				{archive.StreamSpoofXRealIP, "X-Real-IP", "198.51.100.7"},
+				{method.StreamSpoofXForwardedFor, "X-Forwarded-For", "198.51.100.7"},
+				{method.StreamSpoofForwarded, "Forwarded", "for=198.51.100.7"},
+				{method.StreamSpoofXRealIP, "X-Real-IP", "198.51.100.7"},
 			} {
 				forged := stream(h.stream, src(0), 0.11+(0.5+float64(i))*g,
 					PacerSpec{Type: "constant", Rate: Rate{N: float64(10*L) / 3, Per: Span{W: 1}}, Count: 3}, spoofed(h.header, h.value))
 				forged.Lag = Span{W: (0.5 + float64(i)) * g}
-				p.Streams = append(p.Streams, after(forged, archive.StreamOver))
+				p.Streams = append(p.Streams, after(forged, method.StreamOver))
 			}
 			if len(o.Sources) >= 2 {
-				p.Streams = append(p.Streams, after(stream(archive.StreamIsolation, src(1), 0.11, once(3)), archive.StreamOver))
+				p.Streams = append(p.Streams, after(stream(method.StreamIsolation, src(1), 0.11, once(3)), method.StreamOver))
 			}
 		}
 	}

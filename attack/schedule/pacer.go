@@ -1,4 +1,4 @@
-package attack
+package schedule
 
 import (
 	"math"
@@ -37,9 +37,9 @@ func (p Pacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
 	return 0, false
 }
 
-// due returns when hit n of this pacer is planned, from the attack's
+// Due returns when hit n of this pacer is planned, from the attack's
 // start, and false when there is no hit n.
-func (p Pacer) due(n uint64) (time.Duration, bool) {
+func (p Pacer) Due(n uint64) (time.Duration, bool) {
 	t, ok := p.Sched.At(n*max(p.K, 1) + p.J)
 	return p.Offset + t, ok
 }
@@ -129,9 +129,9 @@ func (g *GatedPacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bo
 	return g.Pacer.Pace(elapsed-g.shift, hits)
 }
 
-// due returns when hit n is planned once the gate opened (see Pacer.due).
-func (g *GatedPacer) due(n uint64) (time.Duration, bool) {
-	d, ok := g.Pacer.due(n)
+// Due returns when hit n is planned once the gate opened (see Pacer.Due).
+func (g *GatedPacer) Due(n uint64) (time.Duration, bool) {
+	d, ok := g.Pacer.Due(n)
 	return d + g.shift, ok
 }
 
@@ -393,27 +393,6 @@ func seconds(s float64) time.Duration {
 	return time.Duration(s * float64(time.Second))
 }
 
-// Schedule returns the schedule a pacer spec describes for a run window w.
-func (ps PacerSpec) Schedule(w time.Duration) Schedule {
-	count := uint64(ps.Count)
-	switch ps.Type {
-	case "constant":
-		return Constant(ps.Rate.PerSecond(w), ps.Duration.In(w), count)
-	case "linear":
-		return Linear(ps.From.PerSecond(w), ps.To.PerSecond(w), ps.Duration.In(w), count)
-	case "sine":
-		return Sine(ps.Rate.PerSecond(w), ps.Amplitude.PerSecond(w), ps.Period.In(w), ps.Duration.In(w), count)
-	case "steps":
-		steps := make([]StepSpec, len(ps.Steps))
-		for i, st := range ps.Steps {
-			steps[i] = StepSpec{st.Rate.PerSecond(w), st.Duration.In(w)}
-		}
-		return Steps(steps, count)
-	default: // burst-then-probe
-		return BurstThenProbe(ps.Burst, ps.Over.In(w), ps.ProbeFrom.In(w), ps.ProbeEvery.In(w), ps.Until.In(w))
-	}
-}
-
 // mostIn is implemented by the schedules built here: most(d) bounds from
 // above the hits planned in any span of length d, from the schedule's
 // highest rate, without enumerating them.
@@ -444,7 +423,7 @@ func (l limit) end() time.Duration { return l.duration }
 func (s stepSched) end() time.Duration {
 	var d time.Duration
 	for _, st := range s.steps {
-		d = satAdd(d, st.Duration)
+		d = SatAdd(d, st.Duration)
 	}
 	return d
 }
@@ -485,7 +464,7 @@ func (s stepSched) most(d time.Duration) uint64 {
 	var pieces []piece
 	var start time.Duration
 	for _, st := range s.steps {
-		end := satAdd(start, st.Duration)
+		end := SatAdd(start, st.Duration)
 		if st.Rate > 0 {
 			pieces = append(pieces, piece{start.Seconds(), end.Seconds(), st.Rate, hitsIn(st.Rate * st.Duration.Seconds())})
 		}
@@ -513,17 +492,17 @@ func (b burstProbe) most(d time.Duration) uint64 {
 	return piecewiseMost(pieces, d.Seconds())
 }
 
-// walkUpTo is the most hits a schedule may plan for [busiest] to walk them
+// walkUpTo is the most hits a schedule may plan for [Busiest] to walk them
 // one by one (an eighth of it for a slow schedule, a sine: a walk takes
 // well under a second); a longer one is bounded by its rate (see mostIn).
 const walkUpTo = 1 << 20
 
-// busiest returns the most hits the units of one stream (all sharing its
-// schedule) send in any span of length d: exactly, by sliding a window over
+// Busiest returns the most hits the parts of one schedule (pacers all
+// sharing one Sched) send in any span of length d: exactly, by sliding a window over
 // the schedule, when it plans at most walkUpTo hits; otherwise an upper
 // bound from the schedule's highest rate, found without enumerating.
-func busiest(units []unit, d time.Duration) int {
-	sched := units[0].pacer.Sched
+func Busiest(parts []Pacer, d time.Duration) int {
+	sched := parts[0].Sched
 	n := Count(sched)
 	budget := uint64(walkUpTo)
 	if l, ok := sched.(limit); ok && l.slow {
@@ -532,8 +511,8 @@ func busiest(units []unit, d time.Duration) int {
 	if m, ok := sched.(mostIn); ok && n > budget {
 		c := min(n, m.most(d))
 		var sum uint64
-		for _, u := range units {
-			k := max(u.pacer.K, 1)
+		for _, u := range parts {
+			k := max(u.K, 1)
 			sum = addU(sum, c/k)
 			if c%k != 0 {
 				sum = addU(sum, 1)
@@ -541,11 +520,11 @@ func busiest(units []unit, d time.Duration) int {
 		}
 		return int(min(c, sum, math.MaxInt))
 	}
-	// Count only the hits these units send (all of them, unless the plan
+	// Count only the hits these parts send (all of them, unless the plan
 	// is a shard).
 	sends := func(g uint64) int {
-		for _, u := range units {
-			if u.pacer.takes(g) {
+		for _, u := range parts {
+			if u.takes(g) {
 				return 1
 			}
 		}
@@ -567,4 +546,12 @@ func busiest(units []unit, d time.Duration) int {
 		best = max(best, in)
 	}
 	return best
+}
+
+// SatAdd adds two non-negative durations, saturating at the longest.
+func SatAdd(a, b time.Duration) time.Duration {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }

@@ -1,4 +1,4 @@
-package attack
+package scenario
 
 import (
 	"bytes"
@@ -13,7 +13,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/attack/schedule"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // Profile is a scenario file: the policy it expects and the streams of
@@ -162,7 +163,7 @@ func ParseProfile(file string, data []byte) (*Profile, error) {
 		case errors.As(err, &te):
 			if m := yamlLine.FindStringSubmatch(strings.TrimSpace(te.Errors[0])); m != nil {
 				n, _ := strconv.Atoi(m[1])
-				return nil, perr(n, "%s", strings.ReplaceAll(m[2], "attack.", ""))
+				return nil, perr(n, "%s", strings.ReplaceAll(m[2], "scenario.", ""))
 			}
 			return nil, perr(0, "%s", te.Errors[0])
 		case err.Error() == "EOF":
@@ -233,7 +234,7 @@ func (p *Profile) validate(line func(string) int) error {
 		return &LineError{Line: line(path), Msg: fmt.Sprintf(format, args...)}
 	}
 	switch p.Policy.Surface {
-	case contract.REST, contract.MCP, "both":
+	case method.REST, method.MCP, "both":
 	case "":
 		return bad("policy", "policy.surface is required (rest, mcp or both)")
 	default:
@@ -295,7 +296,7 @@ func (p *Profile) validate(line func(string) int) error {
 			}
 		}
 		names[s.Name] = true
-		if s.Surface != contract.REST && s.Surface != contract.MCP {
+		if s.Surface != method.REST && s.Surface != method.MCP {
 			return bad(at("surface"), "stream %s: surface %q: want rest or mcp", s.Name, s.Surface)
 		}
 		for j, src := range s.Sources {
@@ -309,13 +310,13 @@ func (p *Profile) validate(line func(string) int) error {
 		for j, r := range s.Requests {
 			rat := fmt.Sprintf("streams.%d.requests.%d", i, j)
 			switch {
-			case s.Surface == contract.REST && (r.RPC != "" || r.Params != nil):
+			case s.Surface == method.REST && (r.RPC != "" || r.Params != nil):
 				return bad(rat, "stream %s: a REST request takes method, path and query, not rpc or params", s.Name)
-			case s.Surface == contract.REST && !strings.HasPrefix(r.Path, "/"):
+			case s.Surface == method.REST && !strings.HasPrefix(r.Path, "/"):
 				return bad(rat, "stream %s: a REST request needs a path starting with /", s.Name)
-			case s.Surface == contract.MCP && r.RPC == "" && r.Body == nil && r.Method == "":
+			case s.Surface == method.MCP && r.RPC == "" && r.Body == nil && r.Method == "":
 				return bad(rat, "stream %s: an MCP request needs rpc (the JSON-RPC method) or a body", s.Name)
-			case s.Surface == contract.MCP && r.Query != nil:
+			case s.Surface == method.MCP && r.Query != nil:
 				return bad(rat, "stream %s: an MCP request takes rpc and params, not query", s.Name)
 			case r.PadTo < 0 || r.PadTo > 16<<20:
 				return bad(rat+".pad_to", "pad_to must be between 0 and 16 MiB")
@@ -417,4 +418,37 @@ func (ps *PacerSpec) validate(line func(string) int) error {
 		}
 	}
 	return err
+}
+
+// Schedule returns the schedule a pacer spec describes for a run window w.
+func (ps PacerSpec) Schedule(w time.Duration) schedule.Schedule {
+	count := uint64(ps.Count)
+	switch ps.Type {
+	case "constant":
+		return schedule.Constant(ps.Rate.PerSecond(w), ps.Duration.In(w), count)
+	case "linear":
+		return schedule.Linear(ps.From.PerSecond(w), ps.To.PerSecond(w), ps.Duration.In(w), count)
+	case "sine":
+		return schedule.Sine(ps.Rate.PerSecond(w), ps.Amplitude.PerSecond(w), ps.Period.In(w), ps.Duration.In(w), count)
+	case "steps":
+		steps := make([]schedule.StepSpec, len(ps.Steps))
+		for i, st := range ps.Steps {
+			steps[i] = schedule.StepSpec{Rate: st.Rate.PerSecond(w), Duration: st.Duration.In(w)}
+		}
+		return schedule.Steps(steps, count)
+	default: // burst-then-probe
+		return schedule.BurstThenProbe(ps.Burst, ps.Over.In(w), ps.ProbeFrom.In(w), ps.ProbeEvery.In(w), ps.Until.In(w))
+	}
+}
+
+// StreamSources returns the sources of a stream: its own, else the
+// profile's, else the system's choice ("").
+func (p *Profile) StreamSources(s *Stream) []string {
+	switch {
+	case len(s.Sources) > 0:
+		return s.Sources
+	case len(p.Sources) > 0:
+		return p.Sources
+	}
+	return []string{""}
 }

@@ -1,4 +1,4 @@
-package attack
+package fleet
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/attack"
 )
 
 // Programs is a fleet of the user's own client programs (fleet
@@ -203,3 +204,10 @@ func (p *Programs) runOne(ctx context.Context, nice, target string, n int) archi
 	}
 	return o
 }
+
+// Descriptors estimates the file descriptors a fleet of client programs
+// holds open in this process at once: per program its output files, its
+// process handle and the connection it makes to the target, which is
+// always embedded here (the harness records what it receives), and a
+// margin.
+func (p *Programs) Descriptors(bool) int { return 4*p.Clients + attack.DescriptorMargin }

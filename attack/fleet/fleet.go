@@ -1,4 +1,4 @@
-package attack
+package fleet
 
 import (
 	"context"
@@ -13,8 +13,10 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/attack"
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/client"
-	"github.com/connectbyjbrh/ratecheck/contract"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // Fleet is N retrying clients behind one address (as behind one NAT),
@@ -48,7 +50,7 @@ type Fleet struct {
 	// Rows are failure-table probes (errors.yaml's streams), each sent
 	// once, after the fleet, by a client of its own from RowSource: the
 	// retry-discipline check (answers are never retried).
-	Rows      []Stream
+	Rows      []scenario.Stream
 	RowSource string
 	// Epsilon is the collision distance the analysis will use, recorded
 	// in run.json (0: Backoff.Base/50).
@@ -56,7 +58,7 @@ type Fleet struct {
 	// MCP, when set, settles the MCP revision before the run (from its
 	// From address: set it to RowSource, never Source) and every MCP
 	// request speaks it (nil: [mcpwire.Latest], no negotiation).
-	MCP *MCPSession
+	MCP *attack.MCPSession
 	// Network is how every request reaches the target (nil: HTTP/1.1,
 	// the system's roots). The primer takes its connection pool; each
 	// client keeps one connection of its own, as a separate machine would.
@@ -70,9 +72,9 @@ type Fleet struct {
 // sends MCP requests settles the revision before the run.
 func (f Fleet) Negotiate(ctx context.Context, target string) ([]string, error) {
 	f = f.Defaults()
-	mcp := f.Surface == contract.MCP
+	mcp := f.Surface == method.MCP
 	for _, r := range f.Rows {
-		mcp = mcp || r.Surface == contract.MCP
+		mcp = mcp || r.Surface == method.MCP
 	}
 	if f.MCP == nil || !mcp {
 		return nil, nil
@@ -83,14 +85,14 @@ func (f Fleet) Negotiate(ctx context.Context, target string) ([]string, error) {
 // Finish implements the engine's optional finish: run.json records the
 // MCP revision spoken and the handshakes it took.
 func (f Fleet) Finish(info *archive.RunInfo) {
-	f.MCP.wait()
+	f.MCP.Wait()
 	f.MCP.Record(info)
 }
 
 // Defaults returns f with its zero fields set.
 func (f Fleet) Defaults() Fleet {
 	if f.Surface == "" {
-		f.Surface = contract.REST
+		f.Surface = method.REST
 	}
 	if f.Clients <= 0 {
 		f.Clients = 100
@@ -121,7 +123,7 @@ func (f Fleet) Defaults() Fleet {
 		f.Epsilon = f.Backoff.Base / 50
 	}
 	if f.Limit <= 0 {
-		f.Limit = contract.Limit(f.Surface)
+		f.Limit = method.Limit(f.Surface)
 	}
 	return f
 }
@@ -200,20 +202,20 @@ func (f Fleet) Run(ctx context.Context, target string, sink func(*vegeta.Result)
 // reset) may not have counted, so while none was refused it tops up with
 // as many as were not admitted, a few rounds at most.
 func (f Fleet) prime(ctx context.Context, target string, emit func(*vegeta.Result)) error {
-	req := Request{Path: "/api/public/search", Query: map[string]string{"q": "rate limits"}}
-	if f.Surface == contract.MCP {
-		req = Request{RPC: "tools/list"}
+	req := scenario.Request{Path: "/api/public/search", Query: map[string]string{"q": "rate limits"}}
+	if f.Surface == method.MCP {
+		req = scenario.Request{RPC: "tools/list"}
 	}
 	admitted := 0
 	for round, burst := 0, f.Limit; round < 5 && burst > 0 && ctx.Err() == nil; round++ {
-		p := &Profile{Name: "fleet", Policy: Policy{Surface: f.Surface, Limit: f.Limit, Window: Span{D: f.Window}},
-			Streams: []Stream{{Name: archive.StreamPrime, Surface: f.Surface, Requests: []Request{req},
-				Pacer: PacerSpec{Type: "burst-then-probe", Burst: burst, Over: Span{W: 0.02}}}}}
+		p := &scenario.Profile{Name: "fleet", Policy: scenario.Policy{Surface: f.Surface, Limit: f.Limit, Window: scenario.Span{D: f.Window}},
+			Streams: []scenario.Stream{{Name: method.StreamPrime, Surface: f.Surface, Requests: []scenario.Request{req},
+				Pacer: scenario.PacerSpec{Type: "burst-then-probe", Burst: burst, Over: scenario.Span{W: 0.02}}}}}
 		if f.Source != "" {
 			p.Sources = []string{f.Source}
 		}
 		refused := false
-		err := Plan{Profile: p, Window: f.Window, Timeout: f.Timeout, MCP: f.MCP, Network: f.Network, MaxWorkers: f.MaxWorkers}.Run(ctx, target, func(r *vegeta.Result) error {
+		err := attack.Plan{Profile: p, Window: f.Window, Timeout: f.Timeout, MCP: f.MCP, Network: f.Network, MaxWorkers: f.MaxWorkers}.Run(ctx, target, func(r *vegeta.Result) error {
 			switch {
 			case r.Code == http.StatusTooManyRequests:
 				refused = true
@@ -240,10 +242,10 @@ func (f Fleet) rows(ctx context.Context, target string, emit func(*vegeta.Result
 		}
 		var rev string
 		var sid *atomic.Pointer[client.Session]
-		if row.Surface == contract.MCP {
-			rev, sid = f.MCP.speech(f.RowSource)
+		if row.Surface == method.MCP {
+			rev, sid = f.MCP.Speech(f.RowSource)
 		}
-		tr, err := row.targeter(target, nil, &ids, "", rev, sid)
+		tr, err := attack.SpeakingTargeter(&row, target, nil, &ids, "", rev, sid)
 		if err != nil {
 			return fmt.Errorf("row %s: %w", row.Name, err)
 		}
@@ -266,7 +268,7 @@ func (f Fleet) rows(ctx context.Context, target string, emit func(*vegeta.Result
 // client builds fleet client i: its own connection from the shared
 // source, its own jitter stream, its own governor.
 func (f Fleet) client(target string, i int, emit func(*vegeta.Result)) *client.Client {
-	return f.clientFrom(target, f.Source, i, f.Surface, archive.StreamFleet, emit)
+	return f.clientFrom(target, f.Source, i, f.Surface, method.StreamFleet, emit)
 }
 
 func (f Fleet) clientFrom(target, source string, i int, surface, stream string, emit func(*vegeta.Result)) *client.Client {
@@ -282,7 +284,7 @@ func (f Fleet) clientFrom(target, source string, i int, surface, stream string, 
 		Rand:     rng.Float64,
 	}
 	c.OnAttempt = func(a client.Attempt) { emit(attemptResult(surface, source, stream, i, a)) }
-	if surface == contract.MCP {
+	if surface == method.MCP {
 		c.UseSession(f.MCP.Session())
 	}
 	return c
@@ -290,7 +292,7 @@ func (f Fleet) clientFrom(target, source string, i int, surface, stream string, 
 
 // request sends one logical request of the fleet's surface.
 func (f Fleet) request(ctx context.Context, c *client.Client) {
-	if f.Surface == contract.MCP {
+	if f.Surface == method.MCP {
 		c.Call(ctx, "tools/call", map[string]any{"name": "search", "arguments": map[string]any{"query": "rate limits", "limit": 5}})
 		return
 	}
@@ -303,11 +305,23 @@ func attemptResult(surface, source, stream string, clientID int, a client.Attemp
 	r := &vegeta.Result{Attack: archive.FleetLabel(surface, source, stream, tag), Seq: a.Request, Code: uint16(a.Status),
 		Timestamp: a.Start, Latency: a.Latency, BytesOut: a.BytesOut, BytesIn: uint64(len(a.Body)),
 		Method: a.Method, URL: a.URL, Headers: a.Header}
-	if a.Status != http.StatusOK || (stream != archive.StreamFleet && stream != archive.StreamPrime) {
+	if a.Status != http.StatusOK || (stream != method.StreamFleet && stream != method.StreamPrime) {
 		r.Body = a.Body // contract probes keep theirs: a 200 may still be an error result
 	}
 	if a.Err != nil {
 		r.Error = a.Err.Error()
 	}
 	return r
+}
+
+// Descriptors estimates the file descriptors a fleet's run holds open at
+// once: a connection per client (each has its own) and per failure-table
+// row, twice over when the target is embedded in the same process, and a
+// margin.
+func (f Fleet) Descriptors(embedded bool) int {
+	conns := f.Defaults().Clients + len(f.Rows) + 1 // and the primer
+	if embedded {
+		conns *= 2
+	}
+	return conns + attack.DescriptorMargin
 }

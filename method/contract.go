@@ -1,7 +1,4 @@
-// Package contract holds the facts of the documented contract that every
-// part of ratecheck agrees on: the names of the two surfaces, their limits
-// and the window they are counted over. docs/contract.md says the rest.
-package contract
+package method
 
 import "time"
 

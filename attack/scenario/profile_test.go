@@ -1,4 +1,4 @@
-package attack
+package scenario
 
 import (
 	"flag"
@@ -12,29 +12,6 @@ import (
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
-
-// TestShippedProfiles loads every profile under profiles/ strictly.
-func TestShippedProfiles(t *testing.T) {
-	paths, _ := filepath.Glob("../profiles/*.yaml")
-	if len(paths) < 6 {
-		t.Fatalf("found %d shipped profiles, want at least 6", len(paths))
-	}
-	for _, p := range paths {
-		t.Run(filepath.Base(p), func(t *testing.T) {
-			prof, err := LoadProfile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if prof.Policy.Window.In(0) != time.Minute {
-				t.Errorf("policy window %v, want the contract's 60s", prof.Policy.Window)
-			}
-			plan := Plan{Profile: prof, Window: 4 * time.Second}
-			if d := plan.Duration(); d < 0 || d > 3*4*time.Second || Count(prof.Streams[0].Pacer.Schedule(4*time.Second)) == 0 {
-				t.Errorf("planned duration %v at a 4s window, want at most 3 windows and some hits", plan.Duration())
-			}
-		})
-	}
-}
 
 // TestBadProfiles checks the exact message of every malformed profile under
 // testdata/bad against testdata/bad/messages.golden (refresh with -update).

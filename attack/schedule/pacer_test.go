@@ -1,4 +1,4 @@
-package attack
+package schedule
 
 import (
 	"math"
@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// times returns every planned hit time of a schedule.
+// times returns every planned hit time of a
 func times(s Schedule) []time.Duration {
 	var ts []time.Duration
 	for n := uint64(0); ; n++ {
@@ -259,3 +259,71 @@ func BenchmarkStoppablePace(b *testing.B) {
 		hits = (hits + 1) % 100000
 	}
 }
+
+// walk is the busiest count of hits in any span shorter than d, found by
+// checking every pair of hits: the reference Busiest must match.
+func walk(s Schedule, d time.Duration, takes func(uint64) bool) int {
+	ts := times(s)
+	best := 0
+	for i := range ts {
+		n := 0
+		for j := i; j < len(ts) && ts[j]-ts[i] < d; j++ {
+			if takes(uint64(j)) {
+				n++
+			}
+		}
+		best = max(best, n)
+	}
+	return best
+}
+
+// TestBusiest: Busiest counts exactly the busiest second of a schedule's
+// share, and every schedule's bound from its highest rate (what busiest
+// answers for a schedule too long to walk) is at least that.
+func TestBusiest(t *testing.T) {
+	const s = time.Second
+	scheds := map[string]Schedule{
+		"constant":           Constant(333.3, 3*s, 0),
+		"constant by count":  Constant(50, 0, 120),
+		"linear up":          Linear(10, 400, 2*s, 0),
+		"linear down":        Linear(400, 10, 2*s, 0),
+		"sine":               Sine(200, 150, 700*time.Millisecond, 3*s, 0),
+		"steps":              Steps([]StepSpec{{100, 800 * time.Millisecond}, {0, 300 * time.Millisecond}, {500, 400 * time.Millisecond}, {30, 2 * s}}, 0),
+		"burst at once":      BurstThenProbe(250, 0, 0, 0, 0),
+		"burst then probes":  BurstThenProbe(250, 1200*time.Millisecond, 100*time.Millisecond, 37*time.Millisecond, 3*s),
+		"probes inside over": BurstThenProbe(40, 2*s, 0, 9*time.Millisecond, 2500*time.Millisecond),
+	}
+	for name, sched := range scheds {
+		t.Run(name, func(t *testing.T) {
+			for _, shares := range [][]Pacer{
+				{{Sched: sched, K: 1}},
+				{{Sched: sched, K: 3, J: 0}, {Sched: sched, K: 3, J: 1}, {Sched: sched, K: 3, J: 2}},
+				{{Sched: sched, K: 3, J: 1}},
+				{{Sched: sched, K: 4, J: 0}, {Sched: sched, K: 4, J: 2}},
+			} {
+				takes := func(g uint64) bool {
+					for _, u := range shares {
+						if u.takes(g) {
+							return true
+						}
+					}
+					return false
+				}
+				want := walk(sched, s, takes)
+				if got := Busiest(shares, s); got != want {
+					t.Errorf("%d shares: busiest = %d, want %d", len(shares), got, want)
+				}
+				all := walk(sched, s, func(uint64) bool { return true })
+				// The bound may count one hit more per piece of the
+				// schedule the second overlaps (a rounded send time),
+				// and one for rounding up.
+				if bound := sched.(mostIn).most(s); bound < uint64(all) || bound > uint64(all)+4 {
+					t.Errorf("bound %d for a busiest second of %d hits: want at least that, at most 4 more", bound, all)
+				}
+			}
+		})
+	}
+}
+
+// plan is a one-stream plan of pacer ps at window w, bypassing the
+// profile's limits.

@@ -1,4 +1,4 @@
-package attack
+package scenario
 
 import (
 	"net/http"

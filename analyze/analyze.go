@@ -10,7 +10,7 @@ import (
 
 	"github.com/jamiealquiza/tachymeter"
 
-	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -141,7 +141,7 @@ type ErrorCount struct {
 }
 
 // Analyze judges an input held in memory against cfg (see AnalyzeSource).
-func Analyze(in *archive.Input, cfg Config) (*Report, error) {
+func Analyze(in *decode.Input, cfg Config) (*Report, error) {
 	return AnalyzeSource(in, cfg)
 }
 
@@ -154,7 +154,7 @@ func Analyze(in *archive.Input, cfg Config) (*Report, error) {
 // the limiter families to the primaries at the documented and the observed
 // limit. Each holds about one window of records at a time. A source with
 // no request of either surface is an error (not results of this API).
-func AnalyzeSource(src archive.Source, cfg Config) (*Report, error) {
+func AnalyzeSource(src decode.Source, cfg Config) (*Report, error) {
 	meta := src.Info()
 	rep := &Report{Verdict: Verdict{Schema: 1, Verdict: Pass, Target: cfg.Target, WindowMS: cfg.Window.Milliseconds(), Run: cfg.Run}}
 	rep.Warnings = append(append(slices.Clone(cfg.Warnings), meta.Truncated...), meta.Notes...)
@@ -168,7 +168,7 @@ func AnalyzeSource(src archive.Source, cfg Config) (*Report, error) {
 	tab := src.Tables()
 	rest, mcp := newSurfaceRun(method.REST, cfg, tab), newSurfaceRun(method.MCP, cfg, tab)
 	workers := []*surfaceRun{rest, mcp}
-	err := fanOut(src.Each, workers, func(s *surfaceRun, r *archive.Record, seq int) {
+	err := fanOut(src.Each, workers, func(s *surfaceRun, r *decode.Record, seq int) {
 		if g := s.groupOf(r, true); g != nil {
 			s.count(g, r, seq)
 		}
@@ -181,7 +181,7 @@ func AnalyzeSource(src archive.Source, cfg Config) (*Report, error) {
 	}
 	rest.choosePrimary(mcp)
 	mcp.choosePrimary(rest)
-	err = fanOut(src.InOrder, workers, func(s *surfaceRun, r *archive.Record, _ int) {
+	err = fanOut(src.InOrder, workers, func(s *surfaceRun, r *decode.Record, _ int) {
 		switch g := s.groupOf(r, false); {
 		case g == nil:
 		case g.surface == s:
@@ -196,7 +196,7 @@ func AnalyzeSource(src archive.Source, cfg Config) (*Report, error) {
 	for _, s := range workers {
 		s.endModels()
 	}
-	err = fanOut(src.InOrder, workers, func(s *surfaceRun, r *archive.Record, _ int) {
+	err = fanOut(src.InOrder, workers, func(s *surfaceRun, r *decode.Record, _ int) {
 		if s.primary != nil && s.groupOf(r, false) == s.primary {
 			s.fitAdd(r)
 		}
@@ -233,7 +233,7 @@ type ForeignError struct{ What string }
 func (e *ForeignError) Error() string { return e.What }
 
 // foreignInput says what a source with no request of either surface holds.
-func foreignInput(meta *archive.Meta) error {
+func foreignInput(meta *decode.Meta) error {
 	files := strings.Join(meta.Files, ", ")
 	for _, s := range meta.Samples {
 		if s.Path != "" {
@@ -251,23 +251,23 @@ func limitOf(cfg Config, surface string) int {
 }
 
 // at formats a record's send time relative to t0.
-func at(r *archive.Record, t0 int64) string {
+func at(r *decode.Record, t0 int64) string {
 	return "+" + time.Duration(r.Start-t0).Round(time.Millisecond).String()
 }
 
 // fanOut runs each over the source's records and hands them, in batches,
 // to one goroutine per surface, which calls take with its place in the
 // stream. It returns once every worker is done.
-func fanOut(each func(func(*archive.Record)) error, workers []*surfaceRun, take func(s *surfaceRun, r *archive.Record, seq int)) error {
+func fanOut(each func(func(*decode.Record)) error, workers []*surfaceRun, take func(s *surfaceRun, r *decode.Record, seq int)) error {
 	type batch struct {
-		recs []archive.Record
+		recs []decode.Record
 		seq  int
 		left atomic.Int32
 	}
 	const size = 4096
 	free := make(chan *batch, 8)
 	for range cap(free) {
-		free <- &batch{recs: make([]archive.Record, 0, size)}
+		free <- &batch{recs: make([]decode.Record, 0, size)}
 	}
 	chans := make([]chan *batch, len(workers))
 	var wg sync.WaitGroup
@@ -295,7 +295,7 @@ func fanOut(each func(func(*archive.Record)) error, workers []*surfaceRun, take 
 		b = <-free
 		b.recs = b.recs[:0]
 	}
-	err := each(func(r *archive.Record) {
+	err := each(func(r *decode.Record) {
 		if b.recs = append(b.recs, *r); len(b.recs) == size {
 			send()
 		}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -27,7 +27,7 @@ type evidence struct {
 	*surfaceRun
 	sv      *SurfaceVerdict
 	sd      *SurfaceDetail
-	meta    *archive.Meta
+	meta    *decode.Meta
 	primary string
 	Leff    int // the limit the target showed, when above the documented
 }
@@ -54,7 +54,7 @@ func surfaceChecks() []checkDef {
 }
 
 // verdict judges the surface once the passes are done.
-func (s *surfaceRun) verdict(meta *archive.Meta) (SurfaceVerdict, SurfaceDetail) {
+func (s *surfaceRun) verdict(meta *decode.Meta) (SurfaceVerdict, SurfaceDetail) {
 	sd := s.sd
 	sv := SurfaceVerdict{Surface: s.name, ExpectedLimit: s.L, Model: FamilyUnknown, ModelAlternatives: []string{}, MCPRevision: s.revision, Verdict: Pass,
 		Requests: sd.Requests, Admitted: sd.Admitted, Refused: sd.Refused, Faults: sd.Faults, OtherAnswers: sd.OtherAnswers, Indeterminate: sd.Indet}
@@ -224,7 +224,7 @@ func judgeShape(e *evidence) (string, string) {
 		return Pass, fmt.Sprintf("all %d refusals carry %s%s", e.shapeN, want, hdrs)
 	}
 	instead := ""
-	if smp := e.sample(e.meta, func(s *archive.Sample) bool { return s.Refused }); smp != "" {
+	if smp := e.sample(e.meta, func(s *decode.Sample) bool { return s.Refused }); smp != "" {
 		instead = "; for example " + smp
 	}
 	return Fail, fmt.Sprintf("%d of %d refusals lack %s%s%s", e.shapeBad, e.shapeN, want, instead, hdrs)
@@ -367,7 +367,7 @@ func judgeContract(e *evidence) (string, string) {
 		row, r := method.ContractRows[h.row], &h.rec
 		rows = append(rows, row.Stream)
 		if r.Code == 0 { // no answer: proves nothing about the row
-			unanswered = append(unanswered, fmt.Sprintf("%s (%s)", row.Stream, archive.ErrKind(e.tab.Err(r))))
+			unanswered = append(unanswered, fmt.Sprintf("%s (%s)", row.Stream, decode.ErrKind(e.tab.Err(r))))
 			continue
 		}
 		if p := checkRow(row, r, e.tab); p != "" {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/mcpwire"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
@@ -63,7 +63,7 @@ func answerJSON(contentType string, b []byte) (data []byte, ok bool) {
 // checkRow returns what is wrong with r as an answer to row (empty:
 // nothing), saying whether it breaks the MCP specification or differs
 // only from this API's documentation.
-func checkRow(row method.ContractRow, r *archive.Record, tab *archive.Tables) string {
+func checkRow(row method.ContractRow, r *decode.Record, tab *decode.Tables) string {
 	var spec, api []string
 	add := func(by, format string, args ...any) {
 		if by == method.BySpec {

@@ -15,6 +15,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -69,9 +70,9 @@ func TestCheckRow(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(fmt.Sprintf("%d-%s", i, tt.stream), func(t *testing.T) {
-			in := archive.NewInput()
+			in := decode.NewInput()
 			r := in.Add(archive.Labels{Surface: row(tt.stream).Surface, Stream: tt.stream}, 0, 1, tt.code,
-				&archive.Answer{Body: []byte(tt.body), ContentType: tt.contentType, Allow: tt.allow})
+				&decode.Answer{Body: []byte(tt.body), ContentType: tt.contentType, Allow: tt.allow})
 			if got := checkRow(row(tt.stream), r, in.Tables()); got != tt.want {
 				t.Errorf("checkRow:\n got %s\nwant %s", got, tt.want)
 			}
@@ -104,7 +105,7 @@ func TestContractRowsBy(t *testing.T) {
 // resultsFile writes in as a Vegeta results file, each MCP answer body
 // in the form asSSE says (its Content-Type set to match), and returns its
 // path.
-func resultsFile(t *testing.T, in *archive.Input, asSSE bool) string {
+func resultsFile(t *testing.T, in *decode.Input, asSSE bool) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "results.bin")
 	f, err := os.Create(path)
@@ -151,15 +152,15 @@ func TestSSEAnswersJudgedAsJSON(t *testing.T) {
 		r := &wrong.Records[i]
 		switch wrong.Tables().Labels(r).Stream {
 		case "mcp-unknown-tool":
-			wrong.Tables().SetAnswer(r, &archive.Answer{Body: []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}`)})
+			wrong.Tables().SetAnswer(r, &decode.Answer{Body: []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}`)})
 		}
 		if r.Code == 429 && wrong.Tables().Labels(r).Surface == method.MCP {
-			wrong.Tables().SetAnswer(r, &archive.Answer{Body: []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"slow down"}}`)})
+			wrong.Tables().SetAnswer(r, &decode.Answer{Body: []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"slow down"}}`)})
 		}
 	}
 	for _, tc := range []struct {
 		name string
-		in   *archive.Input
+		in   *decode.Input
 		want []string // failed checks
 	}{
 		{"documented", simulate(documented(1, 0), quiet), nil},

@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 )
 
 // Limiter families the fit can name, simplest first (the tie order).
@@ -128,7 +128,7 @@ func (f *familyFit) watchFor(indexes []int32) {
 }
 
 // add takes a group's next request in send order; index is its place.
-func (f *familyFit) add(r *archive.Record, index int32) {
+func (f *familyFit) add(r *decode.Record, index int32) {
 	// A response at or before this send can go: every later request is
 	// sent, so answered, no earlier; ties go in send order.
 	for len(f.byEnd) > 0 && f.byEnd[0].end <= r.Start {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -142,7 +143,7 @@ func check(name, verdict, format string, args ...any) Check {
 // delays over their ranges); counts each request's retries; then judges
 // the fleet's checks (fleetChecks) on that evidence. The timing tests
 // together hold a false-alarm rate of at most Alpha.
-func Jitter(in *archive.Input, cfg JitterConfig) *JitterReport {
+func Jitter(in *decode.Input, cfg JitterConfig) *JitterReport {
 	cfg = cfg.withDefaults()
 	rep := &JitterReport{Verdict: Pass, Alpha: cfg.Alpha, Null: nullOf(cfg.Strategy), Notes: []string{}}
 	f := groupFleet(in)
@@ -184,7 +185,7 @@ type fleetCheckDef struct {
 
 // fleetEvidence is what a fleet's checks weigh.
 type fleetEvidence struct {
-	in         *archive.Input
+	in         *decode.Input
 	f          *fleetRun
 	cfg        JitterConfig
 	rep        *JitterReport
@@ -214,7 +215,7 @@ func fleetChecks() []fleetCheckDef {
 
 // fleetAttempt is one attempt, in a client's request.
 type fleetAttempt struct {
-	rec *archive.Record
+	rec *decode.Record
 	tag *archive.FleetTag
 }
 
@@ -226,7 +227,7 @@ type fleetRun struct {
 }
 
 // groupFleet groups the fleet results of in (phase 1).
-func groupFleet(in *archive.Input) *fleetRun {
+func groupFleet(in *decode.Input) *fleetRun {
 	f := &fleetRun{requests: map[int]map[int][]fleetAttempt{}}
 	for i := range in.Records {
 		r := &in.Records[i]
@@ -566,7 +567,7 @@ func (t *waveTests) bound(xs []float64) float64 {
 // attempt was refused together. A host stall longer than the window lets
 // the primer's requests age out first, and the clients' first attempts
 // are admitted.
-func sharedRefusal(in *archive.Input, f *fleetRun) Check {
+func sharedRefusal(in *decode.Input, f *fleetRun) Check {
 	refusedN, let, firstFrom, firstTo := 0, 0, int64(math.MaxInt64), int64(math.MinInt64)
 	for _, c := range f.fleet {
 		a := f.requests[c][1][0].rec

@@ -13,6 +13,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/client"
+	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -26,9 +27,9 @@ var fleetDefaults = client.Backoff{Base: 500 * time.Millisecond, Cap: 15 * time.
 // Backoff.Delay. The host's noise is laid over that schedule, drawn from
 // host apart from the clients' jitter: first sends spread over up to 20
 // ms, answers taking 1–15 ms, timers firing up to 5 ms late.
-func clientFleet(n, attempts int, seed, host uint64, b client.Backoff) *archive.Input {
+func clientFleet(n, attempts int, seed, host uint64, b client.Backoff) *decode.Input {
 	noise := rand.New(rand.NewPCG(host, 0x4057))
-	in := archive.NewInput()
+	in := decode.NewInput()
 	for c := range n {
 		jitter := rand.New(rand.NewPCG(seed, uint64(c)))
 		t := int64(noise.IntN(int(20 * time.Millisecond)))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -19,14 +20,14 @@ const (
 // fleet builds the first request of n clients driven into 429 together at
 // t = 0: every attempt is refused after 1–3 ms, and retry k waits
 // delay(k, u) with u drawn per client from seed.
-func fleet(n, attempts int, seed uint64, delay func(k int, u float64) time.Duration) *archive.Input {
+func fleet(n, attempts int, seed uint64, delay func(k int, u float64) time.Duration) *decode.Input {
 	return noisyFleet(n, attempts, seed, delay, 2*time.Millisecond)
 }
 
 // noisyFleet is fleet with each refusal taking 1 ms plus up to noise.
-func noisyFleet(n, attempts int, seed uint64, delay func(k int, u float64) time.Duration, noise time.Duration) *archive.Input {
+func noisyFleet(n, attempts int, seed uint64, delay func(k int, u float64) time.Duration, noise time.Duration) *decode.Input {
 	rng := rand.New(rand.NewPCG(seed, 1))
-	in := archive.NewInput()
+	in := decode.NewInput()
 	for c := range n {
 		t := int64(rng.IntN(int(time.Millisecond)))
 		for a := 1; a <= attempts; a++ {
@@ -181,7 +182,7 @@ func TestKSAndBins(t *testing.T) {
 // client that does not slow down after repeated 429s each fail their check.
 func TestJitterDiscipline(t *testing.T) {
 	ms := int64(time.Millisecond)
-	in := archive.NewInput()
+	in := decode.NewInput()
 	rec := func(client, req, attempt int, start int64, code uint16) {
 		in.Add(archive.Labels{Surface: method.REST, Source: "127.0.0.2", Stream: method.StreamFleet,
 			Fleet: &archive.FleetTag{Client: client, Request: req, Attempt: attempt, Delay: -1}}, start*ms, (start+1)*ms, code, nil)

@@ -3,7 +3,7 @@ package analyze
 import (
 	"time"
 
-	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 )
 
 // Outcome is what the uncertainty-interval model requires of a request.
@@ -36,27 +36,27 @@ type Judgement struct {
 // Group is the requests of one surface from one source, in send order.
 type Group struct {
 	Surface, Source string
-	Records         []*archive.Record
+	Records         []*decode.Record
 	// Uncertain, when set, names requests that may or may not have been
 	// counted even when answered: probes with a forged forwarding header
 	// are counted by the address's own limiter only if the target ignores
 	// the header. They are never definite, and no observed limit or fit
 	// rests on them.
-	Uncertain func(*archive.Record) bool
+	Uncertain func(*decode.Record) bool
 }
 
 // admitted reports whether a record was admitted: only a 2xx is. Other
 // answers (404, 422, …) are neither admissions nor refusals: whether they
 // count toward a limit is not documented.
-func admitted(r *archive.Record) bool { return r.Code >= 200 && r.Code <= 299 }
+func admitted(r *decode.Record) bool { return r.Code >= 200 && r.Code <= 299 }
 
 // refused reports whether the record was refused by the limiter: a 429.
-func refused(r *archive.Record) bool { return r.Code == 429 }
+func refused(r *decode.Record) bool { return r.Code == 429 }
 
 // sure reports whether the server surely counted the record: it was
 // admitted or refused. Transport errors and 5xx may or may not have been
 // counted, and other answers may or may not count.
-func sure(r *archive.Record) bool { return admitted(r) || refused(r) }
+func sure(r *decode.Record) bool { return admitted(r) || refused(r) }
 
 // upTo returns #{k : a[k] ≤ v} of a sorted a. It searches out from *at,
 // its previous answer, and leaves the new one there: a group's requests

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -15,9 +16,9 @@ import (
 // −1). Each client waits delay(k, u) after its previous answer, plus its
 // host's noise: a reaction of up to react (an interpreter's wake-up, in
 // the same order every wave when ordered, as lockstep processes arrive).
-func serverFleet(n, attempts int, seed uint64, delay func(k int, u float64) time.Duration, react time.Duration, ordered bool) *archive.Input {
+func serverFleet(n, attempts int, seed uint64, delay func(k int, u float64) time.Duration, react time.Duration, ordered bool) *decode.Input {
 	rng := rand.New(rand.NewPCG(seed, 0x5e7e))
-	in := archive.NewInput()
+	in := decode.NewInput()
 	release := int64(time.Second)
 	for c := range n {
 		t, end := release-int64(rng.IntN(int(time.Second))), release+int64(rng.IntN(int(3*time.Millisecond))) // the barrier holds the first
@@ -112,7 +113,7 @@ func TestProgramsInconclusive(t *testing.T) {
 	if rep := Jitter(in, cfg); rep.Verdict != Pass {
 		t.Errorf("all there, no stall: %s %+v", rep.Verdict, rep.Checks)
 	}
-	rep = Jitter(archive.NewInput(), JitterConfig{Clients: 5, Requests: 3})
+	rep = Jitter(decode.NewInput(), JitterConfig{Clients: 5, Requests: 3})
 	if c := checkOf(rep, "clients"); rep.Verdict != Inconclusive || c.Verdict != Inconclusive {
 		t.Errorf("no client at all: verdict %s, %+v", rep.Verdict, rep.Checks)
 	}

@@ -17,12 +17,12 @@ import (
 
 	"github.com/jamiealquiza/tachymeter"
 
-	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // Analyze judges the input against cfg.
-func refAnalyze(in *archive.Input, cfg Config) *Report {
+func refAnalyze(in *decode.Input, cfg Config) *Report {
 	rep := &Report{Verdict: Verdict{Schema: 1, Verdict: Pass, Target: cfg.Target, WindowMS: cfg.Window.Milliseconds(), Run: cfg.Run}}
 	rep.Warnings = append(rep.Warnings, in.Truncated...)
 	notes, warnings := mergeNotes(&in.Meta, cfg.Window)
@@ -31,7 +31,7 @@ func refAnalyze(in *archive.Input, cfg Config) *Report {
 	bySurface := map[string]map[string]*Group{}
 	// Find each label's group, count, then fill the groups in send order.
 	byLabel := map[uint32]*Group{}
-	groupOf := func(r *archive.Record) *Group {
+	groupOf := func(r *decode.Record) *Group {
 		g, ok := byLabel[r.LabelID()]
 		if !ok {
 			if sf := in.Tables().Labels(r).Surface; sf == method.REST || sf == method.MCP {
@@ -39,7 +39,7 @@ func refAnalyze(in *archive.Input, cfg Config) *Report {
 					bySurface[sf] = map[string]*Group{}
 				}
 				if g = bySurface[sf][in.Tables().Labels(r).Source]; g == nil {
-					g = &Group{Surface: sf, Source: in.Tables().Labels(r).Source, Uncertain: func(r *archive.Record) bool { return method.IsForged(in.Tables().Labels(r).Stream) }}
+					g = &Group{Surface: sf, Source: in.Tables().Labels(r).Source, Uncertain: func(r *decode.Record) bool { return method.IsForged(in.Tables().Labels(r).Stream) }}
 					bySurface[sf][in.Tables().Labels(r).Source] = g
 				}
 			}
@@ -54,7 +54,7 @@ func refAnalyze(in *archive.Input, cfg Config) *Report {
 		}
 	}
 	for g, n := range size {
-		g.Records = make([]*archive.Record, 0, n)
+		g.Records = make([]*decode.Record, 0, n)
 	}
 	for i := range in.Records {
 		if g := byLabel[in.Records[i].LabelID()]; g != nil {
@@ -92,7 +92,7 @@ func refAnalyze(in *archive.Input, cfg Config) *Report {
 	return rep
 }
 
-func refAnalyzeSurface(tab *archive.Tables, sf string, groups, other map[string]*Group, cfg Config) (SurfaceVerdict, SurfaceDetail) {
+func refAnalyzeSurface(tab *decode.Tables, sf string, groups, other map[string]*Group, cfg Config) (SurfaceVerdict, SurfaceDetail) {
 	L, W := limitOf(cfg, sf), cfg.Window
 	sv := SurfaceVerdict{Surface: sf, ExpectedLimit: L, Model: FamilyUnknown, Verdict: Pass}
 	var sd SurfaceDetail
@@ -182,7 +182,7 @@ func refAnalyzeSurface(tab *archive.Tables, sf string, groups, other map[string]
 			case r.Code == 0 || r.Code >= 500:
 				sd.Faults++
 				if r.Code == 0 {
-					errs[archive.ErrKind(tab.Err(r))]++
+					errs[decode.ErrKind(tab.Err(r))]++
 				}
 			default:
 				sd.OtherAnswers++
@@ -423,7 +423,7 @@ func refAnalyzeSurface(tab *archive.Tables, sf string, groups, other map[string]
 				}
 				rows = append(rows, row.Stream)
 				if r.Code == 0 { // no answer: proves nothing about the row
-					unanswered = append(unanswered, fmt.Sprintf("%s (%s)", row.Stream, archive.ErrKind(tab.Err(r))))
+					unanswered = append(unanswered, fmt.Sprintf("%s (%s)", row.Stream, decode.ErrKind(tab.Err(r))))
 					continue
 				}
 				if p := checkRow(row, r, tab); p != "" {
@@ -465,7 +465,7 @@ func refAnalyzeSurface(tab *archive.Tables, sf string, groups, other map[string]
 // refusals: some refused request of g came back before r was sent (so at
 // least L+1 requests were counted by then), and at most one of g's
 // requests was sent early enough to have aged out of r's window since.
-func refLockedOut(g *Group, w time.Duration) func(r *archive.Record) bool {
+func refLockedOut(g *Group, w time.Duration) func(r *decode.Record) bool {
 	firstRefusalEnd := int64(1<<63 - 1)
 	starts := make([]int64, 0, len(g.Records))
 	for _, i := range g.Records {
@@ -475,13 +475,13 @@ func refLockedOut(g *Group, w time.Duration) func(r *archive.Record) bool {
 		starts = append(starts, i.Start)
 	}
 	slices.Sort(starts)
-	return func(r *archive.Record) bool {
+	return func(r *decode.Record) bool {
 		return firstRefusalEnd <= r.Start && le(starts, r.End-int64(w)) <= 1
 	}
 }
 
 // definiteIn counts the sure requests of g definitely in r's window.
-func refDefiniteIn(g *Group, r *archive.Record, w time.Duration) int {
+func refDefiniteIn(g *Group, r *decode.Record, w time.Duration) int {
 	n := 0
 	for _, i := range g.Records {
 		if sure(i) && i.End <= r.Start && i.Start > r.End-int64(w) {
@@ -497,14 +497,14 @@ type refWindow struct {
 	W                  int64
 	sureS, sureR       []int64 // sorted sends and responses of surely counted requests
 	allS, allR         []int64 // the same over every request that may have been counted
-	long, sure         []*archive.Record
-	contains, sureOnly func(*archive.Record) bool
+	long, sure         []*decode.Record
+	contains, sureOnly func(*decode.Record) bool
 	at                 [4]int // where the last answer of each count was, for upTo
 }
 
 // newWindow indexes the records of g that count: those for which
 // maybe(r) holds, and of those, surely those for which certain(r) holds.
-func refNewWindow(g Group, w time.Duration, maybe, certain func(*archive.Record) bool) *refWindow {
+func refNewWindow(g Group, w time.Duration, maybe, certain func(*decode.Record) bool) *refWindow {
 	n := len(g.Records)
 	x := &refWindow{W: int64(w), contains: maybe, sureOnly: certain,
 		sureS: make([]int64, 0, n), sureR: make([]int64, 0, n), allS: make([]int64, 0, n), allR: make([]int64, 0, n)}
@@ -532,7 +532,7 @@ func refNewWindow(g Group, w time.Duration, maybe, certain func(*archive.Record)
 // definite counts the sure requests other than rj with r_i ≤ s_j and
 // s_i > r_j − W: #{r_i ≤ s_j} − #{s_i ≤ r_j − W} + #{s_i ≤ r_j − W ∧ r_i > s_j},
 // the last term only possible for requests slower than W − lat_j.
-func (x *refWindow) definite(rj *archive.Record) int {
+func (x *refWindow) definite(rj *decode.Record) int {
 	s, r := rj.Start, rj.End
 	n := upTo(x.sureR, s, &x.at[0]) - upTo(x.sureS, r-x.W, &x.at[1])
 	others := x.long
@@ -558,7 +558,7 @@ func (x *refWindow) definite(rj *archive.Record) int {
 
 // possible counts the requests other than rj not definitely out of its
 // window: #{i ≠ j : r_i > s_j − W ∧ s_i < r_j}.
-func (x *refWindow) possible(rj *archive.Record) int {
+func (x *refWindow) possible(rj *decode.Record) int {
 	n := upTo(x.allS, rj.End-1, &x.at[2]) - upTo(x.allR, rj.Start-x.W, &x.at[3])
 	if x.contains(rj) && rj.End > rj.Start {
 		n--
@@ -577,10 +577,10 @@ func (x *refWindow) possible(rj *archive.Record) int {
 func refModel(g Group, limit int, w time.Duration) []Judgement {
 	uncertain := g.Uncertain
 	if uncertain == nil {
-		uncertain = func(*archive.Record) bool { return false }
+		uncertain = func(*decode.Record) bool { return false }
 	}
-	all := refNewWindow(g, w, func(*archive.Record) bool { return true }, func(r *archive.Record) bool { return sure(r) && !uncertain(r) })
-	adm := refNewWindow(g, w, func(r *archive.Record) bool { return !refused(r) }, func(r *archive.Record) bool { return admitted(r) && !uncertain(r) })
+	all := refNewWindow(g, w, func(*decode.Record) bool { return true }, func(r *decode.Record) bool { return sure(r) && !uncertain(r) })
+	adm := refNewWindow(g, w, func(r *decode.Record) bool { return !refused(r) }, func(r *decode.Record) bool { return admitted(r) && !uncertain(r) })
 	out := make([]Judgement, 0, len(g.Records))
 	for j, rj := range g.Records {
 		if !admitted(rj) && !refused(rj) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 )
 
 // mergeNotes describes the shards among the input's runs: which were
@@ -15,7 +16,7 @@ import (
 // planned offset, so this is the skew between the shards' requests against
 // plan), and, as warnings, shards missing, repeated or of different splits,
 // and a skew above 1 % of the window.
-func mergeNotes(in *archive.Meta, window time.Duration) (notes, warnings []string) {
+func mergeNotes(in *decode.Meta, window time.Duration) (notes, warnings []string) {
 	type shard struct {
 		i, n  int
 		start time.Time

@@ -3,7 +3,7 @@ package analyze
 import (
 	"time"
 
-	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 )
 
 // The windowed model, the observed limit and the limiter fit, computed as
@@ -92,14 +92,14 @@ type streamWindow struct {
 	long               []longRecord
 	open               []longRecord // surely counted requests possibly unanswered at the last forget
 	openKept           int          // len(open) after the last sweep
-	contains, sureOnly func(*archive.Record) bool
+	contains, sureOnly func(*decode.Record) bool
 }
 
-func newStreamWindow(w time.Duration, maybe, certain func(*archive.Record) bool) *streamWindow {
+func newStreamWindow(w time.Duration, maybe, certain func(*decode.Record) bool) *streamWindow {
 	return &streamWindow{W: int64(w), contains: maybe, sureOnly: certain}
 }
 
-func (x *streamWindow) add(r *archive.Record, index int32) {
+func (x *streamWindow) add(r *decode.Record, index int32) {
 	if !x.contains(r) {
 		return
 	}
@@ -150,7 +150,7 @@ func (x *streamWindow) forget(s int64) {
 // A request i in the last term took longer than W − lat_j: for j answered
 // within half a window, only the few slower than half a window qualify,
 // kept in long; a slower j looks through every request still unanswered.
-func (x *streamWindow) definite(rj *archive.Record, index int32, member bool) int {
+func (x *streamWindow) definite(rj *decode.Record, index int32, member bool) int {
 	s, r := rj.Start, rj.End
 	n := x.sureR.count(s) - x.sureS.count(r-x.W)
 	others := x.long
@@ -178,7 +178,7 @@ func (x *streamWindow) definite(rj *archive.Record, index int32, member bool) in
 
 // possible counts the requests other than rj not definitely out of its
 // window: #{i ≠ j : r_i > s_j − W ∧ s_i < r_j}.
-func (x *streamWindow) possible(rj *archive.Record) int {
+func (x *streamWindow) possible(rj *decode.Record) int {
 	n := x.allS.count(rj.End-1) - x.allR.count(rj.Start-x.W)
 	if x.contains(rj) && rj.End > rj.Start {
 		n--
@@ -190,7 +190,7 @@ func (x *streamWindow) possible(rj *archive.Record) int {
 // when judged: an answer, admitted or refused) and, for a refusal, the
 // admitted requests sent within one window before its response came back.
 type judged struct {
-	archive.Record
+	decode.Record
 	Judgement
 	judged   bool
 	observed int
@@ -211,17 +211,17 @@ type groupModel struct {
 // newGroupModel judges a group's requests against limit per window w;
 // uncertain (nil: none) names requests that may or may not have been
 // counted even when answered (see Group.Uncertain).
-func newGroupModel(limit int, w time.Duration, uncertain func(*archive.Record) bool, emit func(*judged)) *groupModel {
+func newGroupModel(limit int, w time.Duration, uncertain func(*decode.Record) bool, emit func(*judged)) *groupModel {
 	if uncertain == nil {
-		uncertain = func(*archive.Record) bool { return false }
+		uncertain = func(*decode.Record) bool { return false }
 	}
 	return &groupModel{limit: limit, emit: emit,
-		all: newStreamWindow(w, func(*archive.Record) bool { return true }, func(r *archive.Record) bool { return sure(r) && !uncertain(r) }),
-		adm: newStreamWindow(w, func(r *archive.Record) bool { return !refused(r) }, func(r *archive.Record) bool { return admitted(r) && !uncertain(r) })}
+		all: newStreamWindow(w, func(*decode.Record) bool { return true }, func(r *decode.Record) bool { return sure(r) && !uncertain(r) }),
+		adm: newStreamWindow(w, func(r *decode.Record) bool { return !refused(r) }, func(r *decode.Record) bool { return admitted(r) && !uncertain(r) })}
 }
 
 // add takes the group's next request in send order.
-func (m *groupModel) add(r *archive.Record) {
+func (m *groupModel) add(r *decode.Record) {
 	m.ready(r.Start)
 	m.all.add(r, m.n)
 	m.adm.add(r, m.n)

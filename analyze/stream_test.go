@@ -15,6 +15,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -44,7 +45,7 @@ func randomGroup(rng *rand.Rand, n int, w time.Duration) Group {
 			lat = int64(w)/2 + rng.Int64N(int64(w))
 		}
 		code := []uint16{200, 200, 429, 429, 429, 0, 503}[rng.IntN(7)]
-		g.Records = append(g.Records, &archive.Record{Start: t, End: t + lat, Code: code})
+		g.Records = append(g.Records, &decode.Record{Start: t, End: t + lat, Code: code})
 	}
 	return g
 }
@@ -98,7 +99,7 @@ func firstDiff(a, b []Judgement) string {
 // randomInput runs verify's plan against a random server (right or wrong
 // in any of the ways the checks catch) with random latencies, and turns
 // some answers into faults.
-func randomInput(rng *rand.Rand) *archive.Input {
+func randomInput(rng *rand.Rand) *decode.Input {
 	W := int64(synthW)
 	servers := []func() server{
 		func() server { return documented(1, 0) },
@@ -137,13 +138,13 @@ func randomInput(rng *rand.Rand) *archive.Input {
 		switch p := rng.IntN(100); {
 		case p < faults/2:
 			r.Code = 0
-			in.Tables().SetAnswer(r, &archive.Answer{Err: "read tcp 127.0.0.1:4000: connection reset by peer"})
+			in.Tables().SetAnswer(r, &decode.Answer{Err: "read tcp 127.0.0.1:4000: connection reset by peer"})
 		case p < faults:
 			r.Code = 503
 		case r.Code == 429 && rng.IntN(30) == 0:
-			in.Tables().SetAnswer(r, &archive.Answer{Body: []byte("slow down")}) // not the documented shape
+			in.Tables().SetAnswer(r, &decode.Answer{Body: []byte("slow down")}) // not the documented shape
 		case r.Code == 429 && rng.IntN(10) == 0:
-			in.Tables().SetAnswer(r, &archive.Answer{Body: in.Tables().Body(r), RetryAfter: fmt.Sprint(rng.IntN(4)), RateLimit: "limit=240"})
+			in.Tables().SetAnswer(r, &decode.Answer{Body: in.Tables().Body(r), RetryAfter: fmt.Sprint(rng.IntN(4)), RateLimit: "limit=240"})
 		}
 	}
 	return in
@@ -239,12 +240,12 @@ func TestSpillMatchesRead(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Each read interns labels and answers anew: compare what they say.
-		show := func(tab *archive.Tables, r *archive.Record) string {
+		show := func(tab *decode.Tables, r *decode.Record) string {
 			l := tab.Labels(r)
 			return fmt.Sprintf("%d %d %d %s %s %s %q %q", r.Start, r.End, r.Code, l.Surface, l.Source, l.Stream, tab.Body(r), tab.Err(r))
 		}
 		var streamed, read []string
-		if err := sp.InOrder(func(r *archive.Record) { streamed = append(streamed, show(sp.Tables(), r)) }); err != nil {
+		if err := sp.InOrder(func(r *decode.Record) { streamed = append(streamed, show(sp.Tables(), r)) }); err != nil {
 			t.Fatal(err)
 		}
 		for i := range mem.Records {
@@ -309,10 +310,10 @@ func TestModelAgainstDefinition(t *testing.T) {
 			case 1:
 				lat = W
 			}
-			r := archive.Record{Start: t0, End: t0 + lat, Code: []uint16{200, 429, 0, 503}[rng.IntN(4)]}
+			r := decode.Record{Start: t0, End: t0 + lat, Code: []uint16{200, 429, 0, 503}[rng.IntN(4)]}
 			g.Records = append(g.Records, &r)
 		}
-		count := func(j int, in func(*archive.Record) bool, definite bool) int32 {
+		count := func(j int, in func(*decode.Record) bool, definite bool) int32 {
 			rj, n := g.Records[j], int32(0)
 			for i, ri := range g.Records {
 				switch {
@@ -325,8 +326,8 @@ func TestModelAgainstDefinition(t *testing.T) {
 			}
 			return n
 		}
-		all := func(*archive.Record) bool { return true }
-		notRefused := func(r *archive.Record) bool { return !refused(r) }
+		all := func(*decode.Record) bool { return true }
+		notRefused := func(r *decode.Record) bool { return !refused(r) }
 		for _, jd := range Model(g, 1+rng.IntN(10), synthW) {
 			j := int(jd.Index)
 			want := Judgement{Definite: count(j, sure, true), DefiniteAdmitted: count(j, admitted, true), PossibleAdmitted: count(j, notRefused, false)}

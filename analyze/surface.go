@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -27,7 +27,7 @@ type groupRun struct {
 }
 
 // add takes the group's next request in send order (second pass).
-func (g *groupRun) add(r *archive.Record) {
+func (g *groupRun) add(r *decode.Record) {
 	s := g.surface
 	if g == s.primary && !s.forged(r) {
 		s.originOf(r)
@@ -40,7 +40,7 @@ func (g *groupRun) add(r *archive.Record) {
 
 // addExtras notes the Retry-After and RateLimit values a refusal carried:
 // the first six distinct, enough for the surface to report its first three.
-func (g *groupRun) addExtras(r *archive.Record) {
+func (g *groupRun) addExtras(r *decode.Record) {
 	_, retryAfter, rateLimit := g.surface.tab.Header(r)
 	if retryAfter != "" && !slices.Contains(g.extras, "Retry-After: "+retryAfter) && len(g.extras) < 6 {
 		g.extras = append(g.extras, "Retry-After: "+retryAfter)
@@ -53,7 +53,7 @@ func (g *groupRun) addExtras(r *archive.Record) {
 // surfaceRun gathers one surface's evidence over the three passes.
 type surfaceRun struct {
 	name     string
-	tab      *archive.Tables // the records' labels and answers
+	tab      *decode.Tables // the records' labels and answers
 	L        int
 	W        time.Duration
 	selected []string // the checks reported (nil: all)
@@ -129,7 +129,7 @@ type contractHit struct {
 	row    int
 	source string
 	seq    int
-	rec    archive.Record
+	rec    decode.Record
 }
 
 // answerKinds counts what came back to the limit probes of a surface.
@@ -137,7 +137,7 @@ type answerKinds struct {
 	answered, ok, refused, missing, nonJSON int
 }
 
-func newSurfaceRun(name string, cfg Config, tab *archive.Tables) *surfaceRun {
+func newSurfaceRun(name string, cfg Config, tab *decode.Tables) *surfaceRun {
 	s := &surfaceRun{name: name, tab: tab, L: limitOf(cfg, name), W: cfg.Window, selected: cfg.Checks, groups: map[string]*groupRun{}, t0: 1<<63 - 1,
 		shapeMemo: map[string]bool{}, errs: map[string]int{}, lat: newReservoir(100000),
 		leakCounts: map[[2]int32]int{}, refusalCounts: map[[2]int32]int{}}
@@ -160,7 +160,7 @@ func (s *surfaceRun) group(source string) *groupRun {
 // groupOf returns r's group, of this surface or the other (nil: neither).
 // With create it makes groups of this surface as records name them (first
 // pass); the later passes only look them up, the other surface's too.
-func (s *surfaceRun) groupOf(r *archive.Record, create bool) *groupRun {
+func (s *surfaceRun) groupOf(r *decode.Record, create bool) *groupRun {
 	id := int(r.LabelID())
 	if id < len(s.seen) && s.seen[id] {
 		return s.byLabel[id]
@@ -184,7 +184,7 @@ func (s *surfaceRun) groupOf(r *archive.Record, create bool) *groupRun {
 
 // count takes a record of group g in any order (first pass); seq is its
 // place in the input.
-func (s *surfaceRun) count(g *groupRun, r *archive.Record, seq int) {
+func (s *surfaceRun) count(g *groupRun, r *decode.Record, seq int) {
 	g.n++
 	s.t0 = min(s.t0, r.Start)
 	if r.Start < g.first {
@@ -223,7 +223,7 @@ func (s *surfaceRun) count(g *groupRun, r *archive.Record, seq int) {
 	case r.Code == 0 || r.Code >= 500:
 		s.sd.Faults++
 		if r.Code == 0 {
-			s.errs[archive.ErrKind(s.tab.Err(r))]++
+			s.errs[decode.ErrKind(s.tab.Err(r))]++
 		}
 	default:
 		s.sd.OtherAnswers++
@@ -263,7 +263,7 @@ func (s *surfaceRun) choosePrimary(other *surfaceRun) {
 	sort.Strings(s.sd.Sources)
 	for _, src := range s.sd.Sources {
 		g := s.groups[src]
-		if src == archive.OtherSources && len(s.sd.Sources) > 1 {
+		if src == decode.OtherSources && len(s.sd.Sources) > 1 {
 			continue // many addresses folded together: never the limit's
 		}
 		if s.primary == nil || g.refusals > s.primary.refusals || (g.refusals == s.primary.refusals && g.n > s.primary.n) {
@@ -279,14 +279,14 @@ func (s *surfaceRun) choosePrimary(other *surfaceRun) {
 
 // forged reports whether r carries a forged forwarding header (see
 // Group.Uncertain).
-func (s *surfaceRun) forged(r *archive.Record) bool { return method.IsForged(s.tab.Labels(r).Stream) }
+func (s *surfaceRun) forged(r *decode.Record) bool { return method.IsForged(s.tab.Labels(r).Stream) }
 
 // originOf takes the primary's next request in send order and notes where
 // a fixed window could have started: at its first request (a limiter that
 // opens a key's window at its first request), and where an admission
 // follows a refusal (a new window, if the limiter has fixed ones), each at
 // both ends of the request's interval.
-func (s *surfaceRun) originOf(r *archive.Record) {
+func (s *surfaceRun) originOf(r *decode.Record) {
 	switch {
 	case !admitted(r) && !refused(r):
 		return
@@ -301,13 +301,13 @@ func (s *surfaceRun) originOf(r *archive.Record) {
 // some refused request of the primary came back before r was sent (so at
 // least L+1 requests were counted by then), and at most one of its
 // requests was sent early enough to have aged out of r's window since.
-func (s *surfaceRun) locked(r *archive.Record) bool {
+func (s *surfaceRun) locked(r *decode.Record) bool {
 	p := s.primary
 	return p.firstRefusalEnd <= r.Start && r.End-int64(s.W) < p.second
 }
 
 // addOther takes a request of the other surface from the primary's source.
-func (s *surfaceRun) addOther(r *archive.Record) {
+func (s *surfaceRun) addOther(r *decode.Record) {
 	if m := s.primary.model; m.head == len(m.pending) {
 		// The primary's next request is sent at r.Start or later.
 		s.trimOther(r.Start)
@@ -329,7 +329,7 @@ func (s *surfaceRun) trimOther(t int64) {
 
 // definiteOther counts the other surface's sure requests from the
 // primary's source definitely in r's window.
-func (s *surfaceRun) definiteOther(r *archive.Record) int {
+func (s *surfaceRun) definiteOther(r *decode.Record) int {
 	n := 0
 	for _, o := range s.otherSure {
 		if o.end <= r.Start && o.start > r.End-int64(s.W) {
@@ -463,7 +463,7 @@ func (s *surfaceRun) endModels() {
 }
 
 // fitAdd takes the primary's next request in send order (third pass).
-func (s *surfaceRun) fitAdd(r *archive.Record) {
+func (s *surfaceRun) fitAdd(r *decode.Record) {
 	if !s.forged(r) {
 		s.fit.add(r, s.fitIndex)
 	}
@@ -479,13 +479,13 @@ func (s *surfaceRun) effectiveLimit() int { return max(s.L, s.maxDefAdm) }
 
 // absent says, when the limit probes of the surface found no API there,
 // what they got instead (empty when the API answered).
-func (s *surfaceRun) absent(meta *archive.Meta) string {
+func (s *surfaceRun) absent(meta *decode.Meta) string {
 	k := s.limitAnswers
 	if k.answered == 0 || k.ok > 0 || k.refused > 0 || k.missing+k.nonJSON == 0 {
 		return ""
 	}
 	what := fmt.Sprintf("%d of %d answers were 404, 405, 501 or not JSON", k.missing+k.nonJSON, k.answered)
-	if smp := s.sample(meta, func(smp *archive.Sample) bool {
+	if smp := s.sample(meta, func(smp *decode.Sample) bool {
 		return method.JudgedBy(smp.Stream) == "limits" && (smp.Code < 200 || smp.Code > 299) && smp.Code != 429
 	}); smp != "" {
 		what = smp
@@ -495,7 +495,7 @@ func (s *surfaceRun) absent(meta *archive.Meta) string {
 
 // sample describes the first sample of this surface that want takes:
 // "/mcp answers 501 text/html "<html>…"".
-func (s *surfaceRun) sample(meta *archive.Meta, want func(*archive.Sample) bool) string {
+func (s *surfaceRun) sample(meta *decode.Meta, want func(*decode.Sample) bool) string {
 	for i := range meta.Samples {
 		smp := &meta.Samples[i]
 		if smp.Surface != s.name || !want(smp) {
@@ -526,7 +526,7 @@ func quoteBody(b []byte) string {
 			fmt.Fprintf(&sb, "\\x%02x", c)
 		}
 	}
-	if len(b) == archive.MaxSample {
+	if len(b) == decode.MaxSample {
 		sb.WriteString("…")
 	}
 	sb.WriteByte('"')

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -211,13 +212,13 @@ func documented(windowFactor float64, extra int) server {
 
 // simulate runs the plan against srv with the given latency per request
 // (the server counts each request in the middle of its interval).
-func simulate(srv server, latency func(i int) time.Duration) *archive.Input {
+func simulate(srv server, latency func(i int) time.Duration) *decode.Input {
 	return simulatePlan(srv, plan(), latency)
 }
 
 // simulatePlan is simulate with another plan (sorted by time).
-func simulatePlan(srv server, ps []planned, latency func(i int) time.Duration) *archive.Input {
-	in := archive.NewInput()
+func simulatePlan(srv server, ps []planned, latency func(i int) time.Duration) *decode.Input {
+	in := decode.NewInput()
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano()
 	for i, p := range ps {
 		s := t0 + int64(p.at*float64(synthW))
@@ -242,12 +243,12 @@ func simulatePlan(srv server, ps []planned, latency func(i int) time.Duration) *
 			rec.Code = 429
 			in.Tables().SetAnswer(rec, refusals[p.surface])
 		case isRow:
-			var a archive.Answer
+			var a decode.Answer
 			rec.Code, a.Body, a.Allow = answer(row)
 			in.Tables().SetAnswer(rec, &a)
 		default:
 			rec.Code = 200
-			in.Tables().SetAnswer(rec, &archive.Answer{Body: []byte(`{"result":{}}`)})
+			in.Tables().SetAnswer(rec, &decode.Answer{Body: []byte(`{"result":{}}`)})
 		}
 	}
 	sort.SliceStable(in.Records, func(i, j int) bool { return in.Records[i].Start < in.Records[j].Start })
@@ -255,7 +256,7 @@ func simulatePlan(srv server, ps []planned, latency func(i int) time.Duration) *
 }
 
 // refusals are the documented 429 answers of each surface.
-var refusals = map[string]*archive.Answer{
+var refusals = map[string]*decode.Answer{
 	method.REST: {Body: []byte(`{"error":{"code":"rate_limited"}}`)},
 	method.MCP:  {Body: []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"rate limited"}}`)},
 }
@@ -288,7 +289,7 @@ func answer(row method.ContractRow) (uint16, []byte, string) {
 
 func quiet(int) time.Duration { return time.Millisecond }
 
-func judge(in *archive.Input) *Report {
+func judge(in *decode.Input) *Report {
 	rep, err := Analyze(in, Config{Window: synthW, Limits: map[string]int{method.REST: 240, method.MCP: 120}})
 	if err != nil {
 		panic(err)
@@ -426,7 +427,7 @@ func BenchmarkModel(b *testing.B) {
 		if i%10 > 0 {
 			code = 429
 		}
-		g.Records = append(g.Records, &archive.Record{Start: s, End: s + int64(2*time.Millisecond), Code: code})
+		g.Records = append(g.Records, &decode.Record{Start: s, End: s + int64(2*time.Millisecond), Code: code})
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -442,7 +443,7 @@ func TestUnansweredContractRows(t *testing.T) {
 	for i := range in.Records {
 		if r := &in.Records[i]; in.Tables().Labels(r).Surface == method.REST && method.IsContractStream(in.Tables().Labels(r).Stream) {
 			r.Code = 0
-			in.Tables().SetAnswer(r, &archive.Answer{Err: `Get "http://127.0.0.1:1/api/public/pages/no-such": net/http: request canceled (Client.Timeout exceeded while awaiting headers)`})
+			in.Tables().SetAnswer(r, &decode.Answer{Err: `Get "http://127.0.0.1:1/api/public/pages/no-such": net/http: request canceled (Client.Timeout exceeded while awaiting headers)`})
 		}
 	}
 	rep := judge(in)

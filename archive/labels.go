@@ -110,3 +110,29 @@ func parseFleetTag(label string) *FleetTag {
 	}
 	return t
 }
+
+// SurfaceOf infers the surface of a result from its URL, for results
+// files written without ratecheck's labels (the Vegeta CLI's, say): rest
+// under /api/public/, mcp at /mcp, else "other". It reads the path without
+// parsing the whole URL: it runs for every such result.
+func SurfaceOf(raw string) string {
+	path := raw
+	if i := strings.Index(path, "://"); i >= 0 {
+		path = path[i+3:]
+		if j := strings.IndexByte(path, '/'); j >= 0 {
+			path = path[j:]
+		} else {
+			path = "/"
+		}
+	}
+	if i := strings.IndexAny(path, "?#"); i >= 0 {
+		path = path[:i]
+	}
+	switch {
+	case strings.HasPrefix(path, "/api/public/"):
+		return "rest"
+	case path == "/mcp":
+		return "mcp"
+	}
+	return "other"
+}

@@ -10,7 +10,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
-	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 )
 
 // RunSummary is what a comparison reads of one run.
@@ -42,7 +42,7 @@ type SurfaceSummary struct {
 }
 
 // Summarize reads the summary of a run from its records and verdict.
-func Summarize(in *archive.Input, rep *analyze.Report) RunSummary {
+func Summarize(in *decode.Input, rep *analyze.Report) RunSummary {
 	s := RunSummary{Run: rep.Verdict.Run, Verdict: rep.Verdict.Verdict}
 	// The span of each surface's sends, and its latencies by send time, in
 	// one pass.
@@ -58,7 +58,7 @@ func Summarize(in *archive.Input, rep *analyze.Report) RunSummary {
 			last[sf] = r.Start
 		}
 		lat[sf] = append(lat[sf], r.Latency())
-		// records come in send order (archive.Read sorts them): first is
+		// records come in send order (decode.Read sorts them): first is
 		// the earliest so far, and spans past an int64 (a hostile file)
 		// saturate
 		sent[sf] = append(sent[sf], time.Duration(min(since(r.Start, first[sf]), math.MaxInt64)))

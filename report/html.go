@@ -17,7 +17,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
-	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 )
 
 // HTMLFile is the name of the report a run folder holds.
@@ -29,7 +29,7 @@ const HTMLFile = "report.html"
 // address against the limit, with the first 429 and every leak and false
 // throttle marked; requests per outcome over time; latency percentiles over
 // time; and for a fleet, when each attempt wave went out.
-func HTML(w io.Writer, in *archive.Input, rep *analyze.Report, cfg analyze.Config) error {
+func HTML(w io.Writer, in *decode.Input, rep *analyze.Report, cfg analyze.Config) error {
 	page := htmlPage{Verdict: rep.Verdict, Notes: rep.Notes, Warnings: rep.Warnings, Window: cfg.Window}
 	t0 := int64(math.MaxInt64)
 	for i := range in.Records {
@@ -41,7 +41,7 @@ func HTML(w io.Writer, in *archive.Input, rep *analyze.Report, cfg analyze.Confi
 		if sd.Latency != nil && sd.Latency.Count > 0 {
 			s.Latency = latencyLine(sd.Latency)
 		}
-		var recs []*archive.Record
+		var recs []*decode.Record
 		for j := range in.Records {
 			if r := &in.Records[j]; in.Tables().Labels(r).Surface == sv.Surface {
 				recs = append(recs, r)
@@ -82,7 +82,7 @@ func HTML(w io.Writer, in *archive.Input, rep *analyze.Report, cfg analyze.Confi
 // attempt, how many clients had sent it by each moment. Lockstep clients
 // make vertical steps; jittered ones spread into ramps. Nil when the run
 // has no fleet.
-func fleetChart(in *archive.Input, t0 int64) (*plot.Plot, error) {
+func fleetChart(in *decode.Input, t0 int64) (*plot.Plot, error) {
 	waves := map[int][]float64{}
 	for i := range in.Records {
 		if tag := in.Tables().Labels(&in.Records[i]).Fleet; tag != nil {
@@ -146,7 +146,7 @@ const chartBins = 600
 // surely and possibly in the server's window when each one was counted
 // (the uncertainty interval of docs/method.md), the limit, the first 429,
 // and each leak and false throttle.
-func windowChart(tab *archive.Tables, recs []*archive.Record, primary string, limit int, w time.Duration, t0 int64) (*plot.Plot, error) {
+func windowChart(tab *decode.Tables, recs []*decode.Record, primary string, limit int, w time.Duration, t0 int64) (*plot.Plot, error) {
 	p := newPlot(fmt.Sprintf("Rolling %v window of %s against the limit", w, primary), "requests in the window")
 	g := analyze.Group{Source: primary}
 	for _, r := range recs {
@@ -213,7 +213,7 @@ func windowChart(tab *archive.Tables, recs []*archive.Record, primary string, li
 }
 
 // outcomeChart draws requests per time bin by outcome, over every address.
-func outcomeChart(recs []*archive.Record, t0 int64) (*plot.Plot, error) {
+func outcomeChart(recs []*decode.Record, t0 int64) (*plot.Plot, error) {
 	if len(recs) == 0 {
 		return newPlot("Requests by outcome", "requests"), nil
 	}
@@ -246,7 +246,7 @@ func outcomeChart(recs []*archive.Record, t0 int64) (*plot.Plot, error) {
 }
 
 // latencyChart draws latency percentiles per time bin, over every address.
-func latencyChart(recs []*archive.Record, t0 int64) (*plot.Plot, error) {
+func latencyChart(recs []*decode.Record, t0 int64) (*plot.Plot, error) {
 	p := newPlot("Latency percentiles", "latency (ms)")
 	if len(recs) == 0 {
 		return p, nil
@@ -326,7 +326,7 @@ func secs(t, t0 int64) float64 { return float64(since(t, t0)) / 1e9 }
 
 // startRange returns the earliest and latest start of recs (not empty),
 // whatever their order.
-func startRange(recs []*archive.Record) (first, last int64) {
+func startRange(recs []*decode.Record) (first, last int64) {
 	first, last = recs[0].Start, recs[0].Start
 	for _, r := range recs {
 		first, last = min(first, r.Start), max(last, r.Start)

@@ -16,16 +16,17 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // flood is a run against a sliding log of 10 per second that leaks one
 // request: a burst over the limit from 127.0.0.1, a trickle from
 // 127.0.0.2, on the REST surface.
-func flood() (*archive.Input, analyze.Config) {
+func flood() (*decode.Input, analyze.Config) {
 	const L, W = 10, time.Second
 	cfg := analyze.Config{Window: W, Limits: map[string]int{method.REST: L}, Run: "results/test-verify", Target: "http://127.0.0.1:8080"}
-	in := archive.NewInput()
+	in := decode.NewInput()
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano()
 	var log []int64
 	ms := int64(time.Millisecond)
@@ -47,7 +48,7 @@ func flood() (*archive.Input, analyze.Config) {
 			}
 			log = append(log, s)
 		}
-		in.Add(archive.Labels{Surface: method.REST, Source: src, Stream: method.StreamFlood}, s, s+2*ms, code, &archive.Answer{Body: body})
+		in.Add(archive.Labels{Surface: method.REST, Source: src, Stream: method.StreamFlood}, s, s+2*ms, code, &decode.Answer{Body: body})
 	}
 	return in, cfg
 }
@@ -192,10 +193,10 @@ func TestHTMLFarApart(t *testing.T) {
 		{math.MinInt64, 0, math.MaxInt64 - int64(time.Second)},
 		{math.MaxInt64 - int64(time.Second), math.MinInt64}, // out of order
 	} {
-		in := archive.NewInput()
+		in := decode.NewInput()
 		for _, s := range starts {
 			in.Add(archive.Labels{Surface: method.REST, Source: "127.0.0.1", Stream: "s"},
-				s, s+int64(time.Millisecond), 200, &archive.Answer{Body: []byte(`{"results":[]}`)})
+				s, s+int64(time.Millisecond), 200, &decode.Answer{Body: []byte(`{"results":[]}`)})
 		}
 		cfg := analyze.Config{Window: time.Second, Limits: map[string]int{method.REST: 10}}
 		rep, err := analyze.Analyze(in, cfg)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/report"
 )
@@ -108,7 +109,7 @@ func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int 
 // analysisConfig is what archived input is judged against: the window given,
 // else the one run.json recorded, else 60s; the target and run are the
 // first run folder's, else the first path's.
-func analysisConfig(in *archive.Meta, window time.Duration, restLimit, mcpLimit int, checks []string, firstPath string) analyze.Config {
+func analysisConfig(in *decode.Meta, window time.Duration, restLimit, mcpLimit int, checks []string, firstPath string) analyze.Config {
 	cfg := analyze.Config{Window: window, Limits: map[string]int{method.REST: restLimit, method.MCP: mcpLimit}, Checks: checks}
 	if len(in.Runs) > 0 {
 		cfg.Target, cfg.Run = in.Runs[0].Target, in.Runs[0].Dir
@@ -152,7 +153,7 @@ func runWarnings(r archive.RunInfo) []string {
 // the backoff, ε and seed its run.json recorded (a fleet's clients share
 // one address on purpose, so the limit checks would judge nothing of it).
 func analyzeFleet(path string, info archive.RunInfo, asJSON bool, junit string, stdout, stderr io.Writer) int {
-	in := archive.NewInput() // no client sent anything: judged as such
+	in := decode.NewInput() // no client sent anything: judged as such
 	if st, err := os.Stat(filepath.Join(path, archive.ResultsFile)); err != nil || st.Size() > 0 {
 		if in, err = analyze.Read([]string{path}); err != nil {
 			fmt.Fprintf(stderr, "ratecheck analyze: %v\n", err)

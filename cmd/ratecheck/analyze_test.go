@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 )
 
 // TestAnalysisConfigWarnings: what run.json records, or its absence, is
@@ -28,7 +29,7 @@ func TestAnalysisConfigWarnings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := analysisConfig(&archive.Meta{Runs: tt.runs}, tt.window, 240, 120, nil, "results.bin")
+			cfg := analysisConfig(&decode.Meta{Runs: tt.runs}, tt.window, 240, 120, nil, "results.bin")
 			all := strings.Join(cfg.Warnings, "\n")
 			if tt.want == nil && len(cfg.Warnings) > 0 {
 				t.Errorf("warnings %q, want none", all)

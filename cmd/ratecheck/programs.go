@@ -13,6 +13,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack/fleet"
+	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/refserver"
 )
@@ -175,7 +176,7 @@ func runPrograms(ctx context.Context, o fleetOptions, stdout, stderr io.Writer) 
 	if err != nil {
 		return failed(stderr, "fleet", err)
 	}
-	in := archive.NewInput() // no client sent anything: judged as such
+	in := decode.NewInput() // no client sent anything: judged as such
 	if run.Results > 0 {
 		if in, err = analyze.Read([]string{run.Dir}); err != nil {
 			fmt.Fprintf(stderr, "ratecheck fleet: reading %s: %v\n", run.Dir, err)

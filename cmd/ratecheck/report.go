@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
-	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/report"
 )
 
@@ -95,7 +95,7 @@ func writeRunReport(name, dir string, cfg analyze.Config, stdout, stderr io.Writ
 }
 
 // writeReport writes the HTML report to path, whole or not at all.
-func writeReport(path string, in *archive.Input, rep *analyze.Report, cfg analyze.Config) error {
+func writeReport(path string, in *decode.Input, rep *analyze.Report, cfg analyze.Config) error {
 	return writeAtomic(path, func(w io.Writer) error { return report.HTML(w, in, rep, cfg) })
 }
 

@@ -1,4 +1,4 @@
-package archive
+package decode
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/archive"
 	gocmp "github.com/google/go-cmp/cmp"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
@@ -103,7 +104,7 @@ func want(rs []vegeta.Result) ([]Record, *Tables) {
 
 // recordContents is what a record says, its labels and answer looked up.
 type recordContents struct {
-	Labels
+	archive.Labels
 	Start, End int64
 	Code       uint16
 	Answer     *Answer
@@ -356,7 +357,7 @@ func recordString(tab *Tables, r *Record) string {
 	if c.Answer != nil {
 		a = *c.Answer
 	}
-	fleet := FleetTag{}
+	fleet := archive.FleetTag{}
 	if c.Fleet != nil {
 		fleet = *c.Fleet
 	}

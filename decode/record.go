@@ -1,9 +1,11 @@
-package archive
+package decode
 
 import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
 )
 
 // Record is what a reader keeps of one result: 32 bytes and no pointers, so
@@ -94,7 +96,7 @@ type Answer struct {
 // that a report can say what a target answered instead of the contract's
 // answer without keeping every body.
 type Sample struct {
-	Labels
+	archive.Labels
 	Code uint16
 	// Refused is set on a refusal Options.Judge refused.
 	Refused bool
@@ -116,7 +118,7 @@ const MaxKeptBody = 1024
 // lock: a record's index reaches a reader after the entry was written.
 // Tables are safe for concurrent use; make them with NewTables.
 type Tables struct {
-	labels  table[Labels]
+	labels  table[archive.Labels]
 	answers table[Answer]
 }
 
@@ -124,13 +126,13 @@ type Tables struct {
 // Record reads as unlabelled with no answer.
 func NewTables() *Tables {
 	t := &Tables{}
-	t.labels.add(Labels{})
+	t.labels.add(archive.Labels{})
 	t.answers.add(Answer{})
 	return t
 }
 
 // Labels returns the labels of r.
-func (t *Tables) Labels(r *Record) *Labels { return t.labels.at(r.label) }
+func (t *Tables) Labels(r *Record) *archive.Labels { return t.labels.at(r.label) }
 
 // Answer returns the rest of r's answer; nil when none was kept.
 func (t *Tables) Answer(r *Record) *Answer {
@@ -174,7 +176,7 @@ func (t *Tables) Header(r *Record) (allow, retryAfter, rateLimit string) {
 
 // NewRecord makes a record with its own copy of l and a (nil: no answer),
 // for results that do not come from a file.
-func (t *Tables) NewRecord(l Labels, start, end int64, code uint16, a *Answer) Record {
+func (t *Tables) NewRecord(l archive.Labels, start, end int64, code uint16, a *Answer) Record {
 	r := Record{Start: start, End: end, Code: code, label: t.labels.add(l)}
 	if a != nil {
 		r.answer = t.answers.add(*a)

@@ -1,4 +1,4 @@
-package archive
+package decode
 
 import (
 	"bufio"
@@ -17,8 +17,8 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/mcpwire"
-	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // Options say what a reader keeps of each result beyond its times, status
@@ -54,7 +54,7 @@ func (in *Input) Tables() *Tables { return in.tab }
 
 // Add appends a record made in memory, with its own copy of l and a (nil:
 // no answer). Records must be added in send order.
-func (in *Input) Add(l Labels, start, end int64, code uint16, a *Answer) *Record {
+func (in *Input) Add(l archive.Labels, start, end int64, code uint16, a *Answer) *Record {
 	in.Records = append(in.Records, in.tab.NewRecord(l, start, end, code, a))
 	return &in.Records[len(in.Records)-1]
 }
@@ -76,7 +76,7 @@ func (in *Input) Info() *Meta { return &in.Meta }
 // Meta is what an input says of itself besides its records.
 type Meta struct {
 	// Runs holds run.json of each run folder read, when present.
-	Runs []RunInfo
+	Runs []archive.RunInfo
 	// Files are the results files read.
 	Files []string
 	// Truncated says, per file that ended mid-record, how many complete
@@ -166,16 +166,16 @@ func (rd *reader) readInputs(paths []string, meta *Meta, each func(file string, 
 			return err
 		}
 		file := p
-		var run *RunInfo
+		var run *archive.RunInfo
 		switch {
 		case fi.IsDir():
-			file = filepath.Join(p, ResultsFile)
-			if run, err = ReadRunInfo(p); err != nil {
+			file = filepath.Join(p, archive.ResultsFile)
+			if run, err = archive.ReadRunInfo(p); err != nil {
 				return err
 			}
-		case filepath.Base(p) == ResultsFile:
+		case filepath.Base(p) == archive.ResultsFile:
 			// a run folder's results.bin named alone: its run.json is beside it
-			if run, err = ReadRunInfo(filepath.Dir(p)); err != nil {
+			if run, err = archive.ReadRunInfo(filepath.Dir(p)); err != nil {
 				return err
 			}
 		}
@@ -382,7 +382,7 @@ func (it *interner) record(r *result) Record {
 	labelled := strings.Contains(r.Attack, "surface=")
 	key := r.Attack
 	if !labelled { // the surface comes from the URL
-		it.key = append(append(append(it.key[:0], r.Attack...), 0), SurfaceOf(r.URL)...)
+		it.key = append(append(append(it.key[:0], r.Attack...), 0), archive.SurfaceOf(r.URL)...)
 		key = view(it.key)
 	}
 	id, ok := it.labels[key]
@@ -428,7 +428,7 @@ func (it *interner) record(r *result) Record {
 		k := sampleKey{l.Surface, l.Source, l.Stream, r.Code, refusedBad}
 		if n := it.seen[k]; n < maxSamples {
 			it.seen[k] = n + 1
-			it.pending = append(it.pending, Sample{Labels: Labels{Surface: l.Surface, Source: l.Source, Stream: l.Stream}, Code: r.Code,
+			it.pending = append(it.pending, Sample{Labels: archive.Labels{Surface: l.Surface, Source: l.Source, Stream: l.Stream}, Code: r.Code,
 				Refused: refusedBad, Path: strings.Clone(cut(pathOf(r.URL), maxText)), ContentType: strings.Clone(cut(r.ContentType, maxText)),
 				Body: bytes.Clone(sampleOf(r.ContentType, r.Body))})
 		}
@@ -446,7 +446,7 @@ func (it *interner) record(r *result) Record {
 func (it *interner) newLabel(r *result, key string, labelled bool) uint32 {
 	if len(key) <= maxLabelLen && it.tab.labels.len() < MaxLabels {
 		attack := strings.Clone(r.Attack)
-		l := ParseLabel(attack, r.URL)
+		l := archive.ParseLabel(attack, r.URL)
 		if it.newSource(l.Source) {
 			return it.fold(r)
 		}
@@ -483,7 +483,7 @@ func (it *interner) newSource(source string) bool {
 // fold returns the index of the folded labels of r (see newLabel).
 func (it *interner) fold(r *result) uint32 {
 	it.folded.Add(1)
-	l := ParseLabel(r.Attack, r.URL)
+	l := archive.ParseLabel(r.Attack, r.URL)
 	l.Surface, l.Stream = cut(l.Surface, maxLabelLen), cut(l.Stream, maxLabelLen)
 	fk := l.Surface + "\x00" + l.Stream
 	if id, ok := it.folds[fk]; ok {
@@ -495,7 +495,7 @@ func (it *interner) fold(r *result) uint32 {
 			return id
 		}
 	}
-	id := it.tab.labels.add(Labels{Surface: strings.Clone(l.Surface), Source: OtherSources, Stream: strings.Clone(l.Stream)})
+	id := it.tab.labels.add(archive.Labels{Surface: strings.Clone(l.Surface), Source: OtherSources, Stream: strings.Clone(l.Stream)})
 	it.folds[fk] = id
 	return id
 }
@@ -639,30 +639,4 @@ func ErrKind(err string) string {
 		return err[i+2:]
 	}
 	return err
-}
-
-// SurfaceOf infers the surface of a result from its URL, for results
-// files written without ratecheck's labels (the Vegeta CLI's, say): rest
-// under /api/public/, mcp at /mcp, else "other". It reads the path without
-// parsing the whole URL: it runs for every such result.
-func SurfaceOf(raw string) string {
-	path := raw
-	if i := strings.Index(path, "://"); i >= 0 {
-		path = path[i+3:]
-		if j := strings.IndexByte(path, '/'); j >= 0 {
-			path = path[j:]
-		} else {
-			path = "/"
-		}
-	}
-	if i := strings.IndexAny(path, "?#"); i >= 0 {
-		path = path[:i]
-	}
-	switch {
-	case strings.HasPrefix(path, "/api/public/"):
-		return method.REST
-	case path == "/mcp":
-		return method.MCP
-	}
-	return "other"
 }

@@ -1,4 +1,4 @@
-package archive
+package decode
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/archive"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -161,10 +162,10 @@ func TestReadFileLinkedToDevice(t *testing.T) {
 		t.Skip("no /dev/zero")
 	}
 	rs := results(10)
-	for _, link := range []string{ResultsFile, RunFile} {
+	for _, link := range []string{archive.ResultsFile, archive.RunFile} {
 		t.Run(link, func(t *testing.T) {
 			dir := t.TempDir()
-			writeResults(t, filepath.Join(dir, ResultsFile), rs)
+			writeResults(t, filepath.Join(dir, archive.ResultsFile), rs)
 			os.Remove(filepath.Join(dir, link))
 			if err := os.Symlink("/dev/zero", filepath.Join(dir, link)); err != nil {
 				t.Fatal(err)
@@ -212,7 +213,7 @@ func TestLabelsBounded(t *testing.T) {
 			return "surface=rest source=127.0.0.1 stream=flood"
 		}, 1 + maxFolded, 1, 1000},
 		{"a fleet attempt per result", MaxLabels + 9000, func(i int) string {
-			return FleetLabel("rest", "127.0.0.1", "flood", FleetTag{Client: i, Request: 1, Attempt: 1 + i%4, Delay: time.Duration(i)})
+			return archive.FleetLabel("rest", "127.0.0.1", "flood", archive.FleetTag{Client: i, Request: 1, Attempt: 1 + i%4, Delay: time.Duration(i)})
 		}, MaxLabels + maxFolded, 1, 9000},
 	}
 	for _, tt := range tests {

@@ -211,14 +211,14 @@ func AnalyzeSource(src decode.Source, cfg Config) (*Report, error) {
 		sv, sd := s.verdict(meta)
 		rep.Verdict.Surfaces = append(rep.Verdict.Surfaces, sv)
 		rep.Surfaces = append(rep.Surfaces, sd)
-		rep.Verdict.Verdict = worse(rep.Verdict.Verdict, sv.Verdict)
+		rep.Verdict.Verdict = Worse(rep.Verdict.Verdict, sv.Verdict)
 	}
 	return rep, nil
 }
 
-// worse returns the worse of two verdicts: fail, then inconclusive, then
+// Worse returns the worse of two verdicts: fail, then inconclusive, then
 // pass.
-func worse(a, b string) string {
+func Worse(a, b string) string {
 	rank := map[string]int{Pass: 0, Skip: 0, Inconclusive: 1, Fail: 2}
 	if rank[b] > rank[a] {
 		return b

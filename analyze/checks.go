@@ -125,7 +125,7 @@ func (s *surfaceRun) verdict(meta *decode.Meta) (SurfaceVerdict, SurfaceDetail) 
 			detail = fmt.Sprintf("%s (needs %s)", detail, c.Needs)
 		}
 		sv.Checks = append(sv.Checks, Check{Name: c.Name, Verdict: verdict, Detail: detail})
-		sv.Verdict = worse(sv.Verdict, verdict)
+		sv.Verdict = Worse(sv.Verdict, verdict)
 	}
 	if sv.Verdict == Inconclusive {
 		sv.Missing = missing

@@ -48,10 +48,10 @@ type Group struct {
 // admitted reports whether a record was admitted: only a 2xx is. Other
 // answers (404, 422, …) are neither admissions nor refusals: whether they
 // count toward a limit is not documented.
-func admitted(r *decode.Record) bool { return r.Code >= 200 && r.Code <= 299 }
+func admitted(r *decode.Record) bool { return r.Admitted() }
 
 // refused reports whether the record was refused by the limiter: a 429.
-func refused(r *decode.Record) bool { return r.Code == 429 }
+func refused(r *decode.Record) bool { return r.Refused() }
 
 // sure reports whether the server surely counted the record: it was
 // admitted or refused. Transport errors and 5xx may or may not have been

@@ -35,6 +35,12 @@ const (
 // Latency returns the record's latency.
 func (r *Record) Latency() time.Duration { return time.Duration(r.End - r.Start) }
 
+// Admitted reports whether the result was an admission: only a 2xx is.
+func (r *Record) Admitted() bool { return r.Code >= 200 && r.Code <= 299 }
+
+// Refused reports whether the result was a refusal: only a 429 is.
+func (r *Record) Refused() bool { return r.Code == 429 }
+
 // LabelID returns the index of the record's labels in its Tables: records
 // with the same labels have the same index.
 func (r *Record) LabelID() uint32 { return r.label }

@@ -3,234 +3,16 @@ package report
 import (
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-
 	"github.com/connectbyjbrh/ratecheck/analyze"
-	"github.com/connectbyjbrh/ratecheck/decode"
+	"github.com/olekukonko/tablewriter"
 )
-
-// RunSummary is what a comparison reads of one run.
-type RunSummary struct {
-	Run      string           `json:"run"`
-	Verdict  string           `json:"verdict"`
-	Surfaces []SurfaceSummary `json:"surfaces"`
-}
-
-// SurfaceSummary is one surface of a run: load, latency, limit, verdict.
-type SurfaceSummary struct {
-	Surface  string `json:"surface"`
-	Requests int    `json:"requests"`
-	// Rate is requests sent per second, Throughput requests admitted per
-	// second, over the span of the surface's sends (as vegeta report).
-	Rate          float64 `json:"rate"`
-	Throughput    float64 `json:"throughput"`
-	P50MS         float64 `json:"p50_ms"`
-	P95MS         float64 `json:"p95_ms"`
-	P99MS         float64 `json:"p99_ms"`
-	MaxMS         float64 `json:"max_ms"`
-	ObservedLimit *int    `json:"observed_limit"`
-	Model         string  `json:"model"`
-	Verdict       string  `json:"verdict"`
-	// Latencies are every latency of the surface, in send order, and
-	// Sent when each was sent, from the surface's first send: what the
-	// test of a p99 change takes apart (not in JSON).
-	Latencies, Sent []time.Duration `json:"-"`
-}
-
-// Summarize reads the summary of a run from its records and verdict.
-func Summarize(in *decode.Input, rep *analyze.Report) RunSummary {
-	s := RunSummary{Run: rep.Verdict.Run, Verdict: rep.Verdict.Verdict}
-	// The span of each surface's sends, and its latencies by send time, in
-	// one pass.
-	first, last := map[string]int64{}, map[string]int64{}
-	lat, sent := map[string][]time.Duration{}, map[string][]time.Duration{}
-	for j := range in.Records {
-		r := &in.Records[j]
-		sf := in.Tables().Labels(r).Surface
-		if f, ok := first[sf]; !ok || r.Start < f {
-			first[sf] = r.Start
-		}
-		if l, ok := last[sf]; !ok || r.Start > l {
-			last[sf] = r.Start
-		}
-		lat[sf] = append(lat[sf], r.Latency())
-		// records come in send order (decode.Read sorts them): first is
-		// the earliest so far, and spans past an int64 (a hostile file)
-		// saturate
-		sent[sf] = append(sent[sf], time.Duration(min(since(r.Start, first[sf]), math.MaxInt64)))
-	}
-	for i, sv := range rep.Verdict.Surfaces {
-		sd := rep.Surfaces[i]
-		ss := SurfaceSummary{Surface: sv.Surface, Requests: sd.Requests, ObservedLimit: sv.ObservedLimit, Model: sv.Model, Verdict: sv.Verdict,
-			Latencies: lat[sv.Surface], Sent: sent[sv.Surface]}
-		if span := secs(last[sv.Surface], first[sv.Surface]); span > 0 {
-			ss.Rate, ss.Throughput = float64(sd.Requests)/span, float64(sd.Admitted)/span
-		}
-		if m := sd.Latency; m != nil && m.Count > 0 {
-			ss.P50MS, ss.P95MS, ss.P99MS, ss.MaxMS = msOf(m.Time.P50), msOf(m.Time.P95), msOf(m.Time.P99), msOf(m.Time.Max)
-		}
-		s.Surfaces = append(s.Surfaces, ss)
-	}
-	return s
-}
-
-func msOf(d time.Duration) float64 { return float64(d) / 1e6 }
-
-// P99Confidence is the confidence of the interval of a p99 ratio.
-const P99Confidence = 0.98
-
-// CompareOptions say when a surface's p99 rose enough to be a regression.
-type CompareOptions struct {
-	// MaxP99Increase is the largest rise of p99 allowed, as a fraction
-	// (0.10: 10 %).
-	MaxP99Increase float64
-	// P99Floor is the least rise of p99 that can count: a rise is a
-	// regression only when the rise its interval is sure of, (lower end
-	// of the ratio − 1) × the baseline's p99, is at least this.
-	P99Floor time.Duration
-}
-
-// P99Change is a surface's p99, baseline against run, with the interval of
-// their ratio.
-type P99Change struct {
-	Surface    string  `json:"surface"`
-	BaselineMS float64 `json:"baseline_ms"`
-	RunMS      float64 `json:"run_ms"`
-	Ratio      float64 `json:"ratio"`
-	// RatioLow and RatioHigh bound the ratio run/baseline with confidence
-	// P99Confidence: a paired permutation test of both runs' latencies
-	// (32 slices of time, paired run against baseline, swapped in 2000
-	// seeded splits) inverted over the ratio. Null when a run has no
-	// latencies.
-	RatioLow  *float64 `json:"ratio_low"`
-	RatioHigh *float64 `json:"ratio_high"`
-	// Regressed says the rise is a regression: the interval lies above
-	// 1 + MaxP99Increase and the rise it is sure of reaches the floor.
-	Regressed bool `json:"regressed"`
-}
-
-// Comparison is a run set against a baseline.
-type Comparison struct {
-	Baseline RunSummary `json:"baseline"`
-	Run      RunSummary `json:"run"`
-	// MaxP99Increase is the largest p99 increase allowed, as a fraction;
-	// P99FloorMS the least rise that counts; Confidence that of the p99
-	// ratio's interval.
-	MaxP99Increase float64 `json:"max_p99_increase"`
-	P99FloorMS     float64 `json:"p99_floor_ms"`
-	Confidence     float64 `json:"confidence"`
-	// P99 is each surface's p99 change with the interval of its ratio.
-	P99 []P99Change `json:"p99"`
-	// Regressions says what got worse; any makes the verdict fail. Notes
-	// say what changed within the noise.
-	Regressions []string `json:"regressions"`
-	Notes       []string `json:"notes"`
-	Verdict     string   `json:"verdict"`
-}
-
-// Compare sets run against base: a surface's verdict going from pass to
-// fail, its observed limit or limiter model changing, or a surface
-// missing, are regressions, exactly; its p99 rising is one only when the
-// rise is beyond what the two runs' own spread explains: the interval of
-// the p99 ratio lies above 1 + MaxP99Increase, and the rise it is sure of
-// is at least P99Floor. Two runs of one build against one target differ
-// in p99 by tens of percent, more on a busy host, since the p99 of a few
-// hundred requests rests on a handful of them.
-func Compare(base, run RunSummary, o CompareOptions) Comparison {
-	c := Comparison{Baseline: base, Run: run, MaxP99Increase: o.MaxP99Increase, P99FloorMS: msOf(o.P99Floor), Confidence: P99Confidence,
-		P99: []P99Change{}, Regressions: []string{}, Notes: []string{}, Verdict: analyze.Pass}
-	if base.Verdict == analyze.Pass && run.Verdict != analyze.Pass {
-		c.Regressions = append(c.Regressions, fmt.Sprintf("verdict %s → %s", base.Verdict, run.Verdict))
-	}
-	for _, b := range base.Surfaces {
-		r, ok := surfaceOf(run, b.Surface)
-		if !ok {
-			c.Regressions = append(c.Regressions, fmt.Sprintf("%s: not in the run", b.Surface))
-			continue
-		}
-		if b.Verdict == analyze.Pass && r.Verdict != analyze.Pass {
-			c.Regressions = append(c.Regressions, fmt.Sprintf("%s: verdict %s → %s", b.Surface, b.Verdict, r.Verdict))
-		}
-		if b.P99MS > 0 {
-			c.p99(b, r, o)
-		}
-		if limitText(b.ObservedLimit) != limitText(r.ObservedLimit) {
-			c.Regressions = append(c.Regressions, fmt.Sprintf("%s: observed limit %s → %s", b.Surface, limitText(b.ObservedLimit), limitText(r.ObservedLimit)))
-		}
-		if b.Model != r.Model {
-			c.Regressions = append(c.Regressions, fmt.Sprintf("%s: model %s → %s", b.Surface, b.Model, r.Model))
-		}
-	}
-	if len(c.Regressions) > 0 {
-		c.Verdict = analyze.Fail
-	}
-	return c
-}
-
-// p99 judges a surface's p99 change.
-func (c *Comparison) p99(b, r SurfaceSummary, o CompareOptions) {
-	ch := judgeP99(b, r, o, true)
-	rise := fmt.Sprintf("%s: p99 %.2f ms → %.2f ms (%+.0f%%", b.Surface, b.P99MS, r.P99MS, 100*(ch.Ratio-1))
-	if ch.RatioLow != nil {
-		rise += fmt.Sprintf("; %.0f%% interval of the ratio %.2f–%.2f", 100*P99Confidence, *ch.RatioLow, *ch.RatioHigh)
-	}
-	switch {
-	case ch.Regressed:
-		c.Regressions = append(c.Regressions, fmt.Sprintf("%s, above %.2f)", rise, 1+o.MaxP99Increase))
-	case ch.Ratio > 1+o.MaxP99Increase && ch.RatioLow != nil && *ch.RatioLow > 1+o.MaxP99Increase:
-		c.Notes = append(c.Notes, fmt.Sprintf("%s): a rise of less than %v does not count", rise, o.P99Floor))
-	case ch.Ratio > 1+o.MaxP99Increase:
-		c.Notes = append(c.Notes, fmt.Sprintf("%s): more than +%.0f%%, but within the spread of the two runs", rise, 100*o.MaxP99Increase))
-	}
-	c.P99 = append(c.P99, ch)
-}
-
-// judgeP99 sets a surface's p99 in the run against the baseline's. The
-// rise is a regression when the ratio exceeds θ = max(1 + MaxP99Increase,
-// 1 + P99Floor/baseline p99) and the paired permutation test rejects "the
-// ratio is at most θ" at (1 − P99Confidence)/2, that is when the
-// interval's lower end lies above θ. Without latencies to test (a summary
-// made by hand) the ratio alone decides. withInterval computes the
-// interval, which takes a few dozen rounds of the test.
-func judgeP99(b, r SurfaceSummary, o CompareOptions, withInterval bool) P99Change {
-	ch := P99Change{Surface: b.Surface, BaselineMS: b.P99MS, RunMS: r.P99MS, Ratio: r.P99MS / b.P99MS}
-	theta := max(1+o.MaxP99Increase, 1+msOf(o.P99Floor)/b.P99MS)
-	t, ok := newP99Test(b.Latencies, b.Sent, r.Latencies, r.Sent)
-	if !ok {
-		ch.Regressed = ch.Ratio > 1+o.MaxP99Increase && r.P99MS-b.P99MS >= msOf(o.P99Floor)
-		return ch
-	}
-	ch.Regressed = ch.Ratio > theta && t.pUpper(theta) <= (1-P99Confidence)/2
-	if withInterval {
-		lo, hi := t.interval(P99Confidence)
-		ch.RatioLow, ch.RatioHigh = &lo, &hi
-	}
-	return ch
-}
-
-func surfaceOf(s RunSummary, name string) (SurfaceSummary, bool) {
-	for _, x := range s.Surfaces {
-		if x.Surface == name {
-			return x, true
-		}
-	}
-	return SurfaceSummary{}, false
-}
-
-func limitText(l *int) string {
-	if l == nil {
-		return "none"
-	}
-	return strconv.Itoa(*l)
-}
 
 // CompareTable writes the comparison side by side, surface by surface, then
 // the regressions and the verdict.
-func CompareTable(w io.Writer, c Comparison) error {
+func CompareTable(w io.Writer, c analyze.Comparison) error {
 	printf(w, "baseline %s\nrun      %s\n", c.Baseline.Run, c.Run.Run)
 	t := tablewriter.NewWriter(w)
 	t.Header("surface", "metric", "baseline", "run", "change")
@@ -242,7 +24,7 @@ func CompareTable(w io.Writer, c Comparison) error {
 		return fmt.Sprintf("%+.1f%%", 100*(r/b-1))
 	}
 	for _, b := range c.Baseline.Surfaces {
-		r, _ := surfaceOf(c.Run, b.Surface)
+		r, _ := c.Run.Surface(b.Surface)
 		rows := [][]string{
 			{"requests", strconv.Itoa(b.Requests), strconv.Itoa(r.Requests), change(float64(b.Requests), float64(r.Requests))},
 			{"rate", num(b.Rate, "/s"), num(r.Rate, "/s"), change(b.Rate, r.Rate)},
@@ -252,7 +34,7 @@ func CompareTable(w io.Writer, c Comparison) error {
 			{"p99", num(b.P99MS, " ms"), num(r.P99MS, " ms"), change(b.P99MS, r.P99MS)},
 			{fmt.Sprintf("p99 ratio (%.0f%% interval)", 100*c.Confidence), "", "", ratioText(c, b.Surface)},
 			{"max", num(b.MaxMS, " ms"), num(r.MaxMS, " ms"), change(b.MaxMS, r.MaxMS)},
-			{"observed limit", limitText(b.ObservedLimit), limitText(r.ObservedLimit), ""},
+			{"observed limit", analyze.LimitText(b.ObservedLimit), analyze.LimitText(r.ObservedLimit), ""},
 			{"model", b.Model, r.Model, ""},
 			{"verdict", b.Verdict, r.Verdict, ""},
 		}
@@ -283,7 +65,7 @@ func CompareTable(w io.Writer, c Comparison) error {
 }
 
 // ratioText is a surface's p99 ratio with its interval.
-func ratioText(c Comparison, surface string) string {
+func ratioText(c analyze.Comparison, surface string) string {
 	for _, ch := range c.P99 {
 		if ch.Surface != surface {
 			continue

@@ -2,426 +2,46 @@ package report
 
 import (
 	"bytes"
-	"cmp"
-	"fmt"
-	"math"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/internal/hostsim"
 )
-
-func summary(p99 float64, limit int, model, verdict string) RunSummary {
-	return RunSummary{Run: "results/x", Verdict: verdict, Surfaces: []SurfaceSummary{
-		{Surface: "rest", Requests: 566, Rate: 80, Throughput: 37, P50MS: 0.2, P95MS: 1, P99MS: p99, MaxMS: 3, ObservedLimit: &limit, Model: model, Verdict: verdict},
-	}}
-}
-
-// host is how a run's latencies come about against a loopback target: a
-// plan (a share of the requests in verify's bursts in the first 0.66 s,
-// the rest spread evenly), a lognormal body, queueing in the bursts, a heavy tail,
-// and stalls of the host that hold every request in flight at one moment;
-// add is the target's own added delay.
-type host struct {
-	span       time.Duration // of the plan (default 7 s, as verify's at a 6 s window)
-	bursts     float64       // share of the requests sent in bursts (verify: 0.85)
-	median     time.Duration // of the body
-	sigma      float64       // of the body's logarithm
-	queue      time.Duration // mean queueing of a request in a burst
-	tail       float64       // share of requests slowed by a Pareto factor
-	stalls     float64       // mean number of stalls per run
-	stall      time.Duration // the longest stall (the shortest is 2 ms)
-	freeze     float64       // chance of one freeze of the host in a run
-	frozen     time.Duration // the longest freeze (the shortest is 100 ms)
-	addLo, add time.Duration // a uniform delay in [addLo, add) added to every answer
-}
-
-// Two hosts: a quiet one, and a busy 2-core VM shared with other work
-// (stalls of up to 30 ms, and in one run in ten a freeze of up to 1 s).
-// steady is a host that h runs a constant-rate plan on (an attack
-// profile): requests spread evenly over a minute, no bursts.
-func steady(h host) host { h.bursts, h.span = 0, time.Minute; return h }
-
-var (
-	quiet = host{bursts: 0.85, median: 300 * time.Microsecond, sigma: 0.6, queue: time.Millisecond, tail: 0.01, stalls: 1, stall: 10 * time.Millisecond}
-	busy  = host{bursts: 0.85, median: 500 * time.Microsecond, sigma: 0.8, queue: time.Millisecond, tail: 0.02, stalls: 4, stall: 30 * time.Millisecond,
-		freeze: 0.1, frozen: time.Second}
-)
-
-// run draws one run of n requests: latencies and send times, in send
-// order.
-func (h host) run(rng *rand.Rand, n int) (lat, sent []time.Duration) {
-	span := cmp.Or(h.span, 7*time.Second)
-	// verify's plan: the onset burst, then two phases of probes, all in
-	// the first 0.66 s, then sparse probes to the end.
-	phases := []struct {
-		from, to time.Duration
-		share    float64
-	}{{0, 120 * time.Millisecond, 0.49}, {220 * time.Millisecond, 440 * time.Millisecond, 0.24}, {440 * time.Millisecond, 660 * time.Millisecond, 0.27}}
-	inBurst := make([]bool, n)
-	sent = make([]time.Duration, n)
-	for i := range sent {
-		if rng.Float64() >= h.bursts {
-			sent[i] = time.Duration(rng.Int64N(int64(span)))
-			continue
-		}
-		u := rng.Float64()
-		for _, ph := range phases {
-			if u -= ph.share; u < 0 || ph.from == 440*time.Millisecond {
-				sent[i] = ph.from + time.Duration(rng.Int64N(int64(ph.to-ph.from)))
-				break
-			}
-		}
-		inBurst[i] = true
-	}
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return int(sent[a] - sent[b]) })
-	lat = make([]time.Duration, n)
-	s2, b2 := make([]time.Duration, n), make([]bool, n)
-	for i, j := range order {
-		s2[i], b2[i] = sent[j], inBurst[j]
-	}
-	sent, inBurst = s2, b2
-	for i := range lat {
-		d := float64(h.median) * math.Exp(h.sigma*rng.NormFloat64())
-		if inBurst[i] {
-			d += rng.ExpFloat64() * float64(h.queue)
-		}
-		if rng.Float64() < h.tail {
-			d *= min(math.Pow(1-rng.Float64(), -1/1.5), 50) // Pareto, α 1.5
-		}
-		lat[i] = time.Duration(d)
-		if h.add > 0 {
-			lat[i] += h.addLo + time.Duration(rng.Int64N(int64(h.add-h.addLo)))
-		}
-	}
-	stall := func(at, d time.Duration) { // every request in flight waits for its end
-		for i, s := range sent {
-			if s <= at+d && s+lat[i] >= at {
-				lat[i] = max(lat[i], at+d-s)
-			}
-		}
-	}
-	for k := poisson(rng, h.stalls); k > 0; k-- {
-		stall(time.Duration(rng.Int64N(int64(span))), 2*time.Millisecond+time.Duration(rng.Int64N(int64(h.stall))))
-	}
-	if rng.Float64() < h.freeze {
-		stall(time.Duration(rng.Int64N(int64(span))), 100*time.Millisecond+time.Duration(rng.Int64N(int64(h.frozen-100*time.Millisecond))))
-	}
-	return lat, sent
-}
-
-func poisson(rng *rand.Rand, mean float64) int {
-	k, p, l := 0, rng.Float64(), math.Exp(-mean)
-	for p > l {
-		k++
-		p *= rng.Float64()
-	}
-	return k
-}
 
 // surfaceOfRun summarizes a run's latencies as Summarize does.
-func surfaceOfRun(lat, sent []time.Duration) SurfaceSummary {
+func surfaceOfRun(lat, sent []time.Duration) analyze.SurfaceSummary {
 	s := slices.Clone(lat)
 	slices.Sort(s)
 	limit := 240
 	at := func(q float64) float64 { return msOf(s[min(max(int(float64(len(s))*q+0.5)-1, 0), len(s)-1)]) }
 	rate := float64(len(lat)) / max(sent[len(sent)-1].Seconds(), 1e-3)
-	return SurfaceSummary{Surface: "rest", Requests: len(lat), Rate: rate, Throughput: rate * 240 / float64(len(lat)),
-		P50MS: at(0.5), P95MS: at(0.95), P99MS: msOf(p99(s)), MaxMS: msOf(s[len(s)-1]),
+	return analyze.SurfaceSummary{Surface: "rest", Requests: len(lat), Rate: rate, Throughput: rate * 240 / float64(len(lat)),
+		P50MS: at(0.5), P95MS: at(0.95), P99MS: at(0.99), MaxMS: msOf(s[len(s)-1]),
 		ObservedLimit: &limit, Model: "sliding-log", Verdict: "pass", Latencies: lat, Sent: sent}
 }
 
 // pairOf is a baseline and a run of one surface.
-func pairOf(base, baseSent, run, runSent []time.Duration) (RunSummary, RunSummary) {
-	return RunSummary{Run: "base", Verdict: "pass", Surfaces: []SurfaceSummary{surfaceOfRun(base, baseSent)}},
-		RunSummary{Run: "run", Verdict: "pass", Surfaces: []SurfaceSummary{surfaceOfRun(run, runSent)}}
+func pairOf(base, baseSent, run, runSent []time.Duration) (analyze.RunSummary, analyze.RunSummary) {
+	return analyze.RunSummary{Run: "base", Verdict: "pass", Surfaces: []analyze.SurfaceSummary{surfaceOfRun(base, baseSent)}},
+		analyze.RunSummary{Run: "run", Verdict: "pass", Surfaces: []analyze.SurfaceSummary{surfaceOfRun(run, runSent)}}
 }
 
-var defaults = CompareOptions{MaxP99Increase: 0.10, P99Floor: time.Millisecond}
-
-// outcome is one pair's judgement.
-type outcome struct {
-	flagged           bool
-	ratio, baselineMS float64
-}
-
-// judgePairs compares pairs of runs of n latencies drawn from base and run
-// (pair i from seed i), on every core, as Compare judges a p99.
-func judgePairs(pairs, n int, base, run host) []outcome {
-	out := make([]outcome, pairs)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for i := range next {
-				rng := rand.New(rand.NewPCG(uint64(i), uint64(n)))
-				bl, bs := base.run(rng, n)
-				rl, rs := run.run(rng, n)
-				b, r := pairOf(bl, bs, rl, rs)
-				ch := judgeP99(b.Surfaces[0], r.Surfaces[0], defaults, false) // Compare's judgement, without the interval
-				out[i] = outcome{ch.Regressed, ch.Ratio, ch.BaselineMS}
-			}
-		})
-	}
-	for i := range pairs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return out
-}
-
-// summary counts the flagged pairs and describes the pairs.
-func describe(out []outcome) (flagged int, text string) {
-	var ratios, p99s []float64
-	for _, o := range out {
-		if o.flagged {
-			flagged++
-		}
-		ratios, p99s = append(ratios, o.ratio), append(p99s, o.baselineMS)
-	}
-	slices.Sort(ratios)
-	slices.Sort(p99s)
-	q := func(xs []float64, p float64) float64 { return xs[min(int(p*float64(len(xs))), len(xs)-1)] }
-	return flagged, fmt.Sprintf("%d of %d flagged; p99 ratio run/baseline from %.2f to %.2f (1st–99th percentile %.2f–%.2f); baseline p99 median %.2f ms, 90th %.2f ms, max %.1f ms",
-		flagged, len(out), ratios[0], ratios[len(ratios)-1], q(ratios, 0.01), q(ratios, 0.99), q(p99s, 0.5), q(p99s, 0.9), p99s[len(p99s)-1])
-}
-
-// TestCompareAA: two runs of one build against one target (an A/A pair)
-// are flagged in at most 1 % of pairs, though their p99s differ widely:
-// thousands of synthetic pairs with a heavy-tailed body and stalls of the
-// host, about 560 latencies under 10 ms as a verify run has, and more.
-func TestCompareAA(t *testing.T) {
-	tests := []struct {
-		name     string
-		h        host
-		n, pairs int
-	}{
-		{"verify, quiet host", quiet, 560, 2000},
-		{"verify, busy host", busy, 560, 2000},
-		{"5000 at a constant rate, busy host", steady(busy), 5000, 1000},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			out := judgePairs(tt.pairs, tt.n, tt.h, tt.h)
-			n, text := describe(out)
-			t.Log(text)
-			if n*100 > tt.pairs {
-				t.Errorf("%d of %d A/A pairs flagged, want at most 1 %%", n, tt.pairs)
-			}
-			if slices.MaxFunc(out, func(a, b outcome) int { return cmp.Compare(a.ratio, b.ratio) }).ratio < 1.5 {
-				t.Errorf("no A/A pair's p99 ratio reaches 1.5: the pairs are too tame to show anything")
-			}
-		})
-	}
-}
-
-// TestCompareFindsRegression: a target that adds 20–40 ms to every answer
-// (serve --faults delay=20ms-40ms) is flagged in every pair whose
-// baseline's p99 is below 20 ms (on a busy host, a baseline that froze is
-// slower than that, and no rise shows against it); so is a build twice as
-// slow on every answer, over 5000 requests at a constant rate. (Over a
-// verify run the p99 is a handful of requests of its bursts: a build twice
-// as slow doubles it, as chance alone may on a busy host, and is not told
-// apart from it; TestCompareAA's ratios show the spread.)
-func TestCompareFindsRegression(t *testing.T) {
-	delayed := func(h host) host { h.addLo, h.add = 20*time.Millisecond, 40*time.Millisecond; return h }
-	// A constant-rate run with a p99 of about 4 ms, then twice as slow.
-	ms := steady(quiet)
-	ms.median = time.Millisecond
-	twice := ms
-	twice.median *= 2
-	tests := []struct {
-		name      string
-		base, run host
-		n, pairs  int
-	}{
-		{"delay 20–40 ms, quiet", quiet, delayed(quiet), 560, 300},
-		{"delay 20–40 ms, busy", busy, delayed(busy), 560, 300},
-		{"delay 20–40 ms, busy, 5000 at a constant rate", steady(busy), delayed(steady(busy)), 5000, 100},
-		{"twice as slow, quiet, 5000 at a constant rate", ms, twice, 5000, 100},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			out := judgePairs(tt.pairs, tt.n, tt.base, tt.run)
-			_, text := describe(out)
-			t.Log(text)
-			for i, o := range out {
-				if !o.flagged && o.baselineMS < 20 {
-					t.Errorf("pair %d: p99 ratio %.2f against a baseline p99 of %.2f ms not flagged", i, o.ratio, o.baselineMS)
-				}
-			}
-		})
-	}
-}
-
-// TestCompare: each kind of regression, the exact ones and the p99's.
-func TestCompare(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	base, baseSent := quiet.run(rng, 560)
-	again, againSent := quiet.run(rng, 560)
-	delayed := quiet
-	delayed.addLo, delayed.add = 20*time.Millisecond, 40*time.Millisecond
-	slow, slowSent := delayed.run(rng, 560)
-	// A fast target whose every answer came 0.3 ms later: a sure rise of
-	// a sub-millisecond p99, by far more than 10 %, by less than 1 ms.
-	fast := host{median: 200 * time.Microsecond, sigma: 0.3}
-	fastBase, fastSent := fast.run(rng, 560)
-	subMS := make([]time.Duration, len(fastBase))
-	for i, d := range fastBase {
-		subMS[i] = d + 300*time.Microsecond
-	}
-	sb, _ := pairOf(base, baseSent, base, baseSent)
-	fb, _ := pairOf(fastBase, fastSent, fastBase, fastSent)
-	runOf := func(lat, sent []time.Duration) RunSummary { _, r := pairOf(lat, sent, lat, sent); return r }
-	tests := []struct {
-		name string
-		base RunSummary
-		run  RunSummary
-		want []string // substrings of the regressions, in order
-		note string   // a substring of the notes
-	}{
-		{"same", summary(2, 240, "sliding-log", "pass"), summary(2, 240, "sliding-log", "pass"), nil, ""},
-		{"no latencies, p99 within 10%", summary(2, 240, "sliding-log", "pass"), summary(2.19, 240, "sliding-log", "pass"), nil, ""},
-		{"no latencies, p99 up 50%", summary(2, 240, "sliding-log", "pass"), summary(3, 240, "sliding-log", "pass"), []string{"rest: p99 2.00 ms → 3.00 ms (+50%, above 1.10)"}, ""},
-		{"limit 241", summary(2, 240, "sliding-log", "pass"), summary(2, 241, "sliding-log", "pass"), []string{"rest: observed limit 240 → 241"}, ""},
-		{"fixed window, failing", summary(2, 240, "sliding-log", "pass"), summary(2, 240, "fixed-window", "fail"), []string{"verdict pass → fail", "rest: verdict pass → fail", "rest: model sliding-log → fixed-window"}, ""},
-		{"surface missing", summary(2, 240, "sliding-log", "pass"), RunSummary{Run: "results/y", Verdict: "pass"}, []string{"rest: not in the run"}, ""},
-		{"A/A", sb, runOf(again, againSent), nil, ""},
-		{"delay 20–40 ms", sb, runOf(slow, slowSent), []string{"% interval of the ratio"}, ""},
-		{"sub-millisecond", fb, runOf(subMS, fastSent), nil, "a rise of less than 1ms does not count"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := Compare(tt.base, tt.run, defaults)
-			if len(c.Regressions) != len(tt.want) {
-				t.Fatalf("regressions %q, want %q (p99 %+v)", c.Regressions, tt.want, c.P99)
-			}
-			for i, w := range tt.want {
-				if !strings.Contains(c.Regressions[i], w) {
-					t.Errorf("regression %d %q, want %q", i, c.Regressions[i], w)
-				}
-			}
-			if tt.note != "" && !strings.Contains(strings.Join(c.Notes, "\n"), tt.note) {
-				t.Errorf("notes %q, want %q", c.Notes, tt.note)
-			}
-			if want := map[bool]string{true: "pass", false: "fail"}[len(tt.want) == 0]; c.Verdict != want {
-				t.Errorf("verdict %s, want %s", c.Verdict, want)
-			}
-		})
-	}
-}
-
-// TestP99Interval: the interval holds the ratio, is deterministic, holds
-// 1 for a run against itself, narrowly for a long run, and lies above a
-// threshold exactly when the test rejects at it.
-func TestP99Interval(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 7))
-	a, as := busy.run(rng, 560)
-	b, bs := busy.run(rng, 560)
-	t1, _ := newP99Test(a, as, b, bs)
-	lo, hi := t1.interval(P99Confidence)
-	t2, _ := newP99Test(a, as, b, bs)
-	lo2, hi2 := t2.interval(P99Confidence)
-	if lo != lo2 || hi != hi2 || lo > t1.ratio() || hi < t1.ratio() {
-		t.Errorf("interval [%v, %v] then [%v, %v], ratio %v", lo, hi, lo2, hi2, t1.ratio())
-	}
-	for _, theta := range []float64{lo * 0.98, lo * 1.02} {
-		if rejects := t1.pUpper(theta) <= (1-P99Confidence)/2; rejects != (theta < lo) {
-			t.Errorf("at θ %.3f (interval from %.3f) the test rejects: %v", theta, lo, rejects)
-		}
-	}
-	big, bigSent := quiet.run(rng, 50000)
-	t3, _ := newP99Test(big, bigSent, big, bigSent)
-	if lo, hi := t3.interval(P99Confidence); lo > 1 || hi < 1 {
-		t.Errorf("a run of 50000 against itself: interval [%.3f, %.3f], want one around 1", lo, hi)
-	}
-	slow := quiet
-	slow.addLo, slow.add = 20*time.Millisecond, 40*time.Millisecond
-	c, cs := slow.run(rng, 560)
-	t4, _ := newP99Test(a, as, c, cs)
-	if lo, hi := t4.interval(P99Confidence); lo < 2 || hi < lo {
-		t.Errorf("20–40 ms added to a busy host's answers: interval [%.3f, %.3f] of the ratio %.2f, want one above 2", lo, hi, t4.ratio())
-	}
-	if _, ok := newP99Test(nil, nil, b, bs); ok {
-		t.Error("a test without a baseline's latencies")
-	}
-}
-
-// TestP99OneMoment: runs that differ at one moment only (the onset burst
-// twice as slow in the run, the rest the same) are never told apart, at
-// any θ up to the ratio: that pair is swapped in half the splits, and the
-// splits that swap no pair that matters have the observed ratio itself
-// (computed in another order, so counted with a tolerance).
-func TestP99OneMoment(t *testing.T) {
-	rng := rand.New(rand.NewPCG(9, 9))
-	base, sent := quiet.run(rng, 560)
-	run := slices.Clone(base)
-	for i, s := range sent {
-		if s < 120*time.Millisecond {
-			run[i] *= 2
-		}
-	}
-	tt, _ := newP99Test(base, sent, run, sent)
-	if r := tt.ratio(); r < 1.5 {
-		t.Fatalf("ratio %.2f: the burst does not carry the p99", r)
-	}
-	for theta := 1.0; theta < tt.ratio(); theta += 0.01 {
-		if p := tt.pUpper(theta); p < 0.45 {
-			t.Fatalf("at θ %.2f (ratio %.2f) p %.4f: one moment told apart", theta, tt.ratio(), p)
-		}
-	}
-}
-
-// TestSplitP99MatchesSort: the heap merge of the slices' largest finds
-// the p99 a sort of the split run's latencies finds.
-func TestSplitP99MatchesSort(t *testing.T) {
-	rng := rand.New(rand.NewPCG(8, 8))
-	for _, n := range [][2]int{{1, 1}, {2, 7}, {99, 560}, {560, 566}, {3000, 400}} {
-		base, baseSent := busy.run(rng, n[0])
-		run, runSent := busy.run(rng, n[1])
-		tt, _ := newP99Test(base, baseSent, run, runSent)
-		span := max(slices.Max(baseSent), slices.Max(runSent)) + 1
-		bs, rs := slicesOf(base, baseSent, span), slicesOf(run, runSent, span)
-		for _, theta := range []float64{1, 1.7} {
-			for _, swap := range append([]uint64{0, ^uint64(0)}, tt.swaps[:50]...) {
-				var all []time.Duration
-				for k := range p99Slices {
-					if swap&(1<<k) == 0 {
-						all = append(all, rs[k]...)
-						continue
-					}
-					for _, d := range bs[k] {
-						all = append(all, time.Duration(float64(d)*theta))
-					}
-				}
-				slices.Sort(all)
-				got, want := tt.splitP99(swap, theta), float64(p99(all))
-				if math.Abs(got-want) > 1 {
-					t.Fatalf("%v at θ %v: p99 %v, want %v", n, theta, got, want)
-				}
-			}
-		}
-	}
-}
+var defaults = analyze.CompareOptions{MaxP99Increase: 0.10, P99Floor: time.Millisecond}
 
 func TestCompareGolden(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
-	delayed := quiet
-	delayed.addLo, delayed.add = 20*time.Millisecond, 40*time.Millisecond
-	bl, bs := quiet.run(rng, 560)
-	rl, rs := delayed.run(rng, 560)
+	delayed := hostsim.Quiet
+	delayed.AddLo, delayed.Add = 20*time.Millisecond, 40*time.Millisecond
+	bl, bs := hostsim.Quiet.Run(rng, 560)
+	rl, rs := delayed.Run(rng, 560)
 	base, run := pairOf(bl, bs, rl, rs)
 	base.Run, run.Run = "results/20261206T120000Z-verify", "results/20261206T130000Z-verify"
 	var got bytes.Buffer
-	if err := CompareTable(&got, Compare(base, run, defaults)); err != nil {
+	if err := CompareTable(&got, analyze.Compare(base, run, defaults)); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "testdata/compare.golden", got.Bytes())
@@ -429,3 +49,5 @@ func TestCompareGolden(t *testing.T) {
 		t.Errorf("no regression line:\n%s", got.String())
 	}
 }
+
+func msOf(d time.Duration) float64 { return float64(d) / 1e6 }

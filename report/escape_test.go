@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/analyze/jitter"
 )
 
 func TestSafe(t *testing.T) {
@@ -88,14 +89,14 @@ func fill(v reflect.Value, depth int) {
 func TestTerminalOutputIsSafe(t *testing.T) {
 	var rep analyze.Report
 	fill(reflect.ValueOf(&rep), 0)
-	var jr analyze.JitterReport
+	var jr jitter.Report
 	fill(reflect.ValueOf(&jr), 0)
-	var base, run RunSummary
+	var base, run analyze.RunSummary
 	fill(reflect.ValueOf(&base), 0)
 	fill(reflect.ValueOf(&run), 0)
 	run.Surfaces[0].Model, run.Verdict = "other", analyze.Fail // regressions, quoting both
 	base.Verdict = analyze.Pass
-	c := Compare(base, run, CompareOptions{MaxP99Increase: 0.1})
+	c := analyze.Compare(base, run, analyze.CompareOptions{MaxP99Increase: 0.1})
 	for name, render := range map[string]func(*bytes.Buffer) error{
 		"Tables":       func(b *bytes.Buffer) error { return Tables(b, &rep) },
 		"FleetTables":  func(b *bytes.Buffer) error { return FleetTables(b, &jr, hostile, hostile) },

@@ -7,9 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/analyze/jitter"
 	"github.com/olekukonko/tablewriter"
-
-	"github.com/connectbyjbrh/ratecheck/analyze"
 )
 
 // dur formats milliseconds as a rounded duration.
@@ -19,7 +18,7 @@ func dur(ms float64) string {
 
 // FleetTables writes a fleet's waves side by side (one column per attempt
 // wave), its checks with evidence, and the verdict.
-func FleetTables(w io.Writer, rep *analyze.JitterReport, strategy, run string) error {
+func FleetTables(w io.Writer, rep *jitter.Report, strategy, run string) error {
 	printf(w, "%s  fleet of %d clients, strategy %s: %d requests, %.2f attempts each (at most %d); ε %gms\n",
 		strings.ToUpper(rep.Verdict), rep.Clients, strategy, rep.Requests, rep.AttemptsMean, rep.AttemptsMax, rep.EpsilonMS)
 	if rep.Null != "" {
@@ -38,7 +37,7 @@ func FleetTables(w io.Writer, rep *analyze.JitterReport, strategy, run string) e
 			header = append(header, fmt.Sprintf("attempt %d", wv.Attempt))
 		}
 		t.Header(header...)
-		row := func(name string, f func(analyze.Wave) string) error {
+		row := func(name string, f func(jitter.Wave) string) error {
 			cells := []any{name}
 			for _, wv := range rep.Waves {
 				cells = append(cells, Safe(f(wv)))
@@ -49,34 +48,34 @@ func FleetTables(w io.Writer, rep *analyze.JitterReport, strategy, run string) e
 		last := rep.Waves[len(rep.Waves)-1].Attempt // no wave after it to re-collide in
 		rows := []struct {
 			name string
-			f    func(analyze.Wave) string
+			f    func(jitter.Wave) string
 		}{
-			{"clients", func(wv analyze.Wave) string { return strconv.Itoa(wv.Clients) }},
-			{"range", func(wv analyze.Wave) string {
+			{"clients", func(wv jitter.Wave) string { return strconv.Itoa(wv.Clients) }},
+			{"range", func(wv jitter.Wave) string {
 				if wv.RangeLowMS > 0 {
 					return dur(wv.RangeLowMS) + "–" + dur(wv.RangeMS)
 				}
 				return dur(wv.RangeMS)
 			}},
-			{"collisions (bound)", func(wv analyze.Wave) string { return fmt.Sprintf("%d (%d)", wv.Collisions, wv.Bound) }},
-			{"expected", func(wv analyze.Wave) string { return g(wv.Expected) }},
-			{"collision ratio", func(wv analyze.Wave) string { return g(wv.CollisionRatio) }},
-			{"re-collided next (bound)", func(wv analyze.Wave) string {
+			{"collisions (bound)", func(wv jitter.Wave) string { return fmt.Sprintf("%d (%d)", wv.Collisions, wv.Bound) }},
+			{"expected", func(wv jitter.Wave) string { return g(wv.Expected) }},
+			{"collision ratio", func(wv jitter.Wave) string { return g(wv.CollisionRatio) }},
+			{"re-collided next (bound)", func(wv jitter.Wave) string {
 				if wv.Attempt == last {
 					return "-"
 				}
 				return fmt.Sprintf("%d (%d)", wv.Recollided, wv.RecollBound)
 			}},
-			{"re-collision rate (expected)", func(wv analyze.Wave) string {
+			{"re-collision rate (expected)", func(wv jitter.Wave) string {
 				if wv.Attempt == last {
 					return "-"
 				}
 				return fmt.Sprintf("%.0f%% (%.0f%%)", 100*wv.RecollisionRate, 100*wv.RecollisionMax)
 			}},
-			{"KS p", func(wv analyze.Wave) string { return g(wv.KSP) }},
-			{"peak ε-bin (bound)", func(wv analyze.Wave) string { return fmt.Sprintf("%d (%d)", wv.PeakBin, wv.PeakBound) }},
-			{"late p99 (machine)", func(wv analyze.Wave) string { return dur(wv.LateP99MS) }},
-			{"verdict", func(wv analyze.Wave) string { return wv.Verdict }},
+			{"KS p", func(wv jitter.Wave) string { return g(wv.KSP) }},
+			{"peak ε-bin (bound)", func(wv jitter.Wave) string { return fmt.Sprintf("%d (%d)", wv.PeakBin, wv.PeakBound) }},
+			{"late p99 (machine)", func(wv jitter.Wave) string { return dur(wv.LateP99MS) }},
+			{"verdict", func(wv jitter.Wave) string { return wv.Verdict }},
 		}
 		for _, r := range rows {
 			if err := row(r.name, r.f); err != nil {

@@ -207,7 +207,7 @@ func TestHTMLFarApart(t *testing.T) {
 		if err := HTML(&buf, in, rep, cfg); err != nil || !strings.Contains(buf.String(), "<svg") {
 			t.Errorf("%v: %v", starts, err)
 		}
-		if s := Summarize(in, rep); len(s.Surfaces) != 1 || !(s.Surfaces[0].Rate > 0) {
+		if s := analyze.Summarize(in, rep); len(s.Surfaces) != 1 || !(s.Surfaces[0].Rate > 0) {
 			t.Errorf("%v: summary %+v, want a positive rate", starts, s.Surfaces)
 		}
 	}

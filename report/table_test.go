@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/analyze/jitter"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -75,10 +76,10 @@ func TestWrap(t *testing.T) {
 }
 
 // fleetSample is a two-wave fleet report with one failed check.
-func fleetSample() *analyze.JitterReport {
-	return &analyze.JitterReport{Verdict: analyze.Fail, CollisionRatio: 1.04, RecollisionRate: 0.02, KSP: 0.61, EpsilonMS: 2, Alpha: 0.01, Null: "equal", Sims: 3599,
+func fleetSample() *jitter.Report {
+	return &jitter.Report{Verdict: analyze.Fail, CollisionRatio: 1.04, RecollisionRate: 0.02, KSP: 0.61, EpsilonMS: 2, Alpha: 0.01, Null: "equal", Sims: 3599,
 		Clients: 100, Requests: 216, AttemptsMean: 3.78, AttemptsMax: 4,
-		Waves: []analyze.Wave{
+		Waves: []jitter.Wave{
 			{Attempt: 2, Clients: 100, RangeLowMS: 50, RangeMS: 100, Collisions: 190, Expected: 189.5, Bound: 243, CollisionRatio: 1.003, Recollided: 3, RecollisionRate: 0.016, RecollisionMax: 0.02, RecollBound: 10, KSP: 0.52, PeakBin: 5, PeakBound: 10, LateP99MS: 12.5, Verdict: analyze.Pass},
 			{Attempt: 3, Clients: 100, RangeLowMS: 100, RangeMS: 200, Collisions: 52, Expected: 52.8, Bound: 82, CollisionRatio: 0.985, KSP: 0.7, PeakBin: 4, PeakBound: 7, LateP99MS: 3.25, Verdict: analyze.Pass},
 		},

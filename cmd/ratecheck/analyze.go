@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/analyze/jitter"
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
@@ -161,7 +162,7 @@ func analyzeFleet(path string, info archive.RunInfo, asJSON bool, junit string, 
 		}
 	}
 	judged, strategy := fleetConfig(info)
-	rep := analyze.Jitter(in, judged)
+	rep := jitter.Judge(in, judged)
 	rep.Notes = append(rep.Notes, runWarnings(info)...)
 	if info.Fleet.Command != "" {
 		rep.Notes = append(rep.Notes, programNotes(info.Fleet, 0, 0)...)

@@ -67,7 +67,7 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if floor < 0 {
 		return usageErr(stderr, "compare", "--p99-floor must not be negative")
 	}
-	var sums [2]report.RunSummary
+	var sums [2]analyze.RunSummary
 	for i, path := range fs.Args() {
 		in, err := analyze.Read([]string{path})
 		if err != nil {
@@ -80,9 +80,9 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "ratecheck compare: %v\n", err)
 			return exitUsage
 		}
-		sums[i] = report.Summarize(in, rep)
+		sums[i] = analyze.Summarize(in, rep)
 	}
-	c := report.Compare(sums[0], sums[1], report.CompareOptions{MaxP99Increase: limit, P99Floor: floor})
+	c := analyze.Compare(sums[0], sums[1], analyze.CompareOptions{MaxP99Increase: limit, P99Floor: floor})
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/analyze/jitter"
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/attack/fleet"
@@ -197,16 +198,16 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	judged, _ := fleetConfig(run.Info)
-	return printFleet(o, analyze.Jitter(in, judged), string(strategy), run.Dir, stdout, stderr)
+	return printFleet(o, jitter.Judge(in, judged), string(strategy), run.Dir, stdout, stderr)
 }
 
 // fleetConfig is what a fleet run is judged against, as its run.json
 // recorded it (fleet judges its run by it, and so does analyze later), and
 // the strategy its tables name.
-func fleetConfig(info archive.RunInfo) (analyze.JitterConfig, string) {
+func fleetConfig(info archive.RunInfo) (jitter.Config, string) {
 	f := info.Fleet
 	d := func(ms float64) time.Duration { return time.Duration(math.Round(ms * 1e6)) }
-	cfg := analyze.JitterConfig{Base: d(f.BaseMS), Cap: d(f.CapMS), Epsilon: d(f.EpsilonMS), Attempts: f.Attempts,
+	cfg := jitter.Config{Base: d(f.BaseMS), Cap: d(f.CapMS), Epsilon: d(f.EpsilonMS), Attempts: f.Attempts,
 		SlowDown: d(f.SlowDownMS), Seed: info.Seed, Strategy: f.Strategy}
 	if f.Command != "" {
 		// Client programs: judged against full jitter over the ranges
@@ -218,7 +219,7 @@ func fleetConfig(info archive.RunInfo) (analyze.JitterConfig, string) {
 
 // printFleet writes a fleet's verdict (tables or JSON, and --junit) and
 // returns its exit code.
-func printFleet(o fleetOptions, rep *analyze.JitterReport, strategy, dir string, stdout, stderr io.Writer) int {
+func printFleet(o fleetOptions, rep *jitter.Report, strategy, dir string, stdout, stderr io.Writer) int {
 	if err := writeJUnit(o.junit, "ratecheck fleet", []report.Suite{{Name: "fleet", Checks: rep.Checks}}); err != nil {
 		fmt.Fprintf(stderr, "ratecheck fleet: --junit: %v (the run is kept in %s)\n", err, dir)
 		return exitUsage

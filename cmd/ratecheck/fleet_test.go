@@ -11,17 +11,18 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/analyze/jitter"
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
 // runFleetJSON runs fleet --json with args and decodes its verdict.
-func runFleetJSON(t *testing.T, args ...string) (int, analyze.JitterReport, string) {
+func runFleetJSON(t *testing.T, args ...string) (int, jitter.Report, string) {
 	t.Helper()
 	out := t.TempDir()
 	code, stdout, stderr := runCmd(t, append([]string{"fleet", "--json", "--out", out}, args...)...)
-	var rep analyze.JitterReport
+	var rep jitter.Report
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("exit %d; stdout is not the fleet JSON: %v\n%s\nstderr: %s", code, err, stdout, stderr)
 	}
@@ -33,13 +34,13 @@ func runFleetJSON(t *testing.T, args ...string) (int, analyze.JitterReport, stri
 // reanalyzeFleet checks that analyze, given the run folder a fleet wrote
 // under out, judges it as fleet did: the same exit code, verdict, checks
 // and waves, from run.json alone.
-func reanalyzeFleet(t *testing.T, out string, code int, rep analyze.JitterReport) {
+func reanalyzeFleet(t *testing.T, out string, code int, rep jitter.Report) {
 	t.Helper()
 	dirs, _ := filepath.Glob(filepath.Join(out, "*", "run.json"))
 	if len(dirs) != 1 {
 		return // the run did not get as far as a run folder
 	}
-	checks := func(r analyze.JitterReport) string {
+	checks := func(r jitter.Report) string {
 		b, _ := json.Marshal([]any{r.Verdict, r.Checks, r.Waves})
 		return string(b)
 	}
@@ -48,7 +49,7 @@ func reanalyzeFleet(t *testing.T, out string, code int, rep analyze.JitterReport
 	// beside it).
 	for _, path := range []string{dir, filepath.Join(dir, archive.ResultsFile)} {
 		acode, stdout, stderr := runCmd(t, "analyze", "--json", path)
-		var again analyze.JitterReport
+		var again jitter.Report
 		if err := json.Unmarshal([]byte(stdout), &again); err != nil {
 			t.Fatalf("analyze %s: exit %d, not the fleet JSON: %v\n%s\n%s", path, acode, err, stdout, stderr)
 		}
@@ -58,7 +59,7 @@ func reanalyzeFleet(t *testing.T, out string, code int, rep analyze.JitterReport
 	}
 }
 
-func checkNamed(rep analyze.JitterReport, name string) analyze.Check {
+func checkNamed(rep jitter.Report, name string) analyze.Check {
 	for _, c := range rep.Checks {
 		if c.Name == name {
 			return c
@@ -71,7 +72,7 @@ func checkNamed(rep analyze.JitterReport, name string) analyze.Check {
 // then at 60s if the host stalled for so long that the fleet was never
 // driven into a shared 429 (which proves nothing either way), and skips the
 // test if neither run was.
-func runFleetShared(t *testing.T, args ...string) (int, analyze.JitterReport) {
+func runFleetShared(t *testing.T, args ...string) (int, jitter.Report) {
 	t.Helper()
 	var detail string
 	for _, window := range []string{"30s", "60s"} {
@@ -84,7 +85,7 @@ func runFleetShared(t *testing.T, args ...string) (int, analyze.JitterReport) {
 		t.Logf("window %s, %v: %s", window, args, detail)
 	}
 	t.Skipf("the host stalled for longer than a 60s window allows, so the fleet was never driven into a shared 429: %s", detail)
-	return 0, analyze.JitterReport{}
+	return 0, jitter.Report{}
 }
 
 // TestFleetFullPassesLockstepFails: against the embedded target, a fleet
@@ -95,7 +96,7 @@ func TestFleetFullPassesLockstepFails(t *testing.T) {
 	if raceEnabled {
 		t.Skip("statistics of a 100-client fleet, checked by the plain run; under -race, TestFleetRetryDiscipline exercises the same concurrent code")
 	}
-	var rep analyze.JitterReport
+	var rep jitter.Report
 	var code int
 	for _, seed := range []string{"1", "2"} {
 		code, rep = runFleetShared(t, "--strategy", "full", "--seed", seed)

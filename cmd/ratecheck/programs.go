@@ -11,6 +11,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/analyze/jitter"
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack/fleet"
 	"github.com/connectbyjbrh/ratecheck/decode"
@@ -184,7 +185,7 @@ func runPrograms(ctx context.Context, o fleetOptions, stdout, stderr io.Writer) 
 		}
 	}
 	cfg, _ := fleetConfig(run.Info)
-	rep := analyze.Jitter(in, cfg)
+	rep := jitter.Judge(in, cfg)
 	rep.Notes = append(rep.Notes, programNotes(run.Info.Fleet, o.barrier, o.clientTimeout)...)
 	rep.Notes = append(rep.Notes, p.notes()...)
 	return printFleet(o, rep, "client-cmd", run.Dir, stdout, stderr)

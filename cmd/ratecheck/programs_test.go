@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/analyze/jitter"
 )
 
 // runPrograms runs fleet --client-cmd cmd --json and decodes the verdict.
-func runProgramsJSON(t *testing.T, cmd string, args ...string) (int, analyze.JitterReport, string) {
+func runProgramsJSON(t *testing.T, cmd string, args ...string) (int, jitter.Report, string) {
 	t.Helper()
 	out := t.TempDir()
 	code, stdout, stderr := runCmd(t, append([]string{"fleet", "--client-cmd", cmd, "--json", "--out", out}, args...)...)
-	var rep analyze.JitterReport
+	var rep jitter.Report
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("exit %d; stdout is not the fleet's JSON: %v\n%s\nstderr: %s", code, err, stdout, stderr)
 	}
@@ -47,16 +48,16 @@ func TestFleetClientCmd(t *testing.T) {
 		name, cmd string
 		python    bool
 		verdict   string
-		check     func(t *testing.T, rep analyze.JitterReport)
+		check     func(t *testing.T, rep jitter.Report)
 	}{
 		{"go example", example, false, analyze.Pass, nil},
 		{"python full jitter", "python3 ../../examples/clients/python/full_jitter.py", true, analyze.Pass, nil},
-		{"python fixed interval", "python3 ../../examples/clients/python/fixed_interval.py", true, analyze.Fail, func(t *testing.T, rep analyze.JitterReport) {
+		{"python fixed interval", "python3 ../../examples/clients/python/fixed_interval.py", true, analyze.Fail, func(t *testing.T, rep jitter.Report) {
 			if len(rep.Waves) == 0 || rep.Waves[0].RecollisionRate < 10*rep.Waves[0].RecollisionMax {
 				t.Errorf("waves %+v: want a re-collision at least ten times the independent one", rep.Waves)
 			}
 		}},
-		{"python retries a 422", "python3 ../../examples/clients/python/retries_answers.py", true, analyze.Fail, func(t *testing.T, rep analyze.JitterReport) {
+		{"python retries a 422", "python3 ../../examples/clients/python/retries_answers.py", true, analyze.Fail, func(t *testing.T, rep jitter.Report) {
 			if c := checkNamed(rep, "retry-answers"); c.Verdict != analyze.Fail || !strings.Contains(c.Detail, "a 422") {
 				t.Errorf("retry-answers %+v, want a failure naming the 422", c)
 			}

@@ -1,4 +1,4 @@
-package analyze
+package jitter
 
 import (
 	"math/rand/v2"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
@@ -53,7 +54,7 @@ func TestProgramsCalibration(t *testing.T) {
 		return time.Duration(u * float64(min(8*time.Second, 500*time.Millisecond<<k)))
 	}
 	fixed := func(int, float64) time.Duration { return 2 * time.Second } // as examples/clients/python/fixed_interval.py
-	cfg := JitterConfig{Strategy: "full", Attempts: 4, Clients: 50, Requests: 1}
+	cfg := Config{Strategy: "full", Attempts: 4, Clients: 50, Requests: 1}
 	var mu sync.Mutex
 	failed := 0
 	var wg sync.WaitGroup
@@ -63,7 +64,7 @@ func TestProgramsCalibration(t *testing.T) {
 			for seed := range seeds {
 				c := cfg
 				c.Seed = seed
-				if rep := Jitter(serverFleet(50, 4, seed, full, 40*time.Millisecond, false), c); rep.Verdict != Pass {
+				if rep := Judge(serverFleet(50, 4, seed, full, 40*time.Millisecond, false), c); rep.Verdict != analyze.Pass {
 					mu.Lock()
 					failed++
 					mu.Unlock()
@@ -83,8 +84,8 @@ func TestProgramsCalibration(t *testing.T) {
 	for seed := range uint64(20) {
 		c := cfg
 		c.Seed = seed
-		rep := Jitter(serverFleet(50, 4, seed, fixed, 95*time.Millisecond, true), c)
-		if rep.Verdict != Fail || len(rep.Waves) == 0 {
+		rep := Judge(serverFleet(50, 4, seed, fixed, 95*time.Millisecond, true), c)
+		if rep.Verdict != analyze.Fail || len(rep.Waves) == 0 {
 			t.Fatalf("seed %d: fixed-interval fleet %s, want fail", seed, rep.Verdict)
 		}
 		if w := rep.Waves[0]; w.RecollisionRate < 10*w.RecollisionMax {
@@ -99,22 +100,22 @@ func TestProgramsCalibration(t *testing.T) {
 func TestProgramsInconclusive(t *testing.T) {
 	full := func(k int, u float64) time.Duration { return time.Duration(u * float64(500*time.Millisecond<<k)) }
 	in := serverFleet(10, 4, 1, full, 0, false)
-	cfg := JitterConfig{Strategy: "full", Attempts: 4, Clients: 12, Requests: 1, Seed: 1}
-	rep := Jitter(in, cfg)
-	if c := checkOf(rep, "clients"); rep.Verdict != Inconclusive || c.Verdict != Inconclusive || c.Detail == "" {
+	cfg := Config{Strategy: "full", Attempts: 4, Clients: 12, Requests: 1, Seed: 1}
+	rep := Judge(in, cfg)
+	if c := checkOf(rep, "clients"); rep.Verdict != analyze.Inconclusive || c.Verdict != analyze.Inconclusive || c.Detail == "" {
 		t.Errorf("two clients missing: verdict %s, clients %+v", rep.Verdict, c)
 	}
 	cfg.Clients, cfg.Stall = 10, time.Second
-	rep = Jitter(in, cfg)
-	if c := checkOf(rep, "target"); rep.Verdict != Inconclusive || c.Verdict != Inconclusive {
+	rep = Judge(in, cfg)
+	if c := checkOf(rep, "target"); rep.Verdict != analyze.Inconclusive || c.Verdict != analyze.Inconclusive {
 		t.Errorf("a 1s stall: verdict %s, target %+v", rep.Verdict, c)
 	}
 	cfg.Stall = time.Millisecond
-	if rep := Jitter(in, cfg); rep.Verdict != Pass {
+	if rep := Judge(in, cfg); rep.Verdict != analyze.Pass {
 		t.Errorf("all there, no stall: %s %+v", rep.Verdict, rep.Checks)
 	}
-	rep = Jitter(decode.NewInput(), JitterConfig{Clients: 5, Requests: 3})
-	if c := checkOf(rep, "clients"); rep.Verdict != Inconclusive || c.Verdict != Inconclusive {
+	rep = Judge(decode.NewInput(), Config{Clients: 5, Requests: 3})
+	if c := checkOf(rep, "clients"); rep.Verdict != analyze.Inconclusive || c.Verdict != analyze.Inconclusive {
 		t.Errorf("no client at all: verdict %s, %+v", rep.Verdict, rep.Checks)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build race
 
-package analyze
+package jitter
 
 // raceEnabled is true under the race detector, which slows the
 // calibration runs of many simulated fleets several times over.

@@ -1,4 +1,4 @@
-package analyze
+package jitter
 
 import (
 	"cmp"
@@ -32,7 +32,7 @@ func nullOf(strategy string) string {
 // uniform over [0, c) with c = min(Cap, Base·2^k); equal c/2 plus a
 // uniform draw over the other half; decorrelated uniform over
 // [Base, min(Cap, 3·max(prev, Base))).
-func drawRange(cfg JitterConfig, k int, prev time.Duration) (lo, hi time.Duration) {
+func drawRange(cfg Config, k int, prev time.Duration) (lo, hi time.Duration) {
 	c := ceiling(cfg.Base, cfg.Cap, k)
 	switch nullOf(cfg.Strategy) {
 	case strategyEqual:

@@ -1,4 +1,4 @@
-package analyze
+package jitter
 
 import (
 	"math"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
@@ -53,27 +54,27 @@ func plusMinus20(k int, u float64) time.Duration {
 	return time.Duration(float64(ceiling(jBase, jCap, k)) * (1 + 0.2*(2*u-1)))
 }
 
-func jcfg(seed uint64) JitterConfig {
-	return JitterConfig{Base: jBase, Cap: jCap, Attempts: 4, Sims: 400, Seed: seed}
+func jcfg(seed uint64) Config {
+	return Config{Base: jBase, Cap: jCap, Attempts: 4, Sims: 400, Seed: seed}
 }
 
-func checkOf(rep *JitterReport, name string) Check {
+func checkOf(rep *Report, name string) analyze.Check {
 	for _, c := range rep.Checks {
 		if c.Name == name {
 			return c
 		}
 	}
-	return Check{}
+	return analyze.Check{}
 }
 
 // TestJitterFullPasses: a correct full-jitter fleet passes at least 99
 // runs in 100.
 func TestJitterFullPasses(t *testing.T) {
 	pass := 0
-	var last *JitterReport
+	var last *Report
 	for seed := range uint64(100) {
-		rep := Jitter(fleet(100, 4, seed, full), jcfg(seed))
-		if rep.Verdict == Pass {
+		rep := Judge(fleet(100, 4, seed, full), jcfg(seed))
+		if rep.Verdict == analyze.Pass {
 			pass++
 		} else {
 			last = rep
@@ -90,12 +91,12 @@ func TestJitterFullPasses(t *testing.T) {
 // TestJitterLockstepAndNarrowJitterFail: clients in lockstep re-collide at
 // every wave, and a ±20 % jitter breaks the collision bound.
 func TestJitterLockstepAndNarrowJitterFail(t *testing.T) {
-	rep := Jitter(fleet(100, 4, 1, lockstep), jcfg(1))
-	if rep.Verdict != Fail || rep.RecollisionRate < 0.9 || rep.CollisionRatio < 5 || rep.KSP > 1e-6 {
+	rep := Judge(fleet(100, 4, 1, lockstep), jcfg(1))
+	if rep.Verdict != analyze.Fail || rep.RecollisionRate < 0.9 || rep.CollisionRatio < 5 || rep.KSP > 1e-6 {
 		t.Errorf("lockstep: verdict %s, collision ratio %.2f, re-collision %.2f, KS p %.2g", rep.Verdict, rep.CollisionRatio, rep.RecollisionRate, rep.KSP)
 	}
-	rep = Jitter(fleet(100, 4, 1, plusMinus20), jcfg(1))
-	if rep.Verdict != Fail {
+	rep = Judge(fleet(100, 4, 1, plusMinus20), jcfg(1))
+	if rep.Verdict != analyze.Fail {
 		t.Fatalf("±20%% jitter passed: %+v", rep.Checks)
 	}
 	for _, w := range rep.Waves {
@@ -109,13 +110,13 @@ func TestJitterLockstepAndNarrowJitterFail(t *testing.T) {
 // neither split lockstep clients apart nor make full jitter fail: timing is
 // judged on the clients' own schedule.
 func TestJitterHostNoise(t *testing.T) {
-	rep := Jitter(noisyFleet(100, 4, 1, lockstep, 200*time.Millisecond), jcfg(1))
-	if rep.Verdict != Fail || rep.RecollisionRate < 0.99 {
+	rep := Judge(noisyFleet(100, 4, 1, lockstep, 200*time.Millisecond), jcfg(1))
+	if rep.Verdict != analyze.Fail || rep.RecollisionRate < 0.99 {
 		t.Errorf("lockstep: verdict %s, re-collision %.2f", rep.Verdict, rep.RecollisionRate)
 	}
 	pass := 0
 	for seed := range uint64(20) {
-		if Jitter(noisyFleet(100, 4, seed, full, 200*time.Millisecond), jcfg(seed)).Verdict == Pass {
+		if Judge(noisyFleet(100, 4, seed, full, 200*time.Millisecond), jcfg(seed)).Verdict == analyze.Pass {
 			pass++
 		}
 	}
@@ -128,8 +129,8 @@ func TestJitterHostNoise(t *testing.T) {
 // refused was not driven into a shared 429, and says so.
 func TestJitterSharedRefusal(t *testing.T) {
 	in := fleet(100, 4, 1, full)
-	rep := Jitter(in, jcfg(1))
-	if c := checkOf(rep, "shared-429"); c.Verdict != Pass || !strings.Contains(c.Detail, "100 of 100 were refused") {
+	rep := Judge(in, jcfg(1))
+	if c := checkOf(rep, "shared-429"); c.Verdict != analyze.Pass || !strings.Contains(c.Detail, "100 of 100 were refused") {
 		t.Errorf("all refused: %+v", c)
 	}
 	// Injected faults on some first attempts (a 503, a reset) do not
@@ -139,8 +140,8 @@ func TestJitterSharedRefusal(t *testing.T) {
 			r.Code = 503
 		}
 	}
-	rep = Jitter(in, jcfg(1))
-	if c := checkOf(rep, "shared-429"); c.Verdict != Pass || !strings.Contains(c.Detail, "90 of 100 were refused") || !strings.Contains(c.Detail, "10 met a fault") {
+	rep = Judge(in, jcfg(1))
+	if c := checkOf(rep, "shared-429"); c.Verdict != analyze.Pass || !strings.Contains(c.Detail, "90 of 100 were refused") || !strings.Contains(c.Detail, "10 met a fault") {
 		t.Errorf("10 faults: %+v", c)
 	}
 	for i := range in.Records {
@@ -148,8 +149,8 @@ func TestJitterSharedRefusal(t *testing.T) {
 			r.Code = 200
 		}
 	}
-	rep = Jitter(in, jcfg(1))
-	if c := checkOf(rep, "shared-429"); c.Verdict != Fail || rep.Verdict != Fail || !strings.Contains(c.Detail, "25 of 100 clients' first attempts were admitted") || !strings.Contains(c.Detail, "--window") {
+	rep = Judge(in, jcfg(1))
+	if c := checkOf(rep, "shared-429"); c.Verdict != analyze.Fail || rep.Verdict != analyze.Fail || !strings.Contains(c.Detail, "25 of 100 clients' first attempts were admitted") || !strings.Contains(c.Detail, "--window") {
 		t.Errorf("25 admitted: verdict %s, %+v", rep.Verdict, c)
 	}
 }
@@ -193,9 +194,9 @@ func TestJitterDiscipline(t *testing.T) {
 		rec(2, 1, k+1, int64(10*k), 429)
 	}
 	rec(2, 2, 1, 42, 200) // no pause after repeated 429s
-	rep := Jitter(in, JitterConfig{Base: jBase, Cap: jCap, Attempts: 4, SlowDown: time.Second, Sims: 50})
+	rep := Judge(in, Config{Base: jBase, Cap: jCap, Attempts: 4, SlowDown: time.Second, Sims: 50})
 	for _, name := range []string{"retry-answers", "attempt-cap", "slow-down"} {
-		if c := checkOf(rep, name); c.Verdict != Fail {
+		if c := checkOf(rep, name); c.Verdict != analyze.Fail {
 			t.Errorf("%s: %s (%s), want fail", name, c.Verdict, c.Detail)
 		}
 	}
@@ -210,6 +211,6 @@ func BenchmarkJitter(b *testing.B) {
 	cfg := jcfg(1)
 	b.ResetTimer()
 	for b.Loop() {
-		Jitter(in, cfg)
+		Judge(in, cfg)
 	}
 }

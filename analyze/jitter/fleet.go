@@ -1,4 +1,4 @@
-package analyze
+package jitter
 
 import (
 	"cmp"
@@ -11,13 +11,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
-// JitterConfig is what a fleet was asked to do, and how strictly to judge it.
-type JitterConfig struct {
+// Config is what a fleet was asked to do, and how strictly to judge it.
+type Config struct {
 	// Base and Cap are the backoff's: retry k (from 0) of full jitter
 	// draws from [0, min(Cap, Base·2^k)].
 	Base, Cap time.Duration
@@ -54,7 +55,7 @@ type JitterConfig struct {
 
 // withDefaults returns cfg with its zero fields set (Sims is set once the
 // number of tests is known).
-func (cfg JitterConfig) withDefaults() JitterConfig {
+func (cfg Config) withDefaults() Config {
 	if cfg.Epsilon <= 0 {
 		cfg.Epsilon = cfg.Base / 50
 	}
@@ -98,8 +99,8 @@ type Wave struct {
 	us          []float64 // each delay's place in its null range, in [0, 1]
 }
 
-// JitterReport is the verdict on a fleet (fleet --json).
-type JitterReport struct {
+// Report is the verdict on a fleet (fleet --json).
+type Report struct {
 	Verdict         string  `json:"verdict"`
 	CollisionRatio  float64 `json:"collision_ratio"`
 	RecollisionRate float64 `json:"recollision_rate"`
@@ -111,27 +112,27 @@ type JitterReport struct {
 	Null string `json:"null"`
 	Sims int    `json:"sims"`
 	// EpsilonBasis says how ε was reached when it came from the data.
-	EpsilonBasis string  `json:"epsilon_basis,omitempty"`
-	Clients      int     `json:"clients"`
-	Requests     int     `json:"requests"`
-	AttemptsMean float64 `json:"attempts_mean"`
-	AttemptsMax  int     `json:"attempts_max"`
-	Waves        []Wave  `json:"waves"`
-	Checks       []Check `json:"checks"`
+	EpsilonBasis string          `json:"epsilon_basis,omitempty"`
+	Clients      int             `json:"clients"`
+	Requests     int             `json:"requests"`
+	AttemptsMean float64         `json:"attempts_mean"`
+	AttemptsMax  int             `json:"attempts_max"`
+	Waves        []Wave          `json:"waves"`
+	Checks       []analyze.Check `json:"checks"`
 	// Notes say what a person should know beside the checks.
 	Notes []string `json:"notes"`
 }
 
 // add appends a check: a failed one fails the report, an inconclusive one
 // makes it inconclusive unless another failed.
-func (rep *JitterReport) add(c Check) {
+func (rep *Report) add(c analyze.Check) {
 	rep.Checks = append(rep.Checks, c)
-	rep.Verdict = worse(rep.Verdict, c.Verdict)
+	rep.Verdict = analyze.Worse(rep.Verdict, c.Verdict)
 }
 
 // check builds a check with its evidence formatted.
-func check(name, verdict, format string, args ...any) Check {
-	return Check{Name: name, Verdict: verdict, Detail: fmt.Sprintf(format, args...)}
+func check(name, verdict, format string, args ...any) analyze.Check {
+	return analyze.Check{Name: name, Verdict: verdict, Detail: fmt.Sprintf(format, args...)}
 }
 
 // Jitter judges the retry timing of a fleet's results: it groups the
@@ -143,18 +144,18 @@ func check(name, verdict, format string, args ...any) Check {
 // delays over their ranges); counts each request's retries; then judges
 // the fleet's checks (fleetChecks) on that evidence. The timing tests
 // together hold a false-alarm rate of at most Alpha.
-func Jitter(in *decode.Input, cfg JitterConfig) *JitterReport {
+func Judge(in *decode.Input, cfg Config) *Report {
 	cfg = cfg.withDefaults()
-	rep := &JitterReport{Verdict: Pass, Alpha: cfg.Alpha, Null: nullOf(cfg.Strategy), Notes: []string{}}
+	rep := &Report{Verdict: analyze.Pass, Alpha: cfg.Alpha, Null: nullOf(cfg.Strategy), Notes: []string{}}
 	f := groupFleet(in)
 	if len(f.clients) == 0 {
 		rep.EpsilonMS = ms(cfg.Epsilon)
 		if cfg.Clients > 0 { // client programs that sent nothing: no evidence
 			v, d := judgeClients(&fleetEvidence{f: f, cfg: cfg, rep: rep, discipline: disciplineCounts{perClient: map[int]int{}}})
-			rep.add(Check{Name: "clients", Verdict: v, Detail: d})
+			rep.add(analyze.Check{Name: "clients", Verdict: v, Detail: d})
 			return rep
 		}
-		rep.add(check("fleet", Fail, "no fleet results (labels with client= and attempt=)"))
+		rep.add(check("fleet", analyze.Fail, "no fleet results (labels with client= and attempt=)"))
 		return rep
 	}
 	rep.Clients = len(f.fleet)
@@ -169,7 +170,7 @@ func Jitter(in *decode.Input, cfg JitterConfig) *JitterReport {
 	rep.AttemptsMean = float64(e.discipline.attempts) / float64(max(e.discipline.total, 1))
 	for _, c := range fleetChecks() {
 		if v, d := c.judge(e); v != "" {
-			rep.add(Check{Name: c.name, Verdict: v, Detail: d})
+			rep.add(analyze.Check{Name: c.name, Verdict: v, Detail: d})
 		}
 	}
 	return rep
@@ -187,9 +188,9 @@ type fleetCheckDef struct {
 type fleetEvidence struct {
 	in         *decode.Input
 	f          *fleetRun
-	cfg        JitterConfig
-	rep        *JitterReport
-	jitter     Check
+	cfg        Config
+	rep        *Report
+	jitter     analyze.Check
 	discipline disciplineCounts
 }
 
@@ -292,7 +293,7 @@ type wave struct {
 // same set of draws. On this timeline the figures are a function of the
 // draws alone. Without delay labels (plain Vegeta results) the observed
 // times are used.
-func (f *fleetRun) waves(cfg JitterConfig) []wave {
+func (f *fleetRun) waves(cfg Config) []wave {
 	maxAttempt, labeled, release := 0, true, int64(math.MaxInt64)
 	for _, c := range f.fleet {
 		as := f.requests[c][1]
@@ -385,7 +386,7 @@ type waveTests struct {
 
 // judgeWaves tests every wave (phase 3), fills rep's waves and totals, and
 // returns the jitter check.
-func judgeWaves(rep *JitterReport, waves []wave, cfg JitterConfig) Check {
+func judgeWaves(rep *Report, waves []wave, cfg Config) analyze.Check {
 	// Per wave: collisions and the peak; per pair of waves:
 	// re-collision; over all waves' delays drawn by the clients
 	// (labelled): one KS test, since each delay's place in its null range
@@ -415,7 +416,7 @@ func judgeWaves(rep *JitterReport, waves []wave, cfg JitterConfig) Check {
 		sumPairs += w.recollPairs
 		sumRecollExp += w.RecollisionMax * float64(w.recollPairs)
 		allU = append(allU, w.us...)
-		if w.Verdict == Fail {
+		if w.Verdict == analyze.Fail {
 			failed = append(failed, strconv.Itoa(w.Attempt))
 		}
 	}
@@ -426,16 +427,16 @@ func judgeWaves(rep *JitterReport, waves []wave, cfg JitterConfig) Check {
 	null := rep.Null + " jitter"
 	switch {
 	case len(rep.Waves) == 0:
-		return check("jitter", Fail, "no client retried, so the fleet shows nothing about its jitter")
+		return check("jitter", analyze.Fail, "no client retried, so the fleet shows nothing about its jitter")
 	case len(failed) > 0 || ksFailed:
 		what := "the delays are not distributed as drawn by independent " + null
 		if len(failed) > 0 {
 			what = "waves " + strings.Join(failed, ", ") + " broke the bounds of independent " + null
 		}
-		return check("jitter", Fail, "%s (collision ratio %.2f, re-collision %.0f%% against about %.0f%% expected, KS p %.2g; ε %v, false-alarm rate %.2g over %d tests, %d simulated fleets)",
+		return check("jitter", analyze.Fail, "%s (collision ratio %.2f, re-collision %.0f%% against about %.0f%% expected, KS p %.2g; ε %v, false-alarm rate %.2g over %d tests, %d simulated fleets)",
 			what, rep.CollisionRatio, 100*rep.RecollisionRate, 100*sumRecollExp/float64(max(sumPairs, 1)), rep.KSP, cfg.Epsilon, cfg.Alpha, tests, t.sims)
 	default:
-		return check("jitter", Pass, "every wave is within the bounds of independent %s (collision ratio %.2f, re-collision %.0f%%, KS p %.2g; ε %v, false-alarm rate %.2g over %d tests, %d simulated fleets)",
+		return check("jitter", analyze.Pass, "every wave is within the bounds of independent %s (collision ratio %.2f, re-collision %.0f%%, KS p %.2g; ε %v, false-alarm rate %.2g over %d tests, %d simulated fleets)",
 			null, rep.CollisionRatio, 100*rep.RecollisionRate, rep.KSP, cfg.Epsilon, cfg.Alpha, tests, t.sims)
 	}
 }
@@ -448,7 +449,7 @@ func judgeWaves(rep *JitterReport, waves []wave, cfg JitterConfig) Check {
 // largest integer not above (Alpha/m)·(S+1), each test's false-alarm rate
 // is at most Alpha/m exactly, however few the simulations: their number
 // only sets how sharp the bound is.
-func newWaveTests(cfg JitterConfig, tests int) *waveTests {
+func newWaveTests(cfg Config, tests int) *waveTests {
 	tests = max(tests, 1)
 	perTest := cfg.Alpha / float64(tests)
 	least := int(math.Ceil(float64(tests)/cfg.Alpha-1e-9)) - 1
@@ -465,7 +466,7 @@ func newWaveTests(cfg JitterConfig, tests int) *waveTests {
 // that collided at the one before (prev, nil for the first).
 func (t *waveTests) judge(w wave, prev *Wave) Wave {
 	pts := w.pts
-	out := Wave{Attempt: w.attempt, Clients: len(pts), Verdict: Pass}
+	out := Wave{Attempt: w.attempt, Clients: len(pts), Verdict: analyze.Pass}
 	lo, hi, t0 := pts[0].lo, pts[0].hi, pts[0].from
 	times := make([]int64, len(pts))
 	late := make([]float64, len(pts))
@@ -490,7 +491,7 @@ func (t *waveTests) judge(w wave, prev *Wave) Wave {
 	out.PeakBound = int(t.bound(peak))
 	out.KSP = ksUniform(out.us)
 	if out.Collisions > out.Bound || out.PeakBin > out.PeakBound {
-		out.Verdict = Fail
+		out.Verdict = analyze.Fail
 	}
 	if prev != nil && len(pairs) > 0 {
 		prev.recollPairs = len(pairs)
@@ -499,7 +500,7 @@ func (t *waveTests) judge(w wave, prev *Wave) Wave {
 		prev.RecollisionMax = mean(rc) / float64(len(pairs))
 		prev.RecollBound = int(t.bound(rc))
 		if again > prev.RecollBound {
-			prev.Verdict = Fail
+			prev.Verdict = analyze.Fail
 		}
 	}
 	return out
@@ -567,14 +568,14 @@ func (t *waveTests) bound(xs []float64) float64 {
 // attempt was refused together. A host stall longer than the window lets
 // the primer's requests age out first, and the clients' first attempts
 // are admitted.
-func sharedRefusal(in *decode.Input, f *fleetRun) Check {
+func sharedRefusal(in *decode.Input, f *fleetRun) analyze.Check {
 	refusedN, let, firstFrom, firstTo := 0, 0, int64(math.MaxInt64), int64(math.MinInt64)
 	for _, c := range f.fleet {
 		a := f.requests[c][1][0].rec
 		switch {
-		case refused(a):
+		case a.Refused():
 			refusedN++
-		case admitted(a):
+		case a.Admitted():
 			let++
 		}
 		firstFrom, firstTo = min(firstFrom, a.Start), max(firstTo, a.Start)
@@ -593,9 +594,9 @@ func sharedRefusal(in *decode.Input, f *fleetRun) Check {
 		setup += fmt.Sprintf("; %d met a fault instead (5xx or no answer)", faults)
 	}
 	if let == 0 {
-		return check("shared-429", Pass, "no client's first attempt was admitted: %d of %d were refused together (%s)", refusedN, len(f.fleet), setup)
+		return check("shared-429", analyze.Pass, "no client's first attempt was admitted: %d of %d were refused together (%s)", refusedN, len(f.fleet), setup)
 	}
-	return check("shared-429", Fail, "%d of %d clients' first attempts were admitted (%s): the address's budget came back before they arrived, so the fleet was not driven into a shared 429; the host stalled for longer than the window allows, or something else spent or freed the budget: re-run with a longer --window (the target's)", let, len(f.fleet), setup)
+	return check("shared-429", analyze.Fail, "%d of %d clients' first attempts were admitted (%s): the address's budget came back before they arrived, so the fleet was not driven into a shared 429; the host stalled for longer than the window allows, or something else spent or freed the budget: re-run with a longer --window (the target's)", let, len(f.fleet), setup)
 }
 
 // disciplineCounts is how the fleet's clients retried their requests.
@@ -622,7 +623,7 @@ type disciplineCounts struct {
 // discipline counts every request's retries (phase 4): answers retried,
 // requests over the attempt cap, faults not retried, and the pause before
 // the next request after one that ended on repeated 429s.
-func (f *fleetRun) discipline(cfg JitterConfig) disciplineCounts {
+func (f *fleetRun) discipline(cfg Config) disciplineCounts {
 	d := disciplineCounts{slowWorst: -1, perClient: map[int]int{}, retriedCodes: map[uint16]int{}}
 	for _, c := range f.clients {
 		reqs := f.requests[c]
@@ -682,17 +683,17 @@ func judgeRetriedAnswers(e *fleetEvidence) (string, string) {
 		for _, c := range codes {
 			what = append(what, fmt.Sprintf("%d× a %d", d.retriedCodes[c], c))
 		}
-		return Fail, fmt.Sprintf("an answer was retried %d times (%s): only 429, 5xx and transport faults may be (a 4xx, or a JSON-RPC error or tool error on a 200, repeats whatever the client does)", d.retriedAnswers, strings.Join(what, ", "))
+		return analyze.Fail, fmt.Sprintf("an answer was retried %d times (%s): only 429, 5xx and transport faults may be (a 4xx, or a JSON-RPC error or tool error on a 200, repeats whatever the client does)", d.retriedAnswers, strings.Join(what, ", "))
 	}
-	return Pass, fmt.Sprintf("no answer was retried (%d requests, %.2f attempts each on average)", d.total, e.rep.AttemptsMean)
+	return analyze.Pass, fmt.Sprintf("no answer was retried (%d requests, %.2f attempts each on average)", d.total, e.rep.AttemptsMean)
 }
 
 func judgeAttemptCap(e *fleetEvidence) (string, string) {
 	d := e.discipline
 	if d.overCap > 0 {
-		return Fail, fmt.Sprintf("%d requests took more than %d attempts (at most %d)", d.overCap, e.cfg.Attempts, d.attemptsMax)
+		return analyze.Fail, fmt.Sprintf("%d requests took more than %d attempts (at most %d)", d.overCap, e.cfg.Attempts, d.attemptsMax)
 	}
-	return Pass, fmt.Sprintf("every request stopped within %d attempts (at most %d)", e.cfg.Attempts, d.attemptsMax)
+	return analyze.Pass, fmt.Sprintf("every request stopped within %d attempts (at most %d)", e.cfg.Attempts, d.attemptsMax)
 }
 
 // judgeFaultsRetried reports the requests that met a transport fault or a
@@ -703,26 +704,26 @@ func judgeFaultsRetried(e *fleetEvidence) (string, string) {
 	d := e.discipline
 	switch {
 	case d.faults == 0:
-		return Skip, "no request met a transport fault or a 5xx"
+		return analyze.Skip, "no request met a transport fault or a 5xx"
 	case d.faultsDropped > 0:
-		return Pass, fmt.Sprintf("reported: %d of %d requests that met a fault (reset, timeout, 5xx) were not retried although attempts were left; the contract says a fault is worth retrying", d.faultsDropped, d.faults)
+		return analyze.Pass, fmt.Sprintf("reported: %d of %d requests that met a fault (reset, timeout, 5xx) were not retried although attempts were left; the contract says a fault is worth retrying", d.faultsDropped, d.faults)
 	}
-	return Pass, fmt.Sprintf("all %d requests that met a fault (reset, timeout, 5xx) were retried", d.faults)
+	return analyze.Pass, fmt.Sprintf("all %d requests that met a fault (reset, timeout, 5xx) were retried", d.faults)
 }
 
 func judgeSlowDown(e *fleetEvidence) (string, string) {
 	d, cfg := e.discipline, e.cfg
 	switch {
 	case cfg.SlowDown <= 0 && len(d.pauses) > 0:
-		return Pass, fmt.Sprintf("reported: after a request that ended on repeated 429s, clients paused %v (median; shortest %v) before their next request", time.Duration(quantile(slices.Clone(d.pauses), 0.5)).Round(time.Millisecond), time.Duration(slices.Min(d.pauses)).Round(time.Millisecond))
+		return analyze.Pass, fmt.Sprintf("reported: after a request that ended on repeated 429s, clients paused %v (median; shortest %v) before their next request", time.Duration(quantile(slices.Clone(d.pauses), 0.5)).Round(time.Millisecond), time.Duration(slices.Min(d.pauses)).Round(time.Millisecond))
 	case cfg.SlowDown <= 0:
-		return Skip, "no slow-down pause configured to check, and no request ended on repeated 429s"
+		return analyze.Skip, "no slow-down pause configured to check, and no request ended on repeated 429s"
 	case d.slowDue == 0:
-		return Skip, "no client ended a request on repeated 429s and then sent another"
+		return analyze.Skip, "no client ended a request on repeated 429s and then sent another"
 	case d.slowOK < d.slowDue:
-		return Fail, fmt.Sprintf("%d of %d clients sent their next request after repeated 429s without slowing down (shortest pause %v, want %v)", d.slowDue-d.slowOK, d.slowDue, d.slowWorst.Round(time.Millisecond), cfg.SlowDown)
+		return analyze.Fail, fmt.Sprintf("%d of %d clients sent their next request after repeated 429s without slowing down (shortest pause %v, want %v)", d.slowDue-d.slowOK, d.slowDue, d.slowWorst.Round(time.Millisecond), cfg.SlowDown)
 	}
-	return Pass, fmt.Sprintf("all %d clients that met repeated 429s paused at least %v before their next request (shortest %v)", d.slowDue, cfg.SlowDown, d.slowWorst.Round(time.Millisecond))
+	return analyze.Pass, fmt.Sprintf("all %d clients that met repeated 429s paused at least %v before their next request (shortest %v)", d.slowDue, cfg.SlowDown, d.slowWorst.Round(time.Millisecond))
 }
 
 // judgeClients: a run where a client sent fewer logical requests than
@@ -747,15 +748,15 @@ func judgeClients(e *fleetEvidence) (string, string) {
 	}
 	switch {
 	case missing == cfg.Clients:
-		return Inconclusive, fmt.Sprintf("none of the %d clients sent a request", cfg.Clients)
+		return analyze.Inconclusive, fmt.Sprintf("none of the %d clients sent a request", cfg.Clients)
 	case missing > 0 || len(short) > 0:
 		what := strings.Join(short, ", ")
 		if missing > 0 {
 			what = strings.TrimPrefix(fmt.Sprintf("%s, %d clients sent nothing", what, missing), ", ")
 		}
-		return Inconclusive, fmt.Sprintf("clients made fewer requests than asked (%s): a client that stops early shows nothing of how it retries", what)
+		return analyze.Inconclusive, fmt.Sprintf("clients made fewer requests than asked (%s): a client that stops early shows nothing of how it retries", what)
 	}
-	return Pass, fmt.Sprintf("all %d clients made the %d requests asked", cfg.Clients, cfg.Requests)
+	return analyze.Pass, fmt.Sprintf("all %d clients made the %d requests asked", cfg.Clients, cfg.Requests)
 }
 
 // judgeStall: a target that stalled while the clients retried moved their
@@ -765,9 +766,9 @@ func judgeStall(e *fleetEvidence) (string, string) {
 	case stall <= 0:
 		return "", "" // not measured (the target is not in this process)
 	case stall > eps:
-		return Inconclusive, fmt.Sprintf("the target stalled for %v while the clients retried, more than ε (%v): arrival times are the host's, not the clients' (start fewer clients, or on a quieter host)", stall.Round(time.Millisecond), eps)
+		return analyze.Inconclusive, fmt.Sprintf("the target stalled for %v while the clients retried, more than ε (%v): arrival times are the host's, not the clients' (start fewer clients, or on a quieter host)", stall.Round(time.Millisecond), eps)
 	default:
-		return Pass, fmt.Sprintf("the target kept time within %v (ε %v)", stall.Round(100*time.Microsecond), eps)
+		return analyze.Pass, fmt.Sprintf("the target kept time within %v (ε %v)", stall.Round(100*time.Microsecond), eps)
 	}
 }
 

@@ -1,4 +1,4 @@
-package analyze
+package jitter
 
 import (
 	"math/rand/v2"
@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/client"
 	"github.com/connectbyjbrh/ratecheck/decode"
@@ -52,10 +53,10 @@ func clientFleet(n, attempts int, seed, host uint64, b client.Backoff) *decode.I
 
 // judgeDefaults judges a fleet of seed as the fleet command does by
 // default (its null is the strategy claimed).
-func judgeDefaults(seed uint64, s client.Strategy) *JitterReport {
+func judgeDefaults(seed uint64, s client.Strategy) *Report {
 	b := fleetDefaults
 	b.Strategy = s
-	return Jitter(clientFleet(100, 4, seed, seed, b), JitterConfig{Base: b.Base, Cap: b.Cap, Strategy: string(s), Attempts: 4, Seed: seed})
+	return Judge(clientFleet(100, 4, seed, seed, b), Config{Base: b.Base, Cap: b.Cap, Strategy: string(s), Attempts: 4, Seed: seed})
 }
 
 // failures judges seeds [0, seeds) of strategy s with the fleet command's
@@ -68,7 +69,7 @@ func failures(seeds int, s client.Strategy) []uint64 {
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for seed := range next {
-				if judgeDefaults(seed, s).Verdict != Pass {
+				if judgeDefaults(seed, s).Verdict != analyze.Pass {
 					mu.Lock()
 					failed = append(failed, seed)
 					mu.Unlock()
@@ -119,7 +120,7 @@ func TestJitterCalibration(t *testing.T) {
 	t.Run("none", func(t *testing.T) {
 		for seed := range uint64(20) {
 			rep := judgeDefaults(seed, client.None)
-			if rep.Verdict != Fail || rep.RecollisionRate < 0.99 || rep.KSP > 1e-6 {
+			if rep.Verdict != analyze.Fail || rep.RecollisionRate < 0.99 || rep.KSP > 1e-6 {
 				t.Errorf("lockstep seed %d: verdict %s, re-collision %.2f, KS p %.2g", seed, rep.Verdict, rep.RecollisionRate, rep.KSP)
 			}
 		}
@@ -136,18 +137,18 @@ func TestJitterOwnNull(t *testing.T) {
 		b := fleetDefaults
 		b.Strategy = s
 		in := clientFleet(100, 4, 1, 1, b)
-		own := Jitter(in, JitterConfig{Base: b.Base, Cap: b.Cap, Strategy: string(s), Attempts: 4, Seed: 1})
-		if own.Verdict != Pass || own.Null != string(s) || own.KSP < 0.01 {
+		own := Judge(in, Config{Base: b.Base, Cap: b.Cap, Strategy: string(s), Attempts: 4, Seed: 1})
+		if own.Verdict != analyze.Pass || own.Null != string(s) || own.KSP < 0.01 {
 			t.Errorf("%s against its own null: verdict %s (null %s, KS p %.2g): %+v", s, own.Verdict, own.Null, own.KSP, own.Checks)
 		}
-		full := Jitter(in, JitterConfig{Base: b.Base, Cap: b.Cap, Strategy: "full", Attempts: 4, Seed: 1})
-		if full.Verdict != Fail || full.KSP > 1e-6 {
+		full := Judge(in, Config{Base: b.Base, Cap: b.Cap, Strategy: "full", Attempts: 4, Seed: 1})
+		if full.Verdict != analyze.Fail || full.KSP > 1e-6 {
 			t.Errorf("%s against full jitter: verdict %s, KS p %.2g, want fail", s, full.Verdict, full.KSP)
 		}
 	}
 	b := fleetDefaults
 	b.Strategy = client.Equal
-	rep := Jitter(clientFleet(100, 4, 1, 1, b), JitterConfig{Base: b.Base, Cap: b.Cap, Strategy: "full", Attempts: 4, Seed: 1})
+	rep := Judge(clientFleet(100, 4, 1, 1, b), Config{Base: b.Base, Cap: b.Cap, Strategy: "full", Attempts: 4, Seed: 1})
 	if rep.Waves[0].CollisionRatio < 1.6 || rep.Waves[0].Collisions <= rep.Waves[0].Bound {
 		t.Errorf("equal jitter against full jitter's null, wave 2: %d collisions, ratio %.2f, bound %d", rep.Waves[0].Collisions, rep.Waves[0].CollisionRatio, rep.Waves[0].Bound)
 	}
@@ -164,11 +165,11 @@ func TestJitterOwnNull(t *testing.T) {
 func TestJitterHostNoiseIgnored(t *testing.T) {
 	b := fleetDefaults
 	b.Strategy = client.Full
-	cfg := JitterConfig{Base: b.Base, Cap: b.Cap, Attempts: 4, Seed: 1}
-	want := Jitter(clientFleet(100, 4, 1, 1, b), cfg)
+	cfg := Config{Base: b.Base, Cap: b.Cap, Attempts: 4, Seed: 1}
+	want := Judge(clientFleet(100, 4, 1, 1, b), cfg)
 	ignore := cmpopts.IgnoreFields(Wave{}, "LateP99MS")
 	for host := uint64(2); host < 12; host++ {
-		got := Jitter(clientFleet(100, 4, 1, host, b), cfg)
+		got := Judge(clientFleet(100, 4, 1, host, b), cfg)
 		if diff := cmp.Diff(want.Waves, got.Waves, ignore, cmpopts.IgnoreUnexported(Wave{})); diff != "" || got.Verdict != want.Verdict {
 			t.Errorf("host noise %d changed the figures (-want +got):\n%s", host, diff)
 		}

@@ -1,0 +1,308 @@
+package analyze
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/internal/hostsim"
+)
+
+func summary(p99 float64, limit int, model, verdict string) RunSummary {
+	return RunSummary{Run: "results/x", Verdict: verdict, Surfaces: []SurfaceSummary{
+		{Surface: "rest", Requests: 566, Rate: 80, Throughput: 37, P50MS: 0.2, P95MS: 1, P99MS: p99, MaxMS: 3, ObservedLimit: &limit, Model: model, Verdict: verdict},
+	}}
+}
+
+// surfaceOfRun summarizes a run's latencies as Summarize does.
+func surfaceOfRun(lat, sent []time.Duration) SurfaceSummary {
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	limit := 240
+	at := func(q float64) float64 { return msOf(s[min(max(int(float64(len(s))*q+0.5)-1, 0), len(s)-1)]) }
+	rate := float64(len(lat)) / max(sent[len(sent)-1].Seconds(), 1e-3)
+	return SurfaceSummary{Surface: "rest", Requests: len(lat), Rate: rate, Throughput: rate * 240 / float64(len(lat)),
+		P50MS: at(0.5), P95MS: at(0.95), P99MS: msOf(p99(s)), MaxMS: msOf(s[len(s)-1]),
+		ObservedLimit: &limit, Model: "sliding-log", Verdict: "pass", Latencies: lat, Sent: sent}
+}
+
+// pairOf is a baseline and a run of one surface.
+func pairOf(base, baseSent, run, runSent []time.Duration) (RunSummary, RunSummary) {
+	return RunSummary{Run: "base", Verdict: "pass", Surfaces: []SurfaceSummary{surfaceOfRun(base, baseSent)}},
+		RunSummary{Run: "run", Verdict: "pass", Surfaces: []SurfaceSummary{surfaceOfRun(run, runSent)}}
+}
+
+var defaults = CompareOptions{MaxP99Increase: 0.10, P99Floor: time.Millisecond}
+
+// outcome is one pair's judgement.
+type outcome struct {
+	flagged           bool
+	ratio, baselineMS float64
+}
+
+// judgePairs compares pairs of runs of n latencies drawn from base and run
+// (pair i from seed i), on every core, as Compare judges a p99.
+func judgePairs(pairs, n int, base, run hostsim.Host) []outcome {
+	out := make([]outcome, pairs)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for i := range next {
+				rng := rand.New(rand.NewPCG(uint64(i), uint64(n)))
+				bl, bs := base.Run(rng, n)
+				rl, rs := run.Run(rng, n)
+				b, r := pairOf(bl, bs, rl, rs)
+				ch := judgeP99(b.Surfaces[0], r.Surfaces[0], defaults, false) // Compare's judgement, without the interval
+				out[i] = outcome{ch.Regressed, ch.Ratio, ch.BaselineMS}
+			}
+		})
+	}
+	for i := range pairs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
+// summary counts the flagged pairs and describes the pairs.
+func describeOutcomes(out []outcome) (flagged int, text string) {
+	var ratios, p99s []float64
+	for _, o := range out {
+		if o.flagged {
+			flagged++
+		}
+		ratios, p99s = append(ratios, o.ratio), append(p99s, o.baselineMS)
+	}
+	slices.Sort(ratios)
+	slices.Sort(p99s)
+	q := func(xs []float64, p float64) float64 { return xs[min(int(p*float64(len(xs))), len(xs)-1)] }
+	return flagged, fmt.Sprintf("%d of %d flagged; p99 ratio run/baseline from %.2f to %.2f (1st–99th percentile %.2f–%.2f); baseline p99 median %.2f ms, 90th %.2f ms, max %.1f ms",
+		flagged, len(out), ratios[0], ratios[len(ratios)-1], q(ratios, 0.01), q(ratios, 0.99), q(p99s, 0.5), q(p99s, 0.9), p99s[len(p99s)-1])
+}
+
+// TestCompareAA: two runs of one build against one target (an A/A pair)
+// are flagged in at most 1 % of pairs, though their p99s differ widely:
+// thousands of synthetic pairs with a heavy-tailed body and stalls of the
+// host, about 560 latencies under 10 ms as a verify run has, and more.
+func TestCompareAA(t *testing.T) {
+	tests := []struct {
+		name     string
+		h        hostsim.Host
+		n, pairs int
+	}{
+		{"verify, hostsim.Quiet hostsim.Host", hostsim.Quiet, 560, 2000},
+		{"verify, hostsim.Busy hostsim.Host", hostsim.Busy, 560, 2000},
+		{"5000 at a constant rate, hostsim.Busy hostsim.Host", hostsim.Steady(hostsim.Busy), 5000, 1000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := judgePairs(tt.pairs, tt.n, tt.h, tt.h)
+			n, text := describeOutcomes(out)
+			t.Log(text)
+			if n*100 > tt.pairs {
+				t.Errorf("%d of %d A/A pairs flagged, want at most 1 %%", n, tt.pairs)
+			}
+			if slices.MaxFunc(out, func(a, b outcome) int { return cmp.Compare(a.ratio, b.ratio) }).ratio < 1.5 {
+				t.Errorf("no A/A pair's p99 ratio reaches 1.5: the pairs are too tame to show anything")
+			}
+		})
+	}
+}
+
+// TestCompareFindsRegression: a target that adds 20–40 ms to every answer
+// (serve --faults delay=20ms-40ms) is flagged in every pair whose
+// baseline's p99 is below 20 ms (on a hostsim.Busy hostsim.Host, a baseline that froze is
+// slower than that, and no rise shows against it); so is a build twice as
+// slow on every answer, over 5000 requests at a constant rate. (Over a
+// verify run the p99 is a handful of requests of its bursts: a build twice
+// as slow doubles it, as chance alone may on a hostsim.Busy hostsim.Host, and is not told
+// apart from it; TestCompareAA's ratios show the spread.)
+func TestCompareFindsRegression(t *testing.T) {
+	delayed := func(h hostsim.Host) hostsim.Host { h.AddLo, h.Add = 20*time.Millisecond, 40*time.Millisecond; return h }
+	// A constant-rate run with a p99 of about 4 ms, then twice as slow.
+	ms := hostsim.Steady(hostsim.Quiet)
+	ms.Median = time.Millisecond
+	twice := ms
+	twice.Median *= 2
+	tests := []struct {
+		name      string
+		base, run hostsim.Host
+		n, pairs  int
+	}{
+		{"delay 20–40 ms, hostsim.Quiet", hostsim.Quiet, delayed(hostsim.Quiet), 560, 300},
+		{"delay 20–40 ms, hostsim.Busy", hostsim.Busy, delayed(hostsim.Busy), 560, 300},
+		{"delay 20–40 ms, hostsim.Busy, 5000 at a constant rate", hostsim.Steady(hostsim.Busy), delayed(hostsim.Steady(hostsim.Busy)), 5000, 100},
+		{"twice as slow, hostsim.Quiet, 5000 at a constant rate", ms, twice, 5000, 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := judgePairs(tt.pairs, tt.n, tt.base, tt.run)
+			_, text := describeOutcomes(out)
+			t.Log(text)
+			for i, o := range out {
+				if !o.flagged && o.baselineMS < 20 {
+					t.Errorf("pair %d: p99 ratio %.2f against a baseline p99 of %.2f ms not flagged", i, o.ratio, o.baselineMS)
+				}
+			}
+		})
+	}
+}
+
+// TestCompare: each kind of regression, the exact ones and the p99's.
+func TestCompare(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	base, baseSent := hostsim.Quiet.Run(rng, 560)
+	again, againSent := hostsim.Quiet.Run(rng, 560)
+	delayed := hostsim.Quiet
+	delayed.AddLo, delayed.Add = 20*time.Millisecond, 40*time.Millisecond
+	slow, slowSent := delayed.Run(rng, 560)
+	// A fast target whose every answer came 0.3 ms later: a sure rise of
+	// a sub-millisecond p99, by far more than 10 %, by less than 1 ms.
+	fast := hostsim.Host{Median: 200 * time.Microsecond, Sigma: 0.3}
+	fastBase, fastSent := fast.Run(rng, 560)
+	subMS := make([]time.Duration, len(fastBase))
+	for i, d := range fastBase {
+		subMS[i] = d + 300*time.Microsecond
+	}
+	sb, _ := pairOf(base, baseSent, base, baseSent)
+	fb, _ := pairOf(fastBase, fastSent, fastBase, fastSent)
+	runOf := func(lat, sent []time.Duration) RunSummary { _, r := pairOf(lat, sent, lat, sent); return r }
+	tests := []struct {
+		name string
+		base RunSummary
+		run  RunSummary
+		want []string // substrings of the regressions, in order
+		note string   // a substring of the notes
+	}{
+		{"same", summary(2, 240, "sliding-log", "pass"), summary(2, 240, "sliding-log", "pass"), nil, ""},
+		{"no latencies, p99 within 10%", summary(2, 240, "sliding-log", "pass"), summary(2.19, 240, "sliding-log", "pass"), nil, ""},
+		{"no latencies, p99 up 50%", summary(2, 240, "sliding-log", "pass"), summary(3, 240, "sliding-log", "pass"), []string{"rest: p99 2.00 ms → 3.00 ms (+50%, above 1.10)"}, ""},
+		{"limit 241", summary(2, 240, "sliding-log", "pass"), summary(2, 241, "sliding-log", "pass"), []string{"rest: observed limit 240 → 241"}, ""},
+		{"fixed window, failing", summary(2, 240, "sliding-log", "pass"), summary(2, 240, "fixed-window", "fail"), []string{"verdict pass → fail", "rest: verdict pass → fail", "rest: model sliding-log → fixed-window"}, ""},
+		{"surface missing", summary(2, 240, "sliding-log", "pass"), RunSummary{Run: "results/y", Verdict: "pass"}, []string{"rest: not in the run"}, ""},
+		{"A/A", sb, runOf(again, againSent), nil, ""},
+		{"delay 20–40 ms", sb, runOf(slow, slowSent), []string{"% interval of the ratio"}, ""},
+		{"sub-millisecond", fb, runOf(subMS, fastSent), nil, "a rise of less than 1ms does not count"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Compare(tt.base, tt.run, defaults)
+			if len(c.Regressions) != len(tt.want) {
+				t.Fatalf("regressions %q, want %q (p99 %+v)", c.Regressions, tt.want, c.P99)
+			}
+			for i, w := range tt.want {
+				if !strings.Contains(c.Regressions[i], w) {
+					t.Errorf("regression %d %q, want %q", i, c.Regressions[i], w)
+				}
+			}
+			if tt.note != "" && !strings.Contains(strings.Join(c.Notes, "\n"), tt.note) {
+				t.Errorf("notes %q, want %q", c.Notes, tt.note)
+			}
+			if want := map[bool]string{true: "pass", false: "fail"}[len(tt.want) == 0]; c.Verdict != want {
+				t.Errorf("verdict %s, want %s", c.Verdict, want)
+			}
+		})
+	}
+}
+
+// TestP99Interval: the interval holds the ratio, is deterministic, holds
+// 1 for a run against itself, narrowly for a long run, and lies above a
+// threshold exactly when the test rejects at it.
+func TestP99Interval(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	a, as := hostsim.Busy.Run(rng, 560)
+	b, bs := hostsim.Busy.Run(rng, 560)
+	t1, _ := newP99Test(a, as, b, bs)
+	lo, hi := t1.interval(P99Confidence)
+	t2, _ := newP99Test(a, as, b, bs)
+	lo2, hi2 := t2.interval(P99Confidence)
+	if lo != lo2 || hi != hi2 || lo > t1.ratio() || hi < t1.ratio() {
+		t.Errorf("interval [%v, %v] then [%v, %v], ratio %v", lo, hi, lo2, hi2, t1.ratio())
+	}
+	for _, theta := range []float64{lo * 0.98, lo * 1.02} {
+		if rejects := t1.pUpper(theta) <= (1-P99Confidence)/2; rejects != (theta < lo) {
+			t.Errorf("at θ %.3f (interval from %.3f) the test rejects: %v", theta, lo, rejects)
+		}
+	}
+	big, bigSent := hostsim.Quiet.Run(rng, 50000)
+	t3, _ := newP99Test(big, bigSent, big, bigSent)
+	if lo, hi := t3.interval(P99Confidence); lo > 1 || hi < 1 {
+		t.Errorf("a run of 50000 against itself: interval [%.3f, %.3f], want one around 1", lo, hi)
+	}
+	slow := hostsim.Quiet
+	slow.AddLo, slow.Add = 20*time.Millisecond, 40*time.Millisecond
+	c, cs := slow.Run(rng, 560)
+	t4, _ := newP99Test(a, as, c, cs)
+	if lo, hi := t4.interval(P99Confidence); lo < 2 || hi < lo {
+		t.Errorf("20–40 ms added to a hostsim.Busy hostsim.Host's answers: interval [%.3f, %.3f] of the ratio %.2f, want one above 2", lo, hi, t4.ratio())
+	}
+	if _, ok := newP99Test(nil, nil, b, bs); ok {
+		t.Error("a test without a baseline's latencies")
+	}
+}
+
+// TestP99OneMoment: runs that differ at one moment only (the onset burst
+// twice as slow in the run, the rest the same) are never told apart, at
+// any θ up to the ratio: that pair is swapped in half the splits, and the
+// splits that swap no pair that matters have the observed ratio itself
+// (computed in another order, so counted with a tolerance).
+func TestP99OneMoment(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	base, sent := hostsim.Quiet.Run(rng, 560)
+	run := slices.Clone(base)
+	for i, s := range sent {
+		if s < 120*time.Millisecond {
+			run[i] *= 2
+		}
+	}
+	tt, _ := newP99Test(base, sent, run, sent)
+	if r := tt.ratio(); r < 1.5 {
+		t.Fatalf("ratio %.2f: the burst does not carry the p99", r)
+	}
+	for theta := 1.0; theta < tt.ratio(); theta += 0.01 {
+		if p := tt.pUpper(theta); p < 0.45 {
+			t.Fatalf("at θ %.2f (ratio %.2f) p %.4f: one moment told apart", theta, tt.ratio(), p)
+		}
+	}
+}
+
+// TestSplitP99MatchesSort: the heap merge of the slices' largest finds
+// the p99 a sort of the split run's latencies finds.
+func TestSplitP99MatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	for _, n := range [][2]int{{1, 1}, {2, 7}, {99, 560}, {560, 566}, {3000, 400}} {
+		base, baseSent := hostsim.Busy.Run(rng, n[0])
+		run, runSent := hostsim.Busy.Run(rng, n[1])
+		tt, _ := newP99Test(base, baseSent, run, runSent)
+		span := max(slices.Max(baseSent), slices.Max(runSent)) + 1
+		bs, rs := slicesOf(base, baseSent, span), slicesOf(run, runSent, span)
+		for _, theta := range []float64{1, 1.7} {
+			for _, swap := range append([]uint64{0, ^uint64(0)}, tt.swaps[:50]...) {
+				var all []time.Duration
+				for k := range p99Slices {
+					if swap&(1<<k) == 0 {
+						all = append(all, rs[k]...)
+						continue
+					}
+					for _, d := range bs[k] {
+						all = append(all, time.Duration(float64(d)*theta))
+					}
+				}
+				slices.Sort(all)
+				got, want := tt.splitP99(swap, theta), float64(p99(all))
+				if math.Abs(got-want) > 1 {
+					t.Fatalf("%v at θ %v: p99 %v, want %v", n, theta, got, want)
+				}
+			}
+		}
+	}
+}

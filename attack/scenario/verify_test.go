@@ -1,9 +1,13 @@
 package scenario
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
 	"testing"
 
 	"github.com/connectbyjbrh/ratecheck/method"
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestVerifyProfileProbesOnlyTheSurfacesVerified: verify --surfaces mcp
@@ -27,5 +31,48 @@ func TestVerifyProfileProbesOnlyTheSurfacesVerified(t *testing.T) {
 		if len(seen) != len(want) || !seen[method.REST] && want[method.REST] || !seen[method.MCP] && want[method.MCP] {
 			t.Errorf("--surfaces %v: the plan probes %v", surfaces, seen)
 		}
+	}
+}
+
+// TestVerifyPlanGolden holds verify's probe plan, for the combinations of
+// check groups, source counts and the discriminating window that differ, to
+// testdata/verify-plan.golden (refresh with -update): a change to the
+// plan is a change to the method, made on purpose.
+func TestVerifyPlanGolden(t *testing.T) {
+	var got []byte
+	for _, c := range []struct {
+		groups  [3]bool
+		sources int
+		disc    bool
+	}{
+		{[3]bool{true, true, true}, 3, false}, {[3]bool{true, true, true}, 3, true}, {[3]bool{true, true, true}, 1, false},
+		{[3]bool{true, true, true}, 0, false}, {[3]bool{true, true, false}, 2, false},
+		{[3]bool{true, false, false}, 3, false}, {[3]bool{false, true, false}, 3, false}, {[3]bool{false, false, true}, 3, false},
+	} {
+		p, err := VerifyProfile(VerifyOptions{RESTLimit: 240, MCPLimit: 120, Sources: []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}[:c.sources],
+			Limits: c.groups[0], Isolation: c.groups[1], Contract: c.groups[2], Discriminate: c.disc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range p.Streams {
+			b, err := json.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = fmt.Appendf(got, "%v sources=%d discriminate=%v %s\n", c.groups, c.sources, c.disc, b)
+		}
+	}
+	const file = "testdata/verify-plan.golden"
+	if *update {
+		if err := os.WriteFile(file, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (run with -update to write it)", err)
+	}
+	if d := cmp.Diff(string(want), string(got)); d != "" {
+		t.Errorf("verify's plan changed (-want +got):\n%s", d)
 	}
 }

@@ -227,32 +227,19 @@ func nodeLines(root *yaml.Node) func(string) int {
 	}
 }
 
+// badFunc makes the error of a field at a dotted path, with its line.
+type badFunc func(path, format string, args ...any) error
+
 // validate checks values the YAML types cannot, reporting the line of the
-// offending field.
+// offending field: the policy, the profile's own fields, then each stream.
 func (p *Profile) validate(line func(string) int) error {
 	bad := func(path, format string, args ...any) error {
 		return &LineError{Line: line(path), Msg: fmt.Sprintf(format, args...)}
 	}
-	switch p.Policy.Surface {
-	case method.REST, method.MCP, "both":
-	case "":
-		return bad("policy", "policy.surface is required (rest, mcp or both)")
-	default:
-		return bad("policy.surface", "policy.surface %q: want rest, mcp or both", p.Policy.Surface)
-	}
-	if p.Policy.Limit < 0 {
-		return bad("policy.limit", "policy.limit must be positive, got %d", p.Policy.Limit)
-	}
-	if p.Policy.Window.W != 0 {
-		return bad("policy.window", "policy.window is the contract's window: write it as a duration such as 60s, not in windows")
-	}
-	if p.Policy.Window.IsZero() {
-		p.Policy.Window = Span{D: time.Minute}
+	if err := p.Policy.validate(bad); err != nil {
+		return err
 	}
 	w := p.Policy.Window.D
-	if err := checkSpan("policy.window", p.Policy.Window, w); err != nil {
-		return bad("policy.window", "%v", err)
-	}
 	if p.Name != "" {
 		if err := CheckName(p.Name); err != nil {
 			return bad("name", "profile %v", err)
@@ -276,69 +263,108 @@ func (p *Profile) validate(line func(string) int) error {
 	}
 	names := map[string]bool{}
 	for i := range p.Streams {
-		s := &p.Streams[i]
-		at := func(field string) string { return fmt.Sprintf("streams.%d.%s", i, field) }
-		if s.Name == "" {
-			s.Name = fmt.Sprintf("stream%d", i+1)
-		}
-		if err := CheckName(s.Name); err != nil {
-			return bad(at("name"), "stream %v", err)
-		}
-		if names[s.Name] {
-			return bad(at("name"), "stream name %q is repeated", s.Name)
-		}
-		if err := checkSpan("start", s.Start, w); err != nil {
-			return bad(at("start"), "stream %s: %v", s.Name, err)
-		}
-		for j, a := range s.After {
-			if !names[a] {
-				return bad(fmt.Sprintf("streams.%d.after.%d", i, j), "stream %s: after %q: no earlier stream has that name", s.Name, a)
-			}
-		}
-		names[s.Name] = true
-		if s.Surface != method.REST && s.Surface != method.MCP {
-			return bad(at("surface"), "stream %s: surface %q: want rest or mcp", s.Name, s.Surface)
-		}
-		for j, src := range s.Sources {
-			if err := checkSource(src); err != nil {
-				return bad(fmt.Sprintf("streams.%d.sources.%d", i, j), "%v", err)
-			}
-		}
-		if len(s.Requests) == 0 {
-			return bad(at("requests"), "stream %s needs at least one request", s.Name)
-		}
-		for j, r := range s.Requests {
-			rat := fmt.Sprintf("streams.%d.requests.%d", i, j)
-			switch {
-			case s.Surface == method.REST && (r.RPC != "" || r.Params != nil):
-				return bad(rat, "stream %s: a REST request takes method, path and query, not rpc or params", s.Name)
-			case s.Surface == method.REST && !strings.HasPrefix(r.Path, "/"):
-				return bad(rat, "stream %s: a REST request needs a path starting with /", s.Name)
-			case s.Surface == method.MCP && r.RPC == "" && r.Body == nil && r.Method == "":
-				return bad(rat, "stream %s: an MCP request needs rpc (the JSON-RPC method) or a body", s.Name)
-			case s.Surface == method.MCP && r.Query != nil:
-				return bad(rat, "stream %s: an MCP request takes rpc and params, not query", s.Name)
-			case r.PadTo < 0 || r.PadTo > 16<<20:
-				return bad(rat+".pad_to", "pad_to must be between 0 and 16 MiB")
-			}
-			for k := range r.Headers {
-				if err := checkHeaderName(k); err != nil {
-					return bad(rat+".headers."+k, "%v", err)
-				}
-			}
-		}
-		if err := s.Pacer.validate(func(f string) int { return line(at("pacer." + f)) }); err != nil {
+		if err := p.Streams[i].validate(i, names, w, line, bad); err != nil {
 			return err
 		}
-		if err := s.Pacer.checkNumbers(w, func(f, format string, args ...any) error {
-			return bad(at("pacer."+f), "stream %s: %s", s.Name, fmt.Sprintf(format, args...))
-		}); err != nil {
+	}
+	return nil
+}
+
+// validate checks the policy and sets its default window (the contract's).
+func (pol *Policy) validate(bad badFunc) error {
+	switch pol.Surface {
+	case method.REST, method.MCP, "both":
+	case "":
+		return bad("policy", "policy.surface is required (rest, mcp or both)")
+	default:
+		return bad("policy.surface", "policy.surface %q: want rest, mcp or both", pol.Surface)
+	}
+	if pol.Limit < 0 {
+		return bad("policy.limit", "policy.limit must be positive, got %d", pol.Limit)
+	}
+	if pol.Window.W != 0 {
+		return bad("policy.window", "policy.window is the contract's window: write it as a duration such as 60s, not in windows")
+	}
+	if pol.Window.IsZero() {
+		pol.Window = Span{D: time.Minute}
+	}
+	if err := checkSpan("policy.window", pol.Window, pol.Window.D); err != nil {
+		return bad("policy.window", "%v", err)
+	}
+	return nil
+}
+
+// validate checks stream i of a profile whose window is w, given the names
+// of the streams before it (it adds its own), and names it when unnamed.
+func (s *Stream) validate(i int, names map[string]bool, w time.Duration, line func(string) int, bad badFunc) error {
+	at := func(field string) string { return fmt.Sprintf("streams.%d.%s", i, field) }
+	if s.Name == "" {
+		s.Name = fmt.Sprintf("stream%d", i+1)
+	}
+	if err := CheckName(s.Name); err != nil {
+		return bad(at("name"), "stream %v", err)
+	}
+	if names[s.Name] {
+		return bad(at("name"), "stream name %q is repeated", s.Name)
+	}
+	if err := checkSpan("start", s.Start, w); err != nil {
+		return bad(at("start"), "stream %s: %v", s.Name, err)
+	}
+	for j, a := range s.After {
+		if !names[a] {
+			return bad(fmt.Sprintf("streams.%d.after.%d", i, j), "stream %s: after %q: no earlier stream has that name", s.Name, a)
+		}
+	}
+	names[s.Name] = true
+	if s.Surface != method.REST && s.Surface != method.MCP {
+		return bad(at("surface"), "stream %s: surface %q: want rest or mcp", s.Name, s.Surface)
+	}
+	for j, src := range s.Sources {
+		if err := checkSource(src); err != nil {
+			return bad(fmt.Sprintf("streams.%d.sources.%d", i, j), "%v", err)
+		}
+	}
+	if len(s.Requests) == 0 {
+		return bad(at("requests"), "stream %s needs at least one request", s.Name)
+	}
+	for j, r := range s.Requests {
+		if err := r.validate(s, fmt.Sprintf("streams.%d.requests.%d", i, j), bad); err != nil {
 			return err
 		}
-		for k, v := range s.Expect {
-			if !validExpectKey(k) || v < 0 {
-				return bad(at("expect."+k), "expect %s: %d: want a status (200, 429, 2xx, 4xx, other, errors) and a count >= 0", k, v)
-			}
+	}
+	if err := s.Pacer.validate(func(f string) int { return line(at("pacer." + f)) }); err != nil {
+		return err
+	}
+	if err := s.Pacer.checkNumbers(w, func(f, format string, args ...any) error {
+		return bad(at("pacer."+f), "stream %s: %s", s.Name, fmt.Sprintf(format, args...))
+	}); err != nil {
+		return err
+	}
+	for k, v := range s.Expect {
+		if !validExpectKey(k) || v < 0 {
+			return bad(at("expect."+k), "expect %s: %d: want a status (200, 429, 2xx, 4xx, other, errors) and a count >= 0", k, v)
+		}
+	}
+	return nil
+}
+
+// validate checks a request of stream s, at the dotted path rat.
+func (r Request) validate(s *Stream, rat string, bad badFunc) error {
+	switch {
+	case s.Surface == method.REST && (r.RPC != "" || r.Params != nil):
+		return bad(rat, "stream %s: a REST request takes method, path and query, not rpc or params", s.Name)
+	case s.Surface == method.REST && !strings.HasPrefix(r.Path, "/"):
+		return bad(rat, "stream %s: a REST request needs a path starting with /", s.Name)
+	case s.Surface == method.MCP && r.RPC == "" && r.Body == nil && r.Method == "":
+		return bad(rat, "stream %s: an MCP request needs rpc (the JSON-RPC method) or a body", s.Name)
+	case s.Surface == method.MCP && r.Query != nil:
+		return bad(rat, "stream %s: an MCP request takes rpc and params, not query", s.Name)
+	case r.PadTo < 0 || r.PadTo > 16<<20:
+		return bad(rat+".pad_to", "pad_to must be between 0 and 16 MiB")
+	}
+	for k := range r.Headers {
+		if err := checkHeaderName(k); err != nil {
+			return bad(rat+".headers."+k, "%v", err)
 		}
 	}
 	return nil

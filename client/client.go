@@ -209,27 +209,7 @@ func (c *Client) Do(ctx context.Context, route string, newReq func(ctx context.C
 		if err != nil {
 			return nil, err
 		}
-		a := Attempt{Request: id, N: n, Method: req.Method, Route: route, URL: req.URL.String(), Delay: delay, Waited: waited}
-		if req.ContentLength > 0 {
-			a.BytesOut = uint64(req.ContentLength)
-		}
-		a.Start = now()
-		resp, err := hc.Do(req)
-		if err == nil {
-			// An event stream is read up to the JSON-RPC response only: a
-			// server may keep it open after the response.
-			a.Body, err = mcpwire.ReadAnswer(resp.Body, resp.Header.Get("Content-Type"), maxBody)
-			resp.Body.Close()
-			a.Status, a.Header = resp.StatusCode, resp.Header
-			if errors.Is(err, mcpwire.ErrNoResponse) {
-				err = nil // a stream that ended early: Classify judges it
-			}
-			if err != nil { // the body broke off: a transport fault
-				a.Status = 0
-			}
-		}
-		a.Latency, a.Err = now().Sub(a.Start), err
-		a.Class = Classify(a.Status, a.Header.Get("Content-Type"), a.Body, err)
+		a := c.send(hc, req, now, Attempt{Request: id, N: n, Method: req.Method, Route: route, URL: req.URL.String(), Delay: delay, Waited: waited})
 		if ctx.Err() != nil {
 			a.Class = Answer
 		}
@@ -264,6 +244,33 @@ func (c *Client) Do(ctx context.Context, route string, newReq func(ctx context.C
 			return out, err
 		}
 	}
+}
+
+// send sends one attempt's request with hc and completes a with what came
+// back: the answer (an event stream read up to its JSON-RPC response), its
+// latency on now's clock, and its class.
+func (c *Client) send(hc *http.Client, req *http.Request, now func() time.Time, a Attempt) Attempt {
+	if req.ContentLength > 0 {
+		a.BytesOut = uint64(req.ContentLength)
+	}
+	a.Start = now()
+	resp, err := hc.Do(req)
+	if err == nil {
+		// An event stream is read up to the JSON-RPC response only: a
+		// server may keep it open after the response.
+		a.Body, err = mcpwire.ReadAnswer(resp.Body, resp.Header.Get("Content-Type"), maxBody)
+		resp.Body.Close()
+		a.Status, a.Header = resp.StatusCode, resp.Header
+		if errors.Is(err, mcpwire.ErrNoResponse) {
+			err = nil // a stream that ended early: Classify judges it
+		}
+		if err != nil { // the body broke off: a transport fault
+			a.Status = 0
+		}
+	}
+	a.Latency, a.Err = now().Sub(a.Start), err
+	a.Class = Classify(a.Status, a.Header.Get("Content-Type"), a.Body, err)
+	return a
 }
 
 // observe logs a failed attempt and hands it to OnAttempt.

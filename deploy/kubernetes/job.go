@@ -177,57 +177,9 @@ func Write(w io.Writer, o Options) error {
 		docs = append(docs, claim{APIVersion: "v1", Kind: "PersistentVolumeClaim", Metadata: meta(o.Claim, "results"),
 			Spec: claimSpec{AccessModes: []string{"ReadWriteMany"}, Resources: claimResources{Requests: map[string]string{"storage": o.ClaimSize}}}})
 	}
-	target := o.Target
-	if target == "" {
-		svc := o.Name + "-target"
-		target = fmt.Sprintf("http://%s:%d", svc, TargetPort)
-		args := []string{"serve", "--addr", fmt.Sprintf(":%d", TargetPort)}
-		if o.Window > 0 {
-			args = append(args, "--window", o.Window.String())
-		}
-		tm := meta(svc, "target")
-		docs = append(docs,
-			deployment{APIVersion: "apps/v1", Kind: "Deployment", Metadata: tm, Spec: deploymentSpec{
-				Replicas: 1, Selector: selector{MatchLabels: tm.Labels},
-				Template: podTemplate{Metadata: objectMeta{Labels: tm.Labels}, Spec: podSpec{
-					SecurityContext: &podSecurity{RunAsNonRoot: true, RunAsUser: 65532},
-					Containers: []container{{Name: "target", Image: o.Image, Command: []string{"ratecheck"}, Args: args,
-						Ports:          []containerPort{{Name: "http", ContainerPort: TargetPort}},
-						ReadinessProbe: &probe{TCPSocket: tcpSocket{Port: TargetPort}}}}}}}},
-			service{APIVersion: "v1", Kind: "Service", Metadata: tm, Spec: serviceSpec{Selector: tm.Labels,
-				Ports: []servicePort{{Name: "http", Port: TargetPort, TargetPort: TargetPort}}}})
-	}
-	args := []string{"attack",
-		"--profile", path.Join("/etc/ratecheck", o.ProfileFile),
-		"--target", target,
-		"--shard", fmt.Sprintf("$(JOB_COMPLETION_INDEX)/%d", o.Shards),
-		"--start-at", o.StartAt.UTC().Format(time.RFC3339Nano),
-		"--sources", "own",
-		"--out", path.Join(ResultsDir, o.Name)}
-	if o.Window > 0 {
-		args = append(args, "--window", o.Window.String())
-	}
-	args = append(args, o.Args...)
-	jm := meta(o.Name, "shard")
-	zero := 0
-	docs = append(docs, job{APIVersion: "batch/v1", Kind: "Job", Metadata: jm, Spec: jobSpec{
-		CompletionMode: "Indexed", Completions: o.Shards, Parallelism: o.Shards,
-		// A shard that failed is not run again: a retry would start
-		// after the agreed instant and send its share twice.
-		BackoffLimit: &zero,
-		Template: podTemplate{Metadata: objectMeta{Labels: jm.Labels}, Spec: podSpec{
-			RestartPolicy:   "Never",
-			SecurityContext: &podSecurity{RunAsNonRoot: true, RunAsUser: 65532, FSGroup: 65532},
-			// Spread the shards over nodes: more machines, more addresses.
-			TopologySpreadConstraints: []spread{{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname",
-				WhenUnsatisfiable: "ScheduleAnyway", LabelSelector: selector{MatchLabels: jm.Labels}}},
-			Containers: []container{{Name: "attack", Image: o.Image, Command: []string{"ratecheck"}, Args: args,
-				Env: []envVar{{Name: "JOB_COMPLETION_INDEX", ValueFrom: &envSource{FieldRef: fieldRef{
-					FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}},
-				VolumeMounts: []volumeMount{{Name: "profile", MountPath: "/etc/ratecheck", ReadOnly: true}, {Name: "results", MountPath: ResultsDir}}}},
-			Volumes: []volume{
-				{Name: "profile", ConfigMap: &configMapVolume{Name: cm}},
-				{Name: "results", PersistentVolumeClaim: &claimVolume{ClaimName: o.Claim}}}}}}})
+	target, objs := targetObjects(o, meta)
+	docs = append(docs, objs...)
+	docs = append(docs, shardJob(o, meta(o.Name, "shard"), target, cm))
 
 	// Every value goes through the YAML encoder, the header comment too:
 	// it holds only numbers and an instant, never a name, a target or an
@@ -249,6 +201,69 @@ func Write(w io.Writer, o Options) error {
 		}
 	}
 	return enc.Close()
+}
+
+// targetObjects returns the target the shards attack and the objects that
+// serve it: o.Target itself and none, or a Deployment and a Service of the
+// reference target when o.Target is empty.
+func targetObjects(o Options, meta func(name, component string) objectMeta) (string, []any) {
+	var docs []any
+	target := o.Target
+	if target == "" {
+		svc := o.Name + "-target"
+		target = fmt.Sprintf("http://%s:%d", svc, TargetPort)
+		args := []string{"serve", "--addr", fmt.Sprintf(":%d", TargetPort)}
+		if o.Window > 0 {
+			args = append(args, "--window", o.Window.String())
+		}
+		tm := meta(svc, "target")
+		docs = append(docs,
+			deployment{APIVersion: "apps/v1", Kind: "Deployment", Metadata: tm, Spec: deploymentSpec{
+				Replicas: 1, Selector: selector{MatchLabels: tm.Labels},
+				Template: podTemplate{Metadata: objectMeta{Labels: tm.Labels}, Spec: podSpec{
+					SecurityContext: &podSecurity{RunAsNonRoot: true, RunAsUser: 65532},
+					Containers: []container{{Name: "target", Image: o.Image, Command: []string{"ratecheck"}, Args: args,
+						Ports:          []containerPort{{Name: "http", ContainerPort: TargetPort}},
+						ReadinessProbe: &probe{TCPSocket: tcpSocket{Port: TargetPort}}}}}}}},
+			service{APIVersion: "v1", Kind: "Service", Metadata: tm, Spec: serviceSpec{Selector: tm.Labels,
+				Ports: []servicePort{{Name: "http", Port: TargetPort, TargetPort: TargetPort}}}})
+	}
+	return target, docs
+}
+
+// shardJob is the Indexed Job of o.Shards pods, each one shard of the
+// attack on target, with the profile of ConfigMap cm.
+func shardJob(o Options, jm objectMeta, target, cm string) job {
+	args := []string{"attack",
+		"--profile", path.Join("/etc/ratecheck", o.ProfileFile),
+		"--target", target,
+		"--shard", fmt.Sprintf("$(JOB_COMPLETION_INDEX)/%d", o.Shards),
+		"--start-at", o.StartAt.UTC().Format(time.RFC3339Nano),
+		"--sources", "own",
+		"--out", path.Join(ResultsDir, o.Name)}
+	if o.Window > 0 {
+		args = append(args, "--window", o.Window.String())
+	}
+	args = append(args, o.Args...)
+	zero := 0
+	return job{APIVersion: "batch/v1", Kind: "Job", Metadata: jm, Spec: jobSpec{
+		CompletionMode: "Indexed", Completions: o.Shards, Parallelism: o.Shards,
+		// A shard that failed is not run again: a retry would start
+		// after the agreed instant and send its share twice.
+		BackoffLimit: &zero,
+		Template: podTemplate{Metadata: objectMeta{Labels: jm.Labels}, Spec: podSpec{
+			RestartPolicy:   "Never",
+			SecurityContext: &podSecurity{RunAsNonRoot: true, RunAsUser: 65532, FSGroup: 65532},
+			// Spread the shards over nodes: more machines, more addresses.
+			TopologySpreadConstraints: []spread{{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname",
+				WhenUnsatisfiable: "ScheduleAnyway", LabelSelector: selector{MatchLabels: jm.Labels}}},
+			Containers: []container{{Name: "attack", Image: o.Image, Command: []string{"ratecheck"}, Args: args,
+				Env: []envVar{{Name: "JOB_COMPLETION_INDEX", ValueFrom: &envSource{FieldRef: fieldRef{
+					FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}},
+				VolumeMounts: []volumeMount{{Name: "profile", MountPath: "/etc/ratecheck", ReadOnly: true}, {Name: "results", MountPath: ResultsDir}}}},
+			Volumes: []volume{
+				{Name: "profile", ConfigMap: &configMapVolume{Name: cm}},
+				{Name: "results", PersistentVolumeClaim: &claimVolume{ClaimName: o.Claim}}}}}}}
 }
 
 // The API fields the manifests use, named as in the Kubernetes API.

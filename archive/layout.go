@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/connectbyjbrh/ratecheck/internal/safefile"
 )
 
 // A run folder, results/<UTC time>-<name>/, holds:
@@ -175,20 +176,12 @@ const maxWindow = 24 * time.Hour
 // that names it.
 func ReadRunInfo(dir string) (*RunInfo, error) {
 	path := filepath.Join(dir, RunFile)
-	f, err := os.Open(path)
+	b, err := safefile.Read(path, maxRunFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxRunFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(b) > maxRunFile {
-		return nil, fmt.Errorf("%s: larger than %d bytes: not a run.json", path, maxRunFile)
 	}
 	run := &RunInfo{Dir: dir}
 	if err := json.Unmarshal(b, run); err != nil {

@@ -8,9 +8,10 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/connectbyjbrh/ratecheck/internal/safefile"
 )
 
 // DefaultIdleConnections is how many idle keep-alive connections a
@@ -51,13 +52,16 @@ func (e *FileError) Error() string {
 }
 func (e *FileError) Unwrap() error { return e.Err }
 
+// maxPEM is the largest certificate or key file read.
+const maxPEM = 1 << 20
+
 // Config reads the files and returns the TLS configuration they make, or a
 // *FileError naming the file that is missing, unreadable or not what it
 // should be.
 func (f TLSFiles) Config() (*tls.Config, error) {
 	c := &tls.Config{InsecureSkipVerify: f.Insecure}
 	if f.CACert != "" {
-		pem, err := os.ReadFile(f.CACert)
+		pem, err := safefile.Read(f.CACert, maxPEM)
 		if err != nil {
 			return nil, &FileError{"cacert", f.CACert, err}
 		}
@@ -70,13 +74,13 @@ func (f TLSFiles) Config() (*tls.Config, error) {
 	case f.Cert == "" && f.Key != "":
 		return nil, &FileError{"key", f.Key, errors.New("a key without --cert: name the client certificate too")}
 	case f.Cert != "":
-		certPEM, err := os.ReadFile(f.Cert)
+		certPEM, err := safefile.Read(f.Cert, maxPEM)
 		if err != nil {
 			return nil, &FileError{"cert", f.Cert, err}
 		}
 		keyPEM, keyRole, keyPath := certPEM, "cert", f.Cert
 		if f.Key != "" {
-			if keyPEM, err = os.ReadFile(f.Key); err != nil {
+			if keyPEM, err = safefile.Read(f.Key, maxPEM); err != nil {
 				return nil, &FileError{"key", f.Key, err}
 			}
 			keyRole, keyPath = "key", f.Key

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/connectbyjbrh/ratecheck/attack/schedule"
+	"github.com/connectbyjbrh/ratecheck/internal/safefile"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -136,10 +136,18 @@ func (e *ProfileError) Error() string {
 
 var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
+// MaxProfileSize is the largest profile read: far above any real one, so
+// that a name such as /dev/zero cannot take the machine's memory.
+const MaxProfileSize = 1 << 20
+
+// ReadProfile reads a profile's file, refusing anything but a regular file
+// of at most MaxProfileSize (a FIFO is refused without blocking).
+func ReadProfile(path string) ([]byte, error) { return safefile.Read(path, MaxProfileSize) }
+
 // LoadProfile reads and validates a profile strictly: unknown fields, bad
 // values and inconsistent pacers are errors naming the file and line.
 func LoadProfile(path string) (*Profile, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadProfile(path)
 	if err != nil {
 		return nil, err
 	}

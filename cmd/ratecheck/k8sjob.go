@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -85,7 +84,7 @@ func runK8sJob(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			return usageErr(stderr, "k8s-job", "%v", err)
 		}
 	}
-	text, err := os.ReadFile(profile)
+	text, err := scenario.ReadProfile(profile)
 	if err != nil {
 		return usageErr(stderr, "k8s-job", "--profile: %v", err)
 	}

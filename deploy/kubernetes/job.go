@@ -236,7 +236,7 @@ func targetObjects(o Options, meta func(name, component string) objectMeta) (str
 func shardJob(o Options, jm objectMeta, target, cm string) job {
 	args := []string{"attack",
 		"--profile", path.Join("/etc/ratecheck", o.ProfileFile),
-		"--target", target,
+		"--target", kubeletLiteral(target),
 		"--shard", fmt.Sprintf("$(JOB_COMPLETION_INDEX)/%d", o.Shards),
 		"--start-at", o.StartAt.UTC().Format(time.RFC3339Nano),
 		"--sources", "own",
@@ -244,7 +244,9 @@ func shardJob(o Options, jm objectMeta, target, cm string) job {
 	if o.Window > 0 {
 		args = append(args, "--window", o.Window.String())
 	}
-	args = append(args, o.Args...)
+	for _, a := range o.Args {
+		args = append(args, kubeletLiteral(a))
+	}
 	zero := 0
 	return job{APIVersion: "batch/v1", Kind: "Job", Metadata: jm, Spec: jobSpec{
 		CompletionMode: "Indexed", Completions: o.Shards, Parallelism: o.Shards,
@@ -265,6 +267,11 @@ func shardJob(o Options, jm objectMeta, target, cm string) job {
 				{Name: "profile", ConfigMap: &configMapVolume{Name: cm}},
 				{Name: "results", PersistentVolumeClaim: &claimVolume{ClaimName: o.Claim}}}}}}}
 }
+
+// kubeletLiteral escapes s for a container's args, where the kubelet
+// expands $(VAR) and reduces $$ to $: every $ is doubled, so what the
+// container receives is s itself, never a variable's value.
+func kubeletLiteral(s string) string { return strings.ReplaceAll(s, "$", "$$") }
 
 // The API fields the manifests use, named as in the Kubernetes API.
 

@@ -279,3 +279,64 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// expand does to a container argument what the kubelet does, as the
+// Container.Args field of the API documents it: "Variable references
+// $(VAR_NAME) are expanded using the container's environment. If a variable
+// cannot be resolved, the reference in the input string will be unchanged.
+// Double $$ are reduced to a single $, which allows for escaping the
+// $(VAR_NAME) syntax".
+func expand(s string, env map[string]string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '(':
+			if end := strings.IndexByte(s[i+2:], ')'); end >= 0 {
+				name := s[i+2 : i+2+end]
+				if v, ok := env[name]; ok {
+					b.WriteString(v)
+				} else {
+					b.WriteString(s[i : i+3+end])
+				}
+				i += 2 + end
+				continue
+			}
+			b.WriteByte('$')
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String()
+}
+
+// TestArgsReachTheShardAsWritten: what the user passes after -- reaches
+// every shard's ratecheck as written, whatever the pod's environment holds,
+// while the shard index is still the kubelet's to fill in.
+func TestArgsReachTheShardAsWritten(t *testing.T) {
+	t.Parallel()
+	opts := options()
+	opts.Args = []string{"--header", "X-Key: $(SECRET)", "--header", "X-Cost: $$5 $ (x) $(", "--label", "$(JOB_COMPLETION_INDEX)"}
+	var b bytes.Buffer
+	if err := Write(&b, opts); err != nil {
+		t.Fatal(err)
+	}
+	args := decode(t, b.Bytes()).job.Spec.Template.Spec.Containers[0].Args
+	env := map[string]string{"JOB_COMPLETION_INDEX": "2", "SECRET": "hunter2"}
+	var got []string
+	for _, a := range args {
+		got = append(got, expand(a, env))
+	}
+	if tail := got[len(got)-len(opts.Args):]; !slices.Equal(tail, opts.Args) {
+		t.Errorf("the shard receives %q, want %q", tail, opts.Args)
+	}
+	if i := slices.Index(got, "--shard"); i < 0 || got[i+1] != "2/3" {
+		t.Errorf("shard argument %q: want the completion index filled in (2/3)", got)
+	}
+}

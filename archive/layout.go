@@ -68,6 +68,12 @@ type RunInfo struct {
 	InProgress bool       `json:"in_progress,omitempty"`
 	Note       string     `json:"note,omitempty"`
 	Fleet      *FleetInfo `json:"fleet,omitempty"`
+	// Label is the release or build under test (--label), which history
+	// sets runs apart by.
+	Label string `json:"label,omitempty"`
+	// Machine is what the run ran on, so that runs of a series from other
+	// hosts, or from a starved one, can be told apart.
+	Machine *MachineInfo `json:"machine,omitempty"`
 	// Dir is the run folder it was read from (not written).
 	Dir string `json:"-"`
 }

@@ -38,7 +38,7 @@ func (e *DescriptorError) Error() string {
 // checkDescriptors raises the soft descriptor limit to the hard one and
 // refuses a job that would still not fit.
 func checkDescriptors(job Job, embedded bool) error {
-	d, ok := job.(interface{ Descriptors(embedded bool) int })
+	d, ok := job.(DescriptorUser)
 	if !ok {
 		return nil
 	}

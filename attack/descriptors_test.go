@@ -3,7 +3,6 @@ package attack
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -31,8 +30,7 @@ func TestEngineRefusesRunAboveDescriptorLimit(t *testing.T) {
 	defer ts.Close()
 	f := wideJob{int(hard) + 1}
 	out := t.TempDir()
-	e := &Engine{Command: "fleet", Target: ts.URL, Out: out, Stderr: io.Discard, ReachTimeout: time.Second}
-	run, err := e.Execute(context.Background(), f)
+	run, err := Execute(context.Background(), f, Options{Command: "fleet", Target: ts.URL, Out: out, ReachTimeout: time.Second})
 	var setup *SetupError
 	var de *DescriptorError
 	if run != nil || !errors.As(err, &setup) || !errors.As(err, &de) {

@@ -32,7 +32,7 @@ import (
 // Set the exported fields before the run; an MCPSession serves one run
 // and is safe for concurrent use.
 type MCPSession struct {
-	// Want is what --mcp-revision asked for: "auto" (or "") or a revision.
+	// Want is the revision asked for: "auto" (or "") or a revision.
 	Want string
 	// From is the source address negotiation goes out from ("": the
 	// system's choice).
@@ -59,13 +59,46 @@ type MCPSession struct {
 	pending  sync.WaitGroup
 }
 
+// Negotiation is how the MCP revision of a run was settled (see
+// [MCPSession.Negotiate]).
+type Negotiation struct {
+	// Want is the revision asked for: "auto" or one of [mcpwire.Revisions].
+	Want string
+	// Revision is the revision the run speaks.
+	Revision string
+	// From is the source address the handshake went out from ("": the
+	// system's choice).
+	From string
+	// Requests is how many requests the handshake sent, failed attempts
+	// included; Session says the server assigned a session.
+	Requests int
+	Session  bool
+	// Err, when set, is why an "auto" negotiation failed: the run then
+	// speaks Revision without a session.
+	Err error
+	// Settled is how long the run waited after the handshake for it to
+	// leave the limit address's window (0: it did not wait; see
+	// [MCPSession.Settle]).
+	Settled time.Duration
+}
+
+// RevisionError is a revision asked for by name that the target does not
+// speak.
+type RevisionError struct {
+	Want string
+	Err  error
+}
+
+func (e *RevisionError) Error() string { return fmt.Sprintf("MCP revision %s: %v", e.Want, e.Err) }
+func (e *RevisionError) Unwrap() error { return e.Err }
+
 // Negotiate settles the revision against target (a base URL) and returns
-// what a person should know. An "auto" negotiation that fails is a note,
-// not an error: the run then speaks [mcpwire.Latest] without a session
-// and its answers say what the target made of it. A named revision the
-// target does not speak is an error. Calling Negotiate again does
-// nothing.
-func (m *MCPSession) Negotiate(ctx context.Context, target string) (notes []string, err error) {
+// how (nil when it was settled before). An "auto" negotiation that fails
+// is no error (Negotiation.Err says why): the run then speaks
+// [mcpwire.Latest] without a session and its answers say what the target
+// made of it. A named revision the target does not speak is a
+// *RevisionError. Calling Negotiate again does nothing.
+func (m *MCPSession) Negotiate(ctx context.Context, target string) (*Negotiation, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.done {
@@ -84,41 +117,29 @@ func (m *MCPSession) Negotiate(ctx context.Context, target string) (notes []stri
 	m.info.Handshakes = 1
 	if nerr != nil {
 		if want != "auto" {
-			return nil, fmt.Errorf("--mcp-revision %s: %w", want, nerr)
+			return nil, &RevisionError{Want: want, Err: nerr}
 		}
 		m.info.Error = nerr.Error()
 		m.base = &client.Session{Revision: mcpwire.Latest}
-		return []string{fmt.Sprintf("MCP revision negotiation failed (%v): speaking %s without a session", nerr, mcpwire.Latest)}, nil
+		return &Negotiation{Want: want, Revision: mcpwire.Latest, From: m.From, Requests: m.info.Requests, Err: nerr}, nil
 	}
 	m.base = s
 	m.info.Supported, m.info.Session = s.Supported, s.ID != ""
 	if s.Server.Name != "" {
 		m.info.Server = strings.TrimSuffix(s.Server.Name+"/"+s.Server.Version, "/")
 	}
-	from := m.From
-	if from == "" {
-		from = "the system's address"
-	}
-	plural := "s"
-	if m.info.Requests == 1 {
-		plural = ""
-	}
-	note := fmt.Sprintf("MCP revision %s (--mcp-revision %s; negotiated from %s in %d request%s", s.Revision, want, from, m.info.Requests, plural)
-	if s.ID != "" {
-		note += ", session assigned"
-	}
-	notes = []string{note + ")"}
+	n := &Negotiation{Want: want, Revision: s.Revision, From: m.From, Requests: m.info.Requests, Session: s.ID != ""}
 	if m.Settle > 0 && m.info.Requests > 0 {
-		notes = append(notes, fmt.Sprintf("waited %v for the handshake to leave the limit address's window (a contract address in --sources saves the wait)", m.Settle))
+		n.Settled = m.Settle
 		t := time.NewTimer(m.Settle)
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			return notes, ctx.Err()
+			return n, ctx.Err()
 		case <-t.C:
 		}
 	}
-	return notes, nil
+	return n, nil
 }
 
 // Revision returns the revision spoken ("" before [MCPSession.Negotiate]).

@@ -129,17 +129,17 @@ func (l lagPacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool)
 	return wait, stop
 }
 
-// Negotiate implements the engine's optional negotiation: when the plan
-// sends MCP requests and has an MCPSession, it settles the revision
-// against target before the run.
-func (pl Plan) Negotiate(ctx context.Context, target string) ([]string, error) {
+// Negotiate implements [Negotiator]: when the plan sends MCP requests and
+// has an MCPSession, it settles the revision against target before the
+// run.
+func (pl Plan) Negotiate(ctx context.Context, target string) (*Negotiation, error) {
 	if pl.MCP == nil || !speaksMCP(pl.Profile) {
 		return nil, nil
 	}
 	return pl.MCP.Negotiate(ctx, target)
 }
 
-// Finish implements the engine's optional finish: run.json records the
+// Finish implements [Finisher]: run.json records the
 // MCP revision spoken and the handshakes it took, and how far the run
 // fell behind its schedule (see Behind).
 func (pl Plan) Finish(info *archive.RunInfo) {
@@ -251,44 +251,10 @@ func (pl Plan) headers() http.Header {
 // Run returns. A sink error stops the
 // attack and is returned.
 func (pl Plan) Run(ctx context.Context, target string, sink func(*vegeta.Result) error) error {
-	timeout := pl.Timeout
-	if timeout == 0 {
-		timeout = pl.Profile.Timeout.In(pl.Window)
-	}
-	if timeout == 0 {
-		timeout = 10 * time.Second
-	}
-	maxBody := pl.MaxBody
-	if maxBody == 0 {
-		maxBody = DefaultMaxBody
-	}
-	var ids atomic.Uint64
-	hdr := pl.headers()
 	units := pl.units()
-	attackers := make([]*vegeta.Attacker, len(units))
-	targeters := make([]vegeta.Targeter, len(units))
-	// sessionOf maps the label of a unit that carries an MCP session to
-	// its source: a 404 to it gets that source a session of its own.
-	sessionOf := map[string]string{}
-	for i, u := range units {
-		var rev string
-		var sid *atomic.Pointer[client.Session]
-		if u.stream.Surface == method.MCP {
-			rev, sid = pl.MCP.Speech(u.source)
-			if sid != nil && carriesSession(u.stream) {
-				sessionOf[u.label] = u.source
-			}
-		}
-		tr, err := SpeakingTargeter(u.stream, target, hdr, &ids, pl.ClientVersion, rev, sid)
-		if err != nil {
-			return err
-		}
-		targeters[i] = tr
-		opts := []func(*vegeta.Attacker){vegeta.MaxBody(maxBody), vegeta.Client(pl.Network.Client(u.source, timeout))}
-		if pl.MaxWorkers > 0 {
-			opts = append(opts, vegeta.Workers(min(vegeta.DefaultWorkers, pl.MaxWorkers)), vegeta.MaxWorkers(pl.MaxWorkers))
-		}
-		attackers[i] = vegeta.NewAttacker(opts...)
+	attackers, targeters, sessionOf, err := pl.attackers(target, units)
+	if err != nil {
+		return err
 	}
 	g := newGates(pl.Profile, units)
 	out := make(chan *vegeta.Result, 1024)
@@ -334,6 +300,49 @@ func (pl Plan) Run(ctx context.Context, target string, sink func(*vegeta.Result)
 			}
 		}
 	}
+}
+
+// attackers returns an attacker and a targeter of target per unit, and
+// sessionOf, which maps the label of a unit that carries an MCP session
+// to its source: a 404 to it gets that source a session of its own.
+func (pl Plan) attackers(target string, units []unit) (attackers []*vegeta.Attacker, targeters []vegeta.Targeter, sessionOf map[string]string, err error) {
+	timeout := pl.Timeout
+	if timeout == 0 {
+		timeout = pl.Profile.Timeout.In(pl.Window)
+	}
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	maxBody := pl.MaxBody
+	if maxBody == 0 {
+		maxBody = DefaultMaxBody
+	}
+	var ids atomic.Uint64
+	hdr := pl.headers()
+	attackers = make([]*vegeta.Attacker, len(units))
+	targeters = make([]vegeta.Targeter, len(units))
+	sessionOf = map[string]string{}
+	for i, u := range units {
+		var rev string
+		var sid *atomic.Pointer[client.Session]
+		if u.stream.Surface == method.MCP {
+			rev, sid = pl.MCP.Speech(u.source)
+			if sid != nil && carriesSession(u.stream) {
+				sessionOf[u.label] = u.source
+			}
+		}
+		tr, err := SpeakingTargeter(u.stream, target, hdr, &ids, pl.ClientVersion, rev, sid)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		targeters[i] = tr
+		opts := []func(*vegeta.Attacker){vegeta.MaxBody(maxBody), vegeta.Client(pl.Network.Client(u.source, timeout))}
+		if pl.MaxWorkers > 0 {
+			opts = append(opts, vegeta.Workers(min(vegeta.DefaultWorkers, pl.MaxWorkers)), vegeta.MaxWorkers(pl.MaxWorkers))
+		}
+		attackers[i] = vegeta.NewAttacker(opts...)
+	}
+	return attackers, targeters, sessionOf, nil
 }
 
 // gates hold back the streams that name others in After: a stream named

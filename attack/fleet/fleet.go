@@ -68,9 +68,9 @@ type Fleet struct {
 	MaxWorkers uint64
 }
 
-// Negotiate implements the engine's optional negotiation: a fleet that
-// sends MCP requests settles the revision before the run.
-func (f Fleet) Negotiate(ctx context.Context, target string) ([]string, error) {
+// Negotiate implements [attack.Negotiator]: a fleet that sends MCP
+// requests settles the revision before the run.
+func (f Fleet) Negotiate(ctx context.Context, target string) (*attack.Negotiation, error) {
 	f = f.Defaults()
 	mcp := f.Surface == method.MCP
 	for _, r := range f.Rows {
@@ -82,7 +82,7 @@ func (f Fleet) Negotiate(ctx context.Context, target string) ([]string, error) {
 	return f.MCP.Negotiate(ctx, target)
 }
 
-// Finish implements the engine's optional finish: run.json records the
+// Finish implements [attack.Finisher]: run.json records the
 // MCP revision spoken and the handshakes it took.
 func (f Fleet) Finish(info *archive.RunInfo) {
 	f.MCP.Wait()

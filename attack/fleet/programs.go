@@ -58,7 +58,7 @@ type Programs struct {
 	outcome []archive.ProgramOutcome
 }
 
-// Prepare implements the engine's optional preparation: the programs'
+// Prepare implements [attack.Preparer]: the programs'
 // stdout and stderr go to the run folder, clients/<n>.out and .err.
 func (p *Programs) Prepare(dir string) error {
 	p.dir = filepath.Join(dir, "clients")
@@ -82,7 +82,7 @@ func (p *Programs) Outcomes() []archive.ProgramOutcome {
 	return append([]archive.ProgramOutcome(nil), p.outcome...)
 }
 
-// Finish implements the engine's optional finish: run.json records how
+// Finish implements [attack.Finisher]: run.json records how
 // each program ended, and what OnFinish adds.
 func (p *Programs) Finish(info *archive.RunInfo) {
 	if info.Fleet == nil {

@@ -67,7 +67,7 @@ func safeName(base string) string {
 // Limits on the numbers of a profile, checked at the profile's own window
 // (policy.window) by [ParseProfile]. Beyond them a profile is a typo, not a
 // test of a rate limit, and the arithmetic of its schedule would overflow.
-// The run's ceilings (--max-rate, --max-duration) are far lower by default
+// The run's ceilings ([Ceilings]) are far lower by default
 // and are checked again at the run's window.
 const (
 	// MaxRate is the highest rate any pacer field may name, in requests

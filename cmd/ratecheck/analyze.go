@@ -12,7 +12,6 @@ import (
 	"github.com/connectbyjbrh/ratecheck/analyze/jitter"
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/decode"
-	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/report"
 )
 
@@ -107,47 +106,23 @@ func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	return code
 }
 
-// analysisConfig is what archived input is judged against: the window given,
-// else the one run.json recorded, else 60s; the target and run are the
-// first run folder's, else the first path's.
-func analysisConfig(in *decode.Meta, window time.Duration, restLimit, mcpLimit int, checks []string, firstPath string) analyze.Config {
-	cfg := analyze.Config{Window: window, Limits: map[string]int{method.REST: restLimit, method.MCP: mcpLimit}, Checks: checks}
-	if len(in.Runs) > 0 {
-		cfg.Target, cfg.Run = in.Runs[0].Target, in.Runs[0].Dir
-		if cfg.Window == 0 {
-			cfg.Window = time.Duration(in.Runs[0].WindowMS) * time.Millisecond
-		}
-	} else {
-		cfg.Run = firstPath
-	}
-	if cfg.Window == 0 {
-		cfg.Window = method.Window
-		cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s has no run.json: judged against the documented window of %v; pass --window if the run was made with another", firstPath, cfg.Window))
-	}
-	for _, r := range in.Runs {
-		cfg.Warnings = append(cfg.Warnings, runWarnings(r)...)
-		if cfg.MCPRevision == "" {
-			cfg.MCPRevision = r.MCPRevision
-		}
-	}
-	return cfg
+// analysisConfig is what input described by meta is judged against by the
+// window and limit flags given (zero window: run.json's) and checks (nil:
+// all); firstPath is the first path read.
+func analysisConfig(meta *decode.Meta, window time.Duration, restLimit, mcpLimit int, checks []string, firstPath string) analyze.Config {
+	return configFor(meta, analyze.Overrides{Window: window, Limits: limitsOf(restLimit, mcpLimit), Checks: checks, Path: firstPath})
 }
 
-// runWarnings says what a run's run.json records that a reader of its
-// verdict should know: a run that did not finish, and one that fell far
-// behind its schedule.
-func runWarnings(r archive.RunInfo) []string {
-	var out []string
-	if r.InProgress {
-		out = append(out, fmt.Sprintf("%s: the run did not finish (killed?): its run.json was written when it started", r.Dir))
+// configFor is what input described by meta is judged against (see
+// analyze.ConfigFor), with a warning first when it had no run.json to
+// take the window from.
+func configFor(meta *decode.Meta, o analyze.Overrides) analyze.Config {
+	cfg, assumed := analyze.ConfigFor(meta, o)
+	if assumed {
+		warn := fmt.Sprintf("%s has no run.json: judged against the documented window of %v; pass --window if the run was made with another", o.Path, cfg.Window)
+		cfg.Warnings = append([]string{warn}, cfg.Warnings...)
 	}
-	if r.BehindMS >= 100 {
-		// Judged by when requests went out, so the verdict holds; the
-		// load the target saw was gentler than the profile planned.
-		out = append(out, fmt.Sprintf("%s: the run fell behind its schedule: %d requests went out more than 10ms late, the latest %v late (the target saw a gentler load than planned)",
-			r.Dir, r.LateRequests, time.Duration(r.BehindMS*1e6).Round(time.Millisecond)))
-	}
-	return out
+	return cfg
 }
 
 // analyzeFleet judges a fleet's run folder again, as fleet judged it: by
@@ -163,7 +138,7 @@ func analyzeFleet(path string, info archive.RunInfo, asJSON bool, junit string, 
 	}
 	judged, strategy := fleetConfig(info)
 	rep := jitter.Judge(in, judged)
-	rep.Notes = append(rep.Notes, runWarnings(info)...)
+	rep.Notes = append(rep.Notes, analyze.RunWarnings(info)...)
 	if info.Fleet.Command != "" {
 		rep.Notes = append(rep.Notes, programNotes(info.Fleet, 0, 0)...)
 	}

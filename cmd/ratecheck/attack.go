@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -13,7 +13,6 @@ import (
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/method"
-	"github.com/connectbyjbrh/ratecheck/redact"
 )
 
 const attackHelp = `
@@ -69,114 +68,16 @@ type attackOptions struct {
 
 func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o := attackOptions{headers: headerFlag{}}
-	fs := newFlagSet("attack", "--profile FILE [flags]", attackHelp, stderr)
-	fs.StringVar(&o.profile, "profile", "", "scenario `file` (required), such as profiles/rest-limit.yaml")
-	o.runFlags.declare(fs)
-	o.netFlags.declare(fs)
-	fs.DurationVar(&o.window, "window", 0, "the run's window (default: the profile's policy window)")
-	fs.Var(o.headers, "header", "extra request header 'Name: value' (repeatable)")
-	fs.BoolVar(&o.allowCredentials, "allow-credentials", false, "allow credential headers and query parameters (their values are still never written)")
-	fs.Uint64Var(&o.seed, "seed", 1, "seed recorded with the run")
-	fs.DurationVar(&o.timeout, "timeout", 0, "per-request timeout (default: the profile's, or 10s)")
-	fs.IntVar(&o.maxRate, "max-rate", 1000, "ceiling on the requests a profile may send in any one second; raise it to run a bigger one")
-	fs.DurationVar(&o.maxDuration, "max-duration", 15*time.Minute, "ceiling on how long a profile may run; raise it to run a longer one")
-	fs.StringVar(&o.sources, "sources", "", "comma-separated local `addresses` replacing the profile's sources, or own: the machine's own address")
-	fs.StringVar(&o.shard, "shard", "", "send only part `i/n` of the attack, such as 0/3 (with --target; see deploy/kubernetes)")
-	fs.StringVar(&o.startAt, "start-at", "", "wait until this RFC 3339 `instant` to start, such as 2026-11-30T09:00:00Z (the shards' agreed start)")
-	if code := parseFlags(fs, args); code >= 0 {
+	if code := parseFlags(o.flagSet(stderr), args); code >= 0 {
 		return code
 	}
-	var shard attack.Shard
-	var err error
-	if o.shard != "" {
-		if shard, err = attack.ParseShard(o.shard); err != nil {
-			return usageErr(stderr, "attack", "--shard: %v", err)
-		}
-		if o.target == "" {
-			return usageErr(stderr, "attack", "--shard needs --target: every shard must attack the same target, not an embedded one of its own")
-		}
-	}
-	var startAt time.Time
-	if o.startAt != "" {
-		if startAt, err = parseInstant("--start-at", o.startAt); err != nil {
-			return usageErr(stderr, "attack", "%v", err)
-		}
-		if time.Until(startAt) > 24*time.Hour {
-			return usageErr(stderr, "attack", "--start-at %s is more than 24h away", o.startAt)
-		}
-	}
-	if o.profile == "" {
-		return usageErr(stderr, "attack", "--profile is required (see profiles/README.md)")
-	}
-	if o.window < 0 || o.timeout < 0 {
-		return usageErr(stderr, "attack", "--window and --timeout must not be negative")
-	}
-	if names := redact.Names(http.Header(o.headers)); len(names) > 0 && !o.allowCredentials {
-		return usageErr(stderr, "attack", "--header %s carries a credential: the contract's surfaces authenticate nothing and a key sent to them only leaks into logs; pass --allow-credentials if you must", strings.Join(names, ", "))
-	}
-	prof, err := scenario.LoadProfile(o.profile)
-	if err != nil {
-		fmt.Fprintf(stderr, "ratecheck attack: %v\n", err)
-		return exitUsage
-	}
-	if names := prof.HeaderCredentials(); len(names) > 0 && !o.allowCredentials {
-		return usageErr(stderr, "attack", "%s: headers %s carry a credential; pass --allow-credentials if you must", o.profile, strings.Join(names, ", "))
-	}
-	if names := scenario.QueryCredentials(prof); len(names) > 0 && !o.allowCredentials {
-		return usageErr(stderr, "attack", "%s: query parameters %s carry a credential; pass --allow-credentials if you must", o.profile, strings.Join(names, ", "))
-	}
-	if o.sources != "" {
-		if err := replaceSources(prof, o.sources); err != nil {
-			return usageErr(stderr, "attack", "--sources: %v", err)
-		}
-	}
-	window := o.window
-	if window == 0 {
-		window = prof.Policy.Window.D
-	}
-	plan := attack.Plan{Profile: prof, Window: window, Headers: http.Header(o.headers), Timeout: o.timeout, Shard: shard, ClientVersion: version}
-	var used []string
-	for i := range prof.Streams {
-		for _, src := range prof.StreamSources(&prof.Streams[i]) {
-			if src == "" {
-				src = "127.0.0.1"
-			}
-			used = append(used, src)
-		}
-	}
-	// Ceilings: a profile (or a --window that compresses it) that would send
-	// more than the operator allowed does not start.
-	if peak := plan.PeakRate(); peak > o.maxRate {
-		return usageErr(stderr, "attack", "%s at window %v sends up to %d requests in one second, above the ceiling --max-rate %d: raise --max-rate if you mean it", o.profile, window, peak, o.maxRate)
-	}
-	if d := plan.Duration(); d > o.maxDuration {
-		return usageErr(stderr, "attack", "%s at window %v runs for %v, above the ceiling --max-duration %v: raise --max-duration if you mean it", o.profile, window, d.Round(time.Second), o.maxDuration)
-	}
-	nw, err := o.network(o.target)
-	if err != nil {
-		return usageErr(stderr, "attack", "%v", err)
-	}
-	plan.Network, plan.MaxWorkers, plan.Behind = nw, o.maxWorkers, &attack.Behind{}
-	plan.MCP = o.mcpSession(negotiationSource(o.target, used), o.timeout, nw)
-	// The embedded target takes the profile's policy limit.
-	restLimit, mcpLimit := 0, 0
-	switch prof.Policy.Surface {
-	case method.REST:
-		restLimit = prof.Policy.Limit
-	case method.MCP:
-		mcpLimit = prof.Policy.Limit
-	}
-	eng, err := o.runFlags.engine("attack", stderr, embeddedTarget(embeddedWith(window, restLimit, mcpLimit)))
-	if err != nil {
-		return usageErr(stderr, "attack", "%v", err)
-	}
-	eng.Folder, eng.Seed, eng.StartAt, eng.Network = prof.Name, o.seed, startAt, nw
-	if shard.Split() {
-		eng.Folder += fmt.Sprintf("-shard%dof%d", shard.I, shard.N)
+	plan, opts, code := o.prepare(stderr)
+	if code >= 0 {
+		return code
 	}
 	outcomes := attack.Outcomes{}
-	eng.Sink = outcomes.Add
-	run, err := eng.Execute(ctx, plan)
+	opts.Sink = outcomes.Add
+	run, err := attack.Execute(ctx, plan, opts)
 	if run == nil {
 		return failed(stderr, "attack", err)
 	}
@@ -187,15 +88,15 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return failed(stderr, "attack", err)
 	}
 	limits := map[string]int{method.REST: method.RESTLimit, method.MCP: method.MCPLimit}
-	if p := prof.Policy; p.Limit > 0 && (p.Surface == method.REST || p.Surface == method.MCP) {
+	if p := plan.Profile.Policy; p.Limit > 0 && (p.Surface == method.REST || p.Surface == method.MCP) {
 		limits[p.Surface] = p.Limit
 	}
-	writeRunReport("attack", run.Dir, analyze.Config{Window: window, Limits: limits, Target: run.Target, Run: run.Dir}, stdout, stderr)
-	if shard.Split() {
-		fmt.Fprintf(stdout, "  shard %v: the profile's expect counts are for the whole attack; analyze the merged shards\n", shard)
+	writeRunReport("attack", run.Dir, analyze.Overrides{Window: plan.Window, Limits: limits}, stdout, stderr)
+	if plan.Shard.Split() {
+		fmt.Fprintf(stdout, "  shard %v: the profile's expect counts are for the whole attack; analyze the merged shards\n", plan.Shard)
 		return exitOK
 	}
-	if bad := outcomes.Check(prof); len(bad) > 0 {
+	if bad := outcomes.Check(plan.Profile); len(bad) > 0 {
 		for _, b := range bad {
 			fmt.Fprintf(stdout, "  FAIL %s\n", b)
 		}
@@ -204,42 +105,36 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return exitOK
 }
 
-// replaceSources makes every stream of p send from the addresses of list
-// (comma-separated IPs), or from the machine's own address for "own".
-func replaceSources(p *scenario.Profile, list string) error {
-	var sources []string
-	if list != "own" {
-		var err error
-		if sources, err = parseAddresses(list); err != nil {
-			return fmt.Errorf("%w (or use own)", err)
-		}
+// flagSet declares the flags of attack into o.
+func (o *attackOptions) flagSet(stderr io.Writer) *flag.FlagSet {
+	fs := newFlagSet("attack", "--profile FILE [flags]", attackHelp, stderr)
+	fs.StringVar(&o.profile, "profile", "", "scenario `file` (required), such as profiles/rest-limit.yaml")
+	o.runFlags.declare(fs)
+	o.netFlags.declare(fs)
+	fs.DurationVar(&o.window, "window", 0, "the run's window (default: the profile's policy window)")
+	fs.Var(o.headers, "header", "extra request header 'Name: value' (repeatable)")
+	fs.BoolVar(&o.allowCredentials, "allow-credentials", false, "allow credential headers and query parameters (their values are still never written)")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed recorded with the run")
+	fs.DurationVar(&o.timeout, "timeout", 0, "per-request timeout (default: the profile's, or 10s)")
+	fs.IntVar(&o.maxRate, "max-rate", scenario.DefaultCeilings.Rate, "ceiling on the requests a profile may send in any one second; raise it to run a bigger one")
+	fs.DurationVar(&o.maxDuration, "max-duration", scenario.DefaultCeilings.Duration, "ceiling on how long a profile may run; raise it to run a longer one")
+	fs.StringVar(&o.sources, "sources", "", "comma-separated local `addresses` replacing the profile's sources, or own: the machine's own address")
+	fs.StringVar(&o.shard, "shard", "", "send only part `i/n` of the attack, such as 0/3 (with --target; see deploy/kubernetes)")
+	fs.StringVar(&o.startAt, "start-at", "", "wait until this RFC 3339 `instant` to start, such as 2026-11-30T09:00:00Z (the shards' agreed start)")
+	return fs
+}
+
+// headerFlag collects repeated --header 'K: V' flags.
+type headerFlag http.Header
+
+func (h headerFlag) String() string { return "" }
+
+func (h headerFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, ":")
+	k = strings.TrimSpace(k)
+	if !ok || k == "" || strings.ContainsAny(k, " \t") {
+		return fmt.Errorf("want 'Name: value', got %q", s)
 	}
-	p.Sources = sources
-	for i := range p.Streams {
-		p.Streams[i].Sources = nil
-	}
+	http.Header(h).Add(k, strings.TrimSpace(v))
 	return nil
-}
-
-// parseInstant reads an RFC 3339 instant given to flag.
-func parseInstant(flag, s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%s %q: want an RFC 3339 instant such as 2026-11-30T09:00:00Z", flag, s)
-	}
-	return t, nil
-}
-
-// parseAddresses reads a comma-separated list of IP addresses.
-func parseAddresses(list string) ([]string, error) {
-	addrs, err := parseList(list)
-	if err != nil {
-		return nil, err
-	}
-	for _, a := range addrs {
-		if net.ParseIP(a) == nil {
-			return nil, fmt.Errorf("%q is not an IP address", a)
-		}
-	}
-	return addrs, nil
 }

@@ -2,45 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log"
 	"os"
 	"os/signal"
 	"sort"
-	"strings"
 	"syscall"
-	"time"
 
-	"github.com/connectbyjbrh/ratecheck/analyze"
-	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/redact"
 )
-
-// Exit codes of every command.
-const (
-	exitOK          = 0 // verified, or the command did what it was asked
-	exitCheckFailed = 1 // a check failed
-	exitUsage       = 2 // bad usage, configuration or input
-	exitUnreachable = 3 // the target could not be reached, or failed during the run
-	// exitInconclusive: the run could not gather the evidence a selected
-	// check needs (nothing refused, every request unanswered, the API not
-	// there). A CI gate must never read it as a pass.
-	exitInconclusive = 4
-)
-
-// verdictExit is the exit code of a verdict: 0 pass, 1 fail, 4 inconclusive.
-func verdictExit(verdict string) int {
-	switch verdict {
-	case analyze.Pass:
-		return exitOK
-	case analyze.Inconclusive:
-		return exitInconclusive
-	}
-	return exitCheckFailed
-}
 
 // version is the tool's version, recorded in every archived run.
 var version = "0.1.0-dev"
@@ -132,69 +103,6 @@ Commands:
 Exit codes: 0 verified, 1 a check failed, 2 bad usage, config or input, 3 target unreachable or failing,
 4 inconclusive (the run did not produce the evidence a selected check needs).
 `)
-}
-
-// newFlagSet returns a flag set for a subcommand whose -h prints synopsis,
-// description and flags to stderr.
-func newFlagSet(name, synopsis, description string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("ratecheck "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ratecheck %s %s\n\n%s\n\nFlags:\n", name, synopsis, strings.TrimSpace(description))
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parseFlags parses args and turns the outcome into an exit code: -1 to go
-// on, exitOK after -h, exitUsage on a bad flag (the flag package has said why).
-func parseFlags(fs *flag.FlagSet, args []string) int {
-	if code := parseArgs(fs, args); code >= 0 {
-		return code
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return exitUsage
-	}
-	return -1
-}
-
-// parseArgs is parseFlags for commands that take arguments after their flags.
-func parseArgs(fs *flag.FlagSet, args []string) int {
-	err := fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK
-	case err != nil:
-		return exitUsage
-	}
-	return -1
-}
-
-// checkLimits names the first of the limit and window flags that is out of
-// range; a zero window means "the default".
-func checkLimits(rest, mcp int, window time.Duration) error {
-	switch {
-	case rest < 1:
-		return fmt.Errorf("--rest-limit must be at least 1, got %d", rest)
-	case mcp < 1:
-		return fmt.Errorf("--mcp-limit must be at least 1, got %d", mcp)
-	case window < 0:
-		return fmt.Errorf("--window must be positive, got %v", window)
-	}
-	return nil
-}
-
-// limitFlags declares --rest-limit and --mcp-limit, the documented limits.
-func limitFlags(fs *flag.FlagSet) (rest, mcp *int) {
-	return fs.Int("rest-limit", method.RESTLimit, "documented REST requests per window and address"),
-		fs.Int("mcp-limit", method.MCPLimit, "documented MCP calls per window and address")
-}
-
-// usageErr prints a usage error for a subcommand and returns exitUsage.
-func usageErr(stderr io.Writer, name string, format string, args ...any) int {
-	fmt.Fprintf(stderr, "ratecheck %s: %s\n", name, fmt.Sprintf(format, args...))
-	return exitUsage
 }
 
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {

@@ -76,12 +76,16 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// writeRunReport analyzes a run folder and writes its report.html, saying
-// where; a failure is reported and does not change the run's exit code.
-func writeRunReport(name, dir string, cfg analyze.Config, stdout, stderr io.Writer) {
+// writeRunReport analyzes a run folder by o and writes its report.html,
+// saying where; a failure is reported and does not change the run's exit
+// code.
+func writeRunReport(name, dir string, o analyze.Overrides, stdout, stderr io.Writer) {
 	in, err := analyze.Read([]string{dir})
 	var rep *analyze.Report
+	var cfg analyze.Config
 	if err == nil {
+		o.Path = dir
+		cfg = configFor(&in.Meta, o)
 		rep, err = analyze.Analyze(in, cfg)
 	}
 	if err == nil {
@@ -106,19 +110,6 @@ func writeJUnit(path, name string, suites []report.Suite) error {
 		return nil
 	}
 	return writeAtomic(path, func(w io.Writer) error { return report.JUnit(w, name, suites) })
-}
-
-// checkOutFile says what is wrong with an output file flag's value before a
-// long run, rather than after it: its directory must exist.
-func checkOutFile(flagName, path string) error {
-	if path == "" {
-		return nil
-	}
-	dir := filepath.Dir(path)
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return fmt.Errorf("%s %s: no directory %s to write it in", flagName, path, dir)
-	}
-	return nil
 }
 
 // writeAtomic writes a file through a temporary one renamed into place, so

@@ -1,0 +1,93 @@
+package attack
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Errors of Execute that are not about the target: a run stopped by the
+// caller, before anything was sent or during the run.
+var (
+	ErrCancelled   = errors.New("cancelled before sending anything")
+	ErrInterrupted = errors.New("interrupted")
+)
+
+// SetupError is a run that could not start for a reason of the caller's:
+// an embedded target that does not start, a run folder that cannot be
+// made, an archive that cannot be written, a source address this machine
+// does not have (*SourceError), a revision the target does not speak
+// (*RevisionError).
+type SetupError struct{ Err error }
+
+func (e *SetupError) Error() string { return e.Err.Error() }
+func (e *SetupError) Unwrap() error { return e.Err }
+
+// SourceError is a source address this machine cannot send from: a
+// request from it would fail before it left, and a run of such failures
+// proves nothing about the target.
+type SourceError struct {
+	Source string
+	Err    error
+}
+
+func (e *SourceError) Error() string {
+	return fmt.Sprintf("cannot send from %s: %v (on Linux every 127.0.0.x is local; another address must be one of this machine's)", e.Source, e.Err)
+}
+func (e *SourceError) Unwrap() error { return e.Err }
+
+// UnreachableError is a target that does not answer at all.
+type UnreachableError struct {
+	Target string
+	Err    error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("target %s is unreachable: %v", e.Target, e.Err)
+}
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// TLSError is a target whose TLS handshake failed: it answers, but not to
+// a client configured as this one is. Err is the handshake's error
+// ([client.TLSHint] says what fixes it).
+type TLSError struct {
+	Target string
+	Err    error
+}
+
+func (e *TLSError) Error() string {
+	return fmt.Sprintf("TLS with %s failed: %v", e.Target, e.Err)
+}
+func (e *TLSError) Unwrap() error { return e.Err }
+
+// RedirectError is a target whose HEAD / redirects to another origin: the
+// attack follows no redirect, so every request would get that redirect
+// instead of an answer (the URL it redirects to is the target to name).
+type RedirectError struct {
+	Status int
+	// To is the redirect's target, credentials redacted.
+	To string
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("it redirects to %s (%d): the attack follows no redirect, so every request would get that", strconv.QuoteToASCII(e.To), e.Status)
+}
+
+// RunError is a run that ended early but archived what it received: Err
+// is ErrInterrupted, a *FailingError, a *LocalLimitError (this machine's
+// limit) or an archive write error.
+type RunError struct {
+	Run *Run
+	Err error
+}
+
+func (e *RunError) Error() string {
+	switch {
+	case errors.Is(e.Err, ErrInterrupted):
+		return fmt.Sprintf("interrupted; the %d results received are archived in %s", e.Run.Results, e.Run.Dir)
+	case errorsAsGuard(e.Err):
+		return fmt.Sprintf("%v; the %d results received are archived in %s", e.Err, e.Run.Results, e.Run.Dir)
+	}
+	return fmt.Sprintf("%v (the %d results received are in %s)", e.Err, e.Run.Results, e.Run.Dir)
+}
+func (e *RunError) Unwrap() error { return e.Err }

@@ -133,7 +133,9 @@ func TestStatsMerge(t *testing.T) {
 	for i := range lat {
 		lat[i] = time.Duration(r.ExpFloat64() * 30 * float64(time.Millisecond))
 	}
-	req := func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) { return 0, lat[i], i%50 == 0, false }
+	req := func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
+		return 0, lat[i], i%50 == 0, false
+	}
 	whole := synth(200, 10*time.Second, req)
 	a, b := NewStats(), NewStats()
 	for i := range 2000 {

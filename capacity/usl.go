@@ -164,6 +164,14 @@ func fitUSL(ns, xs []float64, start [2]float64, twice bool) (lambda, sigma, kapp
 		}
 	}
 	sigma, kappa = toParams(best)
+	// What the optimizer leaves of a term that is not there is rounding:
+	// below a billionth of the model at the largest concurrency, it is 0.
+	if sigma*scale < 1e-9 {
+		sigma = 0
+	}
+	if kappa*scale*scale < 1e-9 {
+		kappa = 0
+	}
 	lambda, _ = bestLambda(ns, xs, sigma, kappa)
 	return lambda, sigma, kappa
 }

@@ -1,0 +1,211 @@
+package capacity
+
+import (
+	"slices"
+	"time"
+)
+
+// A step's verdicts.
+const (
+	// StepPass: both upper bounds (latency quantile, error rate) are within
+	// the objective.
+	StepPass = "pass"
+	// StepFail: a lower bound is beyond the objective.
+	StepFail = "fail"
+	// StepUndecided: neither proved; the step is to be lengthened, and a
+	// step still undecided at its longest counts as not sustained.
+	StepUndecided = "undecided"
+	// StepClient: the requests did not go out on schedule (the generator
+	// is the limit, not the API), or none went out.
+	StepClient = "client"
+	// StepLimits: a 429 came back: the limiter engaged below its
+	// documented rate.
+	StepLimits = "limits"
+)
+
+// Cause names what limited a step or the search; its zero value (none)
+// is JSON null.
+type Cause string
+
+// What limits a step or the search.
+const (
+	// CauseNone: nothing (a passing step, or a search that ran out of steps).
+	CauseNone Cause = ""
+	// CauseLatency: the latency quantile.
+	CauseLatency Cause = "latency"
+	// CauseErrors: the error rate.
+	CauseErrors Cause = "errors"
+	// CauseClient: the generator could not keep the schedule.
+	CauseClient Cause = "client"
+	// CauseLimits: the rate limiter answered 429.
+	CauseLimits Cause = "limits"
+	// CauseMaxRate: the search reached its highest allowed rate, which
+	// passed.
+	CauseMaxRate Cause = "max-rate"
+)
+
+// MarshalJSON writes c as a JSON string, or null for CauseNone.
+func (c Cause) MarshalJSON() ([]byte, error) {
+	if c == CauseNone {
+		return []byte("null"), nil
+	}
+	return []byte(`"` + string(c) + `"`), nil
+}
+
+// StepResult is the judgement of one step with the figures it rests on:
+// everything the search keeps of a step once its samples are dropped.
+// Durations are in milliseconds, rates per second; a bound the samples
+// cannot give is nil (JSON null).
+type StepResult struct {
+	// Phase is the search phase the step belonged to ("ramp", "bisect",
+	// "remeasure"); empty for a step judged outside a search.
+	Phase string `json:"phase,omitempty"`
+	// OfferedRPS is the open-model rate the schedule asked for.
+	OfferedRPS float64 `json:"offered_rps"`
+	// AchievedRPS is the rate requests went out at: n−1 over the time
+	// from the first send to the last.
+	AchievedRPS float64 `json:"achieved_rps"`
+	// ThroughputRPS is the rate successful responses came back at: n−1
+	// over the time from the first response to the last, times the
+	// share that succeeded.
+	ThroughputRPS float64 `json:"throughput_rps"`
+	// DurationMs is the judged length of the step (warm-up excluded,
+	// lengthenings included); 0 outside a search.
+	DurationMs float64 `json:"duration_ms"`
+	// Lengthened counts how many times the step was lengthened.
+	Lengthened int `json:"lengthened"`
+	// Requests is how many requests were judged.
+	Requests int `json:"requests"`
+	// Errors is how many of them failed (a 429 included).
+	Errors int `json:"errors"`
+	// Refused is how many were answered 429.
+	Refused int `json:"refused"`
+	// Sources is how many source addresses the step was spread over.
+	Sources int `json:"sources"`
+	// QuantileMs is the objective's quantile of latency measured from the
+	// intended send time.
+	QuantileMs float64 `json:"quantile_ms"`
+	// QuantileLowMs is its lower confidence bound.
+	QuantileLowMs *float64 `json:"quantile_low_ms"`
+	// QuantileHighMs is its upper confidence bound.
+	QuantileHighMs *float64 `json:"quantile_high_ms"`
+	// UncorrectedQuantileMs is the same quantile measured from the actual
+	// send, as tools that do not correct coordinated omission report it.
+	UncorrectedQuantileMs float64 `json:"uncorrected_quantile_ms"`
+	// UncorrectedLowMs is its lower confidence bound.
+	UncorrectedLowMs *float64 `json:"uncorrected_quantile_low_ms"`
+	// UncorrectedHighMs is its upper confidence bound.
+	UncorrectedHighMs *float64 `json:"uncorrected_quantile_high_ms"`
+	// ErrorRate is Errors / Requests.
+	ErrorRate float64 `json:"error_rate"`
+	// ErrorRateLow is its exact (Clopper–Pearson) lower confidence bound.
+	ErrorRateLow float64 `json:"error_rate_low"`
+	// ErrorRateHigh is its upper bound.
+	ErrorRateHigh float64 `json:"error_rate_high"`
+	// MeanLatencyMs is the mean latency from the actual send: the time a
+	// request was in flight.
+	MeanLatencyMs float64 `json:"mean_latency_ms"`
+	// Concurrency is the mean number of requests in flight by Little's
+	// law: the response rate times MeanLatencyMs.
+	Concurrency float64 `json:"concurrency"`
+	// LatenessP99Ms is the p99 of how late requests went out after their
+	// intended send time.
+	LatenessP99Ms float64 `json:"lateness_p99_ms"`
+	// Verdict is StepPass, StepFail, StepUndecided, StepClient or StepLimits.
+	Verdict string `json:"verdict"`
+	// LimitedBy is what failed the step, or left it undecided (none when
+	// it passed).
+	LimitedBy Cause `json:"limited_by"`
+}
+
+// Judge judges the samples of one step offered at offered requests per
+// second. In order:
+//   - no sample: client (nothing went out);
+//   - a 429: limits;
+//   - the error rate's lower bound above the budget: fail (errors); the
+//     quantile's lower bound, measured from the actual send, above the
+//     objective: fail (latency) — the generator's lateness cannot inflate
+//     either, so the API failed whatever the generator did;
+//   - achieved rate below MinAchieved of offered, or lateness p99 above
+//     MaxLateness: client;
+//   - the quantile's lower bound from the intended time above the
+//     objective: fail (latency);
+//   - both upper bounds within the objective: pass;
+//   - else undecided (latency when the quantile is undecided, else errors).
+//
+// Judge sorts st's samples in place; st stays usable (Add, Merge, Judge).
+func Judge(st *Stats, offered float64, c Criteria) StepResult {
+	c = c.withDefaults()
+	r := StepResult{OfferedRPS: offered, Requests: st.Len(), Errors: st.failed, Refused: st.refused}
+	if r.Requests == 0 {
+		r.Verdict, r.LimitedBy = StepClient, CauseClient
+		return r
+	}
+	st.figures(&r)
+	slo, q := c.Objective.SLO, c.Objective.SLO.Quantile
+	slices.Sort(st.corrected)
+	slices.Sort(st.uncorrected)
+	slices.Sort(st.lateness)
+	corr := QuantileInterval(st.corrected, q, c.Confidence)
+	unc := QuantileInterval(st.uncorrected, q, c.Confidence)
+	r.QuantileMs, r.QuantileLowMs, r.QuantileHighMs = ms(corr.Estimate), bound(corr.Low, corr.HasLow), bound(corr.High, corr.HasHigh)
+	r.UncorrectedQuantileMs, r.UncorrectedLowMs, r.UncorrectedHighMs = ms(unc.Estimate), bound(unc.Low, unc.HasLow), bound(unc.High, unc.HasHigh)
+	lateness := st.lateness[nearestRank(len(st.lateness), 0.99)-1]
+	r.LatenessP99Ms = ms(lateness)
+	r.ErrorRate = float64(r.Errors) / float64(r.Requests)
+	r.ErrorRateLow, r.ErrorRateHigh = ClopperPearson(r.Errors, r.Requests, c.Confidence)
+
+	budget := c.Objective.ErrorBudget
+	beyond := func(ci QuantileCI) bool { return ci.HasLow && ci.Low > slo.Max }
+	onSchedule := r.AchievedRPS >= c.MinAchieved*offered && (c.MaxLateness < 0 || lateness <= c.MaxLateness)
+	switch {
+	case r.Refused > 0:
+		r.Verdict, r.LimitedBy = StepLimits, CauseLimits
+	case r.ErrorRateLow > budget:
+		r.Verdict, r.LimitedBy = StepFail, CauseErrors
+	case beyond(unc):
+		r.Verdict, r.LimitedBy = StepFail, CauseLatency
+	case !onSchedule:
+		r.Verdict, r.LimitedBy = StepClient, CauseClient
+	case beyond(corr):
+		r.Verdict, r.LimitedBy = StepFail, CauseLatency
+	case corr.HasHigh && corr.High <= slo.Max && r.ErrorRateHigh <= budget:
+		r.Verdict = StepPass
+	case !corr.HasHigh || corr.High > slo.Max:
+		r.Verdict, r.LimitedBy = StepUndecided, CauseLatency
+	default:
+		r.Verdict, r.LimitedBy = StepUndecided, CauseErrors
+	}
+	return r
+}
+
+// figures sets the rates, the mean latency and Little's concurrency.
+func (s *Stats) figures(r *StepResult) {
+	n := float64(s.Len())
+	if n < 2 {
+		return
+	}
+	if d := s.lastSent.Sub(s.firstSent); d > 0 {
+		r.AchievedRPS = (n - 1) / d.Seconds()
+	}
+	responses := 0.0
+	if d := s.lastDone.Sub(s.firstDone); d > 0 {
+		responses = (n - 1) / d.Seconds()
+	}
+	r.ThroughputRPS = responses * (n - float64(s.failed)) / n
+	mean := s.sumUncorr.Seconds() / n
+	r.MeanLatencyMs = mean * 1000
+	r.Concurrency = responses * mean
+}
+
+// ms returns d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// bound returns d in milliseconds, or nil when it is no bound.
+func bound(d time.Duration, ok bool) *float64 {
+	if !ok {
+		return nil
+	}
+	v := ms(d)
+	return &v
+}

@@ -1,0 +1,101 @@
+package capacity
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultErrorBudget is the share of requests that may fail when no error
+// budget is given: 1 %.
+const DefaultErrorBudget = 0.01
+
+// SLO is a latency objective: the Quantile of latency (0.99 for p99) must
+// be at most Max. The zero value is no objective; [ParseSLO] builds one.
+type SLO struct {
+	// Quantile is the quantile judged, in (0, 1): 0.99 for p99.
+	Quantile float64
+	// Max is the most that quantile of latency may be.
+	Max time.Duration
+	// text is what was parsed, kept so that String gives it back.
+	text string
+}
+
+// String returns the objective as it is written: "p99<=100ms".
+func (s SLO) String() string {
+	if s.text != "" {
+		return s.text
+	}
+	if s.Quantile == 0 {
+		return ""
+	}
+	return "p" + strconv.FormatFloat(s.Quantile*100, 'f', -1, 64) + "<=" + s.Max.String()
+}
+
+// sloSyntax is pNN or pNN.N (any number of decimals), "<=", a duration.
+var sloSyntax = regexp.MustCompile(`^p([0-9]+(?:\.[0-9]+)?)<=(.+)$`)
+
+// ParseSLO parses a latency objective such as "p99<=100ms" or
+// "p99.9<=1.5s": p and a percentile above 0 and below 100, "<=", and a Go
+// duration above zero (spaces are ignored). Its errors name the --slo flag
+// and say what is expected.
+func ParseSLO(s string) (SLO, error) {
+	text := strings.Join(strings.Fields(s), "")
+	m := sloSyntax.FindStringSubmatch(text)
+	if m == nil {
+		return SLO{}, fmt.Errorf("--slo %q: want a quantile, <= and a duration, such as p99<=100ms or p99.9<=1s", s)
+	}
+	pct, err := strconv.ParseFloat(m[1], 64)
+	if err != nil || pct <= 0 || pct >= 100 {
+		return SLO{}, fmt.Errorf("--slo %q: the quantile p%s must be above p0 and below p100, such as p95 or p99.9", s, m[1])
+	}
+	d, err := time.ParseDuration(m[2])
+	if err != nil || d <= 0 {
+		return SLO{}, fmt.Errorf("--slo %q: %q is not a duration above zero (want such as 100ms or 1.5s)", s, m[2])
+	}
+	return SLO{Quantile: pct / 100, Max: d, text: text}, nil
+}
+
+// ParseErrorBudget parses an error budget: the share of requests that may
+// fail, a ratio above 0 and below 1 such as 0.01 (or a percentage such as
+// 1%). Its errors name the --error-budget flag and say what is expected.
+func ParseErrorBudget(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	scale := 1.0
+	if strings.HasSuffix(t, "%") {
+		t, scale = strings.TrimSpace(strings.TrimSuffix(t, "%")), 100
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(v) {
+		return 0, fmt.Errorf("--error-budget %q: want the share of requests that may fail, a ratio such as 0.01", s)
+	}
+	v /= scale
+	if v <= 0 || v >= 1 {
+		return 0, fmt.Errorf("--error-budget %q: want a ratio above 0 and below 1, such as 0.01 (1 %% of requests may fail)", s)
+	}
+	return v, nil
+}
+
+// Objective is what a step is held to: a latency objective and an error
+// budget. The zero value is invalid; [Objective.Validate] says why.
+type Objective struct {
+	// SLO is the latency objective, measured from intended send times.
+	SLO SLO
+	// ErrorBudget is the share of requests that may fail, in (0, 1):
+	// transport faults and every non-2xx answer, a 429 included.
+	ErrorBudget float64
+}
+
+// Validate reports what makes o unusable, or nil.
+func (o Objective) Validate() error {
+	if o.SLO.Quantile <= 0 || o.SLO.Quantile >= 1 || o.SLO.Max <= 0 {
+		return fmt.Errorf("latency objective %q: want a quantile in (0, 1) and a bound above zero", o.SLO.String())
+	}
+	if o.ErrorBudget <= 0 || o.ErrorBudget >= 1 {
+		return fmt.Errorf("error budget %v: want a ratio above 0 and below 1", o.ErrorBudget)
+	}
+	return nil
+}

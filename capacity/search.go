@@ -1,0 +1,324 @@
+package capacity
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// The phases of a search.
+const (
+	// PhaseRamp: rates stepped up geometrically from the start rate.
+	PhaseRamp = "ramp"
+	// PhaseBisect: between the last passing and the first failing rate.
+	PhaseBisect = "bisect"
+	// PhaseRemeasure: the knee measured once more before it is reported.
+	PhaseRemeasure = "remeasure"
+)
+
+// The verdicts of a search.
+const (
+	// VerdictFound: the knee was found (bracketed within the precision, or
+	// the highest allowed rate passed) and held when re-measured.
+	VerdictFound = "found"
+	// VerdictNotFound: even the start rate failed.
+	VerdictNotFound = "not-found"
+	// VerdictClient: the generator could not keep a step's schedule.
+	VerdictClient = "client"
+	// VerdictInconclusive: the search could not decide: a 429 (limits), a
+	// start rate left undecided, contradicting steps, or out of steps.
+	VerdictInconclusive = "inconclusive"
+)
+
+// Options configure a [Search]. The zero values of the optional fields
+// take the defaults documented on each; StartRate, MaxRate and Objective
+// are required.
+type Options struct {
+	// Objective is the latency objective and error budget of every step.
+	Objective Objective
+	// Confidence of every interval; 0 means [DefaultConfidence].
+	Confidence float64
+	// StartRate is the first rate, requests per second.
+	StartRate float64
+	// MaxRate is the highest rate the search may offer.
+	MaxRate float64
+	// Factor multiplies the rate from one ramp step to the next; 0 means 2.
+	Factor float64
+	// Precision is how close (relatively) the last passing and the first
+	// failing rate must be: high ≤ low·(1+Precision); 0 means 0.05.
+	Precision float64
+	// Step is the judged length of a step; 0 means 5 s.
+	Step time.Duration
+	// Warmup is the unjudged start of every step; 0 means 1 s, negative
+	// none.
+	Warmup time.Duration
+	// MaxStep is the longest a step's judged part may be lengthened to
+	// when undecided; 0 means 3·Step.
+	MaxStep time.Duration
+	// MaxSteps bounds the steps of the search (lengthenings not
+	// counted); 0 means 30.
+	MaxSteps int
+	// MinAchieved and MaxLateness say when a step went out on schedule:
+	// see [Criteria].
+	MinAchieved float64
+	// MaxLateness: see [Criteria].
+	MaxLateness time.Duration
+	// Limit is the surface's documented limit per Window and source
+	// address; 0 means none to plan around (one address).
+	Limit int
+	// Window is the limit's window.
+	Window time.Duration
+	// Share is the share of its limit one address may send at; 0 means
+	// [DefaultShare].
+	Share float64
+	// Sources is how many source addresses the caller has; 0 means as
+	// many as needed. With fewer than MaxRate needs, [NewSearch] refuses
+	// with a [*TooFewSourcesError].
+	Sources int
+	// Seed seeds the bootstrap of the USL model.
+	Seed uint64
+	// Resamples is the number of bootstrap resamples of the USL model; 0
+	// means 1000.
+	Resamples int
+}
+
+// withDefaults returns o with its zero optional fields set.
+func (o Options) withDefaults() Options {
+	if o.Confidence == 0 {
+		o.Confidence = DefaultConfidence
+	}
+	if o.Factor == 0 {
+		o.Factor = 2
+	}
+	if o.Precision == 0 {
+		o.Precision = 0.05
+	}
+	if o.Step == 0 {
+		o.Step = 5 * time.Second
+	}
+	switch {
+	case o.Warmup == 0:
+		o.Warmup = time.Second
+	case o.Warmup < 0:
+		o.Warmup = 0
+	}
+	if o.MaxStep == 0 {
+		o.MaxStep = 3 * o.Step
+	}
+	if o.MaxSteps == 0 {
+		o.MaxSteps = 30
+	}
+	if o.Share == 0 {
+		o.Share = DefaultShare
+	}
+	if o.Resamples == 0 {
+		o.Resamples = 1000
+	}
+	return o
+}
+
+// validate reports what makes o (with its defaults) unusable.
+func (o Options) validate() error {
+	if err := o.Objective.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case o.Confidence <= 0 || o.Confidence >= 1:
+		return fmt.Errorf("confidence %v: want a share above 0 and below 1, such as 0.95", o.Confidence)
+	case !(o.StartRate > 0) || math.IsInf(o.StartRate, 0):
+		return fmt.Errorf("start rate %v: want a rate above 0 per second", o.StartRate)
+	case !(o.MaxRate >= o.StartRate) || math.IsInf(o.MaxRate, 0):
+		return fmt.Errorf("max rate %v: want a rate at or above the start rate %v", o.MaxRate, o.StartRate)
+	case !(o.Factor > 1):
+		return fmt.Errorf("factor %v: want a factor above 1, such as 2", o.Factor)
+	case !(o.Precision > 0 && o.Precision < 1):
+		return fmt.Errorf("precision %v: want a share above 0 and below 1, such as 0.05", o.Precision)
+	case o.Step < 0 || o.MaxStep < o.Step:
+		return fmt.Errorf("step %v, max step %v: want a step above zero and a max step at or above it", o.Step, o.MaxStep)
+	case o.MaxSteps < 1:
+		return fmt.Errorf("max steps %d: want at least 1", o.MaxSteps)
+	case o.Share < 0 || o.Share > 1:
+		return fmt.Errorf("share %v: want a share of the limit above 0 and at most 1", o.Share)
+	}
+	if need := SourcesNeeded(o.MaxRate, o.Limit, o.Window, o.Share); o.Sources > 0 && need > o.Sources {
+		return &TooFewSourcesError{Rate: o.MaxRate, Need: need, Have: o.Sources}
+	}
+	return nil
+}
+
+// criteria is what every step of the search is judged by.
+func (o Options) criteria() Criteria {
+	return Criteria{Objective: o.Objective, Confidence: o.Confidence, MinAchieved: o.MinAchieved, MaxLateness: o.MaxLateness}
+}
+
+// Step is what the caller is to run next: Warmup at Rate (its samples
+// dropped), then Duration at Rate, every sample added to one [Stats],
+// then [Search.Record].
+type Step struct {
+	// Index is the step's place in the search's steps, from 0; a
+	// lengthening keeps its step's index.
+	Index int
+	// Phase is PhaseRamp, PhaseBisect or PhaseRemeasure.
+	Phase string
+	// Rate is the open-model rate to offer, requests per second.
+	Rate float64
+	// Warmup is how long to send at Rate first, unjudged (0 when Continue).
+	Warmup time.Duration
+	// Duration is how long to send at Rate, judged.
+	Duration time.Duration
+	// Continue reports whether this lengthens the step just recorded:
+	// keep sending at its rate without a pause or a warm-up, and add the
+	// samples to the same Stats, which is recorded again.
+	Continue bool
+	// Sources is how many source addresses to spread the step over.
+	Sources int
+}
+
+// Search is the knee search, a state machine driven by its caller: Next
+// says which step to run, Record judges it and picks the next. The
+// search never sends, sleeps or reads a clock. The zero value is not
+// usable: use [NewSearch]. A Search is not safe for concurrent use.
+type Search struct {
+	o      Options
+	steps  []StepResult
+	next   *Step // what Next returns; nil when done
+	issued *Step // the step Next returned and Record has not judged
+	// judged and lengthened are the judged time and lengthenings of the
+	// step being lengthened.
+	judged     time.Duration
+	lengthened int
+	low, high  float64 // the highest passing rate, the lowest failing (0: none)
+	highCause  Cause
+	passed     bool // whether any step passed
+	done       bool
+	verdict    string
+	cause      Cause
+}
+
+// NewSearch returns a search configured by o, or what makes o unusable.
+func NewSearch(o Options) (*Search, error) {
+	o = o.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	s := &Search{o: o}
+	s.plan(PhaseRamp, o.StartRate)
+	return s, nil
+}
+
+// plan makes a fresh step at rate the next.
+func (s *Search) plan(phase string, rate float64) {
+	s.next = &Step{Index: len(s.steps), Phase: phase, Rate: rate, Warmup: s.o.Warmup, Duration: s.o.Step,
+		Sources: SourcesNeeded(rate, s.o.Limit, s.o.Window, s.o.Share)}
+}
+
+// Next returns the step to run, and false when the search is done.
+func (s *Search) Next() (Step, bool) {
+	if s.done || s.next == nil {
+		return Step{}, false
+	}
+	s.issued = s.next
+	return *s.next, true
+}
+
+// errNoStep is Record's error without a step to judge.
+var errNoStep = errors.New("capacity: Record without a step from Next")
+
+// Record judges st, the samples of the step Next returned last, and
+// advances the search. It returns the step's judgement; an undecided one
+// is lengthened (the next step Continues it) until its judged part
+// reaches MaxStep. Only the judgement is kept: the caller may drop st
+// unless the next step Continues it.
+func (s *Search) Record(st *Stats) (StepResult, error) {
+	step := s.issued
+	if step == nil || st == nil {
+		return StepResult{}, errNoStep
+	}
+	s.issued = nil
+	s.judged += step.Duration
+	r := Judge(st, step.Rate, s.o.criteria())
+	r.Phase, r.Sources, r.DurationMs, r.Lengthened = step.Phase, step.Sources, ms(s.judged), s.lengthened
+	if r.Verdict == StepUndecided && s.judged < s.o.MaxStep {
+		s.lengthened++
+		s.next = &Step{Index: step.Index, Phase: step.Phase, Rate: step.Rate, Continue: true,
+			Duration: min(s.o.Step, s.o.MaxStep-s.judged), Sources: step.Sources}
+		return r, nil
+	}
+	s.judged, s.lengthened = 0, 0
+	s.steps = append(s.steps, r)
+	s.advance(r)
+	return r, nil
+}
+
+// advance takes in the final judgement of a step and plans the next one,
+// or ends the search.
+func (s *Search) advance(r StepResult) {
+	rate := r.OfferedRPS
+	switch r.Verdict {
+	case StepClient:
+		s.finish(VerdictClient, CauseClient)
+		return
+	case StepLimits:
+		s.finish(VerdictInconclusive, CauseLimits)
+		return
+	case StepPass:
+		s.passed = true
+		if r.Phase == PhaseRemeasure {
+			cause := s.highCause
+			if s.high == 0 {
+				cause = CauseMaxRate
+			}
+			s.finish(VerdictFound, cause)
+			return
+		}
+		s.low = max(s.low, rate)
+	default: // fail, or undecided at its longest: not sustained
+		if r.Phase == PhaseRemeasure {
+			s.low = s.highestPassBelow(rate)
+		}
+		if s.high == 0 || rate < s.high {
+			s.high, s.highCause = rate, r.LimitedBy
+		}
+	}
+	s.choose(r)
+}
+
+// choose plans the next step from the bracket [low, high], or ends.
+func (s *Search) choose(last StepResult) {
+	switch {
+	case len(s.steps) >= s.o.MaxSteps:
+		s.finish(VerdictInconclusive, CauseNone)
+	case s.high == 0 && s.low >= s.o.MaxRate:
+		s.plan(PhaseRemeasure, s.low)
+	case s.high == 0:
+		s.plan(PhaseRamp, min(s.low*s.o.Factor, s.o.MaxRate))
+	case s.low == 0 && !s.passed && last.Verdict == StepFail:
+		s.finish(VerdictNotFound, s.highCause)
+	case s.low == 0:
+		s.finish(VerdictInconclusive, s.highCause)
+	case s.high <= s.low*(1+s.o.Precision):
+		s.plan(PhaseRemeasure, s.low)
+	default:
+		s.plan(PhaseBisect, math.Sqrt(s.low*s.high))
+	}
+}
+
+// highestPassBelow is the highest rate below rate that passed (0: none).
+func (s *Search) highestPassBelow(rate float64) float64 {
+	best := 0.0
+	for _, r := range s.steps {
+		if r.Verdict == StepPass && r.OfferedRPS < rate {
+			best = max(best, r.OfferedRPS)
+		}
+	}
+	return best
+}
+
+// finish ends the search.
+func (s *Search) finish(verdict string, cause Cause) {
+	s.done, s.next, s.verdict, s.cause = true, nil, verdict, cause
+}
+
+// Done reports whether the search has ended.
+func (s *Search) Done() bool { return s.done }

@@ -1,0 +1,65 @@
+package capacity
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// DefaultShare is the share of its limit one source address may send at
+// when none is given: half of L per W.
+const DefaultShare = 0.5
+
+// SourcesNeeded returns how many source addresses a rate (requests per
+// second) must be spread over so that none sends more than share of the
+// limit L per window W, that is share·L/W per second: ⌈rate·W / (share·L)⌉,
+// at least 1. With no limit (limit or window 0) one address suffices.
+// share 0 means [DefaultShare].
+func SourcesNeeded(rate float64, limit int, window time.Duration, share float64) int {
+	if limit <= 0 || window <= 0 || rate <= 0 {
+		return 1
+	}
+	if share <= 0 {
+		share = DefaultShare
+	}
+	perSource := share * float64(limit) / window.Seconds()
+	return max(1, int(math.Ceil(rate/perSource-1e-9)))
+}
+
+// MaxLoopbackSources is how many addresses [LoopbackSources] can list.
+const MaxLoopbackSources = 255 * 254
+
+// LoopbackSources lists n loopback source addresses: 127.0.x.y for x from
+// 1 to 255 and y from 1 to 254, in that order (127.0.1.1, 127.0.1.2, …,
+// 127.0.1.254, 127.0.2.1, …). It leaves out 127.0.0.0/24, where the
+// reference target listens and verify and fleet send from, and the .0 and
+// .255 of every /24. On Linux every 127.x.y.z is local; elsewhere the
+// addresses must be configured on the loopback interface. It returns an
+// error when n is above [MaxLoopbackSources].
+func LoopbackSources(n int) ([]string, error) {
+	if n > MaxLoopbackSources {
+		return nil, fmt.Errorf("%d source addresses needed, but 127.0.1.1 to 127.0.255.254 hold %d", n, MaxLoopbackSources)
+	}
+	out := make([]string, 0, max(n, 0))
+	for i := range max(n, 0) {
+		out = append(out, fmt.Sprintf("127.0.%d.%d", 1+i/254, 1+i%254))
+	}
+	return out, nil
+}
+
+// TooFewSourcesError is the refusal of a search that cannot spread its
+// highest rate over the source addresses it has: each would near its limit,
+// and the search would measure the limiter, not the API.
+type TooFewSourcesError struct {
+	// Rate is the highest rate of the search, per second.
+	Rate float64
+	// Need is how many addresses that rate needs.
+	Need int
+	// Have is how many the search was given.
+	Have int
+}
+
+// Error says how many addresses are needed and how many there are.
+func (e *TooFewSourcesError) Error() string {
+	return fmt.Sprintf("%g requests per second need %d source addresses (each at most its share of the limit), but %d are given", e.Rate, e.Need, e.Have)
+}

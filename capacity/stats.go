@@ -1,0 +1,122 @@
+package capacity
+
+import "time"
+
+// Sample is one request of a step, as the generator saw it.
+type Sample struct {
+	// Intended is when the request was due by the step's schedule.
+	Intended time.Time
+	// Sent is when it actually went out.
+	Sent time.Time
+	// Done is when its response (or its transport fault) came back.
+	Done time.Time
+	// Failed reports whether it counts against the error budget: a
+	// transport fault or any non-2xx answer, a 429 included.
+	Failed bool
+	// Refused reports whether the answer was a 429 (Failed is then true
+	// as well; Add makes it so).
+	Refused bool
+}
+
+// Stats accumulates the samples of one step (with its lengthenings) until
+// the step is judged; it holds three durations per request and a few
+// sums, nothing of the request itself. The zero value is not ready: use
+// [NewStats]. A Stats is not safe for concurrent use; shards each fill
+// their own and [Stats.Merge] them.
+type Stats struct {
+	corrected   []time.Duration // Done − Intended
+	uncorrected []time.Duration // Done − Sent
+	lateness    []time.Duration // Sent − Intended
+	sumUncorr   time.Duration
+	failed      int
+	refused     int
+	firstSent   time.Time
+	lastSent    time.Time
+	firstDone   time.Time
+	lastDone    time.Time
+}
+
+// NewStats returns an empty Stats.
+func NewStats() *Stats { return &Stats{} }
+
+// Add records one sample. The caller adds only the judged part of a step:
+// samples due during the warm-up are dropped before Add.
+func (s *Stats) Add(x Sample) {
+	s.corrected = append(s.corrected, x.Done.Sub(x.Intended))
+	u := x.Done.Sub(x.Sent)
+	s.uncorrected = append(s.uncorrected, u)
+	s.lateness = append(s.lateness, x.Sent.Sub(x.Intended))
+	s.sumUncorr += u
+	if x.Failed || x.Refused {
+		s.failed++
+	}
+	if x.Refused {
+		s.refused++
+	}
+	s.widen(x.Sent, x.Sent, x.Done, x.Done)
+}
+
+// widen extends the spans of sends and responses to cover the given ones.
+func (s *Stats) widen(firstSent, lastSent, firstDone, lastDone time.Time) {
+	if s.firstSent.IsZero() || firstSent.Before(s.firstSent) {
+		s.firstSent = firstSent
+	}
+	if lastSent.After(s.lastSent) {
+		s.lastSent = lastSent
+	}
+	if s.firstDone.IsZero() || firstDone.Before(s.firstDone) {
+		s.firstDone = firstDone
+	}
+	if lastDone.After(s.lastDone) {
+		s.lastDone = lastDone
+	}
+}
+
+// Merge adds every sample of o to s: the shards of one step, judged as one.
+func (s *Stats) Merge(o *Stats) {
+	if o == nil || o.Len() == 0 {
+		return
+	}
+	s.corrected = append(s.corrected, o.corrected...)
+	s.uncorrected = append(s.uncorrected, o.uncorrected...)
+	s.lateness = append(s.lateness, o.lateness...)
+	s.sumUncorr += o.sumUncorr
+	s.failed += o.failed
+	s.refused += o.refused
+	s.widen(o.firstSent, o.lastSent, o.firstDone, o.lastDone)
+}
+
+// Len returns how many samples s holds.
+func (s *Stats) Len() int { return len(s.corrected) }
+
+// Criteria is what [Judge] holds a step to. The zero values of the
+// optional fields take the defaults documented on each.
+type Criteria struct {
+	// Objective is the latency objective and error budget.
+	Objective Objective
+	// Confidence of every interval; 0 means [DefaultConfidence].
+	Confidence float64
+	// MinAchieved is the share of the offered rate the requests must
+	// have gone out at for the step to count; 0 means 0.95.
+	MinAchieved float64
+	// MaxLateness bounds the p99 of how late requests went out after
+	// their intended time; 0 means 10 ms. A negative MaxLateness turns
+	// the check off and charges all lateness to the API, as wrk2 does:
+	// for a caller that knows its requests were late only because every
+	// worker was waiting on the API.
+	MaxLateness time.Duration
+}
+
+// withDefaults returns c with its zero optional fields set.
+func (c Criteria) withDefaults() Criteria {
+	if c.Confidence == 0 {
+		c.Confidence = DefaultConfidence
+	}
+	if c.MinAchieved == 0 {
+		c.MinAchieved = 0.95
+	}
+	if c.MaxLateness == 0 {
+		c.MaxLateness = 10 * time.Millisecond
+	}
+	return c
+}

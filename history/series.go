@@ -124,10 +124,6 @@ func Build(runs []Run, o Options) History {
 	slices.SortStableFunc(runs, func(a, b Run) int {
 		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.ID, b.ID))
 	})
-	type entry struct {
-		run    *Run
-		sample Sample
-	}
 	byKey := map[Key][]entry{}
 	var keys []Key
 	for i := range runs {
@@ -160,18 +156,32 @@ func Build(runs []Run, o Options) History {
 			s.detect(o)
 			h.Series = append(h.Series, s)
 		}
-		for i := 1; i < len(es); i++ {
-			prev, cur := es[i-1], es[i]
-			for _, ch := range []struct{ what, from, to string }{
-				{"verdict", prev.sample.Verdict, cur.sample.Verdict}, {"model", prev.sample.Model, cur.sample.Model}} {
-				if ch.from != ch.to {
-					h.Events = append(h.Events, Event{Key: k, What: ch.what, Index: i,
-						Run: cur.run.ID, Label: cur.run.Label, From: ch.from, To: ch.to})
-				}
+		h.Events = append(h.Events, events(k, es)...)
+	}
+	return h
+}
+
+// entry is one run's sample of one key.
+type entry struct {
+	run    *Run
+	sample Sample
+}
+
+// events returns the changes of verdict and model from each of a key's
+// runs to the next.
+func events(k Key, es []entry) []Event {
+	var out []Event
+	for i := 1; i < len(es); i++ {
+		prev, cur := es[i-1], es[i]
+		for _, ch := range []struct{ what, from, to string }{
+			{"verdict", prev.sample.Verdict, cur.sample.Verdict}, {"model", prev.sample.Model, cur.sample.Model}} {
+			if ch.from != ch.to {
+				out = append(out, Event{Key: k, What: ch.what, Index: i,
+					Run: cur.run.ID, Label: cur.run.Label, From: ch.from, To: ch.to})
 			}
 		}
 	}
-	return h
+	return out
 }
 
 // detect fills s.Changes from s.Points.

@@ -126,10 +126,12 @@ func EDivisive(xs []float64, rng *rand.Rand, o Options) []Split {
 			c, ok := memo[w]
 			if !ok {
 				c = bestCut(d, identity(w[0], w[1]), o.minSize())
-				c.at += w[0]
+				if c.at >= 0 {
+					c.at += w[0] // from the window's start to the series'
+				}
 				memo[w] = c
 			}
-			if c.at >= w[0] && (best.at < 0 || c.q > best.q) {
+			if c.at >= 0 && (best.at < 0 || c.q > best.q) {
 				best = c
 			}
 		}

@@ -1,0 +1,269 @@
+package history
+
+import (
+	"cmp"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// The defaults of Options, those of MongoDB's signal-processing-algorithms
+// (e_divisive: pvalue 0.05, permutations 100, α 1).
+const (
+	DefaultSignificance = 0.05
+	DefaultPermutations = 100
+	DefaultExponent     = 1.0
+	DefaultMinSize      = 2
+	DefaultConfidence   = 0.95
+)
+
+// Options configure change-point detection. The zero value of each field
+// stands for its default; an Options value is read, never changed, so one
+// may be shared.
+type Options struct {
+	// Significance is the p-value at or below which a candidate is a
+	// change point (default DefaultSignificance).
+	Significance float64
+	// Permutations is how many random permutations test each candidate
+	// (default DefaultPermutations). With R permutations the smallest
+	// p-value is 1/(R+1): R must be at least 1/Significance − 1 for any
+	// candidate to pass.
+	Permutations int
+	// Exponent is α of the divergence, the power of the distances, in
+	// (0, 2) (default DefaultExponent). Below 1 the statistic weighs a
+	// few far outliers less.
+	Exponent float64
+	// MinSize is the fewest runs a segment may hold (default
+	// DefaultMinSize): no change is placed nearer than that to either end
+	// of its window. 1 lets a single run at the end of a series be a
+	// segment of its own.
+	MinSize int
+	// Confidence is the coverage of the interval of a change's size
+	// (default DefaultConfidence).
+	Confidence float64
+	// Scale is what the divergence measures distances on (default Ranks).
+	Scale Scale
+	// Seed seeds the permutations of each series (see Build); 0 is a seed
+	// like any other.
+	Seed uint64
+}
+
+// Scale is what the divergence of E-divisive measures distances on. A
+// change point is a change in distribution, which a monotone transform of
+// the values leaves as it is, so the scale changes how well a change is
+// seen, not what the test's significance means.
+type Scale int
+
+// The scales.
+const (
+	// Ranks are the values' mid-ranks within the series (the default):
+	// one frozen run counts as one run that was the slowest, not as a
+	// hundred times the others, so the heavy tails of a busy host's p99
+	// do not hide a shift of the bulk. Ranking commutes with permuting, so
+	// the permutation test stays exact.
+	Ranks Scale = iota
+	// Values are the values as given, MongoDB's choice.
+	Values
+	// Logs are the natural logarithms of the values (all must be
+	// positive): a ratio counts alike at any level.
+	Logs
+)
+
+func (o Options) significance() float64 { return cmp.Or(o.Significance, DefaultSignificance) }
+func (o Options) permutations() int     { return cmp.Or(o.Permutations, DefaultPermutations) }
+func (o Options) exponent() float64     { return cmp.Or(o.Exponent, DefaultExponent) }
+func (o Options) minSize() int          { return max(cmp.Or(o.MinSize, DefaultMinSize), 1) }
+func (o Options) confidence() float64   { return cmp.Or(o.Confidence, DefaultConfidence) }
+
+// Split is a change point as E-divisive finds it, before it is described:
+// Index is the first value of the new segment (the values before it and
+// from it on differ in distribution), QHat the divergence statistic at the
+// split, and P the permutation p-value of the test that accepted it.
+type Split struct {
+	Index int
+	QHat  float64
+	P     float64
+}
+
+// EDivisive finds the change points of xs with E-divisive means and a
+// permutation test of each candidate, as MongoDB's performance CI
+// published it (Daly et al., "The Use of Change Point Detection to Identify
+// Software Performance Regressions in a Continuous Integration System",
+// ICPE 2020) after Matteson and James ("A Nonparametric Approach for
+// Multiple Change Point Analysis of Multivariate Data", JASA 2014), and as
+// MongoDB's signal-processing-algorithms implements it (e_divisive, the
+// qhat calculator and QHatPermutationsSignificanceTester) and Hunter
+// (datastax-labs/hunter) uses it.
+//
+// The series is cut at the split τ that maximizes the divergence of the
+// values before it, X, from those after, Y (n and m of them):
+//
+//	q̂(τ) = nm/(n+m) · ( 2/(nm) Σ|Xᵢ−Yⱼ|^α − Σᵢ<ⱼ|Xᵢ−Xⱼ|^α / C(n,2) − Σᵢ<ⱼ|Yᵢ−Yⱼ|^α / C(m,2) )
+//
+// Each step takes the best split of any window between the change points
+// found so far (recursive bisection), and tests it: each window's values
+// are shuffled, independently, Permutations times, and b counts the
+// shuffles whose best q̂ over all windows is at least the candidate's. The
+// candidate is kept when p = (b+1)/(R+1) ≤ Significance, and the search
+// stops at the first candidate that is not. The p-value is Matteson and
+// James's (their ecp package); MongoDB's code divides b alone, which can
+// be 0: with b+1 a series with no change is flagged at most at the rate
+// Significance, whatever its distribution, because its values are
+// exchangeable. A segment holds at least MinSize values.
+//
+// The shuffles are drawn from rng, so one series and one seed give one
+// answer. The splits are returned in the order found (most divergent
+// first).
+func EDivisive(xs []float64, rng *rand.Rand, o Options) []Split {
+	d := distances(xs, o.exponent())
+	var found []Split
+	memo := map[[2]int]cut{}
+	for {
+		bounds := windows(found, len(xs))
+		best := cut{at: -1}
+		for i := 1; i < len(bounds); i++ {
+			w := [2]int{bounds[i-1], bounds[i]}
+			c, ok := memo[w]
+			if !ok {
+				c = bestCut(d, identity(w[0], w[1]), o.minSize())
+				if c.at >= 0 {
+					c.at += w[0] // from the window's start to the series'
+				}
+				memo[w] = c
+			}
+			if c.at >= 0 && (best.at < 0 || c.q > best.q) {
+				best = c
+			}
+		}
+		if best.at < 0 {
+			return found
+		}
+		p := permutationP(d, bounds, best.q, rng, o)
+		if p > o.significance() {
+			return found
+		}
+		found = append(found, Split{Index: best.at, QHat: best.q, P: p})
+	}
+}
+
+// cut is the best split of one window: at is its offset in the window (or
+// in the series, once placed), −1 for none; q is its q̂.
+type cut struct {
+	at int
+	q  float64
+}
+
+// distances returns the matrix of |xᵢ−xⱼ|^α.
+func distances(xs []float64, alpha float64) [][]float64 {
+	d := make([][]float64, len(xs))
+	for i := range d {
+		d[i] = make([]float64, len(xs))
+		for j := range i {
+			v := math.Abs(xs[i] - xs[j])
+			if alpha != 1 {
+				v = math.Pow(v, alpha)
+			}
+			d[i][j], d[j][i] = v, v
+		}
+	}
+	return d
+}
+
+// windows returns the bounds of the windows between the splits found: 0,
+// the splits in order, n.
+func windows(found []Split, n int) []int {
+	b := []int{0, n}
+	for _, s := range found {
+		b = append(b, s.Index)
+	}
+	slices.Sort(b)
+	return b
+}
+
+// identity returns the indices a, …, b−1.
+func identity(a, b int) []int {
+	ix := make([]int, b-a)
+	for i := range ix {
+		ix[i] = a + i
+	}
+	return ix
+}
+
+// bestCut returns the split of the values at ix (in that order) with the
+// largest q̂, each side holding at least minSize values; at is −1 when ix
+// is too short to split. Ties go to the earliest split. It moves τ from
+// the start to the end keeping the three sums of distances up to date, so
+// a window of n values costs O(n²).
+func bestCut(d [][]float64, ix []int, minSize int) cut {
+	n := len(ix)
+	best := cut{at: -1}
+	var cross, within, rest float64 // X–Y, within X, within Y
+	for i := range n {
+		for j := i + 1; j < n; j++ {
+			rest += d[ix[i]][ix[j]]
+		}
+	}
+	for tau := range n - minSize + 1 {
+		if tau >= minSize {
+			if q := qhat(cross, within, rest, tau, n-tau); best.at < 0 || q > best.q {
+				best = cut{at: tau, q: q}
+			}
+		}
+		// move value tau from Y to X
+		var col, row float64
+		for i := range tau {
+			col += d[ix[i]][ix[tau]]
+		}
+		for j := tau + 1; j < n; j++ {
+			row += d[ix[tau]][ix[j]]
+		}
+		cross += row - col
+		within += col
+		rest -= row
+	}
+	return best
+}
+
+// qhat returns the divergence statistic of a split from the sum of the
+// distances across it, within X and within Y, and the sizes of X and Y.
+func qhat(cross, within, rest float64, n, m int) float64 {
+	pairs := func(k int) float64 { return float64(k) * float64(k-1) / 2 }
+	var e float64
+	if n > 0 && m > 0 {
+		e = 2 * cross / (float64(n) * float64(m))
+	}
+	if n > 1 {
+		e -= within / pairs(n)
+	}
+	if m > 1 {
+		e -= rest / pairs(m)
+	}
+	return float64(n) * float64(m) / float64(n+m) * e
+}
+
+// permutationP returns the p-value of a candidate of divergence q given
+// the windows' bounds: the share of shuffles (each window shuffled on its
+// own) whose best split in any window is at least as divergent, counting
+// the candidate itself.
+func permutationP(d [][]float64, bounds []int, q float64, rng *rand.Rand, o Options) float64 {
+	r := o.permutations()
+	tol := 1e-9 * max(1, math.Abs(q)) // sums in another order round otherwise
+	higher := 0
+	ix := make([][]int, len(bounds)-1)
+	for i := range ix {
+		ix[i] = identity(bounds[i], bounds[i+1])
+	}
+	for range r {
+		best := math.Inf(-1)
+		for _, w := range ix {
+			rng.Shuffle(len(w), func(i, j int) { w[i], w[j] = w[j], w[i] })
+			if c := bestCut(d, w, o.minSize()); c.at >= 0 {
+				best = max(best, c.q)
+			}
+		}
+		if best >= q-tol {
+			higher++
+		}
+	}
+	return float64(higher+1) / float64(r+1)
+}

@@ -1,0 +1,161 @@
+package history
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestScheme(t *testing.T) {
+	t.Parallel()
+	for label, want := range map[string]string{
+		"v1.4.2": "v", "v21": "v", "nightly-20261129": "nightly-", "pr-17": "pr-", "main": "main", "": "", "2026.1": "",
+	} {
+		if got := Scheme(label); got != want {
+			t.Errorf("Scheme(%q) = %q, want %q", label, got, want)
+		}
+	}
+}
+
+// archive returns n verify runs on two surfaces, given out of order: REST
+// p99 near 5 ms and rising by a quarter from run 20 on (index 19), MCP
+// steady; run 25 fails on REST with another model; a capacity run and a
+// run labelled in another scheme make keys of their own.
+func archive(n int) []Run {
+	rng := rand.New(rand.NewPCG(21, 22))
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	var runs []Run
+	for i := range n {
+		rest := 5 * (1 + 0.03*rng.NormFloat64())
+		if i >= 19 {
+			rest *= 1.25
+		}
+		verdict, model := "pass", "sliding-log"
+		if i == 24 {
+			verdict, model = "fail", "fixed-window"
+		}
+		runs = append(runs, Run{
+			ID: fmt.Sprintf("run%02d", i+1), Kind: "verify", Target: "http://127.0.0.1:8080", Label: fmt.Sprintf("v%d", i+1),
+			Start: t0.Add(time.Duration(i) * time.Hour),
+			Surfaces: []Sample{
+				{Surface: "rest", Verdict: verdict, Model: model, Values: map[Figure]float64{P99: rest, ObservedLimit: 240}},
+				{Surface: "mcp", Verdict: "pass", Model: "sliding-log", Values: map[Figure]float64{P99: 4 * (1 + 0.03*rng.NormFloat64()), ObservedLimit: 120}},
+			}})
+	}
+	runs = append(runs,
+		Run{ID: "cap1", Kind: "capacity", Target: "http://127.0.0.1:8080", Start: t0, Surfaces: []Sample{{Surface: "rest", Values: map[Figure]float64{Knee: 900}}}},
+		Run{ID: "pr", Kind: "verify", Target: "http://127.0.0.1:8080", Label: "pr-3", Start: t0, Surfaces: []Sample{{Surface: "rest", Values: map[Figure]float64{P99: 50}}}})
+	rng.Shuffle(len(runs), func(i, j int) { runs[i], runs[j] = runs[j], runs[i] })
+	return runs
+}
+
+func TestBuild(t *testing.T) {
+	t.Parallel()
+	h := Build(archive(30), Options{})
+	type row struct {
+		Key
+		Figure  Figure
+		Points  int
+		Changes []string // run: direction worse
+	}
+	var got []row
+	for _, s := range h.Series {
+		r := row{Key: s.Key, Figure: s.Figure, Points: len(s.Points)}
+		for _, c := range s.Changes {
+			r.Changes = append(r.Changes, fmt.Sprintf("%s %s: %s %v", c.Run, c.Label, c.Direction, c.Worse))
+		}
+		got = append(got, r)
+	}
+	target := "http://127.0.0.1:8080"
+	want := []row{
+		{Key{"capacity", target, "rest", ""}, Knee, 1, nil},
+		{Key{"verify", target, "mcp", "v"}, ObservedLimit, 30, nil},
+		{Key{"verify", target, "mcp", "v"}, P99, 30, nil},
+		{Key{"verify", target, "rest", "pr-"}, P99, 1, nil},
+		{Key{"verify", target, "rest", "v"}, ObservedLimit, 30, nil},
+		{Key{"verify", target, "rest", "v"}, P99, 30, []string{"run20 v20: up true"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("series (-want +got):\n%s", diff)
+	}
+	wantEvents := []Event{
+		{Key: want[4].Key, What: "verdict", Index: 24, Run: "run25", Label: "v25", From: "pass", To: "fail"},
+		{Key: want[4].Key, What: "model", Index: 24, Run: "run25", Label: "v25", From: "sliding-log", To: "fixed-window"},
+		{Key: want[4].Key, What: "verdict", Index: 25, Run: "run26", Label: "v26", From: "fail", To: "pass"},
+		{Key: want[4].Key, What: "model", Index: 25, Run: "run26", Label: "v26", From: "fixed-window", To: "sliding-log"},
+	}
+	if diff := cmp.Diff(wantEvents, h.Events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if !h.FailOnRegression() {
+		t.Error("FailOnRegression = false after REST's p99 rose, want true")
+	}
+	for _, s := range h.Series {
+		for i := 1; i < len(s.Points); i++ {
+			if s.Points[i].Start.Before(s.Points[i-1].Start) {
+				t.Fatalf("%v %s: points out of time order", s.Key, s.Figure)
+			}
+		}
+	}
+}
+
+// TestBuildSeedPerSeries checks that a series' answer does not depend on
+// the other runs of the archive.
+func TestBuildSeedPerSeries(t *testing.T) {
+	t.Parallel()
+	all := Build(archive(30), Options{Seed: 4})
+	var restOnly []Run
+	for _, r := range archive(30) {
+		if r.Kind == "verify" && r.Label != "pr-3" {
+			r.Surfaces = r.Surfaces[:1]
+			restOnly = append(restOnly, r)
+		}
+	}
+	alone := Build(restOnly, Options{Seed: 4})
+	find := func(h History) Series {
+		for _, s := range h.Series {
+			if s.Surface == "rest" && s.Figure == P99 && s.Scheme == "v" {
+				return s
+			}
+		}
+		t.Fatal("no REST p99 series")
+		return Series{}
+	}
+	if diff := cmp.Diff(find(all).Changes, find(alone).Changes); diff != "" {
+		t.Errorf("REST p99's changes differ with other runs present (-all +alone):\n%s", diff)
+	}
+}
+
+func TestFailOnRegression(t *testing.T) {
+	t.Parallel()
+	worse := Change{Direction: Up, Worse: true}
+	better := Change{Direction: Down}
+	tests := []struct {
+		name    string
+		changes []Change
+		want    bool
+	}{
+		{"no change", nil, false},
+		{"worse last", []Change{better, worse}, true},
+		{"undone", []Change{worse, better}, false},
+		{"better", []Change{better}, false},
+	}
+	for _, tt := range tests {
+		if got := (Series{Changes: tt.changes}).FailOnRegression(); got != tt.want {
+			t.Errorf("%s: FailOnRegression = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestWorse(t *testing.T) {
+	t.Parallel()
+	want := map[Figure]Direction{ObservedLimit: None, P50: Up, P95: Up, P99: Up, ErrorRate: Up, Knee: Down}
+	for _, f := range Figures {
+		if got := f.Worse(); got != want[f] {
+			t.Errorf("%s.Worse() = %q, want %q", f, got, want[f])
+		}
+	}
+}

@@ -62,10 +62,7 @@ func (c *independenceCheck) definiteOther(r *decode.Record, w int64) int {
 // explains them too. Within a window of the address's first request, what
 // the target counted before the run is unknown and could explain a
 // refusal as well: those prove nothing.
-func (c *independenceCheck) judged(s *surfaceRun, p sighting) {
-	if !p.primary {
-		return
-	}
+func (c *independenceCheck) judgedPrimary(s *surfaceRun, p sighting) {
 	// The other surface's requests before this one's window are of no
 	// more use.
 	r, w := &p.Record, int64(s.W)

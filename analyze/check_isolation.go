@@ -18,15 +18,12 @@ type isolationCheck struct {
 	bad byGroup[[]string]
 }
 
-func (c *isolationCheck) judged(s *surfaceRun, p sighting) {
-	if p.primary {
-		return
-	}
-	r := &p.Record
-	if p.FalseThrottle {
+func (c *isolationCheck) judgedOther(s *surfaceRun, g *groupRun, j *judged) {
+	r := &j.Record
+	if j.FalseThrottle {
 		c.badN++
-		if bad := c.bad.at(p.g); len(*bad) < 2 {
-			*bad = append(*bad, fmt.Sprintf("%s refused at %s with at most %d in its own window", p.g.source, at(r, s.t0), p.Definite+p.Ambiguous))
+		if bad := c.bad.at(g); len(*bad) < 2 {
+			*bad = append(*bad, fmt.Sprintf("%s refused at %s with at most %d in its own window", g.source, at(r, s.t0), j.Definite+j.Ambiguous))
 		}
 	}
 	if admitted(r) && s.locked(r) {

@@ -17,10 +17,7 @@ type onsetCheck struct {
 	onsetLeaks, onsetFalse, onsetIndet int
 }
 
-func (c *onsetCheck) judged(s *surfaceRun, p sighting) {
-	if !p.primary {
-		return
-	}
+func (c *onsetCheck) judgedPrimary(s *surfaceRun, p sighting) {
 	c.mostSure = max(c.mostSure, 1+int(p.Definite))
 	// A forged-header probe is judged by the spoof check alone.
 	if p.Start <= p.g.firstRefusalEnd && !p.forged {

@@ -21,8 +21,8 @@ type rejectedCountCheck struct {
 	leakCounts, refusalCounts map[[2]int32]int
 }
 
-func (c *rejectedCountCheck) judged(s *surfaceRun, p sighting) {
-	if !p.primary || p.forged {
+func (c *rejectedCountCheck) judgedPrimary(s *surfaceRun, p sighting) {
+	if p.forged {
 		return
 	}
 	// what each reading of refusals says of the request

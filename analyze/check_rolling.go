@@ -18,10 +18,7 @@ type rollingCheck struct {
 	leaks, falses  []string // the first two of each
 }
 
-func (c *rollingCheck) judged(s *surfaceRun, p sighting) {
-	if !p.primary {
-		return
-	}
+func (c *rollingCheck) judgedPrimary(s *surfaceRun, p sighting) {
 	c.judgedN++
 	if p.Required == Indeterminate {
 		c.indet++

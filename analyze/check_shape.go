@@ -45,18 +45,22 @@ func (c *shapeCheck) count(s *surfaceRun, _ *groupRun, r *decode.Record, _ strin
 	}
 }
 
-// judged notes the Retry-After and RateLimit values a refusal carried
-// (second pass): the first six distinct of each group, enough to report
-// the first three.
-func (c *shapeCheck) judged(s *surfaceRun, p sighting) {
-	if !refused(&p.Record) {
+func (c *shapeCheck) judgedPrimary(s *surfaceRun, p sighting) { c.headers(s, p.g, &p.Record) }
+
+func (c *shapeCheck) judgedOther(s *surfaceRun, g *groupRun, j *judged) { c.headers(s, g, &j.Record) }
+
+// headers notes the Retry-After and RateLimit values a refusal of group g
+// carried (second pass): the first six distinct of each group, enough to
+// report the first three.
+func (c *shapeCheck) headers(s *surfaceRun, g *groupRun, r *decode.Record) {
+	if !refused(r) {
 		return
 	}
-	_, retryAfter, rateLimit := s.tab.Header(&p.Record)
+	_, retryAfter, rateLimit := s.tab.Header(r)
 	if retryAfter == "" && rateLimit == "" {
 		return
 	}
-	extras := c.extras.at(p.g)
+	extras := c.extras.at(g)
 	if retryAfter != "" && !slices.Contains(*extras, "Retry-After: "+retryAfter) && len(*extras) < 6 {
 		*extras = append(*extras, "Retry-After: "+retryAfter)
 	}

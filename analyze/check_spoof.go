@@ -25,8 +25,8 @@ type spoofProbe struct {
 	definite, possible int32
 }
 
-func (c *spoofCheck) judged(s *surfaceRun, p sighting) {
-	if !p.primary || !(p.forged || p.stream == method.StreamSpoofControl) || len(c.probes) >= 1000 {
+func (c *spoofCheck) judgedPrimary(s *surfaceRun, p sighting) {
+	if !(p.forged || p.stream == method.StreamSpoofControl) || len(c.probes) >= 1000 {
 		return
 	}
 	r := &p.Record

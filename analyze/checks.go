@@ -15,7 +15,8 @@ import (
 // A checkRun is one check of a surface while its records are analyzed: a
 // record that owns the evidence the check gathers and judges it once the
 // passes are done. What it gathers it takes through the observer
-// interfaces it implements (counter, observer, otherObserver, fitWatcher);
+// interfaces it implements (counter, primaryObserver, groupObserver,
+// otherObserver, fitWatcher);
 // the shared model (every request's judgement, the family fit, the counts
 // in surfaceRun) it reads from the evidence.
 //
@@ -33,11 +34,17 @@ type counter interface {
 	count(s *surfaceRun, g *groupRun, r *decode.Record, stream string, seq int)
 }
 
-// An observer takes every request of the surface the model judged (an
-// answer, admitted or refused) in the second pass, in send order within
-// its group.
-type observer interface {
-	judged(s *surfaceRun, p sighting)
+// A primaryObserver takes every request of the surface's primary group
+// the model judged (an answer, admitted or refused) in the second pass, in
+// send order.
+type primaryObserver interface {
+	judgedPrimary(s *surfaceRun, p sighting)
+}
+
+// A groupObserver takes every request of the surface's other groups the
+// model judged in the second pass, in send order within its group g.
+type groupObserver interface {
+	judgedOther(s *surfaceRun, g *groupRun, j *judged)
 }
 
 // An otherObserver takes, in the second pass and in send order, the other
@@ -52,11 +59,11 @@ type fitWatcher interface {
 	watchFit(f *familyFit)
 }
 
-// A sighting is a request the model judged, as the observers see it.
+// A sighting is a request of the primary the model judged, as the
+// primary's observers see it.
 type sighting struct {
 	*judged           // the request and the model's judgement of it
-	g       *groupRun // its group
-	primary bool      // g is the surface's primary group
+	g       *groupRun // the primary group
 	stream  string    // its stream
 	forged  bool      // a probe with a forged forwarding header
 }
@@ -93,8 +100,11 @@ func (s *surfaceRun) newChecks() {
 		if o, ok := run.(counter); ok {
 			s.counters = append(s.counters, o)
 		}
-		if o, ok := run.(observer); ok {
-			s.observers = append(s.observers, o)
+		if o, ok := run.(primaryObserver); ok {
+			s.primaryObservers = append(s.primaryObservers, o)
+		}
+		if o, ok := run.(groupObserver); ok {
+			s.groupObservers = append(s.groupObservers, o)
 		}
 		if o, ok := run.(otherObserver); ok {
 			s.otherObservers = append(s.otherObservers, o)

@@ -47,11 +47,12 @@ type surfaceRun struct {
 	t0       int64
 	sd       SurfaceDetail
 	// the checks in report order, and those of them each pass calls
-	checks         []surfaceCheck
-	counters       []counter
-	observers      []observer
-	otherObservers []otherObserver
-	fitWatchers    []fitWatcher
+	checks           []surfaceCheck
+	counters         []counter
+	primaryObservers []primaryObserver
+	groupObservers   []groupObserver
+	otherObservers   []otherObserver
+	fitWatchers      []fitWatcher
 	// first pass
 	errs         map[string]int
 	lat          reservoir
@@ -244,23 +245,27 @@ func (s *surfaceRun) judged(g *groupRun, j *judged) {
 	default:
 		s.sd.Indet++
 	}
-	p := sighting{judged: j, g: g, primary: g == s.primary, stream: s.tab.Labels(r).Stream}
-	p.forged = method.IsForged(p.stream)
-	if p.primary {
-		s.judgedPrimary(p)
+	if g != s.primary {
+		for _, o := range s.groupObservers {
+			o.judgedOther(s, g, j)
+		}
+		return
 	}
-	for _, o := range s.observers {
-		o.judged(s, p)
+	p := sighting{judged: j, g: g, stream: s.tab.Labels(r).Stream}
+	p.forged = method.IsForged(p.stream)
+	s.countPrimary(p)
+	for _, o := range s.primaryObservers {
+		o.judgedPrimary(s, p)
 	}
 }
 
-// judgedPrimary counts what the shared model and the surface's detail take
+// countPrimary counts what the shared model and the surface's detail take
 // from a judged request of the primary: the observed limit, the least the
 // target admits, the requests that had to be refused, and the leaks and
 // false throttles of the limit probes (a forged-header probe is judged by
 // the spoof check alone; the plain probe beside it is a limit probe like
 // any other).
-func (s *surfaceRun) judgedPrimary(p sighting) {
+func (s *surfaceRun) countPrimary(p sighting) {
 	if refused(&p.Record) {
 		s.obs, s.anyRefused = max(s.obs, p.observed), true
 		s.maxDefAdm = max(s.maxDefAdm, int(p.DefiniteAdmitted))

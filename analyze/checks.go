@@ -16,9 +16,9 @@ import (
 // record that owns the evidence the check gathers and judges it once the
 // passes are done. What it gathers it takes through the observer
 // interfaces it implements (counter, primaryObserver, groupObserver,
-// otherObserver, fitWatcher);
-// the shared model (every request's judgement, the family fit, the counts
-// in surfaceRun) it reads from the evidence.
+// otherObserver, fitWatcher); the shared model (every request's
+// judgement, the family fit, the counts in surfaceRun) it reads from the
+// evidence.
 //
 // Adding a check is adding it to method's list and writing its record in
 // a file of its own that registers it (see register); tables, JSON, JUnit

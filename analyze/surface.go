@@ -15,15 +15,12 @@ import (
 type groupRun struct {
 	surface         *surfaceRun
 	source          string
+	index           int // its place among the surface's groups, in the order they were seen
 	n, refusals     int
 	answered        int
 	first, second   int64 // the two earliest sends
 	firstRefusalEnd int64
-	extras          []string // the first distinct headers its refusals carried, in send order
 	model           *groupModel
-	// Of a group other than its surface's primary: the first two false
-	// throttles, in send order.
-	isoBad []string
 }
 
 // add takes the group's next request in send order (second pass).
@@ -33,24 +30,10 @@ func (g *groupRun) add(r *decode.Record) {
 		s.originOf(r)
 	}
 	g.model.add(r)
-	if refused(r) {
-		g.addExtras(r)
-	}
 }
 
-// addExtras notes the Retry-After and RateLimit values a refusal carried:
-// the first six distinct, enough for the surface to report its first three.
-func (g *groupRun) addExtras(r *decode.Record) {
-	_, retryAfter, rateLimit := g.surface.tab.Header(r)
-	if retryAfter != "" && !slices.Contains(g.extras, "Retry-After: "+retryAfter) && len(g.extras) < 6 {
-		g.extras = append(g.extras, "Retry-After: "+retryAfter)
-	}
-	if rateLimit != "" && !slices.Contains(g.extras, "RateLimit: "+rateLimit) && len(g.extras) < 6 {
-		g.extras = append(g.extras, "RateLimit: "+rateLimit)
-	}
-}
-
-// surfaceRun gathers one surface's evidence over the three passes.
+// surfaceRun runs one surface's model over the three passes, and hands the
+// records to its checks (see checkRun), which gather their own evidence.
 type surfaceRun struct {
 	name     string
 	tab      *decode.Tables // the records' labels and answers
@@ -63,40 +46,26 @@ type surfaceRun struct {
 	seen     []bool      // by label index: looked up
 	t0       int64
 	sd       SurfaceDetail
+	// the checks in report order, and those of them each pass calls
+	checks           []surfaceCheck
+	counters         []counter
+	primaryObservers []primaryObserver
+	groupObservers   []groupObserver
+	otherObservers   []otherObserver
+	fitWatchers      []fitWatcher
 	// first pass
-	shapeN, shapeBad int
-	shapeMemo        map[string]bool // of the first bodies of refusals made in memory
-	errs             map[string]int
-	lat              reservoir
-	contract         []contractHit
-	limitAnswers     answerKinds // what the limit probes got back
+	errs         map[string]int
+	lat          reservoir
+	limitAnswers answerKinds // what the limit probes got back
 	// second pass
 	primary     *groupRun
 	other       *groupRun // the other surface's group from the primary's source
-	otherSure   []span    // its surely counted requests sent within a window of the primary's
 	obs         int
 	anyRefused  bool
-	judgedN     int
-	required429 int
-	indet       int
-	// The greatest number of requests surely counted in one window of a
-	// primary request: what the run proved the target held.
-	mostSure int
+	required429 int // of the primary
 	// The most admitted requests surely in one window of a refusal: the
 	// least the target is proven to admit per window.
-	maxDefAdm                          int
-	onsetLeaks, onsetFalse, onsetIndet int
-	leaks, falses                      []string
-	// For rejected-count, judged at the end against the limit the target
-	// showed: per distinct (Definite, DefiniteAdmitted) of a leak, and
-	// (Possible, PossibleAdmitted) of a refusal, how many.
-	leakCounts, refusalCounts map[[2]int32]int
-	spoofs                    []spoofProbe
-	isoBadN, isoProven        int
-	// independence: refusals the other surface's traffic explains, by
-	// index in the primary group (up to maxExplained; the rest counted).
-	explained     []int32
-	explainedMore int
+	maxDefAdm int
 	// boundaries a fixed window of the primary could start at, from the
 	// data (its first request; each admission after a refusal)
 	origins     []int64
@@ -106,31 +75,8 @@ type surfaceRun struct {
 	fitIndex int32
 }
 
-// maxExplained bounds the independence check's candidates kept.
-const maxExplained = 10000
-
 // maxOrigins bounds the fixed-window starts taken from the data.
 const maxOrigins = 32
-
-// span is a request's send and response.
-type span struct{ start, end int64 }
-
-// spoofProbe is a judged request of verify's spoof pairs: a forged-header
-// probe or the plain one sent beside it.
-type spoofProbe struct {
-	start, end         int64
-	header             string // the forged header; "" for a plain probe
-	admitted, refused  bool
-	definite, possible int32
-}
-
-// contractHit is a contract probe, kept (they are few) to report in order.
-type contractHit struct {
-	row    int
-	source string
-	seq    int
-	rec    decode.Record
-}
 
 // answerKinds counts what came back to the limit probes of a surface.
 type answerKinds struct {
@@ -139,18 +85,18 @@ type answerKinds struct {
 
 func newSurfaceRun(name string, cfg Config, tab *decode.Tables) *surfaceRun {
 	s := &surfaceRun{name: name, tab: tab, L: limitOf(cfg, name), W: cfg.Window, selected: cfg.Checks, groups: map[string]*groupRun{}, t0: 1<<63 - 1,
-		shapeMemo: map[string]bool{}, errs: map[string]int{}, lat: newReservoir(100000),
-		leakCounts: map[[2]int32]int{}, refusalCounts: map[[2]int32]int{}}
+		errs: map[string]int{}, lat: newReservoir(100000)}
 	if name == "mcp" {
 		s.revision = cfg.MCPRevision
 	}
+	s.newChecks()
 	return s
 }
 
 func (s *surfaceRun) group(source string) *groupRun {
 	g := s.groups[source]
 	if g == nil {
-		g = &groupRun{surface: s, source: source, first: 1<<63 - 1, second: 1<<63 - 1, firstRefusalEnd: 1<<63 - 1}
+		g = &groupRun{surface: s, source: source, index: len(s.groups), first: 1<<63 - 1, second: 1<<63 - 1, firstRefusalEnd: 1<<63 - 1}
 		s.groups[source] = g
 		s.sd.Sources = append(s.sd.Sources, source)
 	}
@@ -202,21 +148,6 @@ func (s *surfaceRun) count(g *groupRun, r *decode.Record, seq int) {
 		g.answered++
 		g.firstRefusalEnd = min(g.firstRefusalEnd, r.End)
 		s.sd.Refused++
-		s.shapeN++
-		ok, known := r.Judged()
-		if !known { // a record made in memory: judge its body
-			body := s.tab.Body(r)
-			var seen bool
-			if ok, seen = s.shapeMemo[string(body)]; !seen {
-				ok = shapeOK(s.name, body)
-				if len(s.shapeMemo) < 1024 {
-					s.shapeMemo[string(body)] = ok
-				}
-			}
-		}
-		if !ok {
-			s.shapeBad++
-		}
 	case admitted(r):
 		g.answered++
 		s.sd.Admitted++
@@ -243,12 +174,8 @@ func (s *surfaceRun) count(g *groupRun, r *decode.Record, seq int) {
 			k.missing++
 		}
 	}
-	if method.IsContractStream(stream) {
-		for i, row := range method.ContractRows {
-			if row.Surface == s.name && row.Stream == stream {
-				s.contract = append(s.contract, contractHit{row: i, source: g.source, seq: seq, rec: *r})
-			}
-		}
+	for _, c := range s.counters {
+		c.count(s, g, r, stream, seq)
 	}
 }
 
@@ -296,51 +223,15 @@ func (s *surfaceRun) originOf(r *decode.Record) {
 	s.lastRefused = refused(r)
 }
 
-// locked reports whether the primary group's window surely held more than
-// L requests when a request r was counted, from the server's own refusals:
-// some refused request of the primary came back before r was sent (so at
-// least L+1 requests were counted by then), and at most one of its
-// requests was sent early enough to have aged out of r's window since.
-func (s *surfaceRun) locked(r *decode.Record) bool {
-	p := s.primary
-	return p.firstRefusalEnd <= r.Start && r.End-int64(s.W) < p.second
-}
-
 // addOther takes a request of the other surface from the primary's source.
 func (s *surfaceRun) addOther(r *decode.Record) {
-	if m := s.primary.model; m.head == len(m.pending) {
-		// The primary's next request is sent at r.Start or later.
-		s.trimOther(r.Start)
+	for _, o := range s.otherObservers {
+		o.other(s, r)
 	}
-	if sure(r) {
-		s.otherSure = append(s.otherSure, span{r.Start, r.End})
-	}
-}
-
-// trimOther forgets the other surface's requests no primary request sent
-// at t or later can count: those sent a window or more before.
-func (s *surfaceRun) trimOther(t int64) {
-	k := 0
-	for k < len(s.otherSure) && s.otherSure[k].start <= t-int64(s.W) {
-		k++
-	}
-	s.otherSure = s.otherSure[k:]
-}
-
-// definiteOther counts the other surface's sure requests from the
-// primary's source definitely in r's window.
-func (s *surfaceRun) definiteOther(r *decode.Record) int {
-	n := 0
-	for _, o := range s.otherSure {
-		if o.end <= r.Start && o.start > r.End-int64(s.W) {
-			n++
-		}
-	}
-	return n
 }
 
 // judged takes a request of group g with the model's judgement, in send
-// order within the group (second pass).
+// order within the group (second pass), and hands it to the observers.
 func (s *surfaceRun) judged(g *groupRun, j *judged) {
 	if !j.judged {
 		return
@@ -355,93 +246,40 @@ func (s *surfaceRun) judged(g *groupRun, j *judged) {
 		s.sd.Indet++
 	}
 	if g != s.primary {
-		if j.FalseThrottle {
-			s.isoBadN++
-			if len(g.isoBad) < 2 {
-				g.isoBad = append(g.isoBad, fmt.Sprintf("%s refused at %s with at most %d in its own window", g.source, at(r, s.t0), j.Definite+j.Ambiguous))
-			}
-		}
-		if admitted(r) && s.locked(r) {
-			s.isoProven++
+		for _, o := range s.groupObservers {
+			o.judgedOther(s, g, j)
 		}
 		return
 	}
-	// The primary group: the other surface's requests before this one's
-	// window are of no more use.
-	s.trimOther(r.Start)
-	s.judgedN++
-	s.mostSure = max(s.mostSure, 1+int(j.Definite))
-	if refused(r) {
-		s.obs, s.anyRefused = max(s.obs, j.observed), true
-		s.maxDefAdm = max(s.maxDefAdm, int(j.DefiniteAdmitted))
-	}
-	stream := s.tab.Labels(r).Stream
-	switch j.Required {
-	case Require429:
-		s.required429++
-	case Indeterminate:
-		s.indet++
-	}
-	// A forged-header probe is judged by the spoof check alone; the plain
-	// probe beside it is a limit probe like any other.
-	spoof := method.IsForged(stream)
-	// onset: the first episode, up to the first refusal's response.
-	if r.Start <= g.firstRefusalEnd && !spoof {
-		switch {
-		case j.Leak:
-			s.onsetLeaks++
-		case j.FalseThrottle:
-			s.onsetFalse++
-		case j.Required == Indeterminate:
-			s.onsetIndet++
-		}
-	}
-	// rolling: leaks and false throttles of the limit probes
-	if !spoof {
-		if j.Leak {
-			s.sd.Leaks++
-			if len(s.leaks) < 2 {
-				s.leaks = append(s.leaks, fmt.Sprintf("%s admitted with %d others surely in its window", at(r, s.t0), j.Definite))
-			}
-		}
-		if j.FalseThrottle {
-			s.sd.FalseThrottles++
-			if len(s.falses) < 2 {
-				s.falses = append(s.falses, fmt.Sprintf("%s refused with at most %d others in its window", at(r, s.t0), j.Definite+j.Ambiguous))
-			}
-		}
-	}
-	// rejected-count: what each reading of refusals says of the request,
-	// judged once the limit the target showed is known
-	if admitted(r) && !spoof {
-		tally(s.leakCounts, [2]int32{j.Definite, j.DefiniteAdmitted})
-	}
-	if refused(r) && !spoof {
-		tally(s.refusalCounts, [2]int32{j.Definite + j.Ambiguous, j.PossibleAdmitted})
-	}
-	if (spoof || stream == method.StreamSpoofControl) && len(s.spoofs) < 1000 {
-		s.spoofs = append(s.spoofs, spoofProbe{start: r.Start, end: r.End, header: method.ForgedHeader(stream), admitted: admitted(r), refused: refused(r),
-			definite: j.Definite, possible: j.Definite + j.Ambiguous})
-	}
-	// independence: refusals explained by the other surface's traffic;
-	// the third pass asks whether a limiter of this surface alone
-	// explains them too. Within a window of the address's first request,
-	// what the target counted before the run is unknown and could explain
-	// a refusal as well: those prove nothing.
-	if s.other != nil && j.FalseThrottle && r.Start >= g.first+int64(s.W) && 1+int(j.Definite)+s.definiteOther(r) >= s.L+1 {
-		if len(s.explained) < maxExplained {
-			s.explained = append(s.explained, j.Index)
-		} else {
-			s.explainedMore++
-		}
+	p := sighting{judged: j, g: g, stream: s.tab.Labels(r).Stream}
+	p.forged = method.IsForged(p.stream)
+	s.countPrimary(p)
+	for _, o := range s.primaryObservers {
+		o.judgedPrimary(s, p)
 	}
 }
 
-// tally counts one more of k, while the map holds fewer than maxExplained
-// keys (their number follows the requests in a window, not the run).
-func tally(m map[[2]int32]int, k [2]int32) {
-	if _, ok := m[k]; ok || len(m) < maxExplained {
-		m[k]++
+// countPrimary counts what the shared model and the surface's detail take
+// from a judged request of the primary: the observed limit, the least the
+// target admits, the requests that had to be refused, and the leaks and
+// false throttles of the limit probes (a forged-header probe is judged by
+// the spoof check alone; the plain probe beside it is a limit probe like
+// any other).
+func (s *surfaceRun) countPrimary(p sighting) {
+	if refused(&p.Record) {
+		s.obs, s.anyRefused = max(s.obs, p.observed), true
+		s.maxDefAdm = max(s.maxDefAdm, int(p.DefiniteAdmitted))
+	}
+	if p.Required == Require429 {
+		s.required429++
+	}
+	if !p.forged {
+		if p.Leak {
+			s.sd.Leaks++
+		}
+		if p.FalseThrottle {
+			s.sd.FalseThrottles++
+		}
 	}
 }
 
@@ -459,7 +297,9 @@ func (s *surfaceRun) endModels() {
 		limits = append(limits, s.obs)
 	}
 	s.fit = newFamilyFit(limits, s.W, s.primary.answered, s.origins)
-	s.fit.watchFor(s.explained)
+	for _, w := range s.fitWatchers {
+		w.watchFit(s.fit)
+	}
 }
 
 // fitAdd takes the primary's next request in send order (third pass).

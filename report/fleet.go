@@ -31,58 +31,7 @@ func FleetTables(w io.Writer, rep *jitter.Report, strategy, run string) error {
 		printf(w, "note: %s\n", n)
 	}
 	if len(rep.Waves) > 0 {
-		t := tablewriter.NewWriter(w)
-		header := []any{"figure"}
-		for _, wv := range rep.Waves {
-			header = append(header, fmt.Sprintf("attempt %d", wv.Attempt))
-		}
-		t.Header(header...)
-		row := func(name string, f func(jitter.Wave) string) error {
-			cells := []any{name}
-			for _, wv := range rep.Waves {
-				cells = append(cells, Safe(f(wv)))
-			}
-			return t.Append(cells...)
-		}
-		g := func(x float64) string { return strconv.FormatFloat(x, 'g', 3, 64) }
-		last := rep.Waves[len(rep.Waves)-1].Attempt // no wave after it to re-collide in
-		rows := []struct {
-			name string
-			f    func(jitter.Wave) string
-		}{
-			{"clients", func(wv jitter.Wave) string { return strconv.Itoa(wv.Clients) }},
-			{"range", func(wv jitter.Wave) string {
-				if wv.RangeLowMS > 0 {
-					return dur(wv.RangeLowMS) + "–" + dur(wv.RangeMS)
-				}
-				return dur(wv.RangeMS)
-			}},
-			{"collisions (bound)", func(wv jitter.Wave) string { return fmt.Sprintf("%d (%d)", wv.Collisions, wv.Bound) }},
-			{"expected", func(wv jitter.Wave) string { return g(wv.Expected) }},
-			{"collision ratio", func(wv jitter.Wave) string { return g(wv.CollisionRatio) }},
-			{"re-collided next (bound)", func(wv jitter.Wave) string {
-				if wv.Attempt == last {
-					return "-"
-				}
-				return fmt.Sprintf("%d (%d)", wv.Recollided, wv.RecollBound)
-			}},
-			{"re-collision rate (expected)", func(wv jitter.Wave) string {
-				if wv.Attempt == last {
-					return "-"
-				}
-				return fmt.Sprintf("%.0f%% (%.0f%%)", 100*wv.RecollisionRate, 100*wv.RecollisionMax)
-			}},
-			{"KS p", func(wv jitter.Wave) string { return g(wv.KSP) }},
-			{"peak ε-bin (bound)", func(wv jitter.Wave) string { return fmt.Sprintf("%d (%d)", wv.PeakBin, wv.PeakBound) }},
-			{"late p99 (machine)", func(wv jitter.Wave) string { return dur(wv.LateP99MS) }},
-			{"verdict", func(wv jitter.Wave) string { return wv.Verdict }},
-		}
-		for _, r := range rows {
-			if err := row(r.name, r.f); err != nil {
-				return err
-			}
-		}
-		if err := t.Render(); err != nil {
+		if err := waveTable(w, rep.Waves); err != nil {
 			return err
 		}
 	}
@@ -99,4 +48,60 @@ func FleetTables(w io.Writer, rep *jitter.Report, strategy, run string) error {
 	printf(w, "\nverdict: %s (collision ratio %.2f, re-collision %.0f%%, KS p %.2g; run %s)\n",
 		strings.ToUpper(rep.Verdict), rep.CollisionRatio, 100*rep.RecollisionRate, rep.KSP, run)
 	return nil
+}
+
+// waveTable writes the figures of each wave of a fleet, a column each.
+func waveTable(w io.Writer, waves []jitter.Wave) error {
+	t := tablewriter.NewWriter(w)
+	header := []any{"figure"}
+	for _, wv := range waves {
+		header = append(header, fmt.Sprintf("attempt %d", wv.Attempt))
+	}
+	t.Header(header...)
+	row := func(name string, f func(jitter.Wave) string) error {
+		cells := []any{name}
+		for _, wv := range waves {
+			cells = append(cells, Safe(f(wv)))
+		}
+		return t.Append(cells...)
+	}
+	g := func(x float64) string { return strconv.FormatFloat(x, 'g', 3, 64) }
+	last := waves[len(waves)-1].Attempt // no wave after it to re-collide in
+	rows := []struct {
+		name string
+		f    func(jitter.Wave) string
+	}{
+		{"clients", func(wv jitter.Wave) string { return strconv.Itoa(wv.Clients) }},
+		{"range", func(wv jitter.Wave) string {
+			if wv.RangeLowMS > 0 {
+				return dur(wv.RangeLowMS) + "–" + dur(wv.RangeMS)
+			}
+			return dur(wv.RangeMS)
+		}},
+		{"collisions (bound)", func(wv jitter.Wave) string { return fmt.Sprintf("%d (%d)", wv.Collisions, wv.Bound) }},
+		{"expected", func(wv jitter.Wave) string { return g(wv.Expected) }},
+		{"collision ratio", func(wv jitter.Wave) string { return g(wv.CollisionRatio) }},
+		{"re-collided next (bound)", func(wv jitter.Wave) string {
+			if wv.Attempt == last {
+				return "-"
+			}
+			return fmt.Sprintf("%d (%d)", wv.Recollided, wv.RecollBound)
+		}},
+		{"re-collision rate (expected)", func(wv jitter.Wave) string {
+			if wv.Attempt == last {
+				return "-"
+			}
+			return fmt.Sprintf("%.0f%% (%.0f%%)", 100*wv.RecollisionRate, 100*wv.RecollisionMax)
+		}},
+		{"KS p", func(wv jitter.Wave) string { return g(wv.KSP) }},
+		{"peak ε-bin (bound)", func(wv jitter.Wave) string { return fmt.Sprintf("%d (%d)", wv.PeakBin, wv.PeakBound) }},
+		{"late p99 (machine)", func(wv jitter.Wave) string { return dur(wv.LateP99MS) }},
+		{"verdict", func(wv jitter.Wave) string { return wv.Verdict }},
+	}
+	for _, r := range rows {
+		if err := row(r.name, r.f); err != nil {
+			return err
+		}
+	}
+	return t.Render()
 }

@@ -313,27 +313,7 @@ func (f *fleetRun) waves(cfg Config) []wave {
 		}
 		medLat[n] = int64(quantile(lat, 0.5))
 	}
-	timeline := map[int][]int64{}      // when each attempt was sent
-	drawn := map[int][]time.Duration{} // the delay before each attempt
-	for _, c := range f.fleet {
-		as := f.requests[c][1]
-		v, d := make([]int64, len(as)), make([]time.Duration, len(as))
-		for n, a := range as {
-			switch {
-			case !labeled:
-				v[n] = a.rec.Start
-				if n > 0 {
-					d[n] = time.Duration(a.rec.Start - as[n-1].rec.End)
-				}
-			case n == 0:
-				v[n] = release
-			default:
-				d[n] = a.tag.Delay
-				v[n] = v[n-1] + medLat[n-1] + int64(d[n])
-			}
-		}
-		timeline[c], drawn[c] = v, d
-	}
+	timeline, drawn := f.timelines(labeled, release, medLat)
 	var out []wave
 	for n := 2; n <= maxAttempt; n++ {
 		w := wave{attempt: n, labeled: labeled}
@@ -373,6 +353,33 @@ func (f *fleetRun) waves(cfg Config) []wave {
 		}
 	}
 	return out
+}
+
+// timelines places each fleet client's attempts on its own timeline (see
+// waves): when each attempt was sent, and the delay before it. Without
+// delay labels they are the observed sends and gaps.
+func (f *fleetRun) timelines(labeled bool, release int64, medLat []int64) (timeline map[int][]int64, drawn map[int][]time.Duration) {
+	timeline, drawn = map[int][]int64{}, map[int][]time.Duration{}
+	for _, c := range f.fleet {
+		as := f.requests[c][1]
+		v, d := make([]int64, len(as)), make([]time.Duration, len(as))
+		for n, a := range as {
+			switch {
+			case !labeled:
+				v[n] = a.rec.Start
+				if n > 0 {
+					d[n] = time.Duration(a.rec.Start - as[n-1].rec.End)
+				}
+			case n == 0:
+				v[n] = release
+			default:
+				d[n] = a.tag.Delay
+				v[n] = v[n-1] + medLat[n-1] + int64(d[n])
+			}
+		}
+		timeline[c], drawn[c] = v, d
+	}
+	return timeline, drawn
 }
 
 // waveTests is what the tests of every wave share.

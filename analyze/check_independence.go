@@ -1,0 +1,101 @@
+package analyze
+
+import (
+	"fmt"
+
+	"github.com/connectbyjbrh/ratecheck/decode"
+	"github.com/connectbyjbrh/ratecheck/method"
+)
+
+func init() { register(method.CheckIndependence, func() checkRun { return &independenceCheck{} }) }
+
+// independenceCheck judges whether the other surface's traffic from the
+// primary's source counts toward this surface's limit.
+type independenceCheck struct {
+	// the other surface's surely counted requests sent within a window of
+	// the primary's
+	otherSure []span
+	// refusals the other surface's traffic explains, by index in the
+	// primary group (up to maxExplained; the rest counted)
+	explained     []int32
+	explainedMore int
+}
+
+// span is a request's send and response.
+type span struct{ start, end int64 }
+
+// other takes a request of the other surface from the primary's source.
+func (c *independenceCheck) other(s *surfaceRun, r *decode.Record) {
+	if m := s.primary.model; m.head == len(m.pending) {
+		// The primary's next request is sent at r.Start or later.
+		c.trimOther(r.Start, int64(s.W))
+	}
+	if sure(r) {
+		c.otherSure = append(c.otherSure, span{r.Start, r.End})
+	}
+}
+
+// trimOther forgets the other surface's requests no primary request sent
+// at t or later can count: those sent a window w or more before.
+func (c *independenceCheck) trimOther(t, w int64) {
+	k := 0
+	for k < len(c.otherSure) && c.otherSure[k].start <= t-w {
+		k++
+	}
+	c.otherSure = c.otherSure[k:]
+}
+
+// definiteOther counts the other surface's sure requests from the
+// primary's source definitely in r's window w.
+func (c *independenceCheck) definiteOther(r *decode.Record, w int64) int {
+	n := 0
+	for _, o := range c.otherSure {
+		if o.end <= r.Start && o.start > r.End-w {
+			n++
+		}
+	}
+	return n
+}
+
+// judged keeps the refusals of the primary the other surface's traffic
+// explains; the third pass asks whether a limiter of this surface alone
+// explains them too. Within a window of the address's first request, what
+// the target counted before the run is unknown and could explain a
+// refusal as well: those prove nothing.
+func (c *independenceCheck) judgedPrimary(s *surfaceRun, p sighting) {
+	// The other surface's requests before this one's window are of no
+	// more use.
+	r, w := &p.Record, int64(s.W)
+	c.trimOther(r.Start, w)
+	if s.other != nil && p.FalseThrottle && r.Start >= p.g.first+w && 1+int(p.Definite)+c.definiteOther(r, w) >= s.L+1 {
+		if len(c.explained) < maxExplained {
+			c.explained = append(c.explained, p.Index)
+		} else {
+			c.explainedMore++
+		}
+	}
+}
+
+// watchFit asks the fit for its candidates' decisions on the refusals kept.
+func (c *independenceCheck) watchFit(f *familyFit) { f.watchFor(c.explained) }
+
+// judge fails only on a refusal that the other surface's traffic explains
+// and no limiter of this surface alone does.
+func (c *independenceCheck) judge(e *evidence) (string, string) {
+	if e.other == nil {
+		return Skip, fmt.Sprintf("the other surface was not exercised from %s", e.primary)
+	}
+	n := c.explainedMore
+	for _, i := range c.explained {
+		if !e.fit.explains(e.sd.Fit, i) {
+			n++
+		}
+	}
+	switch {
+	case n > 0:
+		return Fail, fmt.Sprintf("%d refusals on %s from %s are explained only by counting the other surface's requests, and by no limiter of this surface alone: the surfaces share a counter", n, e.name, e.primary)
+	case len(c.explained) > 0:
+		return Inconclusive, fmt.Sprintf("%d refusals the other surface's traffic could explain are explained as well by a limiter of %s alone (best fit %s): the run cannot tell a shared counter from a limit of its own", len(c.explained), e.name, e.sd.Fit.Best)
+	}
+	return Pass, fmt.Sprintf("traffic on the other surface from %s did not count toward this one", e.primary)
+}

@@ -1,0 +1,50 @@
+package analyze
+
+import (
+	"fmt"
+
+	"github.com/connectbyjbrh/ratecheck/method"
+)
+
+func init() { register(method.CheckOnset, func() checkRun { return &onsetCheck{} }) }
+
+// onsetCheck judges the first episode of the primary: its limit probes up
+// to the first refusal's response.
+type onsetCheck struct {
+	// The greatest number of requests surely counted in one window of a
+	// primary request: what the run proved the target held.
+	mostSure                           int
+	onsetLeaks, onsetFalse, onsetIndet int
+}
+
+func (c *onsetCheck) judgedPrimary(s *surfaceRun, p sighting) {
+	c.mostSure = max(c.mostSure, 1+int(p.Definite))
+	// A forged-header probe is judged by the spoof check alone.
+	if p.Start <= p.g.firstRefusalEnd && !p.forged {
+		switch {
+		case p.Leak:
+			c.onsetLeaks++
+		case p.FalseThrottle:
+			c.onsetFalse++
+		case p.Required == Indeterminate:
+			c.onsetIndet++
+		}
+	}
+}
+
+func (c *onsetCheck) judge(e *evidence) (string, string) {
+	L, obs, p := e.L, e.obs, e.primary
+	switch {
+	case !e.anyRefused && e.required429 == 0:
+		return Inconclusive, fmt.Sprintf("no window from %s provably held more than %d requests (at most %d surely in one), so no 429 was due", p, L, c.mostSure)
+	case !e.anyRefused:
+		return Fail, fmt.Sprintf("no 429 at all from %s although %d requests provably exceeded %d in one window: no limit enforced", p, e.required429, L)
+	case c.onsetLeaks > 0:
+		return Fail, fmt.Sprintf("from %s %d requests were admitted past %d in one window before the first 429 (observed_limit %d)", p, c.onsetLeaks, L, obs)
+	case c.onsetFalse > 0:
+		return Fail, fmt.Sprintf("from %s 429s began before %d requests could have been in one window (observed_limit %d; if this address sent requests in the window before the run, wait a window and run again)", p, L, obs)
+	case obs == L:
+		return Pass, fmt.Sprintf("from %s the first 429 came after exactly %d admitted in one window (observed_limit %d)", p, L, obs)
+	}
+	return Pass, fmt.Sprintf("from %s observed_limit %d, within the timing uncertainty: %d requests of the onset could be counted in either window; none provably broke %d", p, obs, c.onsetIndet, L)
+}

@@ -1,0 +1,73 @@
+package analyze
+
+import (
+	"fmt"
+
+	"github.com/connectbyjbrh/ratecheck/method"
+)
+
+func init() {
+	register(method.CheckRejectedCount, func() checkRun {
+		return &rejectedCountCheck{leakCounts: map[[2]int32]int{}, refusalCounts: map[[2]int32]int{}}
+	})
+}
+
+// rejectedCountCheck judges whether refused requests count toward the
+// limit, against the limit the target showed (known only at the end).
+type rejectedCountCheck struct {
+	// Per distinct (Definite, DefiniteAdmitted) of an admission, and
+	// (Possible, PossibleAdmitted) of a refusal, of the primary's limit
+	// probes: how many.
+	leakCounts, refusalCounts map[[2]int32]int
+}
+
+func (c *rejectedCountCheck) judgedPrimary(s *surfaceRun, p sighting) {
+	if p.forged {
+		return
+	}
+	// what each reading of refusals says of the request
+	if admitted(&p.Record) {
+		tally(c.leakCounts, [2]int32{p.Definite, p.DefiniteAdmitted})
+	}
+	if refused(&p.Record) {
+		tally(c.refusalCounts, [2]int32{p.Definite + p.Ambiguous, p.PossibleAdmitted})
+	}
+}
+
+// tally counts one more of k, while the map holds fewer than maxExplained
+// keys (their number follows the requests in a window, not the run).
+func tally(m map[[2]int32]int, k [2]int32) {
+	if _, ok := m[k]; ok || len(m) < maxExplained {
+		m[k]++
+	}
+}
+
+// judge weighs the requests only one reading of refusals explains, against
+// the limit the target showed: an admission while the window provably held
+// more than that limit counting refusals but not counting only admissions
+// proves refusals are forgotten; a refusal that a limiter forgetting
+// refusals had to admit proves they count.
+func (c *rejectedCountCheck) judge(e *evidence) (string, string) {
+	L := e.Leff
+	forgets, counts := 0, 0
+	for k, n := range c.leakCounts {
+		if 1+int(k[0]) >= L+1 && 1+int(k[1]) <= L {
+			forgets += n
+		}
+	}
+	for k, n := range c.refusalCounts {
+		if 1+int(k[1]) <= L && 1+int(k[0]) > L {
+			counts += n
+		}
+	}
+	best := e.sd.Fit.Best
+	switch {
+	case forgets > 0:
+		e.sv.RejectedCount = boolPtr(false)
+		return Fail, fmt.Sprintf("%d requests were admitted while refused requests filled the window past %d: refusals do not count (the contract says they do); best fit %s", forgets, L, best)
+	case counts > 0:
+		e.sv.RejectedCount = boolPtr(true)
+		return Pass, fmt.Sprintf("%d refusals are explained only by counting refused requests, as documented; best fit %s", counts, best)
+	}
+	return Inconclusive, fmt.Sprintf("no request proves either way whether refusals count (timing too uncertain, or the run did not send refused requests while under the limit); best fit %s", best)
+}

@@ -239,12 +239,28 @@ func (rd *reader) readFile(path string, add func(Record)) (int, bool, error) {
 // readStream reads the results file path from r, which holds size bytes
 // (0: unknown), as readFile does.
 func (rd *reader) readStream(r io.Reader, size int64, path string, add func(Record)) (int, bool, error) {
-	br := bufio.NewReaderSize(r, MaxResult+readAhead) // room to peek at a whole result
+	br := bufio.NewReaderSize(smallReads{r}, MaxResult+readAhead) // room to peek at a whole result
 	format := detect(br)
 	if format == formatGob && !rd.opts.Sequential {
 		return rd.readGob(br, path, size, add)
 	}
 	return rd.readSequential(br, format, path, size, add)
+}
+
+// smallReads caps each read from r at smallRead bytes. bufio fills its
+// whole buffer on every read it makes, and the buffer readStream needs
+// (MaxResult, to peek at a whole result) would then be touched, and held
+// in RSS, in full; capped, only its first smallRead bytes are, unless a
+// result that large is peeked at.
+type smallReads struct{ r io.Reader }
+
+const smallRead = 256 << 10
+
+func (s smallReads) Read(p []byte) (int, error) {
+	if len(p) > smallRead {
+		p = p[:smallRead]
+	}
+	return s.r.Read(p)
 }
 
 // The formats of results files Vegeta writes.

@@ -111,8 +111,9 @@ func (s *Spill) Each(fn func(*Record)) error {
 		if err != nil {
 			return err
 		}
+		var r Record // one for every record: handed to fn, it would escape
 		for {
-			r, ok, err := pr.read()
+			ok, err := pr.readInto(&r)
 			if err != nil || !ok {
 				pr.f.Close()
 				if err != nil {
@@ -184,20 +185,34 @@ type partReader struct {
 	sends *order // the sends read so far, for their mark
 	seq   uint64
 	eof   bool
-	buf   [spillRecord]byte
 	pend  seqHeap
 	cur   seqRecord
 }
 
 // read returns the next record in file order.
 func (p *partReader) read() (Record, bool, error) {
-	if _, err := io.ReadFull(p.br, p.buf[:]); err != nil {
-		if errors.Is(err, io.EOF) {
-			return Record{}, false, nil
-		}
-		return Record{}, false, fmt.Errorf("reading the analysis's temporary copy %s: %w", p.f.Name(), err)
+	var r Record
+	ok, err := p.readInto(&r)
+	return r, ok, err
+}
+
+// readInto reads the next record in file order into r. It decodes the
+// record where the buffered reader holds it (Peek, then Discard) rather
+// than copying it out first: every pass reads every record.
+func (p *partReader) readInto(r *Record) (bool, error) {
+	b, err := p.br.Peek(spillRecord)
+	if len(b) == spillRecord {
+		*r = getRecord(b)
+		_, _ = p.br.Discard(spillRecord) // what Peek returned is buffered
+		return true, nil
 	}
-	return getRecord(p.buf[:]), true, nil
+	switch {
+	case len(b) == 0 && errors.Is(err, io.EOF):
+		return false, nil
+	case errors.Is(err, io.EOF): // a part of a record, as io.ReadFull says
+		err = io.ErrUnexpectedEOF
+	}
+	return false, fmt.Errorf("reading the analysis's temporary copy %s: %w", p.f.Name(), err)
 }
 
 // next moves cur to the next record in send order. A record can go once

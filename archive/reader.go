@@ -411,7 +411,7 @@ func (it *interner) record(r *result) Record {
 		rec.SetJSON(IsJSONType(r.ContentType))
 	}
 	var a Answer
-	if it.opts.KeepBody != nil && it.opts.KeepBody(l.Stream) {
+	if it.opts.KeepBody != nil && it.keepBody(id, l.Stream) {
 		a.Body = r.Body[:min(len(r.Body), MaxKeptBody)]
 		a.ContentType = r.ContentType
 	}
@@ -441,7 +441,12 @@ func (it *interner) record(r *result) Record {
 	}
 	if r.Code != 0 {
 		refusedBad := rec.flags&judgedBad != 0
-		k := sampleKey{l.Surface, l.Source, l.Stream, r.Code, refusedBad}
+		// Keyed by the label's index rather than its strings (labels with
+		// the same surface, source and stream but another fleet tag or
+		// attack name count apart here): hashing an index costs far less,
+		// and the batch's candidates are only a superset of what keep,
+		// which counts by sampleKey in file order, would take from them.
+		k := seenKey{id, r.Code, refusedBad}
 		if n := it.seen[k]; n < maxSamples {
 			it.seen[k] = n + 1
 			it.pending = append(it.pending, Sample{Labels: Labels{Surface: l.Surface, Source: l.Source, Stream: l.Stream}, Code: r.Code,
@@ -586,7 +591,32 @@ type interner struct {
 	layouts map[string]*resultLayout // by a stream's type definitions
 	// Samples taken since takeSamples, and how many of each key.
 	pending []Sample
-	seen    map[sampleKey]int
+	seen    map[seenKey]int
+	// keep says, by label index, whether the label's bodies are kept
+	// (Options.KeepBody): 0 not asked yet, 1 no, 2 yes.
+	keep []uint8
+}
+
+// seenKey counts a batch's sample candidates: a label, status and judgement.
+type seenKey struct {
+	label   uint32
+	code    uint16
+	refused bool
+}
+
+// keepBody returns Options.KeepBody of stream, the stream of label id,
+// asking once per label: it runs for every result.
+func (it *interner) keepBody(id uint32, stream string) bool {
+	if int(id) >= len(it.keep) {
+		it.keep = slices.Grow(it.keep, int(id)+1-len(it.keep))[:int(id)+1]
+	}
+	if it.keep[id] == 0 {
+		it.keep[id] = 1
+		if it.opts.KeepBody(stream) {
+			it.keep[id] = 2
+		}
+	}
+	return it.keep[id] == 2
 }
 
 type answerKey struct{ body, allow, retryAfter, rateLimit, err, contentType string }
@@ -642,7 +672,7 @@ func (it *interner) answer(a Answer) uint32 {
 // newInterner returns an empty interner of the reader's tables.
 func (rd *reader) newInterner() *interner {
 	return &interner{reader: rd, labels: map[string]uint32{}, folds: map[string]uint32{}, answers: map[answerKey]uint32{}, bodies: map[string][]byte{},
-		layouts: map[string]*resultLayout{}, judged: map[string]map[string]bool{}, seen: map[sampleKey]int{}}
+		layouts: map[string]*resultLayout{}, judged: map[string]map[string]bool{}, seen: map[seenKey]int{}}
 }
 
 // ErrKind is the part of a transport error that does not name the request

@@ -239,8 +239,14 @@ func (rd *reader) readFile(path string, add func(Record)) (int, bool, error) {
 // readStream reads the results file path from r, which holds size bytes
 // (0: unknown), as readFile does.
 func (rd *reader) readStream(r io.Reader, size int64, path string, add func(Record)) (int, bool, error) {
-	br := bufio.NewReaderSize(smallReads{r}, MaxResult+readAhead) // room to peek at a whole result
-	format := detect(br)
+	big := bufio.NewReaderSize(smallReads{r}, MaxResult+readAhead) // room to peek at a whole result
+	format := detect(big)
+	// Only detect peeks at a whole result: gob messages are read in
+	// pieces, and the text decoders keep buffers of their own. What big
+	// holds goes on to a small reader, so that big's buffer does not
+	// stay live through the read and raise the garbage collector's goal.
+	head, _ := big.Peek(big.Buffered())
+	br := bufio.NewReaderSize(&handOff{head: bytes.Clone(head), big: big, r: smallReads{r}}, smallRead)
 	if format == formatGob && !rd.opts.Sequential {
 		return rd.readGob(br, path, size, add)
 	}
@@ -261,6 +267,33 @@ func (s smallReads) Read(p []byte) (int, error) {
 		p = p[:smallRead]
 	}
 	return s.r.Read(p)
+}
+
+// handOff reads head, the bytes a bufio.Reader big held, then the error big
+// held after them (if any), then r, which big was reading: it is big
+// read on, without big's buffer.
+type handOff struct {
+	head []byte
+	big  *bufio.Reader
+	r    io.Reader
+}
+
+func (h *handOff) Read(p []byte) (int, error) {
+	if len(h.head) > 0 {
+		n := copy(p, h.head)
+		h.head = h.head[n:]
+		return n, nil
+	}
+	if h.big != nil {
+		h.head = nil
+		// Nothing is buffered: a read of nothing returns big's error.
+		_, err := h.big.Read(nil)
+		h.big = nil
+		if err != nil {
+			return 0, err
+		}
+	}
+	return h.r.Read(p)
 }
 
 // The formats of results files Vegeta writes.

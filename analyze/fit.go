@@ -462,7 +462,9 @@ func (l *slidingLog) add(t int64) {
 			l.ring = append(l.ring, t)
 		} else {
 			l.ring[l.head] = t
-			l.head = (l.head + 1) % limit
+			if l.head++; l.head == limit { // (head+1) % limit, without a division
+				l.head = 0
+			}
 		}
 	}
 	l.admit(ok)
@@ -487,17 +489,39 @@ func (b *tokenBucket) add(t int64) {
 	b.admit(ok)
 }
 
+// windowSpan is the span of t − origin the current window idx covers,
+// [lo, hi), so that a request in it needs no division to find its window:
+// a replay runs dozens of fixed and sliding windows on every request.
+type windowSpan struct {
+	lo, hi int64
+	ok     bool // lo and hi are set (idx·W did not overflow)
+}
+
+// in reports whether d, a time less origin, is in the span.
+func (s *windowSpan) in(d int64) bool { return s.ok && d >= s.lo && d < s.hi }
+
+// set makes the span window idx's, of length W.
+func (s *windowSpan) set(idx, W int64) {
+	s.lo = idx * W
+	s.hi = s.lo + W
+	s.ok = s.lo/W == idx && s.hi > s.lo
+}
+
 // fixedWindow admits L per window aligned at origin.
 type fixedWindow struct {
 	score
 	limit          int
 	W, origin, idx int64
 	n              int
+	span           windowSpan
 }
 
 func (f *fixedWindow) add(t int64) {
-	if k := floorDiv(t-f.origin, f.W); k != f.idx {
-		f.idx, f.n = k, 0
+	if d := t - f.origin; !f.span.in(d) {
+		if k := floorDiv(d, f.W); k != f.idx {
+			f.idx, f.n = k, 0
+		}
+		f.span.set(f.idx, f.W)
 	}
 	ok := f.n < f.limit
 	if ok {
@@ -514,16 +538,20 @@ type slidingCounter struct {
 	W, origin, idx int64
 	countRefused   bool
 	cur, prev      int
+	span           windowSpan
 }
 
 func (c *slidingCounter) add(t int64) {
-	if k := floorDiv(t-c.origin, c.W); k != c.idx {
-		if k == c.idx+1 {
-			c.prev = c.cur
-		} else {
-			c.prev = 0
+	if d := t - c.origin; !c.span.in(d) {
+		if k := floorDiv(d, c.W); k != c.idx {
+			if k == c.idx+1 {
+				c.prev = c.cur
+			} else {
+				c.prev = 0
+			}
+			c.idx, c.cur = k, 0
 		}
-		c.idx, c.cur = k, 0
+		c.span.set(c.idx, c.W)
 	}
 	frac := float64(t-c.origin-c.idx*c.W) / float64(c.W)
 	est := float64(c.prev)*(1-frac) + float64(c.cur)

@@ -60,6 +60,7 @@ type surfaceRun struct {
 	groups   map[string]*groupRun
 	byLabel  []*groupRun // by label index; nil: not seen yet, or not a group
 	seen     []bool      // by label index: looked up
+	kinds    []uint8     // by label index: what judges its stream (see kindOf)
 	t0       int64
 	sd       SurfaceDetail
 	// first pass
@@ -73,6 +74,7 @@ type surfaceRun struct {
 	primary     *groupRun
 	other       *groupRun // the other surface's group from the primary's source
 	otherSure   []span    // its surely counted requests sent within a window of the primary's
+	otherBuf    []span    // the array otherSure lies in, from its start
 	obs         int
 	anyRefused  bool
 	judgedN     int
@@ -193,8 +195,8 @@ func (s *surfaceRun) count(g *groupRun, r *archive.Record, seq int) {
 	}
 	s.sd.Requests++
 	s.lat.add(r.End - r.Start)
-	stream := s.tab.Labels(r).Stream
-	limitProbe := JudgedBy(stream) == "limits"
+	kind := s.kindOf(r)
+	limitProbe := kind&kindLimits != 0
 	switch {
 	case refused(r):
 		g.refusals++
@@ -242,7 +244,8 @@ func (s *surfaceRun) count(g *groupRun, r *archive.Record, seq int) {
 			k.missing++
 		}
 	}
-	if isContractStream(stream) {
+	if kind&kindContract != 0 {
+		stream := s.tab.Labels(r).Stream
 		for i, row := range ContractRows {
 			if row.Surface == s.name && row.Stream == stream {
 				s.contract = append(s.contract, contractHit{row: i, source: g.source, seq: seq, rec: *r})
@@ -278,7 +281,41 @@ func (s *surfaceRun) choosePrimary(other *surfaceRun) {
 
 // forged reports whether r carries a forged forwarding header (see
 // Group.Uncertain).
-func (s *surfaceRun) forged(r *archive.Record) bool { return isForged(s.tab.Labels(r).Stream) }
+func (s *surfaceRun) forged(r *archive.Record) bool { return s.kindOf(r)&kindForged != 0 }
+
+// What judges a label's stream (see JudgedBy), as kindOf caches it.
+const (
+	kindKnown    uint8 = 1 << iota // looked up
+	kindLimits                     // JudgedBy is "limits"
+	kindContract                   // a failure-table probe (isContractStream)
+	kindForged                     // forged forwarding headers (isForged)
+)
+
+// kindOf returns what judges the stream of r's label, looking each label
+// up once: every pass asks of every record, and the lookups compare
+// strings.
+func (s *surfaceRun) kindOf(r *archive.Record) uint8 {
+	id := int(r.LabelID())
+	if id >= len(s.kinds) {
+		s.kinds = slices.Grow(s.kinds, id+1-len(s.kinds))[:id+1]
+	}
+	if k := s.kinds[id]; k != 0 {
+		return k
+	}
+	stream := s.tab.Labels(r).Stream
+	k := kindKnown
+	if JudgedBy(stream) == "limits" {
+		k |= kindLimits
+	}
+	if isContractStream(stream) {
+		k |= kindContract
+	}
+	if isForged(stream) {
+		k |= kindForged
+	}
+	s.kinds[id] = k
+	return k
+}
 
 // originOf takes the primary's next request in send order and notes where
 // a fixed window could have started: at its first request (a limiter that
@@ -312,6 +349,15 @@ func (s *surfaceRun) addOther(r *archive.Record) {
 		s.trimOther(r.Start)
 	}
 	if sure(r) {
+		if n := len(s.otherSure); n == cap(s.otherSure) {
+			// Full: move what is held to the front of its array when the
+			// trimmed take most of it, else to one twice as long, rather
+			// than let append make a new array every window.
+			if 2*n > cap(s.otherBuf) {
+				s.otherBuf = make([]span, 0, 2*n+64)
+			}
+			s.otherSure = s.otherBuf[:copy(s.otherBuf[:n], s.otherSure)]
+		}
 		s.otherSure = append(s.otherSure, span{r.Start, r.End})
 	}
 }

@@ -235,7 +235,7 @@ func (p *partReader) next() (bool, error) {
 	}
 	for {
 		if len(p.pend) > 0 && (p.eof || behind(p.pend[0].Start, p.sends.mark()) >= uint64(p.disp) && p.pend[0].Start < p.sends.mark()) {
-			p.cur = heap.Pop(&p.pend).(seqRecord)
+			p.cur = p.pend.pop()
 			return true, nil
 		}
 		if p.eof {
@@ -250,7 +250,7 @@ func (p *partReader) next() (bool, error) {
 			continue
 		}
 		p.sends.push(r.Start)
-		heap.Push(&p.pend, seqRecord{Record: r, seq: p.seq})
+		p.pend.push(seqRecord{Record: r, seq: p.seq})
 		p.seq++
 	}
 }
@@ -261,19 +261,49 @@ type seqRecord struct {
 	seq uint64
 }
 
-// seqHeap orders records by send time, then place in the file.
+// seqHeap orders records by send time, then place in the file: a binary
+// heap as container/heap keeps one, without its interface, through which
+// every record pushed and popped was an allocation (two a record a pass
+// over a file written out of send order, as Vegeta writes them).
 type seqHeap []seqRecord
 
-func (h seqHeap) Len() int { return len(h) }
-func (h seqHeap) Less(i, j int) bool {
+func (h seqHeap) less(i, j int) bool {
 	return h[i].Start < h[j].Start || h[i].Start == h[j].Start && h[i].seq < h[j].seq
 }
-func (h seqHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *seqHeap) Push(x any)   { *h = append(*h, x.(seqRecord)) }
-func (h *seqHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+
+func (h *seqHeap) push(x seqRecord) {
+	*h = append(*h, x)
+	q := *h
+	for j := len(q) - 1; j > 0; {
+		i := (j - 1) / 2 // parent
+		if i == j || !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		j = i
+	}
+}
+
+func (h *seqHeap) pop() seqRecord {
+	q := *h
+	n := len(q) - 1
+	q[0], q[n] = q[n], q[0]
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n || j < 0 {
+			break
+		}
+		if j2 := j + 1; j2 < n && q.less(j2, j) {
+			j = j2
+		}
+		if !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		i = j
+	}
+	x := q[n]
+	*h = q[:n]
 	return x
 }
 

@@ -596,29 +596,51 @@ func (it *interner) judge(surface string, body []byte) bool {
 	b := body[:min(len(body), MaxKeptBody)]
 	memo := it.judged[surface]
 	if memo == nil {
-		memo = map[string]bool{}
+		memo = &judgeMemo{m: map[string]judgeEntry{}}
 		it.judged[surface] = memo
 	}
-	if ok, seen := memo[view(b)]; seen {
-		return ok
+	// Refusals mostly repeat the body before them: compare with the last
+	// body found in or added to the memo before hashing it.
+	if memo.hasLast && memo.last.body == view(b) {
+		return memo.last.ok
+	}
+	if e, seen := memo.m[view(b)]; seen {
+		memo.last, memo.hasLast = e, true
+		return e.ok
 	}
 	ok := it.opts.Judge(surface, b)
-	if len(memo) < 1024 && it.judgedN < 4096 {
-		memo[string(b)] = ok
+	if len(memo.m) < 1024 && it.judgedN < 4096 {
+		e := judgeEntry{body: string(b), ok: ok}
+		memo.m[e.body] = e
+		memo.last, memo.hasLast = e, true
 		it.judgedN++
 	}
 	return ok
+}
+
+// judgeMemo is a surface's verdicts on the first refusal bodies judged,
+// and the last of them found or added.
+type judgeMemo struct {
+	m       map[string]judgeEntry
+	last    judgeEntry
+	hasLast bool
+}
+
+// judgeEntry is a body judged (its key in the memo) and the verdict.
+type judgeEntry struct {
+	body string
+	ok   bool
 }
 
 // interner shares the few distinct labels and answers of a file: each is
 // parsed and copied once, into the reader's tables. One goroutine uses it.
 type interner struct {
 	*reader
-	key     []byte                     // scratch for a label's key
-	labels  map[string]uint32          // attack label (and surface) -> labels index
-	folds   map[string]uint32          // surface and stream of folded labels -> labels index
-	judgedN int                        // bodies judged memos hold, every surface's
-	judged  map[string]map[string]bool // per surface, refusal body -> Judge's verdict
+	key     []byte                // scratch for a label's key
+	labels  map[string]uint32     // attack label (and surface) -> labels index
+	folds   map[string]uint32     // surface and stream of folded labels -> labels index
+	judgedN int                   // bodies judged memos hold, every surface's
+	judged  map[string]*judgeMemo // per surface, refusal body -> Judge's verdict
 	answers map[answerKey]uint32
 	bodies  map[string][]byte
 	layouts map[string]*resultLayout // by a stream's type definitions
@@ -705,7 +727,7 @@ func (it *interner) answer(a Answer) uint32 {
 // newInterner returns an empty interner of the reader's tables.
 func (rd *reader) newInterner() *interner {
 	return &interner{reader: rd, labels: map[string]uint32{}, folds: map[string]uint32{}, answers: map[answerKey]uint32{}, bodies: map[string][]byte{},
-		layouts: map[string]*resultLayout{}, judged: map[string]map[string]bool{}, seen: map[seenKey]int{}}
+		layouts: map[string]*resultLayout{}, judged: map[string]*judgeMemo{}, seen: map[seenKey]int{}}
 }
 
 // ErrKind is the part of a transport error that does not name the request

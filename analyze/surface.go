@@ -285,10 +285,11 @@ func (s *surfaceRun) forged(r *archive.Record) bool { return s.kindOf(r)&kindFor
 
 // What judges a label's stream (see JudgedBy), as kindOf caches it.
 const (
-	kindKnown    uint8 = 1 << iota // looked up
-	kindLimits                     // JudgedBy is "limits"
-	kindContract                   // a failure-table probe (isContractStream)
-	kindForged                     // forged forwarding headers (isForged)
+	kindKnown        uint8 = 1 << iota // looked up
+	kindLimits                         // JudgedBy is "limits"
+	kindContract                       // a failure-table probe (isContractStream)
+	kindForged                         // forged forwarding headers (isForged)
+	kindSpoofControl                   // the plain probe beside the forged ones
 )
 
 // kindOf returns what judges the stream of r's label, looking each label
@@ -312,6 +313,9 @@ func (s *surfaceRun) kindOf(r *archive.Record) uint8 {
 	}
 	if isForged(stream) {
 		k |= kindForged
+	}
+	if stream == archive.StreamSpoofControl {
+		k |= kindSpoofControl
 	}
 	s.kinds[id] = k
 	return k
@@ -420,7 +424,6 @@ func (s *surfaceRun) judged(g *groupRun, j *judged) {
 		s.obs, s.anyRefused = max(s.obs, j.observed), true
 		s.maxDefAdm = max(s.maxDefAdm, int(j.DefiniteAdmitted))
 	}
-	stream := s.tab.Labels(r).Stream
 	switch j.Required {
 	case Require429:
 		s.required429++
@@ -429,7 +432,8 @@ func (s *surfaceRun) judged(g *groupRun, j *judged) {
 	}
 	// A forged-header probe is judged by the spoof check alone; the plain
 	// probe beside it is a limit probe like any other.
-	spoof := isForged(stream)
+	kind := s.kindOf(r)
+	spoof := kind&kindForged != 0
 	// onset: the first episode, up to the first refusal's response.
 	if r.Start <= g.firstRefusalEnd && !spoof {
 		switch {
@@ -464,7 +468,8 @@ func (s *surfaceRun) judged(g *groupRun, j *judged) {
 	if refused(r) && !spoof {
 		tally(s.refusalCounts, [2]int32{j.Definite + j.Ambiguous, j.PossibleAdmitted})
 	}
-	if (spoof || stream == archive.StreamSpoofControl) && len(s.spoofs) < 1000 {
+	if (spoof || kind&kindSpoofControl != 0) && len(s.spoofs) < 1000 {
+		stream := s.tab.Labels(r).Stream
 		s.spoofs = append(s.spoofs, spoofProbe{start: r.Start, end: r.End, header: forgedHeaders[stream], admitted: admitted(r), refused: refused(r),
 			definite: j.Definite, possible: j.Definite + j.Ambiguous})
 	}

@@ -276,7 +276,7 @@ func (h *seqHeap) push(x seqRecord) {
 	q := *h
 	for j := len(q) - 1; j > 0; {
 		i := (j - 1) / 2 // parent
-		if i == j || !q.less(j, i) {
+		if !q.less(j, i) {
 			break
 		}
 		q[i], q[j] = q[j], q[i]

@@ -1,7 +1,6 @@
 package analyze
 
 import (
-	"container/heap"
 	"fmt"
 	"math"
 	"time"
@@ -132,7 +131,7 @@ func (f *familyFit) add(r *archive.Record, index int32) {
 	// A response at or before this send can go: every later request is
 	// sent, so answered, no earlier; ties go in send order.
 	for len(f.byEnd) > 0 && f.byEnd[0].end <= r.Start {
-		e := heap.Pop(&f.byEnd).(endItem)
+		e := f.byEnd.pop()
 		for _, rp := range f.ends {
 			rp.add(e.end, e.ok)
 		}
@@ -150,13 +149,13 @@ func (f *familyFit) add(r *archive.Record, index int32) {
 		}
 		f.decided[index] = d
 	}
-	heap.Push(&f.byEnd, endItem{end: r.End, index: index, ok: admitted(r)})
+	f.byEnd.push(endItem{end: r.End, index: index, ok: admitted(r)})
 }
 
 // result replays what is left and returns the fit.
 func (f *familyFit) result() Fit {
 	for len(f.byEnd) > 0 {
-		e := heap.Pop(&f.byEnd).(endItem)
+		e := f.byEnd.pop()
 		for _, rp := range f.ends {
 			rp.add(e.end, e.ok)
 		}
@@ -226,19 +225,49 @@ type endItem struct {
 	ok    bool
 }
 
-// endHeap orders answered requests by response, then send order.
+// endHeap orders answered requests by response, then send order: a binary
+// heap kept as container/heap keeps one (the same sifts, so the same order
+// on ties), without its interface, through which every request pushed and
+// popped was an allocation.
 type endHeap []endItem
 
-func (h endHeap) Len() int { return len(h) }
-func (h endHeap) Less(i, j int) bool {
+func (h endHeap) less(i, j int) bool {
 	return h[i].end < h[j].end || h[i].end == h[j].end && h[i].index < h[j].index
 }
-func (h endHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *endHeap) Push(x any)   { *h = append(*h, x.(endItem)) }
-func (h *endHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+
+func (h *endHeap) push(x endItem) {
+	*h = append(*h, x)
+	q := *h
+	for j := len(q) - 1; j > 0; {
+		i := (j - 1) / 2 // parent
+		if !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		j = i
+	}
+}
+
+func (h *endHeap) pop() endItem {
+	q := *h
+	n := len(q) - 1
+	q[0], q[n] = q[n], q[0]
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n || j < 0 {
+			break
+		}
+		if j2 := j + 1; j2 < n && q.less(j2, j) {
+			j = j2
+		}
+		if !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		i = j
+	}
+	x := q[n]
+	*h = q[:n]
 	return x
 }
 
@@ -553,9 +582,20 @@ func (c *slidingCounter) add(t int64) {
 		}
 		c.span.set(c.idx, c.W)
 	}
-	frac := float64(t-c.origin-c.idx*c.W) / float64(c.W)
-	est := float64(c.prev)*(1-frac) + float64(c.cur)
-	ok := est+1 <= float64(c.limit)
+	var ok bool
+	switch {
+	// The estimate lies between cur and prev+cur, in floating point too
+	// (rounding is monotonic, and the counts are exact): where both
+	// bounds decide alike, the division is not needed.
+	case c.cur+1 > c.limit:
+		ok = false
+	case c.prev+c.cur+1 <= c.limit:
+		ok = true
+	default:
+		frac := float64(t-c.origin-c.idx*c.W) / float64(c.W)
+		est := float64(c.prev)*(1-frac) + float64(c.cur)
+		ok = est+1 <= float64(c.limit)
+	}
 	if ok || c.countRefused {
 		c.cur++
 	}

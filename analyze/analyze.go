@@ -264,7 +264,9 @@ func fanOut(each func(func(*decode.Record)) error, workers []*surfaceRun, take f
 		seq  int
 		left atomic.Int32
 	}
-	const size = 4096
+	// 8 batches of 1024 records: 256 KB in all, and a handful of channel
+	// operations per thousand records.
+	const size = 1024
 	free := make(chan *batch, 8)
 	for range cap(free) {
 		free <- &batch{recs: make([]decode.Record, 0, size)}

@@ -27,10 +27,11 @@ type contractHit struct {
 }
 
 // count keeps each contract probe with its row (first pass).
-func (c *contractCheck) count(s *surfaceRun, g *groupRun, r *decode.Record, stream string, seq int) {
-	if !method.IsContractStream(stream) {
+func (c *contractCheck) count(s *surfaceRun, g *groupRun, r *decode.Record, kind uint8, seq int) {
+	if kind&kindContract == 0 {
 		return
 	}
+	stream := s.tab.Labels(r).Stream
 	for i, row := range method.ContractRows {
 		if row.Surface == s.name && row.Stream == stream {
 			c.hits = append(c.hits, contractHit{row: i, source: g.source, seq: seq, rec: *r})

@@ -13,8 +13,8 @@ func init() { register(method.CheckIndependence, func() checkRun { return &indep
 // primary's source counts toward this surface's limit.
 type independenceCheck struct {
 	// the other surface's surely counted requests sent within a window of
-	// the primary's
-	otherSure []span
+	// the primary's, and the array they lie in, from its start
+	otherSure, otherBuf []span
 	// refusals the other surface's traffic explains, by index in the
 	// primary group (up to maxExplained; the rest counted)
 	explained     []int32
@@ -31,6 +31,15 @@ func (c *independenceCheck) other(s *surfaceRun, r *decode.Record) {
 		c.trimOther(r.Start, int64(s.W))
 	}
 	if sure(r) {
+		if n := len(c.otherSure); n == cap(c.otherSure) {
+			// Full: move what is held to the front of its array when the
+			// trimmed take most of it, else to one twice as long, rather
+			// than let append make a new array every window.
+			if 2*n > cap(c.otherBuf) {
+				c.otherBuf = make([]span, 0, 2*n+64)
+			}
+			c.otherSure = c.otherBuf[:copy(c.otherBuf[:n], c.otherSure)]
+		}
 		c.otherSure = append(c.otherSure, span{r.Start, r.End})
 	}
 }

@@ -24,7 +24,7 @@ type shapeCheck struct {
 }
 
 // count judges the shape of each refusal (first pass).
-func (c *shapeCheck) count(s *surfaceRun, _ *groupRun, r *decode.Record, _ string, _ int) {
+func (c *shapeCheck) count(s *surfaceRun, _ *groupRun, r *decode.Record, _ uint8, _ int) {
 	if !refused(r) {
 		return
 	}

@@ -29,9 +29,10 @@ type checkRun interface {
 }
 
 // A counter takes every request of the surface in the first pass, in any
-// order: g is its group, stream its stream, seq its place in the input.
+// order: g is its group, kind what judges its stream (see kindOf), seq its
+// place in the input.
 type counter interface {
-	count(s *surfaceRun, g *groupRun, r *decode.Record, stream string, seq int)
+	count(s *surfaceRun, g *groupRun, r *decode.Record, kind uint8, seq int)
 }
 
 // A primaryObserver takes every request of the surface's primary group

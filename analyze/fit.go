@@ -1,7 +1,6 @@
 package analyze
 
 import (
-	"container/heap"
 	"fmt"
 	"math"
 	"time"
@@ -132,7 +131,7 @@ func (f *familyFit) add(r *decode.Record, index int32) {
 	// A response at or before this send can go: every later request is
 	// sent, so answered, no earlier; ties go in send order.
 	for len(f.byEnd) > 0 && f.byEnd[0].end <= r.Start {
-		e := heap.Pop(&f.byEnd).(endItem)
+		e := f.byEnd.pop()
 		for _, rp := range f.ends {
 			rp.add(e.end, e.ok)
 		}
@@ -150,13 +149,13 @@ func (f *familyFit) add(r *decode.Record, index int32) {
 		}
 		f.decided[index] = d
 	}
-	heap.Push(&f.byEnd, endItem{end: r.End, index: index, ok: admitted(r)})
+	f.byEnd.push(endItem{end: r.End, index: index, ok: admitted(r)})
 }
 
 // result replays what is left and returns the fit.
 func (f *familyFit) result() Fit {
 	for len(f.byEnd) > 0 {
-		e := heap.Pop(&f.byEnd).(endItem)
+		e := f.byEnd.pop()
 		for _, rp := range f.ends {
 			rp.add(e.end, e.ok)
 		}
@@ -226,19 +225,49 @@ type endItem struct {
 	ok    bool
 }
 
-// endHeap orders answered requests by response, then send order.
+// endHeap orders answered requests by response, then send order: a binary
+// heap kept as container/heap keeps one (the same sifts, so the same order
+// on ties), without its interface, through which every request pushed and
+// popped was an allocation.
 type endHeap []endItem
 
-func (h endHeap) Len() int { return len(h) }
-func (h endHeap) Less(i, j int) bool {
+func (h endHeap) less(i, j int) bool {
 	return h[i].end < h[j].end || h[i].end == h[j].end && h[i].index < h[j].index
 }
-func (h endHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *endHeap) Push(x any)   { *h = append(*h, x.(endItem)) }
-func (h *endHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+
+func (h *endHeap) push(x endItem) {
+	*h = append(*h, x)
+	q := *h
+	for j := len(q) - 1; j > 0; {
+		i := (j - 1) / 2 // parent
+		if !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		j = i
+	}
+}
+
+func (h *endHeap) pop() endItem {
+	q := *h
+	n := len(q) - 1
+	q[0], q[n] = q[n], q[0]
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n || j < 0 {
+			break
+		}
+		if j2 := j + 1; j2 < n && q.less(j2, j) {
+			j = j2
+		}
+		if !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		i = j
+	}
+	x := q[n]
+	*h = q[:n]
 	return x
 }
 
@@ -462,7 +491,9 @@ func (l *slidingLog) add(t int64) {
 			l.ring = append(l.ring, t)
 		} else {
 			l.ring[l.head] = t
-			l.head = (l.head + 1) % limit
+			if l.head++; l.head == limit { // (head+1) % limit, without a division
+				l.head = 0
+			}
 		}
 	}
 	l.admit(ok)
@@ -487,17 +518,39 @@ func (b *tokenBucket) add(t int64) {
 	b.admit(ok)
 }
 
+// windowSpan is the span of t − origin the current window idx covers,
+// [lo, hi), so that a request in it needs no division to find its window:
+// a replay runs dozens of fixed and sliding windows on every request.
+type windowSpan struct {
+	lo, hi int64
+	ok     bool // lo and hi are set (idx·W did not overflow)
+}
+
+// in reports whether d, a time less origin, is in the span.
+func (s *windowSpan) in(d int64) bool { return s.ok && d >= s.lo && d < s.hi }
+
+// set makes the span window idx's, of length W.
+func (s *windowSpan) set(idx, W int64) {
+	s.lo = idx * W
+	s.hi = s.lo + W
+	s.ok = s.lo/W == idx && s.hi > s.lo
+}
+
 // fixedWindow admits L per window aligned at origin.
 type fixedWindow struct {
 	score
 	limit          int
 	W, origin, idx int64
 	n              int
+	span           windowSpan
 }
 
 func (f *fixedWindow) add(t int64) {
-	if k := floorDiv(t-f.origin, f.W); k != f.idx {
-		f.idx, f.n = k, 0
+	if d := t - f.origin; !f.span.in(d) {
+		if k := floorDiv(d, f.W); k != f.idx {
+			f.idx, f.n = k, 0
+		}
+		f.span.set(f.idx, f.W)
 	}
 	ok := f.n < f.limit
 	if ok {
@@ -514,20 +567,35 @@ type slidingCounter struct {
 	W, origin, idx int64
 	countRefused   bool
 	cur, prev      int
+	span           windowSpan
 }
 
 func (c *slidingCounter) add(t int64) {
-	if k := floorDiv(t-c.origin, c.W); k != c.idx {
-		if k == c.idx+1 {
-			c.prev = c.cur
-		} else {
-			c.prev = 0
+	if d := t - c.origin; !c.span.in(d) {
+		if k := floorDiv(d, c.W); k != c.idx {
+			if k == c.idx+1 {
+				c.prev = c.cur
+			} else {
+				c.prev = 0
+			}
+			c.idx, c.cur = k, 0
 		}
-		c.idx, c.cur = k, 0
+		c.span.set(c.idx, c.W)
 	}
-	frac := float64(t-c.origin-c.idx*c.W) / float64(c.W)
-	est := float64(c.prev)*(1-frac) + float64(c.cur)
-	ok := est+1 <= float64(c.limit)
+	var ok bool
+	switch {
+	// The estimate lies between cur and prev+cur, in floating point too
+	// (rounding is monotonic, and the counts are exact): where both
+	// bounds decide alike, the division is not needed.
+	case c.cur+1 > c.limit:
+		ok = false
+	case c.prev+c.cur+1 <= c.limit:
+		ok = true
+	default:
+		frac := float64(t-c.origin-c.idx*c.W) / float64(c.W)
+		est := float64(c.prev)*(1-frac) + float64(c.cur)
+		ok = est+1 <= float64(c.limit)
+	}
 	if ok || c.countRefused {
 		c.cur++
 	}

@@ -44,6 +44,7 @@ type surfaceRun struct {
 	groups   map[string]*groupRun
 	byLabel  []*groupRun // by label index; nil: not seen yet, or not a group
 	seen     []bool      // by label index: looked up
+	kinds    []uint8     // by label index: what judges its stream (see kindOf)
 	t0       int64
 	sd       SurfaceDetail
 	// the checks in report order, and those of them each pass calls
@@ -140,8 +141,8 @@ func (s *surfaceRun) count(g *groupRun, r *decode.Record, seq int) {
 	}
 	s.sd.Requests++
 	s.lat.add(r.End - r.Start)
-	stream := s.tab.Labels(r).Stream
-	limitProbe := method.JudgedBy(stream) == "limits"
+	kind := s.kindOf(r)
+	limitProbe := kind&kindLimits != 0
 	switch {
 	case refused(r):
 		g.refusals++
@@ -175,7 +176,7 @@ func (s *surfaceRun) count(g *groupRun, r *decode.Record, seq int) {
 		}
 	}
 	for _, c := range s.counters {
-		c.count(s, g, r, stream, seq)
+		c.count(s, g, r, kind, seq)
 	}
 }
 
@@ -206,7 +207,45 @@ func (s *surfaceRun) choosePrimary(other *surfaceRun) {
 
 // forged reports whether r carries a forged forwarding header (see
 // Group.Uncertain).
-func (s *surfaceRun) forged(r *decode.Record) bool { return method.IsForged(s.tab.Labels(r).Stream) }
+func (s *surfaceRun) forged(r *decode.Record) bool { return s.kindOf(r)&kindForged != 0 }
+
+// What judges a label's stream (see method.JudgedBy), as kindOf caches it.
+const (
+	kindKnown        uint8 = 1 << iota // looked up
+	kindLimits                         // JudgedBy is "limits"
+	kindContract                       // a failure-table probe (method.IsContractStream)
+	kindForged                         // forged forwarding headers (method.IsForged)
+	kindSpoofControl                   // the plain probe beside the forged ones
+)
+
+// kindOf returns what judges the stream of r's label, looking each label
+// up once: every pass asks of every record, and the lookups compare
+// strings.
+func (s *surfaceRun) kindOf(r *decode.Record) uint8 {
+	id := int(r.LabelID())
+	if id >= len(s.kinds) {
+		s.kinds = slices.Grow(s.kinds, id+1-len(s.kinds))[:id+1]
+	}
+	if k := s.kinds[id]; k != 0 {
+		return k
+	}
+	stream := s.tab.Labels(r).Stream
+	k := kindKnown
+	if method.JudgedBy(stream) == "limits" {
+		k |= kindLimits
+	}
+	if method.IsContractStream(stream) {
+		k |= kindContract
+	}
+	if method.IsForged(stream) {
+		k |= kindForged
+	}
+	if stream == method.StreamSpoofControl {
+		k |= kindSpoofControl
+	}
+	s.kinds[id] = k
+	return k
+}
 
 // originOf takes the primary's next request in send order and notes where
 // a fixed window could have started: at its first request (a limiter that
@@ -252,7 +291,7 @@ func (s *surfaceRun) judged(g *groupRun, j *judged) {
 		return
 	}
 	p := sighting{judged: j, g: g, stream: s.tab.Labels(r).Stream}
-	p.forged = method.IsForged(p.stream)
+	p.forged = s.kindOf(r)&kindForged != 0
 	s.countPrimary(p)
 	for _, o := range s.primaryObservers {
 		o.judgedPrimary(s, p)

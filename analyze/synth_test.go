@@ -417,6 +417,28 @@ func BenchmarkAnalyze(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(in.Records)), "ns/request")
 }
 
+// BenchmarkFit measures the limiter fit (every candidate replayed on both
+// ends, at two limits) on a flood of 100 000 requests from one address.
+func BenchmarkFit(b *testing.B) {
+	recs := make([]decode.Record, 100000)
+	for i := range recs {
+		s := int64(i) * int64(time.Millisecond)
+		code := uint16(200)
+		if i%10 > 0 {
+			code = 429
+		}
+		recs[i] = decode.Record{Start: s, End: s + int64(2*time.Millisecond), Code: code}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		f := newFamilyFit([]int{240, 250}, synthW, len(recs), nil)
+		for i := range recs {
+			f.add(&recs[i], int32(i))
+		}
+		f.result()
+	}
+}
+
 // BenchmarkModel measures the uncertainty-interval model on a flood of
 // 100 000 requests from one address.
 func BenchmarkModel(b *testing.B) {

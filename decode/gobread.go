@@ -126,7 +126,17 @@ func (rd *reader) readGob(br *bufio.Reader, path string, size int64, add func(Re
 	workers := max(runtime.GOMAXPROCS(0), 1)
 	todo := make(chan *gobBatch, workers)
 	done := make(chan *gobBatch, workers)
-	free := make(chan *gobBatch, 2*workers+2) // batches whose buffers can be reused
+	// A fixed set of batches goes round: the cutter waits for one to come
+	// back rather than make another, so that the buffers are reused and
+	// the memory held is bounded (a fresh batch for every one cut would
+	// make the garbage collector's goal, and the peak RSS, follow the
+	// pipeline's depth). It cannot deadlock: every batch out of free is
+	// being filled, decoded or waiting for the collector, which always
+	// ends up with the next in order and returns it.
+	free := make(chan *gobBatch, 2*workers+2)
+	for range cap(free) {
+		free <- &gobBatch{}
+	}
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -155,7 +165,7 @@ func (rd *reader) readGob(br *bufio.Reader, path string, size int64, add func(Re
 			left = math.MaxInt64
 		}
 		seq, first := 0, 0
-		b := &gobBatch{}
+		b := <-free
 		flush := func() {
 			if b.n == 0 {
 				return
@@ -163,12 +173,8 @@ func (rd *reader) readGob(br *bufio.Reader, path string, size int64, add func(Re
 			b.seq, b.first, b.defs = seq, first, defs
 			todo <- b
 			seq, first = seq+1, first+b.n
-			select {
-			case b = <-free:
-				*b = gobBatch{vals: b.vals[:0], recs: b.recs[:0], samples: b.samples[:0]}
-			default:
-				b = &gobBatch{}
-			}
+			b = <-free
+			*b = gobBatch{vals: b.vals[:0], recs: b.recs[:0], samples: b.samples[:0]}
 		}
 		for {
 			at := len(b.vals)
@@ -229,10 +235,7 @@ func (rd *reader) readGob(br *bufio.Reader, path string, size int64, add func(Re
 					firstErr = fmt.Errorf("%s: record %d: %w", path, b.errAt+1, b.err)
 				}
 			}
-			select {
-			case free <- b:
-			default:
-			}
+			free <- b // never blocks: free has room for every batch
 		}
 	}
 	if firstErr != nil {

@@ -239,12 +239,61 @@ func (rd *reader) readFile(path string, add func(Record)) (int, bool, error) {
 // readStream reads the results file path from r, which holds size bytes
 // (0: unknown), as readFile does.
 func (rd *reader) readStream(r io.Reader, size int64, path string, add func(Record)) (int, bool, error) {
-	br := bufio.NewReaderSize(r, MaxResult+readAhead) // room to peek at a whole result
-	format := detect(br)
+	big := bufio.NewReaderSize(smallReads{r}, MaxResult+readAhead) // room to peek at a whole result
+	format := detect(big)
+	// Only detect peeks at a whole result: gob messages are read in
+	// pieces, and the text decoders keep buffers of their own. What big
+	// holds goes on to a small reader, so that big's buffer does not
+	// stay live through the read and raise the garbage collector's goal.
+	head, _ := big.Peek(big.Buffered())
+	br := bufio.NewReaderSize(&handOff{head: bytes.Clone(head), big: big, r: smallReads{r}}, smallRead)
 	if format == formatGob && !rd.opts.Sequential {
 		return rd.readGob(br, path, size, add)
 	}
 	return rd.readSequential(br, format, path, size, add)
+}
+
+// smallReads caps each read from r at smallRead bytes. bufio fills its
+// whole buffer on every read it makes, and the buffer readStream needs
+// (MaxResult, to peek at a whole result) would then be touched, and held
+// in RSS, in full; capped, only its first smallRead bytes are, unless a
+// result that large is peeked at.
+type smallReads struct{ r io.Reader }
+
+const smallRead = 256 << 10
+
+func (s smallReads) Read(p []byte) (int, error) {
+	if len(p) > smallRead {
+		p = p[:smallRead]
+	}
+	return s.r.Read(p)
+}
+
+// handOff reads head, the bytes a bufio.Reader big held, then the error big
+// held after them (if any), then r, which big was reading: it is big
+// read on, without big's buffer.
+type handOff struct {
+	head []byte
+	big  *bufio.Reader
+	r    io.Reader
+}
+
+func (h *handOff) Read(p []byte) (int, error) {
+	if len(h.head) > 0 {
+		n := copy(p, h.head)
+		h.head = h.head[n:]
+		return n, nil
+	}
+	if h.big != nil {
+		h.head = nil
+		// Nothing is buffered: a read of nothing returns big's error.
+		_, err := h.big.Read(nil)
+		h.big = nil
+		if err != nil {
+			return 0, err
+		}
+	}
+	return h.r.Read(p)
 }
 
 // The formats of results files Vegeta writes.
@@ -395,7 +444,7 @@ func (it *interner) record(r *result) Record {
 		rec.SetJSON(IsJSONType(r.ContentType))
 	}
 	var a Answer
-	if it.opts.KeepBody != nil && it.opts.KeepBody(l.Stream) {
+	if it.opts.KeepBody != nil && it.keepBody(id, l.Stream) {
 		a.Body = r.Body[:min(len(r.Body), MaxKeptBody)]
 		a.ContentType = r.ContentType
 	}
@@ -425,7 +474,12 @@ func (it *interner) record(r *result) Record {
 	}
 	if r.Code != 0 {
 		refusedBad := rec.flags&judgedBad != 0
-		k := sampleKey{l.Surface, l.Source, l.Stream, r.Code, refusedBad}
+		// Keyed by the label's index rather than its strings (labels with
+		// the same surface, source and stream but another fleet tag or
+		// attack name count apart here): hashing an index costs far less,
+		// and the batch's candidates are only a superset of what keep,
+		// which counts by sampleKey in file order, would take from them.
+		k := seenKey{id, r.Code, refusedBad}
 		if n := it.seen[k]; n < maxSamples {
 			it.seen[k] = n + 1
 			it.pending = append(it.pending, Sample{Labels: archive.Labels{Surface: l.Surface, Source: l.Source, Stream: l.Stream}, Code: r.Code,
@@ -542,35 +596,82 @@ func (it *interner) judge(surface string, body []byte) bool {
 	b := body[:min(len(body), MaxKeptBody)]
 	memo := it.judged[surface]
 	if memo == nil {
-		memo = map[string]bool{}
+		memo = &judgeMemo{m: map[string]judgeEntry{}}
 		it.judged[surface] = memo
 	}
-	if ok, seen := memo[view(b)]; seen {
-		return ok
+	// Refusals mostly repeat the body before them: compare with the last
+	// body found in or added to the memo before hashing it.
+	if memo.hasLast && memo.last.body == view(b) {
+		return memo.last.ok
+	}
+	if e, seen := memo.m[view(b)]; seen {
+		memo.last, memo.hasLast = e, true
+		return e.ok
 	}
 	ok := it.opts.Judge(surface, b)
-	if len(memo) < 1024 && it.judgedN < 4096 {
-		memo[string(b)] = ok
+	if len(memo.m) < 1024 && it.judgedN < 4096 {
+		e := judgeEntry{body: string(b), ok: ok}
+		memo.m[e.body] = e
+		memo.last, memo.hasLast = e, true
 		it.judgedN++
 	}
 	return ok
+}
+
+// judgeMemo is a surface's verdicts on the first refusal bodies judged,
+// and the last of them found or added.
+type judgeMemo struct {
+	m       map[string]judgeEntry
+	last    judgeEntry
+	hasLast bool
+}
+
+// judgeEntry is a body judged (its key in the memo) and the verdict.
+type judgeEntry struct {
+	body string
+	ok   bool
 }
 
 // interner shares the few distinct labels and answers of a file: each is
 // parsed and copied once, into the reader's tables. One goroutine uses it.
 type interner struct {
 	*reader
-	key     []byte                     // scratch for a label's key
-	labels  map[string]uint32          // attack label (and surface) -> labels index
-	folds   map[string]uint32          // surface and stream of folded labels -> labels index
-	judgedN int                        // bodies judged memos hold, every surface's
-	judged  map[string]map[string]bool // per surface, refusal body -> Judge's verdict
+	key     []byte                // scratch for a label's key
+	labels  map[string]uint32     // attack label (and surface) -> labels index
+	folds   map[string]uint32     // surface and stream of folded labels -> labels index
+	judgedN int                   // bodies judged memos hold, every surface's
+	judged  map[string]*judgeMemo // per surface, refusal body -> Judge's verdict
 	answers map[answerKey]uint32
 	bodies  map[string][]byte
 	layouts map[string]*resultLayout // by a stream's type definitions
 	// Samples taken since takeSamples, and how many of each key.
 	pending []Sample
-	seen    map[sampleKey]int
+	seen    map[seenKey]int
+	// keep says, by label index, whether the label's bodies are kept
+	// (Options.KeepBody): 0 not asked yet, 1 no, 2 yes.
+	keep []uint8
+}
+
+// seenKey counts a batch's sample candidates: a label, status and judgement.
+type seenKey struct {
+	label   uint32
+	code    uint16
+	refused bool
+}
+
+// keepBody returns Options.KeepBody of stream, the stream of label id,
+// asking once per label: it runs for every result.
+func (it *interner) keepBody(id uint32, stream string) bool {
+	if int(id) >= len(it.keep) {
+		it.keep = slices.Grow(it.keep, int(id)+1-len(it.keep))[:int(id)+1]
+	}
+	if it.keep[id] == 0 {
+		it.keep[id] = 1
+		if it.opts.KeepBody(stream) {
+			it.keep[id] = 2
+		}
+	}
+	return it.keep[id] == 2
 }
 
 type answerKey struct{ body, allow, retryAfter, rateLimit, err, contentType string }
@@ -626,7 +727,7 @@ func (it *interner) answer(a Answer) uint32 {
 // newInterner returns an empty interner of the reader's tables.
 func (rd *reader) newInterner() *interner {
 	return &interner{reader: rd, labels: map[string]uint32{}, folds: map[string]uint32{}, answers: map[answerKey]uint32{}, bodies: map[string][]byte{},
-		layouts: map[string]*resultLayout{}, judged: map[string]map[string]bool{}, seen: map[sampleKey]int{}}
+		layouts: map[string]*resultLayout{}, judged: map[string]*judgeMemo{}, seen: map[seenKey]int{}}
 }
 
 // ErrKind is the part of a transport error that does not name the request

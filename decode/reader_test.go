@@ -398,3 +398,44 @@ func TestSamples(t *testing.T) {
 		t.Errorf("%d kinds of samples, first %+v", len(per), par.Samples[0])
 	}
 }
+
+// BenchmarkOpen reads a 100 000-result gob file into a spill and reads the
+// spill back as an analysis does: once in file order, twice in send order.
+// Its allocations per result show whether the decoder's batches and the
+// spill's records are reused.
+func BenchmarkOpen(b *testing.B) {
+	var buf bytes.Buffer
+	e := vegeta.NewEncoder(&buf)
+	rs := results(100000)
+	for i := range rs {
+		if err := e.Encode(&rs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	path := filepath.Join(b.TempDir(), "results.bin")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(buf.Len()))
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := Open([]string{path}, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		count := func(*Record) { n++ }
+		if err := s.Each(count); err != nil {
+			b.Fatal(err)
+		}
+		for range 2 {
+			if err := s.InOrder(count); err != nil {
+				b.Fatal(err)
+			}
+		}
+		s.Close()
+		if n == 0 || n%3 != 0 {
+			b.Fatalf("%d records read in three passes", n)
+		}
+	}
+}

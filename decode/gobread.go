@@ -158,61 +158,82 @@ func (rd *reader) readGob(br *bufio.Reader, path string, size int64, add func(Re
 			wg.Wait()
 			close(done)
 		}()
-		var defs []byte // type definitions of the stream being read
-		afterValues := false
-		left := size
-		if left <= 0 {
-			left = math.MaxInt64
-		}
-		seq, first := 0, 0
-		b := <-free
-		flush := func() {
-			if b.n == 0 {
-				return
-			}
-			b.seq, b.first, b.defs = seq, first, defs
-			todo <- b
-			seq, first = seq+1, first+b.n
-			b = <-free
-			*b = gobBatch{vals: b.vals[:0], recs: b.recs[:0], samples: b.samples[:0]}
-		}
-		for {
-			at := len(b.vals)
-			vals, def, err := readGobMessage(br, b.vals, left)
-			b.vals = vals
-			left -= int64(len(b.vals) - at)
-			if err != nil {
-				if errors.Is(err, io.ErrUnexpectedEOF) {
-					truncated = true
-				} else if err != io.EOF {
-					cutErr = fmt.Errorf("%s: record %d: %w", path, first+b.n+1, err)
-				}
-				flush()
-				return
-			}
-			if def {
-				// Definitions after values start a new stream (files
-				// concatenated with cat): they serve what follows them.
-				msg := bytes.Clone(b.vals[at:])
-				b.vals = b.vals[:at]
-				flush()
-				if afterValues {
-					defs, afterValues = nil, false
-				}
-				if len(defs)+len(msg) > maxDefs {
-					cutErr = fmt.Errorf("%s: record %d: %w", path, first+1, errTooManyDefs)
-					return
-				}
-				defs = append(defs[:len(defs):len(defs)], msg...) // a batch may hold the old slice
-				continue
-			}
-			afterValues = true
-			if b.n++; b.n == gobBatchResults || len(b.vals) >= gobBatchBytes {
-				flush()
-			}
-		}
+		truncated, cutErr = cutGob(br, path, size, free, todo)
 	}()
-	// Collect the batches in order.
+	total, err := rd.collectGob(done, free, path, add)
+	switch {
+	case err != nil:
+		return total, false, err
+	case cutErr != nil:
+		return total, false, cutErr
+	}
+	return total, truncated, nil
+}
+
+// cutGob cuts a gob stream into batches of messages, each with the type
+// definitions that serve it, taking empty batches from free and handing
+// full ones to todo in order. It reports a stream that ended in the middle
+// of a message (truncated), and an error that stopped it.
+func cutGob(br *bufio.Reader, path string, size int64, free <-chan *gobBatch, todo chan<- *gobBatch) (truncated bool, err error) {
+	var defs []byte // type definitions of the stream being read
+	afterValues := false
+	left := size
+	if left <= 0 {
+		left = math.MaxInt64
+	}
+	seq, first := 0, 0
+	b := <-free
+	flush := func() {
+		if b.n == 0 {
+			return
+		}
+		b.seq, b.first, b.defs = seq, first, defs
+		todo <- b
+		seq, first = seq+1, first+b.n
+		b = <-free
+		*b = gobBatch{vals: b.vals[:0], recs: b.recs[:0], samples: b.samples[:0]}
+	}
+	for {
+		at := len(b.vals)
+		vals, def, err := readGobMessage(br, b.vals, left)
+		b.vals = vals
+		left -= int64(len(b.vals) - at)
+		if err != nil {
+			flush()
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return true, nil
+			} else if err != io.EOF {
+				return false, fmt.Errorf("%s: record %d: %w", path, first+b.n+1, err)
+			}
+			return false, nil
+		}
+		if def {
+			// Definitions after values start a new stream (files
+			// concatenated with cat): they serve what follows them.
+			msg := bytes.Clone(b.vals[at:])
+			b.vals = b.vals[:at]
+			flush()
+			if afterValues {
+				defs, afterValues = nil, false
+			}
+			if len(defs)+len(msg) > maxDefs {
+				return false, fmt.Errorf("%s: record %d: %w", path, first+1, errTooManyDefs)
+			}
+			defs = append(defs[:len(defs):len(defs)], msg...) // a batch may hold the old slice
+			continue
+		}
+		afterValues = true
+		if b.n++; b.n == gobBatchResults || len(b.vals) >= gobBatchBytes {
+			flush()
+		}
+	}
+}
+
+// collectGob takes the decoded batches from done, hands their records to
+// add in the stream's order and returns each batch to free. It returns how
+// many records it handed over and the first decoding error (after which it
+// hands over nothing more, but still drains done).
+func (rd *reader) collectGob(done <-chan *gobBatch, free chan<- *gobBatch, path string, add func(Record)) (int, error) {
 	pending := map[int]*gobBatch{}
 	next, total := 0, 0
 	var firstErr error
@@ -238,13 +259,7 @@ func (rd *reader) readGob(br *bufio.Reader, path string, size int64, add func(Re
 			free <- b // never blocks: free has room for every batch
 		}
 	}
-	if firstErr != nil {
-		return total, false, firstErr
-	}
-	if cutErr != nil {
-		return total, false, cutErr
-	}
-	return total, truncated, nil
+	return total, firstErr
 }
 
 // decode decodes the batch into records: by the fast decoder when the

@@ -133,62 +133,8 @@ func (c *gobCursor) structFields(fn func(field int)) {
 // returns the layout of Vegeta's Result in it, or nil when they do not
 // describe it exactly as the fast decoder reads it.
 func parseLayout(defs []byte) *resultLayout {
-	types := map[int64]*wireDef{}
-	c := &gobCursor{b: defs}
-	for c.pos < len(defs) && c.err == nil {
-		size := c.uint()
-		if c.err != nil || size > uint64(len(defs)-c.pos) {
-			return nil
-		}
-		end := c.pos + int(size)
-		id := -c.int()
-		d := &wireDef{}
-		c.structFields(func(kind int) { // wireType: one field is set
-			d.kind = kind + 1
-			c.structFields(func(f int) {
-				switch {
-				case f == 0: // CommonType
-					c.structFields(func(g int) {
-						if g == 0 {
-							d.name = c.string()
-						} else {
-							c.int()
-						}
-					})
-				case d.kind == 3 && f == 1: // structType.Field
-					n := c.uint()
-					if n > uint64(len(c.b)-c.pos) { // each field takes bytes
-						c.err = errGob
-						return
-					}
-					for range n {
-						var wf wireField
-						c.structFields(func(g int) {
-							if g == 0 {
-								wf.name = c.string()
-							} else {
-								wf.id = c.int()
-							}
-						})
-						d.fields = append(d.fields, wf)
-					}
-				case (d.kind == 1 || d.kind == 2) && f == 1:
-					d.elem = c.int()
-				case d.kind == 4 && f == 1:
-					d.key = c.int()
-				case d.kind == 4 && f == 2:
-					d.elem = c.int()
-				default:
-					c.int() // arrayType.Len
-				}
-			})
-		})
-		if c.err != nil || c.pos != end {
-			return nil
-		}
-		types[id] = d
-	}
-	if c.err != nil {
+	types := parseDefs(defs)
+	if types == nil {
 		return nil
 	}
 	want := map[string]struct {
@@ -236,6 +182,83 @@ func parseLayout(defs []byte) *resultLayout {
 		}
 	}
 	return layout
+}
+
+// parseDefs reads a stream's type definitions by their ids, or nil when
+// they are not well-formed.
+func parseDefs(defs []byte) map[int64]*wireDef {
+	types := map[int64]*wireDef{}
+	c := &gobCursor{b: defs}
+	for c.pos < len(defs) && c.err == nil {
+		size := c.uint()
+		if c.err != nil || size > uint64(len(defs)-c.pos) {
+			return nil
+		}
+		end := c.pos + int(size)
+		id := -c.int()
+		d := c.wireType()
+		if c.err != nil || c.pos != end {
+			return nil
+		}
+		types[id] = d
+	}
+	if c.err != nil {
+		return nil
+	}
+	return types
+}
+
+// wireType reads one gob wireType (of which one field is set).
+func (c *gobCursor) wireType() *wireDef {
+	d := &wireDef{}
+	c.structFields(func(kind int) {
+		d.kind = kind + 1
+		c.structFields(func(f int) {
+			switch {
+			case f == 0: // CommonType
+				c.structFields(func(g int) {
+					if g == 0 {
+						d.name = c.string()
+					} else {
+						c.int()
+					}
+				})
+			case d.kind == 3 && f == 1: // structType.Field
+				d.fields = c.fieldTypes()
+			case (d.kind == 1 || d.kind == 2) && f == 1:
+				d.elem = c.int()
+			case d.kind == 4 && f == 1:
+				d.key = c.int()
+			case d.kind == 4 && f == 2:
+				d.elem = c.int()
+			default:
+				c.int() // arrayType.Len
+			}
+		})
+	})
+	return d
+}
+
+// fieldTypes reads a structType's fields: their names and type ids.
+func (c *gobCursor) fieldTypes() []wireField {
+	n := c.uint()
+	if n > uint64(len(c.b)-c.pos) { // each field takes bytes
+		c.err = errGob
+		return nil
+	}
+	var fields []wireField
+	for range n {
+		var wf wireField
+		c.structFields(func(g int) {
+			if g == 0 {
+				wf.name = c.string()
+			} else {
+				wf.id = c.int()
+			}
+		})
+		fields = append(fields, wf)
+	}
+	return fields
 }
 
 func is(want int64) func(int64) bool { return func(id int64) bool { return id == want } }

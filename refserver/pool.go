@@ -77,6 +77,13 @@ func ParseService(spec string) (lo, hi time.Duration, err error) {
 	return lo, hi, nil
 }
 
+// SetService sets the service time from a spec [ParseService] reads; it
+// is a flag.Func of a command line.
+func (p *Pool) SetService(spec string) (err error) {
+	p.ServiceMin, p.ServiceMax, err = ParseService(spec)
+	return err
+}
+
 // errQueueFull is acquire's answer when every worker is busy and the queue
 // is full.
 var errQueueFull = errors.New("queue full")

@@ -28,8 +28,15 @@ type Config struct {
 	// Faults are injected before a request reaches a surface; a faulted
 	// request is not counted.
 	Faults Faults
-	// Seed makes fault injection repeatable.
+	// Seed makes fault injection and the pool's service times repeatable.
 	Seed uint64
+	// Pool, when it has workers, serves every request the limiter admits
+	// in a pool of workers for a service time (see [Pool]); the zero value
+	// answers at once.
+	Pool Pool
+	// Sleep waits through a worker's service time, returning early with
+	// ctx's error when the request is abandoned; nil means a real timer.
+	Sleep func(ctx context.Context, d time.Duration) error
 	// AllowedOrigins lists the Origin values /mcp accepts; a request with
 	// no Origin is always accepted, one with any other Origin gets 403.
 	AllowedOrigins []string
@@ -66,10 +73,12 @@ type Server struct {
 	rest    http.HandlerFunc
 	mcp     http.HandlerFunc
 	reqID   atomic.Uint64
+	pool    *workerPool // nil: no pool
 	// tooMany is the REST 429 body, built once: under a flood almost every
 	// answer is this one.
 	tooMany    []byte
 	tooManyLen []string
+	queueFull  restErrorBody
 }
 
 // jsonContentType is shared by every answer's header map: never mutated.
@@ -85,6 +94,9 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcp limiter: %w", err)
 	}
+	if err := cfg.Pool.validate(); err != nil {
+		return nil, fmt.Errorf("pool: %w", err)
+	}
 	if cfg.Clock == nil {
 		start := time.Now()
 		cfg.Clock = func() time.Duration { return time.Since(start) }
@@ -94,6 +106,11 @@ func New(cfg Config) (*Server, error) {
 		fmt.Sprintf("more than %d requests in the last %v from your address", cfg.RESTLimit, cfg.Window)))
 	s.tooMany = append(s.tooMany, '\n')
 	s.tooManyLen = []string{strconv.Itoa(len(s.tooMany))}
+	if cfg.Pool.Workers > 0 {
+		s.pool = newWorkerPool(cfg.Pool, cfg.Seed, cfg.Sleep)
+		s.queueFull = restError("queue_full", fmt.Sprintf("all %d workers are busy and %d requests are waiting: the queue is full",
+			cfg.Pool.Workers, cfg.Pool.Queue))
+	}
 	if cfg.Log != nil {
 		s.log = slog.New(slog.NewTextHandler(cfg.Log, nil))
 	}
@@ -145,9 +162,10 @@ func ClientAddr(r *http.Request) string {
 	return host
 }
 
-// limited wraps a surface handler with fault injection and the surface's
-// limiter: every request that reaches the surface is counted, whatever it
-// is answered.
+// limited wraps a surface handler with fault injection, the surface's
+// limiter and the worker pool, in that order: every request that reaches
+// the surface is counted, whatever it is answered, and only those the
+// limiter admits take a worker.
 func (s *Server) limited(sf surface, next func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
 	lim := s.restLim
 	if sf == surfaceMCP {
@@ -189,8 +207,33 @@ func (s *Server) limited(sf surface, next func(http.ResponseWriter, *http.Reques
 			}
 			return
 		}
+		if s.pool != nil {
+			s.pooled(w, r, sf, id, next)
+			return
+		}
 		next(w, r, id)
 	}
+}
+
+// pooled serves an admitted request in the worker pool: it waits for a
+// worker (503 queue_full when the queue is full), holds it for a drawn
+// service time, and has the surface answer before giving it back. A
+// request abandoned by its client while it waits or is served gets no
+// answer and frees its place.
+func (s *Server) pooled(w http.ResponseWriter, r *http.Request, sf surface, id string, next func(http.ResponseWriter, *http.Request, string)) {
+	switch err := s.pool.acquire(r.Context()); {
+	case errors.Is(err, errQueueFull):
+		s.logf(r, sf, "", http.StatusServiceUnavailable, "queue_full", id)
+		writeJSON(w, http.StatusServiceUnavailable, s.queueFull)
+		return
+	case err != nil:
+		return
+	}
+	defer s.pool.release()
+	if s.pool.sleep(r.Context(), s.pool.service()) != nil {
+		return
+	}
+	next(w, r, id)
 }
 
 // resetConn closes the connection under w with SO_LINGER 0, so the client

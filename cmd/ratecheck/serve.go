@@ -21,6 +21,7 @@ type serveOptions struct {
 	seed           uint64
 	allowedOrigins string
 	quiet          bool
+	pool           refserver.Pool
 }
 
 const serveHelp = `
@@ -40,6 +41,10 @@ the others are deliberately wrong, to prove the verifier fails on them:
 --faults injects transport faults and latency, drawn from --seed, e.g.
   --faults 5xx=0.02,reset=0.01,delay=5ms-40ms
 
+--workers N --service D serves each admitted request (never a 429) in one of N
+workers for D, fixed or uniform in MIN-MAX (5ms-35ms), queueing up to --queue,
+then 503 queue_full. Capacity: N over the mean of D (10 of 20ms: 500/s).
+
 One line is logged to stderr per refused or failed request (route or JSON-RPC
 method, status, error code, request id; never a body or a credential).
 --quiet turns them off for load tests. Stop with Ctrl-C.
@@ -55,8 +60,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&o.mcpLimit, "mcp-limit", def.MCPLimit, "MCP calls admitted per window and client address")
 	fs.StringVar(&o.limiter, "limiter", string(refserver.Rolling), "limiter `mode`: rolling, fixed-window, token-bucket, admitted-only, off-by-one")
 	fs.StringVar(&o.faults, "faults", "", "fault `spec` such as 5xx=0.02,reset=0.01,delay=5ms-40ms")
-	fs.Uint64Var(&o.seed, "seed", 1, "seed of the fault draws")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the fault and service-time draws")
 	fs.StringVar(&o.allowedOrigins, "allowed-origins", "", "comma-separated `list` of Origin values /mcp accepts (default: none; requests without Origin are always accepted)")
+	fs.IntVar(&o.pool.Workers, "workers", 0, "serve admitted requests in a pool of `N` workers (0: no pool, answer at once)")
+	fs.Func("service", "a worker's service `time`, such as 20ms or 5ms-35ms (with --workers)", o.pool.SetService)
+	fs.IntVar(&o.pool.Queue, "queue", 1000, "`requests` that may wait for a worker before the answer is 503 (with --workers)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log refused and failed requests")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
@@ -79,6 +87,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fmt.Fprintf(stdout, "ratecheck serve: listening on %s (window %v, rest %d, mcp %d per window and address, limiter %s", ln.URL, cfg.Window, cfg.RESTLimit, cfg.MCPLimit, cfg.Limiter)
 	if cfg.Faults != (refserver.Faults{}) {
 		fmt.Fprintf(stdout, ", faults %s", cfg.Faults)
+	}
+	if cfg.Pool.Workers > 0 {
+		fmt.Fprintf(stdout, ", %s", cfg.Pool)
 	}
 	fmt.Fprintln(stdout, ")")
 	<-ctx.Done()
@@ -110,7 +121,13 @@ func (o serveOptions) config() (refserver.Config, error) {
 		return cfg, fmt.Errorf("--allowed-origins: %v", err)
 	}
 	cfg.Window, cfg.RESTLimit, cfg.MCPLimit, cfg.Limiter = o.window, o.restLimit, o.mcpLimit, mode
-	cfg.Faults, cfg.Seed, cfg.AllowedOrigins = faults, o.seed, origins
+	switch p := o.pool; {
+	case p.Workers < 0 || (p.Workers > 0) != (p.ServiceMax > 0):
+		return cfg, fmt.Errorf("--workers %d: want at least 1 worker, given with --service (such as 20ms or 5ms-35ms)", p.Workers)
+	case p.Queue < 0:
+		return cfg, fmt.Errorf("--queue %d: want 0 or more waiting requests", p.Queue)
+	}
+	cfg.Faults, cfg.Seed, cfg.AllowedOrigins, cfg.Pool = faults, o.seed, origins, o.pool
 	return cfg, nil
 }
 

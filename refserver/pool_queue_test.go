@@ -1,0 +1,260 @@
+package refserver
+
+import (
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// simulateQueue is the tests' queueing figure: a discrete-event simulation
+// of the D/G/c queue, independent of the server's code. Requests arrive
+// every 1/rate seconds for dur; each takes the server that frees first
+// (first come, first served over c servers) for a service time from draw.
+// It returns every request's sojourn, waiting plus service, in arrival
+// order.
+func simulateQueue(rate float64, dur time.Duration, c int, draw func() time.Duration) []time.Duration {
+	n := int(rate * dur.Seconds())
+	free := make([]time.Duration, c) // when each server is next free
+	sojourn := make([]time.Duration, n)
+	for k := range n {
+		arrive := time.Duration(float64(k) / rate * float64(time.Second))
+		i := 0
+		for j := range free {
+			if free[j] < free[i] {
+				i = j
+			}
+		}
+		done := max(arrive, free[i]) + draw()
+		free[i] = done
+		sojourn[k] = done - arrive
+	}
+	return sojourn
+}
+
+// quantile returns the q-quantile of ds (the ⌈q·n⌉-th smallest).
+func quantile(ds []time.Duration, q float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[max(0, int(math.Ceil(q*float64(len(s))))-1)]
+}
+
+// growth is the mean of the last fifth of latencies, in arrival order, less
+// that of the first fifth: how far latency rose over the run.
+func growth(ds []time.Duration) time.Duration {
+	k := len(ds) / 5
+	var first, last time.Duration
+	for i := range k {
+		first += ds[i]
+		last += ds[len(ds)-1-i]
+	}
+	return (last - first) / time.Duration(k)
+}
+
+func fixedDraw(d time.Duration) func() time.Duration { return func() time.Duration { return d } }
+
+func uniformDraw(lo, hi time.Duration, seed uint64) func() time.Duration {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	return func() time.Duration { return lo + time.Duration(rng.Int64N(int64(hi-lo)+1)) }
+}
+
+// TestQueueFigure holds the simulation to what queueing theory says in
+// closed form for a fixed service time S over c servers (capacity μ = c/S):
+// below μ nobody waits, every sojourn is S; above it the backlog grows by
+// λ − μ a second, so a request t seconds in waits t·(λ − μ)/μ.
+func TestQueueFigure(t *testing.T) {
+	const c, S = 10, 20 * time.Millisecond
+	mu := float64(c) / S.Seconds() // 500/s
+	for _, d := range simulateQueue(250, time.Second, c, fixedDraw(S)) {
+		if d != S {
+			t.Fatalf("at 250/s a sojourn of %v, want %v", d, S)
+		}
+	}
+	over := simulateQueue(750, time.Second, c, fixedDraw(S))
+	last := over[len(over)-1]
+	want := S + time.Duration((750-mu)/mu*float64(time.Second)) // the last request, 1 s in
+	if d := last - want; d < -S || d > S {
+		t.Errorf("at 750/s the last sojourn is %v, want %v within one service time", last, want)
+	}
+	// Uniform service: some waiting below μ, increasing towards it.
+	var p99 []time.Duration
+	for _, rate := range []float64{250, 400, 480} {
+		p99 = append(p99, quantile(simulateQueue(rate, 20*time.Second, c, uniformDraw(5*time.Millisecond, 35*time.Millisecond, 1)), 0.99))
+	}
+	if !slices.IsSorted(p99) || p99[0] > 36*time.Millisecond || p99[2] < 40*time.Millisecond {
+		t.Errorf("D/U/10 p99 at 250, 400, 480/s: %v, want rising from the service time's own", p99)
+	}
+}
+
+// run is what one constant-rate attack observed: latencies in send order,
+// the achieved rate and the longest stall of the test process meanwhile.
+type run struct {
+	latency  []time.Duration
+	achieved float64 // requests per second, first to last send
+	failed   int     // answers other than 200
+	stall    time.Duration
+}
+
+// attackPool drives the target at url with Vegeta at a constant rate for
+// dur, over loopback, and collects what it observed. A stall meter (a
+// 1 ms sleep in a loop, timed) measures how long the process went without
+// being scheduled: client and server alike.
+func attackPool(url string, rate int, dur time.Duration) run {
+	stop, stalled := make(chan struct{}), make(chan time.Duration)
+	go func() {
+		var worst time.Duration
+		for {
+			select {
+			case <-stop:
+				stalled <- worst
+				return
+			default:
+			}
+			t0 := time.Now()
+			time.Sleep(time.Millisecond)
+			worst = max(worst, time.Since(t0)-time.Millisecond)
+		}
+	}()
+	atk := vegeta.NewAttacker(vegeta.Workers(64), vegeta.MaxWorkers(2000), vegeta.KeepAlive(true),
+		vegeta.Timeout(10*time.Second), vegeta.MaxBody(0))
+	tr := vegeta.NewStaticTargeter(vegeta.Target{Method: http.MethodGet, URL: url + "/api/public/search?q=capacity"})
+	var res []vegeta.Result
+	for r := range atk.Attack(tr, vegeta.ConstantPacer{Freq: rate, Per: time.Second}, dur, "pool") {
+		res = append(res, *r)
+	}
+	close(stop)
+	out := run{stall: <-stalled}
+	slices.SortFunc(res, func(a, b vegeta.Result) int { return a.Timestamp.Compare(b.Timestamp) })
+	for _, r := range res {
+		out.latency = append(out.latency, r.Latency)
+		if r.Code != http.StatusOK {
+			out.failed++
+		}
+	}
+	if n := len(res); n > 1 {
+		out.achieved = float64(n-1) / res[n-1].Timestamp.Sub(res[0].Timestamp).Seconds()
+	}
+	return out
+}
+
+// steadyRun is attackPool until a run is undisturbed: no stall of the
+// process over maxStall and the rate achieved within 10 %. A machine too
+// loaded for four tries skips the test: its figures would say nothing of
+// the queue.
+func steadyRun(t *testing.T, url string, rate int, dur time.Duration) run {
+	t.Helper()
+	const maxStall = 50 * time.Millisecond // half the service time: the bounds below allow it
+	var r run
+	for range 4 {
+		if r = attackPool(url, rate, dur); r.stall <= maxStall && r.achieved >= 0.9*float64(rate) {
+			return r
+		}
+		t.Logf("%d/s: disturbed (a stall of %v, %.0f/s achieved): again", rate, r.stall, r.achieved)
+	}
+	t.Skipf("%d/s: the machine stalls this process for %v (%.0f/s achieved): too loaded to measure a queue", rate, r.stall, r.achieved)
+	return r
+}
+
+// poolTarget starts a reference target with a pool on a loopback port,
+// its limiter out of the way and its queue long enough to refuse nothing.
+func poolTarget(t *testing.T, p Pool) string {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.RESTLimit = 1 << 30
+	cfg.Pool = p
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := Listen(s, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	return ln.URL
+}
+
+// TestPoolQueueingUnderLoad drives the target's pool (50 workers of 100 ms
+// on average: 500/s) with Vegeta at constant rates below and above its
+// capacity for under a second each and holds what it observed to queueing
+// theory, computed at the rate Vegeta achieved. The service times are long
+// and the workers many so that the stalls of a loaded 2-core machine (tens
+// of milliseconds, bursts of late sends) stay small beside them; the
+// bounds are wide still, but tell a queue that works from one that does
+// not:
+//   - fixed 100 ms, 250/s: no request waits; latency is never below the
+//     service time, stays of its order and does not grow;
+//   - fixed 100 ms, 750/s: latency grows by (λ−μ)/μ a second, within a
+//     factor of two;
+//   - uniform 25ms-175ms at 250, 400 and 750/s: the p99 within a factor
+//     of two of the simulated D/G/c queue's (plus 100 ms), and
+//     above capacity above its value below.
+func TestPoolQueueingUnderLoad(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("seconds of real load; the plain run checks it")
+	}
+	const c, S = 50, 100 * time.Millisecond
+	mu := float64(c) / S.Seconds()
+	url := poolTarget(t, Pool{Workers: c, ServiceMin: S, ServiceMax: S, Queue: 5000})
+
+	under := steadyRun(t, url, 250, 600*time.Millisecond)
+	over := steadyRun(t, url, 750, time.Second)
+	for name, r := range map[string]run{"250/s": under, "750/s": over} {
+		if r.failed > 0 || len(r.latency) < 100 || slices.Min(r.latency) < S {
+			t.Fatalf("%s: %d requests, %d not 200, fastest %v (want all 200, none faster than %v)",
+				name, len(r.latency), r.failed, slices.Min(r.latency), S)
+		}
+	}
+	// Theory over the run: the mean latency of the last fifth less that of
+	// the first is the growth over 4/5 of its span.
+	span := float64(len(over.latency)-1) / over.achieved
+	wantGrowth := time.Duration(math.Max(0, over.achieved-mu) / mu * 0.8 * span * float64(time.Second))
+	simGrowth := growth(simulateQueue(over.achieved, time.Duration(span*float64(time.Second)), c, fixedDraw(S)))
+	t.Logf("fixed %v, %d workers (μ %.0f/s): at %.0f/s p50 %v p99 %v growth %v (theory: %v, no growth);"+
+		" at %.0f/s p50 %v p99 %v growth %v (theory %v, simulated %v)",
+		S, c, mu, under.achieved, quantile(under.latency, 0.5), quantile(under.latency, 0.99), growth(under.latency), S,
+		over.achieved, quantile(over.latency, 0.5), quantile(over.latency, 0.99), growth(over.latency), wantGrowth, simGrowth)
+	if g := growth(over.latency); g < wantGrowth/2 || g > 2*wantGrowth+50*time.Millisecond {
+		t.Errorf("at %.0f/s latency grew %v, want %v within a factor of two", over.achieved, g, wantGrowth)
+	}
+	if g := growth(under.latency); g > wantGrowth/4 {
+		t.Errorf("at %.0f/s, below capacity, latency grew %v; at %.0f/s %v", under.achieved, g, over.achieved, growth(over.latency))
+	}
+	if p := quantile(under.latency, 0.99); p > 5*S {
+		t.Errorf("at %.0f/s, below capacity, p99 %v: want the order of the service time %v", under.achieved, p, S)
+	}
+
+	lo, hi := 25*time.Millisecond, 175*time.Millisecond
+	url = poolTarget(t, Pool{Workers: c, ServiceMin: lo, ServiceMax: hi, Queue: 5000})
+	var observed []time.Duration
+	for _, rate := range []int{250, 400, 750} {
+		dur := 600 * time.Millisecond
+		if rate > 500 {
+			dur = time.Second
+		}
+		r := steadyRun(t, url, rate, dur)
+		if r.failed > 0 || len(r.latency) < 100 {
+			t.Fatalf("uniform, %d/s: %d requests, %d not 200", rate, len(r.latency), r.failed)
+		}
+		// The figure at the achieved rate, its p99 averaged over replications.
+		span := time.Duration(float64(len(r.latency)-1) / r.achieved * float64(time.Second))
+		var sim time.Duration
+		const reps = 20
+		for i := range reps {
+			sim += quantile(simulateQueue(r.achieved, span, c, uniformDraw(lo, hi, uint64(i))), 0.99) / reps
+		}
+		got := quantile(r.latency, 0.99)
+		observed = append(observed, got)
+		t.Logf("uniform %v-%v, %d workers: at %.0f/s p99 %v, simulated D/G/c p99 %v", lo, hi, c, r.achieved, got, sim)
+		if got < sim/2 || got > 2*sim+100*time.Millisecond {
+			t.Errorf("uniform, %.0f/s: p99 %v, want the simulated %v within a factor of two", r.achieved, got, sim)
+		}
+	}
+	if observed[2] <= observed[0] || observed[2] <= observed[1] {
+		t.Errorf("uniform p99 at 250, 400, 750/s: %v: above capacity it should be above its values below", observed)
+	}
+}

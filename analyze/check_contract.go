@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
@@ -50,7 +51,7 @@ func (c *contractCheck) judge(e *evidence) (string, string) {
 		row, r := method.ContractRows[h.row], &h.rec
 		rows = append(rows, row.Stream)
 		if r.Code == 0 { // no answer: proves nothing about the row
-			unanswered = append(unanswered, fmt.Sprintf("%s (%s)", row.Stream, decode.ErrKind(e.tab.Err(r))))
+			unanswered = append(unanswered, fmt.Sprintf("%s (%s)", row.Stream, archive.ErrKind(e.tab.Err(r))))
 			continue
 		}
 		if p := checkRow(row, r, e.tab); p != "" {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jamiealquiza/tachymeter"
 
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
@@ -182,7 +183,7 @@ func refAnalyzeSurface(tab *decode.Tables, sf string, groups, other map[string]*
 			case r.Code == 0 || r.Code >= 500:
 				sd.Faults++
 				if r.Code == 0 {
-					errs[decode.ErrKind(tab.Err(r))]++
+					errs[archive.ErrKind(tab.Err(r))]++
 				}
 			default:
 				sd.OtherAnswers++
@@ -423,7 +424,7 @@ func refAnalyzeSurface(tab *decode.Tables, sf string, groups, other map[string]*
 				}
 				rows = append(rows, row.Stream)
 				if r.Code == 0 { // no answer: proves nothing about the row
-					unanswered = append(unanswered, fmt.Sprintf("%s (%s)", row.Stream, decode.ErrKind(tab.Err(r))))
+					unanswered = append(unanswered, fmt.Sprintf("%s (%s)", row.Stream, archive.ErrKind(tab.Err(r))))
 					continue
 				}
 				if p := checkRow(row, r, tab); p != "" {

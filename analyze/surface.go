@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
@@ -155,7 +156,7 @@ func (s *surfaceRun) count(g *groupRun, r *decode.Record, seq int) {
 	case r.Code == 0 || r.Code >= 500:
 		s.sd.Faults++
 		if r.Code == 0 {
-			s.errs[decode.ErrKind(s.tab.Err(r))]++
+			s.errs[archive.ErrKind(s.tab.Err(r))]++
 		}
 	default:
 		s.sd.OtherAnswers++

@@ -136,3 +136,15 @@ func SurfaceOf(raw string) string {
 	}
 	return "other"
 }
+
+// ErrKind is the part of a transport error that does not name the request
+// or the connection: the text after its last colon.
+func ErrKind(err string) string {
+	if err == "" {
+		return "no answer"
+	}
+	if i := strings.LastIndex(err, ": "); i >= 0 {
+		return err[i+2:]
+	}
+	return err
+}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/connectbyjbrh/ratecheck/decode"
+	"github.com/connectbyjbrh/ratecheck/archive"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -59,7 +59,7 @@ func (e *FailingError) Error() string {
 // limit, never the target's failure.
 type LocalLimitError struct {
 	Failed, Of int
-	// Err is the kind of one of the errors (see decode.ErrKind): "too
+	// Err is the kind of one of the errors (see archive.ErrKind): "too
 	// many open files", "cannot assign requested address".
 	Err string
 }
@@ -90,7 +90,7 @@ func (g *FailureGuard) Add(r *vegeta.Result) error {
 	switch {
 	case r.Code == 0 && IsLocalLimit(r.Error):
 		kind = localFailure
-		g.lastLocal = decode.ErrKind(r.Error) // not the URL, which may carry a credential
+		g.lastLocal = archive.ErrKind(r.Error) // not the URL, which may carry a credential
 	case r.Code == 0 || r.Code >= 500:
 		kind = failed
 	}

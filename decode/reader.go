@@ -466,7 +466,7 @@ func (it *interner) record(r *result) Record {
 		}
 	}
 	if r.Error != "" {
-		a.Err = ErrKind(r.Error)
+		a.Err = archive.ErrKind(r.Error)
 	}
 	a.Allow = r.Allow
 	if len(a.Body) > 0 || a.Err != "" || a.Allow != "" || a.RetryAfter != "" || a.RateLimit != "" {
@@ -728,16 +728,4 @@ func (it *interner) answer(a Answer) uint32 {
 func (rd *reader) newInterner() *interner {
 	return &interner{reader: rd, labels: map[string]uint32{}, folds: map[string]uint32{}, answers: map[answerKey]uint32{}, bodies: map[string][]byte{},
 		layouts: map[string]*resultLayout{}, judged: map[string]*judgeMemo{}, seen: map[seenKey]int{}}
-}
-
-// ErrKind is the part of a transport error that does not name the request
-// or the connection: the text after its last colon.
-func ErrKind(err string) string {
-	if err == "" {
-		return "no answer"
-	}
-	if i := strings.LastIndex(err, ": "); i >= 0 {
-		return err[i+2:]
-	}
-	return err
 }

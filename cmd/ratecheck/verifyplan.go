@@ -79,7 +79,7 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 			plan.MCP.Settle = window
 		}
 	}
-	opts, err := o.runFlags.options("verify", stderr, embeddedTarget(embeddedWith(window, restLimit, mcpLimit)))
+	opts, err := o.runFlags.options("verify", stderr, embeddedTarget(o.withFaults(embeddedWith(window, restLimit, mcpLimit))))
 	if err != nil {
 		return fail("%v", err)
 	}

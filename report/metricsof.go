@@ -107,6 +107,5 @@ func WriteMetricsSetFile(path string, ms []Metrics) error {
 	return prometheus.WriteToTextfile(path, gatherer(ms...))
 }
 
-
 // f64p is a pointer to v.
 func f64p(v float64) *float64 { return &v }

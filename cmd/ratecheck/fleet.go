@@ -106,7 +106,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	judged, _ := fleetConfig(run.Info)
-	return printFleet(o, jitter.Judge(in, judged), string(f.Backoff.Strategy), run.Dir, stdout, stderr)
+	return printFleet(o, jitter.Judge(in, judged), string(f.Backoff.Strategy), run.Info, stdout, stderr)
 }
 
 // flagSet declares the flags of fleet into o.

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/client"
@@ -40,9 +38,6 @@ type runFlags struct {
 	metrics     string
 }
 
-// maxLabel bounds --label: a release name, not a paragraph.
-const maxLabel = 100
-
 // declare adds the run flags to fs.
 func (rf *runFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&rf.target, "target", "", "base `URL` of the target (default: the embedded reference target)")
@@ -52,47 +47,6 @@ func (rf *runFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&rf.label, "label", "", "the release or build under test, such as v1.4.2, recorded in run.json (ratecheck history makes a series of each label scheme)")
 	fs.StringVar(&rf.faults, "faults", "", "faults of the embedded target, such as 5xx=0.05,reset=0.05 or delay=20ms-40ms")
 	metricsFlag(fs, &rf.metrics)
-}
-
-// metricsFlag declares --metrics into fs.
-func metricsFlag(fs *flag.FlagSet, path *string) {
-	fs.StringVar(path, "metrics", "", "also write the verdict and figures in the Prometheus text format to `file` (docs/metrics.md)")
-}
-
-// checkLabel validates --label: printable text of at most maxLabel bytes.
-func checkLabel(label string) error {
-	if len(label) > maxLabel {
-		return fmt.Errorf("--label is %d bytes long: want at most %d, such as v1.4.2", len(label), maxLabel)
-	}
-	for _, r := range label {
-		if !unicode.IsPrint(r) || r == utf8.RuneError {
-			return fmt.Errorf("--label %q: want printable text, such as v1.4.2", label)
-		}
-	}
-	return nil
-}
-
-// withFaults is cfg with the --faults of the embedded target (options
-// reports a spec that does not parse).
-func (rf *runFlags) withFaults(cfg refserver.Config) refserver.Config {
-	if f, err := refserver.ParseFaults(rf.faults); err == nil {
-		cfg.Faults = f
-	}
-	return cfg
-}
-
-// checkRun validates --label, --faults and --metrics.
-func (rf *runFlags) checkRun() error {
-	if err := checkLabel(rf.label); err != nil {
-		return err
-	}
-	if rf.faults != "" && rf.target != "" {
-		return fmt.Errorf("--faults configures the embedded target; a --target has faults of its own")
-	}
-	if _, err := refserver.ParseFaults(rf.faults); err != nil {
-		return fmt.Errorf("--faults: %v", err)
-	}
-	return checkOutFile("--metrics", rf.metrics)
 }
 
 // checkMCPRevision validates --mcp-revision.

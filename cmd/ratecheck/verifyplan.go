@@ -123,6 +123,9 @@ func (o *verifyOptions) judge(run *attack.Run, v verifyRun, code int, stdout, st
 		fmt.Fprintf(stderr, "ratecheck verify: --junit: %v (the run is kept in %s)\n", err, run.Dir)
 		return exitUsage
 	}
+	if !saveMetrics("verify", o.metrics, ptrTo(report.VerdictMetrics(run.Info, rep, true)), run.Dir, stderr) {
+		return exitUsage
+	}
 	if code != exitOK {
 		return code
 	}

@@ -75,9 +75,11 @@ type Options struct {
 	// start at: Execute waits for it, and keeps trying an unreachable
 	// target until then (zero: start at once).
 	StartAt time.Time
-	// Seed and Version are recorded in run.json.
+	// Seed and Version are recorded in run.json, and so is Label, the
+	// release or build under test ("": none).
 	Seed    uint64
 	Version string
+	Label   string
 	// Interactive says a person is watching: Execute then pauses
 	// RemoteWait before load goes to a target off loopback (a
 	// [RemoteTarget] event), and reports [Progress] (false: neither).
@@ -274,10 +276,13 @@ func (e *engine) send(ctx context.Context, job Job, run *Run, w *archive.Writer,
 	return failing, runErr
 }
 
-// finish completes run.json: the end, whether the run was interrupted or
-// aborted, and a wall-clock step during it.
+// finish completes run.json: the end, the load average then, whether the
+// run was interrupted or aborted, and a wall-clock step during it.
 func (e *engine) finish(ctx context.Context, info *archive.RunInfo, start time.Time, failing error) {
 	info.End = time.Now().UTC()
+	if info.Machine != nil {
+		info.Machine.LoadEnd = archive.LoadAverage()
+	}
 	info.Interrupted = ctx.Err() != nil
 	if step, stepped := archive.ClockStep(time.Now().Round(0).Sub(start.Round(0)), time.Since(start)); stepped {
 		info.ClockStepMS = step.Milliseconds()
@@ -292,7 +297,8 @@ func (e *engine) finish(ctx context.Context, info *archive.RunInfo, start time.T
 func (e *engine) info(job Job, run *Run, start time.Time) archive.RunInfo {
 	info := job.Info()
 	info.Command, info.Target, info.Embedded = e.Command, run.Target, run.Embedded
-	info.Start, info.Seed, info.Version = start.UTC(), e.Seed, e.Version
+	info.Start, info.Seed, info.Version, info.Label = start.UTC(), e.Seed, e.Version, e.Label
+	info.Machine = archive.ThisMachine()
 	info.Host, _ = os.Hostname()
 	if !e.StartAt.IsZero() {
 		at := e.StartAt.UTC()

@@ -121,9 +121,7 @@ type History struct {
 // answer does not depend on the other runs of the archive.
 func Build(runs []Run, o Options) History {
 	runs = slices.Clone(runs)
-	slices.SortStableFunc(runs, func(a, b Run) int {
-		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.ID, b.ID))
-	})
+	slices.SortStableFunc(runs, byStart)
 	byKey := map[Key][]entry{}
 	var keys []Key
 	for i := range runs {
@@ -160,6 +158,9 @@ func Build(runs []Run, o Options) History {
 	}
 	return h
 }
+
+// byStart orders runs by Start, then ID.
+func byStart(a, b Run) int { return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.ID, b.ID)) }
 
 // entry is one run's sample of one key.
 type entry struct {

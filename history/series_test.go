@@ -20,11 +20,11 @@ func TestScheme(t *testing.T) {
 	}
 }
 
-// archive returns n verify runs on two surfaces, given out of order: REST
+// synthetic returns n verify runs on two surfaces, given out of order: REST
 // p99 near 5 ms and rising by a quarter from run 20 on (index 19), MCP
 // steady; run 25 fails on REST with another model; a capacity run and a
 // run labelled in another scheme make keys of their own.
-func archive(n int) []Run {
+func synthetic(n int) []Run {
 	rng := rand.New(rand.NewPCG(21, 22))
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	var runs []Run
@@ -54,7 +54,7 @@ func archive(n int) []Run {
 
 func TestBuild(t *testing.T) {
 	t.Parallel()
-	h := Build(archive(30), Options{})
+	h := Build(synthetic(30), Options{})
 	type row struct {
 		Key
 		Figure  Figure
@@ -106,9 +106,9 @@ func TestBuild(t *testing.T) {
 // the other runs of the archive.
 func TestBuildSeedPerSeries(t *testing.T) {
 	t.Parallel()
-	all := Build(archive(30), Options{Seed: 4})
+	all := Build(synthetic(30), Options{Seed: 4})
 	var restOnly []Run
-	for _, r := range archive(30) {
+	for _, r := range synthetic(30) {
 		if r.Kind == "verify" && r.Label != "pr-3" {
 			r.Surfaces = r.Surfaces[:1]
 			restOnly = append(restOnly, r)

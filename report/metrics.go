@@ -108,14 +108,14 @@ func WriteMetricsFile(path string, m Metrics) error {
 
 // gatherer returns a registry that holds m's metrics (a pedantic one: it
 // checks that each metric is consistent with its description).
-func gatherer(m Metrics) prometheus.Gatherer {
+func gatherer(ms ...Metrics) prometheus.Gatherer {
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(collector{m})
+	reg.MustRegister(collector{ms})
 	return reg
 }
 
-// collector is a prometheus.Collector of one Metrics value.
-type collector struct{ m Metrics }
+// collector is a prometheus.Collector of Metrics values.
+type collector struct{ ms []Metrics }
 
 // The labels every metric has, and the descriptions.
 var (
@@ -145,9 +145,15 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect sends m's metrics.
+// Collect sends the metrics of every Metrics value.
 func (c collector) Collect(ch chan<- prometheus.Metric) {
-	m := c.m
+	for _, m := range c.ms {
+		collect(ch, m)
+	}
+}
+
+// collect sends m's metrics.
+func collect(ch chan<- prometheus.Metric, m Metrics) {
 	run := []string{m.Kind, m.Label, m.Target}
 	gauge := func(name string, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(descs[name], prometheus.GaugeValue, v, append(slices.Clone(run), labels...)...)

@@ -91,7 +91,10 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if p := plan.Profile.Policy; p.Limit > 0 && (p.Surface == method.REST || p.Surface == method.MCP) {
 		limits[p.Surface] = p.Limit
 	}
-	writeRunReport("attack", run.Dir, analyze.Overrides{Window: plan.Window, Limits: limits}, stdout, stderr)
+	rep := writeRunReport("attack", run.Dir, analyze.Overrides{Window: plan.Window, Limits: limits}, stdout, stderr)
+	if !saveMetrics("attack", o.metrics, attackMetrics(run, rep), run.Dir, stderr) {
+		return exitUsage
+	}
 	if plan.Shard.Split() {
 		fmt.Fprintf(stdout, "  shard %v: the profile's expect counts are for the whole attack; analyze the merged shards\n", plan.Shard)
 		return exitOK

@@ -41,7 +41,7 @@ func (o *attackOptions) prepare(stderr io.Writer) (plan attack.Plan, opts attack
 	case method.MCP:
 		mcpLimit = prof.Policy.Limit
 	}
-	if opts, err = o.runFlags.options("attack", stderr, embeddedTarget(embeddedWith(plan.Window, restLimit, mcpLimit))); err != nil {
+	if opts, err = o.runFlags.options("attack", stderr, embeddedTarget(o.withFaults(embeddedWith(plan.Window, restLimit, mcpLimit)))); err != nil {
 		return plan, opts, usageErr(stderr, "attack", "%v", err)
 	}
 	opts.Folder, opts.Seed, opts.StartAt, opts.Network = prof.Name, o.seed, startAt, plan.Network

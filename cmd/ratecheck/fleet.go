@@ -68,7 +68,6 @@ type fleetOptions struct {
 	limit    int
 	source   string
 	rows     bool
-	faults   string
 	seed     uint64
 	json     bool
 	junit    string
@@ -107,7 +106,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	judged, _ := fleetConfig(run.Info)
-	return printFleet(o, jitter.Judge(in, judged), string(f.Backoff.Strategy), run.Dir, stdout, stderr)
+	return printFleet(o, jitter.Judge(in, judged), string(f.Backoff.Strategy), run.Info, stdout, stderr)
 }
 
 // flagSet declares the flags of fleet into o.
@@ -128,7 +127,6 @@ func (o *fleetOptions) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.limit, "limit", 0, "requests the primer sends to spend the address's budget (default: 240 REST, 120 MCP)")
 	fs.StringVar(&o.source, "source", "", "local `address` of every client (default on loopback: 127.0.0.2)")
 	fs.BoolVar(&o.rows, "rows", true, "send every failure-table row once to check that answers are not retried")
-	fs.StringVar(&o.faults, "faults", "", "faults of the embedded target, such as 5xx=0.05,reset=0.05")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the clients' jitter")
 	fs.BoolVar(&o.json, "json", false, "print the JSON verdict on stdout instead of tables")
 	fs.StringVar(&o.junit, "junit", "", "also write the checks as JUnit XML to `file`")

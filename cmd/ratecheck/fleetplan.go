@@ -93,11 +93,15 @@ func fleetConfig(info archive.RunInfo) (jitter.Config, string) {
 	return cfg, f.Strategy
 }
 
-// printFleet writes a fleet's verdict (tables or JSON, and --junit) and
-// returns its exit code.
-func printFleet(o fleetOptions, rep *jitter.Report, strategy, dir string, stdout, stderr io.Writer) int {
+// printFleet writes the verdict of the fleet run info recorded (tables or
+// JSON, --junit and --metrics) and returns its exit code.
+func printFleet(o fleetOptions, rep *jitter.Report, strategy string, info archive.RunInfo, stdout, stderr io.Writer) int {
+	dir := info.Dir
 	if err := writeJUnit(o.junit, "ratecheck fleet", []report.Suite{{Name: "fleet", Checks: rep.Checks}}); err != nil {
 		fmt.Fprintf(stderr, "ratecheck fleet: --junit: %v (the run is kept in %s)\n", err, dir)
+		return exitUsage
+	}
+	if !saveMetrics("fleet", o.metrics, ptrTo(report.FleetMetrics(info, rep)), dir, stderr) {
 		return exitUsage
 	}
 	var err error

@@ -77,9 +77,9 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // writeRunReport analyzes a run folder by o and writes its report.html,
-// saying where; a failure is reported and does not change the run's exit
-// code.
-func writeRunReport(name, dir string, o analyze.Overrides, stdout, stderr io.Writer) {
+// saying where, and returns the analysis (nil when it failed); a failure
+// is reported and does not change the run's exit code.
+func writeRunReport(name, dir string, o analyze.Overrides, stdout, stderr io.Writer) *analyze.Report {
 	in, err := analyze.Read([]string{dir})
 	var rep *analyze.Report
 	var cfg analyze.Config
@@ -92,10 +92,11 @@ func writeRunReport(name, dir string, o analyze.Overrides, stdout, stderr io.Wri
 		path := filepath.Join(dir, report.HTMLFile)
 		if err = writeReport(path, in, rep, cfg); err == nil {
 			fmt.Fprintf(stdout, "  report %s\n", path)
-			return
+			return rep
 		}
 	}
 	fmt.Fprintf(stderr, "ratecheck %s: writing the report: %v\n", name, err)
+	return rep
 }
 
 // writeReport writes the HTML report to path, whole or not at all.

@@ -25,13 +25,17 @@ var reachTimeout = 25 * time.Second
 var remoteWait = 5 * time.Second
 
 // runFlags are the flags of every command that sends load: where to, where
-// the run folder goes, when to stop adding load to a failing target, and
-// the MCP revision to speak.
+// the run folder goes, when to stop adding load to a failing target, the
+// MCP revision to speak, the release under test, the embedded target's
+// faults, and where the verdict's metrics go.
 type runFlags struct {
 	target      string
 	out         string
 	abortAt     string
 	mcpRevision string
+	label       string
+	faults      string
+	metrics     string
 }
 
 // declare adds the run flags to fs.
@@ -40,6 +44,9 @@ func (rf *runFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&rf.out, "out", "results", "`dir`ectory the run folder is written under")
 	fs.StringVar(&rf.abortAt, "abort-at", "50%", "stop adding load when more than this `share` of the last 100 results were transport errors or 5xx (0: never)")
 	fs.StringVar(&rf.mcpRevision, "mcp-revision", "auto", "MCP protocol `revision` to speak: auto (ask the server, then the newest both speak), or one of "+strings.Join(mcpwire.Revisions(), ", "))
+	fs.StringVar(&rf.label, "label", "", "the release or build under test, such as v1.4.2, recorded in run.json (ratecheck history makes a series of each label scheme)")
+	fs.StringVar(&rf.faults, "faults", "", "faults of the embedded target, such as 5xx=0.05,reset=0.05 or delay=20ms-40ms")
+	metricsFlag(fs, &rf.metrics)
 }
 
 // checkMCPRevision validates --mcp-revision.
@@ -93,11 +100,14 @@ func (rf *runFlags) options(name string, stderr io.Writer, embedded func() (*ref
 	if err := rf.checkMCPRevision(); err != nil {
 		return attack.Options{}, err
 	}
+	if err := rf.checkRun(); err != nil {
+		return attack.Options{}, err
+	}
 	abortShare, err := parsePercent(rf.abortAt)
 	if err != nil || abortShare > 1 {
 		return attack.Options{}, fmt.Errorf("--abort-at %q: want a share such as 50%% (0 never aborts)", rf.abortAt)
 	}
-	opts := attack.Options{Command: name, Out: rf.out, AbortShare: abortShare, Version: version,
+	opts := attack.Options{Command: name, Out: rf.out, AbortShare: abortShare, Version: version, Label: rf.label,
 		Interactive: isTerminal(stderr), ReachTimeout: reachTimeout, RemoteWait: remoteWait, Events: engineEvents(stderr, name, "")}
 	if rf.target != "" {
 		if opts.Target, err = checkTarget(rf.target); err != nil {

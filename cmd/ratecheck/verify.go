@@ -26,7 +26,9 @@ every request unanswered, the API not there) is inconclusive, and so is the
 run: exit 4, never a pass.
 
 Without --target the embedded reference target is started with the window
-compressed to 6s (unless --window is given), so a verdict takes seconds.
+compressed to 6s (unless --window is given), so a verdict takes seconds;
+--faults injects its faults, such as delay=20ms-40ms. --label names the
+release under test in run.json, for ratecheck history.
 
 --sources names the limit address, a second address for isolation, and a
 third for the contract probes (default on a loopback target: 127.0.0.1,

@@ -149,7 +149,8 @@ func failing(v verdictJSON) []string {
 }
 
 func TestVerifyEmbeddedPasses(t *testing.T) {
-	code, v, stderr := runVerifyJSON(t, verifyWindow)
+	prom := filepath.Join(t.TempDir(), "verify.prom")
+	code, v, stderr := runVerifyJSON(t, verifyWindow, "--label", "v1.4.2", "--metrics", prom)
 	switch {
 	case code == exitInconclusive && len(failing(v)) == 0 && blurOf(t, v.Run, verifyWindow).blurred():
 		// A starved machine can leave a check without its evidence; that
@@ -181,6 +182,7 @@ func TestVerifyEmbeddedPasses(t *testing.T) {
 			t.Errorf("%s checks %v", s.Surface, names)
 		}
 	}
+	checkVerifyMetrics(t, v.Run, prom)
 	// The run folder holds the HTML report, and `report` rewrites it.
 	page, err := os.ReadFile(filepath.Join(v.Run, "report.html"))
 	if err != nil || !bytes.Contains(page, []byte("first 429")) || bytes.Count(page, []byte("<svg")) != 6 {

@@ -79,7 +79,7 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 			plan.MCP.Settle = window
 		}
 	}
-	opts, err := o.runFlags.options("verify", stderr, embeddedTarget(embeddedWith(window, restLimit, mcpLimit)))
+	opts, err := o.runFlags.options("verify", stderr, embeddedTarget(o.withFaults(embeddedWith(window, restLimit, mcpLimit))))
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -121,6 +121,9 @@ func (o *verifyOptions) judge(run *attack.Run, v verifyRun, code int, stdout, st
 	}
 	if err := writeJUnit(o.junit, "ratecheck verify", report.VerdictSuites(rep)); err != nil {
 		fmt.Fprintf(stderr, "ratecheck verify: --junit: %v (the run is kept in %s)\n", err, run.Dir)
+		return exitUsage
+	}
+	if !saveMetrics("verify", o.metrics, ptrTo(report.VerdictMetrics(run.Info, rep, true)), run.Dir, stderr) {
 		return exitUsage
 	}
 	if code != exitOK {

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/connectbyjbrh/ratecheck/analyze/jitter"
+	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
+	"github.com/connectbyjbrh/ratecheck/history"
+	"github.com/connectbyjbrh/ratecheck/report"
+)
+
+const historyHelp = `
+Trend every archived run (verify, attack, fleet, capacity) and find where a
+change began. Each path is a run folder or a folder of run folders
+(default: results/). Runs are grouped by kind, target, surface and label
+scheme (the --label text before its first digit: v1.4.2 and v21 are one
+series, pr-17 another; the embedded target is one target, "embedded"), in
+time order, and each figure of a group (observed limit, p50, p95, p99,
+error rate, knee) is a series.
+
+Per series, change points are found with E-divisive means on the ranks of
+the values and a permutation test of each candidate at --significance;
+each change is the run where it begins, the medians either side, the
+Hodges-Lehmann shift with its distribution-free --confidence interval and
+its direction. Verdict and model changes are listed as events. A run whose
+machine was starved (load average above its cores) or that fell behind its
+schedule is flagged, and kept in its series. Runs that cannot be read are
+listed with why.
+
+--json prints docs/schema/history.json; --html writes one offline page with
+a chart per series, its change points marked.
+
+Exit codes: 0 done (with --fail-on regression: no series' newest runs lie
+after a significant change for the worse), 1 they do, 2 bad usage or no
+run could be read.
+`
+
+// historyOptions are the flags of "ratecheck history".
+type historyOptions struct {
+	json         bool
+	html         string
+	metrics      string
+	failOn       string
+	significance float64
+	permutations int
+	confidence   float64
+	seed         uint64
+}
+
+func runHistory(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	var o historyOptions
+	fs := newFlagSet("history", "[flags] [DIR|RUN]...", historyHelp, stderr)
+	fs.BoolVar(&o.json, "json", false, "print the history as JSON on stdout (docs/schema/history.json) instead of tables")
+	fs.StringVar(&o.html, "html", "", "also write an offline HTML page with a chart per series to `file`")
+	metricsFlag(fs, &o.metrics)
+	fs.StringVar(&o.failOn, "fail-on", "", "exit 1 on `regression`: when the newest runs of a series lie after a significant change for the worse")
+	fs.Float64Var(&o.significance, "significance", history.DefaultSignificance, "the p-value at or below which a candidate is a change point")
+	fs.IntVar(&o.permutations, "permutations", history.DefaultPermutations, "permutations that test each candidate")
+	fs.Float64Var(&o.confidence, "confidence", history.DefaultConfidence, "coverage of the interval of a change's size")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the permutations")
+	var paths []string // flags may follow the paths
+	for {
+		if code := parseArgs(fs, args); code >= 0 {
+			return code
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		paths, args = append(paths, fs.Arg(0)), fs.Args()[1:]
+	}
+	if err := o.check(); err != nil {
+		return usageErr(stderr, "history", "%v", err)
+	}
+	if len(paths) == 0 {
+		paths = []string{"results"}
+	}
+	runs, unread := history.ReadArchive(paths, history.ReadOptions{Fleet: fleetVerdict})
+	out := history.Trend(runs, unread, history.Options{Significance: o.significance, Permutations: o.permutations, Confidence: o.confidence, Seed: o.seed})
+	var err error
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(out)
+	} else {
+		err = report.HistoryTable(stdout, out)
+	}
+	if err == nil && o.html != "" {
+		if err = writeAtomic(o.html, func(w io.Writer) error { return report.HistoryHTML(w, out) }); err == nil {
+			fmt.Fprintf(stderr, "ratecheck history: page %s\n", o.html)
+		}
+	}
+	if err == nil && o.metrics != "" {
+		err = report.WriteMetricsSetFile(o.metrics, report.HistoryMetrics(out))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecheck history: %v\n", err)
+		return exitUsage
+	}
+	if len(runs) == 0 {
+		fmt.Fprintf(stderr, "ratecheck history: no run could be read\n")
+		return exitUsage
+	}
+	if o.failOn != "" && out.Regression {
+		return exitCheckFailed
+	}
+	return exitOK
+}
+
+// check validates the flags of history.
+func (o *historyOptions) check() error {
+	switch {
+	case o.failOn != "" && o.failOn != "regression":
+		return fmt.Errorf("--fail-on %q: want regression", o.failOn)
+	case o.significance <= 0 || o.significance >= 1:
+		return fmt.Errorf("--significance %g: want a p-value between 0 and 1, such as 0.05", o.significance)
+	case o.confidence <= 0 || o.confidence >= 1:
+		return fmt.Errorf("--confidence %g: want a coverage between 0 and 1, such as 0.95", o.confidence)
+	case o.permutations < 1 || o.permutations > 100000:
+		return fmt.Errorf("--permutations %d: want 1 to 100000", o.permutations)
+	case float64(o.permutations+1)*o.significance < 1:
+		return fmt.Errorf("--permutations %d cannot reach --significance %g: the least p-value is 1/(permutations+1); want at least %d", o.permutations, o.significance, int(1/o.significance))
+	}
+	for _, f := range []struct{ name, path string }{{"--html", o.html}, {"--metrics", o.metrics}} {
+		if err := checkOutFile(f.name, f.path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fleetVerdict judges a fleet's run as fleet judged it.
+func fleetVerdict(in *decode.Input, info archive.RunInfo) string {
+	cfg, _ := fleetConfig(info)
+	return jitter.Judge(in, cfg).Verdict
+}

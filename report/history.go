@@ -1,0 +1,204 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/connectbyjbrh/ratecheck/history"
+)
+
+// historyKey is the series of one key of a history, by their index in
+// Output.Series.
+type historyKey struct {
+	history.Key
+	series []int
+}
+
+// historyKeys groups out's series by key, in order.
+func historyKeys(out history.Output) []historyKey {
+	var keys []historyKey
+	for i, s := range out.Series {
+		k := history.Key{Kind: s.Kind, Target: s.Target, Surface: s.Surface, Scheme: s.Scheme}
+		if len(keys) == 0 || keys[len(keys)-1].Key != k {
+			keys = append(keys, historyKey{Key: k})
+		}
+		keys[len(keys)-1].series = append(keys[len(keys)-1].series, i)
+	}
+	return keys
+}
+
+// keyTitle names a key for a person.
+func keyTitle(k history.Key) string {
+	scheme := "no label"
+	if k.Scheme != "" {
+		scheme = "labels " + k.Scheme + "…"
+	}
+	return Safe(fmt.Sprintf("%s · %s · %s · %s", k.Kind, k.Target, k.Surface, scheme))
+}
+
+// HistoryTable writes a history for a terminal: the paths that could not
+// be read, then per key a table of its runs in time order (verdict,
+// model, each figure, a ▲ or ▼ where a change point begins, and the
+// machine's flags), the changes of the key, and the judgement of
+// --fail-on regression.
+func HistoryTable(w io.Writer, out history.Output) error {
+	for _, u := range out.Unread {
+		printf(w, "unread: %s: %s\n", Safe(u.Path), Safe(u.Why))
+	}
+	runs := map[string]history.RunOut{}
+	for _, r := range out.Runs {
+		runs[r.Run] = r
+	}
+	for _, k := range historyKeys(out) {
+		if err := keyTable(w, out, k, runs); err != nil {
+			return err
+		}
+	}
+	if len(out.Series) == 0 {
+		printf(w, "no run to trend\n")
+		return nil
+	}
+	var worse []string
+	for _, s := range out.Series {
+		if s.Regression {
+			worse = append(worse, Safe(fmt.Sprintf("%s %s %s %s", s.Kind, s.Target, s.Surface, s.Figure)))
+		}
+	}
+	if len(worse) > 0 {
+		printf(w, "\nregression: the newest runs lie after a change for the worse in %s\n", strings.Join(worse, ", "))
+	} else {
+		printf(w, "\nno regression: no series' newest runs lie after a change for the worse (significance %g, %d permutations)\n", out.Significance, out.Permutations)
+	}
+	return nil
+}
+
+// keyTable writes one key's table and its changes.
+func keyTable(w io.Writer, out history.Output, k historyKey, runs map[string]history.RunOut) error {
+	var order []string // the key's runs, in time order
+	cells := map[string]map[int]string{}
+	for col, si := range k.series {
+		s := out.Series[si]
+		for _, p := range s.Points {
+			if cells[p.Run] == nil {
+				order = append(order, p.Run)
+				cells[p.Run] = map[int]string{}
+			}
+			cells[p.Run][col] = figureText(s.Figure, p.Value)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b string) int { return runs[a].Start.Compare(runs[b].Start) })
+	var lines []string
+	for _, c := range out.Changes {
+		if col := slices.Index(k.series, c.Series); col >= 0 {
+			mark := map[history.Direction]string{history.Up: " ▲", history.Down: " ▼"}[c.Direction]
+			cells[c.Run][col] += cmpOr(mark, " ◆")
+			lines = append(lines, changeLine(c))
+		}
+	}
+	for _, e := range out.Events {
+		if (history.Key{Kind: e.Kind, Target: e.Target, Surface: e.Surface, Scheme: e.Scheme}) == k.Key {
+			lines = append(lines, Safe(fmt.Sprintf("%s changed at run %d (%s): %s → %s", e.What, e.Index+1, cmpOr(e.Label, e.Run), orNone(e.From), orNone(e.To))))
+		}
+	}
+	printf(w, "\n%s: %d runs\n", keyTitle(k.Key), len(order))
+	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off)) // P99, not P 99
+	header := []string{"#", "LABEL", "VERDICT", "MODEL"}
+	for _, si := range k.series {
+		header = append(header, columns[out.Series[si].Figure])
+	}
+	t.Header(append(header, "MACHINE"))
+	for i, id := range order {
+		r := runs[id]
+		verdict, model := "", ""
+		for _, s := range r.Surfaces {
+			if s.Surface == k.Surface {
+				verdict, model = s.Verdict, s.Model
+			}
+		}
+		row := []string{strconv.Itoa(i + 1), cmpOr(r.Label, "-"), verdict, model}
+		for col := range k.series {
+			row = append(row, cells[id][col])
+		}
+		row = append(row, flags(r))
+		for j := range row {
+			row[j] = Safe(row[j])
+		}
+		if err := t.Append(row); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if len(lines) == 0 {
+		printf(w, "  no change point in %d series\n", len(k.series))
+	}
+	for _, l := range lines {
+		printf(w, "  %s\n", l)
+	}
+	return nil
+}
+
+// columns are the figures' column titles.
+var columns = map[history.Figure]string{history.ObservedLimit: "LIMIT", history.P50: "P50", history.P95: "P95",
+	history.P99: "P99", history.ErrorRate: "ERRORS", history.Knee: "KNEE"}
+
+// changeLine describes a change point for a person.
+func changeLine(c history.ChangeOut) string {
+	verdict := ""
+	if c.Worse {
+		verdict = ", for the worse"
+	}
+	return Safe(fmt.Sprintf("%s %s at run %d (%s): median %s → %s, shift %s [%s, %s], p = %.3f%s",
+		c.Figure, c.Direction, c.Index+1, cmpOr(c.Label, c.Run), figureText(c.Figure, c.Before), figureText(c.Figure, c.After),
+		signed(c.Figure, c.Size), signed(c.Figure, c.SizeLow), signed(c.Figure, c.SizeHigh), c.P, verdict))
+}
+
+// figureText is a figure's value with its unit.
+func figureText(f history.Figure, v float64) string {
+	switch f {
+	case history.ObservedLimit:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case history.ErrorRate:
+		return strconv.FormatFloat(100*v, 'f', 1, 64) + "%"
+	case history.Knee:
+		return strconv.FormatFloat(v, 'f', 0, 64) + "/s"
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + " ms"
+}
+
+// signed is figureText with a sign.
+func signed(f history.Figure, v float64) string {
+	if v >= 0 {
+		return "+" + figureText(f, v)
+	}
+	return figureText(f, v)
+}
+
+// flags says what was wrong with a run's machine.
+func flags(r history.RunOut) string {
+	var out []string
+	if r.Starved {
+		out = append(out, "starved")
+	}
+	if r.FellBehind {
+		out = append(out, "behind")
+	}
+	return strings.Join(out, ", ")
+}
+
+func orNone(s string) string { return cmpOr(s, "none") }
+
+// cmpOr is s, or or when s is empty.
+func cmpOr(s, or string) string {
+	if s == "" {
+		return or
+	}
+	return s
+}

@@ -22,16 +22,19 @@ type Output struct {
 	// Regression says the newest runs of some series lie after a
 	// significant change for the worse (history --fail-on regression).
 	Regression bool `json:"regression"`
-	// Significance, Permutations and Confidence are those the change
-	// points were found and described with.
-	Significance float64     `json:"significance"`
-	Permutations int         `json:"permutations"`
-	Confidence   float64     `json:"confidence"`
-	Runs         []RunOut    `json:"runs"`
-	Unread       []Unread    `json:"unread"`
-	Series       []SeriesOut `json:"series"`
-	Changes      []ChangeOut `json:"changes"`
-	Events       []EventOut  `json:"events"`
+	// Significance is the false-alarm rate of the whole history (over all
+	// its series), Confidence that of the change sizes' intervals.
+	// SeriesSignificance and Permutations are what each series was tested
+	// with (Options.PerSeries).
+	Significance       float64     `json:"significance"`
+	SeriesSignificance float64     `json:"series_significance"`
+	Permutations       int         `json:"permutations"`
+	Confidence         float64     `json:"confidence"`
+	Runs               []RunOut    `json:"runs"`
+	Unread             []Unread    `json:"unread"`
+	Series             []SeriesOut `json:"series"`
+	Changes            []ChangeOut `json:"changes"`
+	Events             []EventOut  `json:"events"`
 }
 
 // RunOut is one run read, in time order.
@@ -128,7 +131,9 @@ func Trend(runs []Archived, unread []Unread, o Options) Output {
 		flagged[runs[i].ID] = runs[i].Flagged()
 	}
 	h := Build(plain, o)
-	out := Output{Schema: Schema, Regression: h.FailOnRegression(), Significance: o.significance(), Permutations: o.permutations(),
+	per := o.PerSeries(len(h.Series))
+	out := Output{Schema: Schema, Regression: h.FailOnRegression(), Significance: o.significance(),
+		SeriesSignificance: per.significance(), Permutations: per.permutations(),
 		Confidence: o.confidence(), Runs: runsOut(runs), Unread: append([]Unread{}, unread...),
 		Series: []SeriesOut{}, Changes: []ChangeOut{}, Events: []EventOut{}}
 	for i, s := range h.Series {

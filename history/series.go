@@ -148,15 +148,34 @@ func Build(runs []Run, o Options) History {
 					s.Points = append(s.Points, Point{Run: e.run.ID, Label: e.run.Label, Start: e.run.Start, Value: v, Notes: e.run.Notes})
 				}
 			}
-			if len(s.Points) == 0 {
-				continue
+			if len(s.Points) > 0 {
+				h.Series = append(h.Series, s)
 			}
-			s.detect(o)
-			h.Series = append(h.Series, s)
 		}
 		h.Events = append(h.Events, events(k, es)...)
 	}
+	per := o.PerSeries(len(h.Series))
+	for i := range h.Series {
+		h.Series[i].detect(per)
+	}
 	return h
+}
+
+// PerSeries returns the options each of m series of one history is tested
+// with, so that the history as a whole flags a change where there is none
+// at most at the stated significance (Bonferroni: Significance/m for each
+// series, with enough permutations that a p-value can reach it: at least
+// 2m/Significance − 1). A verify run alone makes ten series (five figures
+// of two surfaces): tested each at 5 %, an archive with no change would
+// flag one of them four times in ten.
+func (o Options) PerSeries(m int) Options {
+	if m <= 1 {
+		return o
+	}
+	alpha := o.significance() / float64(m)
+	o.Significance = alpha
+	o.Permutations = max(o.permutations(), int(math.Ceil(2/alpha))-1)
+	return o
 }
 
 // byStart orders runs by Start, then ID.

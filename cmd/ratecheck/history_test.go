@@ -65,8 +65,8 @@ func writeSeries(t *testing.T, dir string, n, stepAt int, seed uint64) {
 	}
 }
 
-// TestHistoryFindsTheDelay: twelve runs, the answers 20–40 ms slower from
-// run 9 on: history names run 9 as where REST and MCP p99 rose, for the
+// TestHistoryFindsTheDelay: twenty runs, the answers 20–40 ms slower from
+// run 13 on: history names run 13 as where REST and MCP p99 rose, for the
 // worse, flags nothing before it, lists the folder it cannot read, and
 // --fail-on regression exits 1; the same runs without the delay flag
 // nothing and exit 0. The JSON matches docs/schema/history.json, the page
@@ -74,8 +74,8 @@ func writeSeries(t *testing.T, dir string, n, stepAt int, seed uint64) {
 func TestHistoryFindsTheDelay(t *testing.T) {
 	t.Parallel()
 	delayed, steady := t.TempDir(), t.TempDir()
-	writeSeries(t, delayed, 12, 9, 1)
-	writeSeries(t, steady, 12, 0, 1)
+	writeSeries(t, delayed, 20, 13, 1)
+	writeSeries(t, steady, 20, 0, 1)
 	broken := filepath.Join(delayed, "20261129T130000Z-verify")
 	if err := os.Mkdir(broken, 0o755); err != nil {
 		t.Fatal(err)
@@ -93,8 +93,8 @@ func TestHistoryFindsTheDelay(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 		t.Fatal(err)
 	}
-	if len(out.Unread) != 1 || out.Unread[0].Path != broken || len(out.Runs) != 12 || !out.Runs[2].Starved || out.Runs[0].Starved {
-		t.Errorf("unread %+v, %d runs, want the broken folder unread, 12 runs, run 3 starved", out.Unread, len(out.Runs))
+	if len(out.Unread) != 1 || out.Unread[0].Path != broken || len(out.Runs) != 20 || !out.Runs[2].Starved || out.Runs[0].Starved {
+		t.Errorf("unread %+v, %d runs, want the broken folder unread, 20 runs, run 3 starved", out.Unread, len(out.Runs))
 	}
 	rose := map[string]history.ChangeOut{}
 	for _, c := range out.Changes {
@@ -105,22 +105,22 @@ func TestHistoryFindsTheDelay(t *testing.T) {
 		if c.Figure == history.P99 {
 			rose[s.Surface] = c
 		}
-		if c.Figure == history.P99 && c.Index < 7 {
+		if c.Figure == history.P99 && c.Index < 11 {
 			t.Errorf("%s %s: a change at run %d, before the delay", s.Surface, c.Figure, c.Index+1)
 		}
 	}
 	for _, sf := range []string{"rest", "mcp"} {
 		c, ok := rose[sf]
-		if !ok || c.Index != 8 || c.Label != "v9" || c.Direction != history.Up || !c.Worse || c.SizeLow < 10 || c.SizeHigh > 50 {
-			t.Errorf("%s p99: change %+v (found %v), want up at run 9 (v9), for the worse, by about 30 ms", sf, c, ok)
+		if !ok || c.Index != 12 || c.Label != "v13" || c.Direction != history.Up || !c.Worse || c.SizeLow < 10 || c.SizeHigh > 50 {
+			t.Errorf("%s p99: change %+v (found %v), want up at run 13 (v13), for the worse, by about 30 ms", sf, c, ok)
 		}
 	}
-	if b, err := os.ReadFile(page); err != nil || strings.Count(string(b), "<svg") != len(out.Series) || !strings.Contains(string(b), "change at run 9") {
+	if b, err := os.ReadFile(page); err != nil || strings.Count(string(b), "<svg") != len(out.Series) || !strings.Contains(string(b), "change at run 13") {
 		t.Errorf("--html: %v, want a chart per series (%d) with the change marked", err, len(out.Series))
 	}
 	checkHistoryMetrics(t, prom)
 	code, stdout, stderr = runCmd(t, "history", "--fail-on", "regression", steady)
-	if code != exitOK || !strings.Contains(stdout, "no regression") || strings.Contains(stdout, "▲") || !strings.Contains(stdout, "verify · embedded · rest · labels v…: 12 runs") {
+	if code != exitOK || !strings.Contains(stdout, "no regression") || strings.Contains(stdout, "▲") || !strings.Contains(stdout, "verify · embedded · rest · labels v…: 20 runs") {
 		t.Errorf("steady: exit %d, want 0 and no change\n%s%s", code, stdout, stderr)
 	}
 }
@@ -149,8 +149,8 @@ func checkHistoryMetrics(t *testing.T, path string) {
 		for _, l := range m.Label {
 			labels[l.GetName()] = l.GetValue()
 		}
-		if labels["kind"] != "verify" || labels["target"] != history.Embedded || labels["label"] != "v12" {
-			t.Errorf("labels %v, want kind verify, target embedded, label v12", labels)
+		if labels["kind"] != "verify" || labels["target"] != history.Embedded || labels["label"] != "v20" {
+			t.Errorf("labels %v, want kind verify, target embedded, label v20 (the newest run)", labels)
 		}
 		if labels["figure"] == "p99_ms" && m.GetGauge().GetValue() == 1 {
 			worse++

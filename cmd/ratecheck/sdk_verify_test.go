@@ -144,9 +144,11 @@ func tokenBucketLimit(next http.Handler, limit int, window time.Duration) http.H
 // limiter in front of them deserves: the contract's sliding log passes
 // with the configured limit observed; a token bucket fails and is named.
 func TestVerifyAgainstSDKServers(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []sdktarget.Mode{sdktarget.StatelessJSON, sdktarget.StatelessSSE} {
 		for _, kind := range []limiterKind{slidingLog, tokenBucket} {
 			t.Run(fmt.Sprintf("%s/%s", mode, kind), func(t *testing.T) {
+				t.Parallel()
 				for i, window := range verifyWindows {
 					url, rec := startSDKServer(t, mode, kind, sdkLimit, window)
 					code, v, stderr := runVerifyJSON(t, window, "--target", url, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits,isolation")
@@ -190,6 +192,7 @@ func TestVerifyAgainstSDKServers(t *testing.T) {
 // from an address the budget under test does not use, carried with
 // MCP-Protocol-Version by every later request.
 func TestAttackAgainstSDKServers(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		mode     sdktarget.Mode
 		revision string
@@ -199,6 +202,7 @@ func TestAttackAgainstSDKServers(t *testing.T) {
 		{sdktarget.Stateful20251125, mcpwire.Revision20251125},
 	} {
 		t.Run(string(tt.mode), func(t *testing.T) {
+			t.Parallel()
 			window := 4 * time.Second
 			url, rec := startSDKServer(t, tt.mode, slidingLog, 120, window)
 			out := t.TempDir()
@@ -233,6 +237,7 @@ func TestAttackAgainstSDKServers(t *testing.T) {
 // speaks only 2025-11-25, verify's limit and isolation checks pass, in
 // that revision.
 func TestSDKServerOfRevision20251125(t *testing.T) {
+	t.Parallel()
 	for i, window := range verifyWindows {
 		url, _ := startSDKServer(t, sdktarget.Stateful20251125, slidingLog, sdkLimit, window)
 		code, v, stderr := runVerifyJSON(t, window, "--target", url, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits,isolation")
@@ -260,6 +265,7 @@ func TestSDKServerOfRevision20251125(t *testing.T) {
 // the handshake is out of the budget under test: the onset still sees
 // the configured limit.
 func TestNegotiationFromTheLimitAddress(t *testing.T) {
+	t.Parallel()
 	for i, window := range verifyWindows {
 		url, rec := startSDKServer(t, sdktarget.StatelessJSON, slidingLog, sdkLimit, window)
 		code, v, stderr := runVerifyJSON(t, window, "--target", url, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits", "--sources", "127.0.0.1")
@@ -322,6 +328,7 @@ func (w *sessionWriter) Flush() {
 // its own after its first 404, counted in run.json, and its later requests
 // are answered in its own session.
 func TestSessionsBoundToAnAddress(t *testing.T) {
+	t.Parallel()
 	h, err := sdktarget.Handler(sdktarget.Config{Mode: sdktarget.Stateful20251125})
 	if err != nil {
 		t.Fatal(err)

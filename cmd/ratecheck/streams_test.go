@@ -19,6 +19,7 @@ import (
 // its probe), verify's forged-header probes are the spoof check's, and no
 // other profile borrows a name the analyzer keys on.
 func TestEveryStreamIsJudged(t *testing.T) {
+	t.Parallel()
 	rows := map[string]analyze.ContractRow{}
 	for _, r := range analyze.ContractRows {
 		rows[r.Surface+"/"+r.Stream] = r

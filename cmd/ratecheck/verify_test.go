@@ -148,6 +148,10 @@ func failing(v verdictJSON) []string {
 	return out
 }
 
+// TestVerifyEmbeddedPasses: verify passes the embedded target, and the
+// run it archives is analyzed, reported and compared as documented. Not
+// parallel: its analyze and compare steps need the pass itself, and beside
+// the other tests the in-process target's latency can blur a 4s window.
 func TestVerifyEmbeddedPasses(t *testing.T) {
 	code, v, stderr := runVerifyJSON(t, verifyWindow)
 	switch {
@@ -223,6 +227,7 @@ func TestVerifyEmbeddedPasses(t *testing.T) {
 // TestVerifyFailsOnWrongTargets: against a target that breaks one property,
 // verify exits 1 with that property's check failing.
 func TestVerifyFailsOnWrongTargets(t *testing.T) {
+	t.Parallel()
 	if raceEnabled {
 		t.Skip("a matrix of verdicts, checked by the plain run; under -race, TestVerifyEmbeddedPasses and TestVerifyNoFalseAlarmUnderDelay exercise the same concurrent code")
 	}
@@ -270,6 +275,7 @@ func TestVerifyFailsOnWrongTargets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			for i, window := range verifyWindows {
 				url := startTarget(t, window, tt.mutate, tt.wrap)
 				code, v, stderr := runVerifyJSON(t, window, append([]string{"--target", url}, tt.args...)...)
@@ -351,6 +357,7 @@ func blurOf(t *testing.T, run string, window time.Duration) blur {
 // target. It may leave a check without the evidence it needs
 // (inconclusive, exit 4), never with a failure.
 func TestVerifyNoFalseAlarmUnderDelay(t *testing.T) {
+	t.Parallel()
 	url := startTarget(t, verifyWindow, func(c *target.Config) { c.Faults = target.Faults{DelayMax: 20 * time.Millisecond} }, nil)
 	code, v, stderr := runVerifyJSON(t, verifyWindow, "--target", url)
 	if code != exitOK && code != exitInconclusive {
@@ -359,6 +366,7 @@ func TestVerifyNoFalseAlarmUnderDelay(t *testing.T) {
 }
 
 func TestVerifyUsage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -385,6 +393,7 @@ func TestVerifyUsage(t *testing.T) {
 // retryable, not answers. A limit check may be indeterminate (the faults
 // can hide the onset), never failed.
 func TestVerifyUnderFaults(t *testing.T) {
+	t.Parallel()
 	var received atomic.Int64
 	url := startTarget(t, verifyWindow, func(c *target.Config) {
 		c.Faults = target.Faults{Reset: 0.1, ServerError: 0.1, DelayMax: 200 * time.Millisecond}

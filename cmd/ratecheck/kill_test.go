@@ -44,11 +44,18 @@ func TestMain(m *testing.M) {
 const e2eParallel = 8
 
 // raiseParallel sets -test.parallel to e2eParallel unless it was given.
+// Under the race detector, which slows the end-to-end runs several times
+// over, they run one at a time as they always did: side by side their
+// latency reached most of a compressed window.
 func raiseParallel() {
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	n := e2eParallel
+	if raceEnabled {
+		n = 1
+	}
 	if !given {
-		flag.Set("test.parallel", strconv.Itoa(e2eParallel))
+		flag.Set("test.parallel", strconv.Itoa(n))
 	}
 }
 

@@ -117,8 +117,10 @@ func startServe(t *testing.T, args ...string) (string, *lockedBuffer) {
 	return "", nil
 }
 
+// TestServeEndToEnd: serve admits the limit in a window and refuses the
+// rest, logging each refusal. Not parallel: its five requests must fall in
+// one 2s window, and beside the other tests the host stalled them longer.
 func TestServeEndToEnd(t *testing.T) {
-	t.Parallel()
 	base, logs := startServe(t, "--window", "2s", "--rest-limit", "3")
 	codes := map[int]int{}
 	for range 5 {

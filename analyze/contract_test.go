@@ -26,6 +26,7 @@ func sse(body string) string {
 }
 
 func TestCheckRow(t *testing.T) {
+	t.Parallel()
 	row := func(stream string) method.ContractRow {
 		r, ok := rowOf(stream)
 		if !ok {
@@ -83,6 +84,7 @@ func TestCheckRow(t *testing.T) {
 // TestContractRowsBy: every row says who fixes it, and the rows the
 // issue names as this API's own are the API's.
 func TestContractRowsBy(t *testing.T) {
+	t.Parallel()
 	got := map[string]string{}
 	for _, r := range method.ContractRows {
 		if (r.StatusBy != method.BySpec && r.StatusBy != method.ByAPI) || (r.CodeBy != method.BySpec && r.CodeBy != method.ByAPI) {
@@ -147,6 +149,7 @@ func resultsFile(t *testing.T, in *decode.Input, asSSE bool) string {
 // answers as JSON, check for check; and a target whose answers are wrong
 // fails the same way in both forms.
 func TestSSEAnswersJudgedAsJSON(t *testing.T) {
+	t.Parallel()
 	wrong := simulate(documented(1, 0), quiet)
 	for i := range wrong.Records {
 		r := &wrong.Records[i]

@@ -12,6 +12,7 @@ import (
 // spread: the case of the issue (a 15.3 ms maximum above a body under
 // 9 ms), a heavy tail, equal samples, one sample.
 func TestBinLatencies(t *testing.T) {
+	t.Parallel()
 	ms := func(f float64) time.Duration { return time.Duration(f * 1e6) }
 	rng := rand.New(rand.NewPCG(3, 4))
 	var tail []time.Duration
@@ -79,6 +80,7 @@ func TestBinLatencies(t *testing.T) {
 // TestLatencyMetricsHistogram: the summary a surface reports shows its
 // maximum in the last bin's label, and its bins count every sample.
 func TestLatencyMetricsHistogram(t *testing.T) {
+	t.Parallel()
 	v := newReservoir(1000)
 	for _, f := range []float64{0.31, 0.42, 0.45, 0.52, 0.61, 0.74, 0.88, 1.2, 2.5, 8.8, 15.3} {
 		v.add(int64(f * 1e6))

@@ -9,6 +9,7 @@ import (
 // TestUpTo: the galloping count agrees with a plain count wherever the
 // previous answer left it, for any query order.
 func TestUpTo(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{0, 1, 2, 7, 100, 1000} {
 		a := make([]int64, n)

@@ -51,6 +51,7 @@ func randomGroup(rng *rand.Rand, n int, w time.Duration) Group {
 }
 
 func TestModelMatchesBatch(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 7))
 	for i := range 400 {
 		n := 1 + rng.IntN(600)
@@ -186,6 +187,7 @@ func comparable(rep *Report) string {
 }
 
 func TestAnalyzeMatchesBatch(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(8, 8))
 	for i := range 150 {
 		in := randomInput(rng)
@@ -208,6 +210,7 @@ func TestAnalyzeMatchesBatch(t *testing.T) {
 // order as one read into memory (Read), from several files written in
 // completion order (as Vegeta writes), and analyzes the same.
 func TestSpillMatchesRead(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(9, 9))
 	dir := t.TempDir()
 	for round := range 6 {
@@ -296,6 +299,7 @@ func writeResults(t *testing.T, path string, rs []vegeta.Result) {
 // to twice the window (the sorted-count shortcuts are exact only with the
 // corrections for slow requests).
 func TestModelAgainstDefinition(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(10, 10))
 	W := int64(synthW)
 	for round := range 300 {
@@ -345,6 +349,7 @@ func TestModelAgainstDefinition(t *testing.T) {
 // header differ (a request id, a countdown) are judged as they are read,
 // and the shape check counts and reports them.
 func TestShapeOfVaryingRefusals(t *testing.T) {
+	t.Parallel()
 	const n = 20000
 	rs := make([]vegeta.Result, n)
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)

@@ -311,6 +311,7 @@ func failed(rep *Report) []string {
 }
 
 func TestSyntheticFamilies(t *testing.T) {
+	t.Parallel()
 	W := int64(synthW)
 	tests := []struct {
 		name       string
@@ -382,6 +383,7 @@ func TestSyntheticFamilies(t *testing.T) {
 // TestSyntheticNoFalseAlarm: a correct limiter under latency noise up to a
 // tenth of the window never fails a check.
 func TestSyntheticNoFalseAlarm(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		lat := func(int) time.Duration { return time.Duration(rng.Float64() * float64(synthW) / 10) }
@@ -395,6 +397,7 @@ func TestSyntheticNoFalseAlarm(t *testing.T) {
 // TestSyntheticObservedLimit: on a quiet network the observed limit is the
 // documented one exactly, and the effective window is the documented one.
 func TestSyntheticObservedLimit(t *testing.T) {
+	t.Parallel()
 	rep := judge(simulate(documented(1, 0), quiet))
 	for i, s := range rep.Verdict.Surfaces {
 		if s.ObservedLimit == nil || *s.ObservedLimit != s.ExpectedLimit {
@@ -461,6 +464,7 @@ func BenchmarkModel(b *testing.B) {
 // timeout, a reset) proves nothing about its row: the check is skipped with
 // the reason, never failed, and the error is counted by kind.
 func TestUnansweredContractRows(t *testing.T) {
+	t.Parallel()
 	in := simulate(documented(1, 0), quiet)
 	for i := range in.Records {
 		if r := &in.Records[i]; in.Tables().Labels(r).Surface == method.REST && method.IsContractStream(in.Tables().Labels(r).Stream) {
@@ -494,6 +498,7 @@ func TestUnansweredContractRows(t *testing.T) {
 // own, not uncounted refusals). A fixed window is named whatever its
 // phase, and a limit of 480 is named as such.
 func TestSyntheticCauses(t *testing.T) {
+	t.Parallel()
 	W := int64(synthW)
 	fixed := func(offset int64, perKey bool) func() server {
 		return func() server {
@@ -581,6 +586,7 @@ func TestSyntheticCauses(t *testing.T) {
 // independence; the same refusals under a counter the surfaces really
 // share, which no limiter of one surface explains, do.
 func TestIndependenceNeedsProof(t *testing.T) {
+	t.Parallel()
 	W := int64(synthW)
 	var ps []planned
 	for i := range 240 { // REST: a burst early in the first fixed window

@@ -9,6 +9,7 @@ import (
 // after the barrier opened; any number of stalls while the programs
 // started up cannot crowd one out, and a start-up stall does not count.
 func TestStallsAfterTheBarrier(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	opened := t0.Add(time.Minute)
 	var s stalls

@@ -96,6 +96,7 @@ func failures(seeds int, s client.Strategy) []uint64 {
 // over many seeds the rate of each strategy is at most 1 % (measured over
 // seeds 0–3999: full 0.43 %, equal 0.65 %, decorrelated 0.63 %).
 func TestJitterCalibration(t *testing.T) {
+	t.Parallel()
 	if raceEnabled {
 		t.Skip("900 simulated fleets judged one after another, checked by the plain run: Jitter shares nothing between goroutines")
 	}
@@ -133,6 +134,7 @@ func TestJitterCalibration(t *testing.T) {
 // uniform; decorrelated jitter's first retry draws from [base, 3·base),
 // nothing like full jitter's [0, base).
 func TestJitterOwnNull(t *testing.T) {
+	t.Parallel()
 	for _, s := range []client.Strategy{client.Equal, client.Decorrelated} {
 		b := fleetDefaults
 		b.Strategy = s
@@ -163,6 +165,7 @@ func TestJitterOwnNull(t *testing.T) {
 // the fleet is judged on its clients' schedule, so a seed that passes
 // passes every time, and no run's verdict is a coin toss of the host.
 func TestJitterHostNoiseIgnored(t *testing.T) {
+	t.Parallel()
 	b := fleetDefaults
 	b.Strategy = client.Full
 	cfg := Config{Base: b.Base, Cap: b.Cap, Attempts: 4, Seed: 1}
@@ -179,6 +182,7 @@ func TestJitterHostNoiseIgnored(t *testing.T) {
 // TestBinnerMatchesSort: the counting sort's collisions and peak are the
 // sorted reference's, narrow ranges and wide.
 func TestBinnerMatchesSort(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
 	b := &binner{eps: 10}
 	for i := range 2000 {

@@ -70,6 +70,7 @@ func checkOf(rep *Report, name string) analyze.Check {
 // TestJitterFullPasses: a correct full-jitter fleet passes at least 99
 // runs in 100.
 func TestJitterFullPasses(t *testing.T) {
+	t.Parallel()
 	pass := 0
 	var last *Report
 	for seed := range uint64(100) {
@@ -91,6 +92,7 @@ func TestJitterFullPasses(t *testing.T) {
 // TestJitterLockstepAndNarrowJitterFail: clients in lockstep re-collide at
 // every wave, and a ±20 % jitter breaks the collision bound.
 func TestJitterLockstepAndNarrowJitterFail(t *testing.T) {
+	t.Parallel()
 	rep := Judge(fleet(100, 4, 1, lockstep), jcfg(1))
 	if rep.Verdict != analyze.Fail || rep.RecollisionRate < 0.9 || rep.CollisionRatio < 5 || rep.KSP > 1e-6 {
 		t.Errorf("lockstep: verdict %s, collision ratio %.2f, re-collision %.2f, KS p %.2g", rep.Verdict, rep.CollisionRatio, rep.RecollisionRate, rep.KSP)
@@ -110,6 +112,7 @@ func TestJitterLockstepAndNarrowJitterFail(t *testing.T) {
 // neither split lockstep clients apart nor make full jitter fail: timing is
 // judged on the clients' own schedule.
 func TestJitterHostNoise(t *testing.T) {
+	t.Parallel()
 	rep := Judge(noisyFleet(100, 4, 1, lockstep, 200*time.Millisecond), jcfg(1))
 	if rep.Verdict != analyze.Fail || rep.RecollisionRate < 0.99 {
 		t.Errorf("lockstep: verdict %s, re-collision %.2f", rep.Verdict, rep.RecollisionRate)
@@ -128,6 +131,7 @@ func TestJitterHostNoise(t *testing.T) {
 // TestJitterSharedRefusal: a fleet whose first attempts were not all
 // refused was not driven into a shared 429, and says so.
 func TestJitterSharedRefusal(t *testing.T) {
+	t.Parallel()
 	in := fleet(100, 4, 1, full)
 	rep := Judge(in, jcfg(1))
 	if c := checkOf(rep, "shared-429"); c.Verdict != analyze.Pass || !strings.Contains(c.Detail, "100 of 100 were refused") {
@@ -156,6 +160,7 @@ func TestJitterSharedRefusal(t *testing.T) {
 }
 
 func TestKSAndBins(t *testing.T) {
+	t.Parallel()
 	grid := make([]float64, 200)
 	for i := range grid {
 		grid[i] = (float64(i) + 0.5) / 200
@@ -182,6 +187,7 @@ func TestKSAndBins(t *testing.T) {
 // TestJitterDiscipline: a retried answer, an attempt over the cap and a
 // client that does not slow down after repeated 429s each fail their check.
 func TestJitterDiscipline(t *testing.T) {
+	t.Parallel()
 	ms := int64(time.Millisecond)
 	in := decode.NewInput()
 	rec := func(client, req, attempt int, start int64, code uint16) {

@@ -47,6 +47,7 @@ func serverFleet(n, attempts int, seed uint64, delay func(k int, u float64) time
 // spread over 95 ms in the same order every wave, fail every seed with a
 // re-collision ten times what independent jitter gives.
 func TestProgramsCalibration(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("500 simulated fleets")
 	}
@@ -98,6 +99,7 @@ func TestProgramsCalibration(t *testing.T) {
 // or none, and a target that stalled past ε, make the verdict
 // inconclusive, naming what was missing.
 func TestProgramsInconclusive(t *testing.T) {
+	t.Parallel()
 	full := func(k int, u float64) time.Duration { return time.Duration(u * float64(500*time.Millisecond<<k)) }
 	in := serverFleet(10, 4, 1, full, 0, false)
 	cfg := Config{Strategy: "full", Attempts: 4, Clients: 12, Requests: 1, Seed: 1}

@@ -13,6 +13,7 @@ import (
 // said in the verdict's warnings: a window assumed, a run that did not
 // finish, a run that fell far behind its schedule (not a few milliseconds).
 func TestAnalysisConfigWarnings(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		runs   []archive.RunInfo

@@ -93,6 +93,7 @@ func runFleetShared(t *testing.T, args ...string) (int, jitter.Report) {
 // re-collides and fails. Full jitter is held to a 1 % false-alarm rate, so
 // a failure is retried once with another seed (both failing: 1 in 10 000).
 func TestFleetFullPassesLockstepFails(t *testing.T) {
+	t.Parallel()
 	if raceEnabled {
 		t.Skip("statistics of a 100-client fleet, checked by the plain run; under -race, TestFleetRetryDiscipline exercises the same concurrent code")
 	}
@@ -127,6 +128,7 @@ func TestFleetFullPassesLockstepFails(t *testing.T) {
 // clients retry the faults, never an answer (every failure-table row is
 // sent), and never more than the cap.
 func TestFleetRetryDiscipline(t *testing.T) {
+	t.Parallel()
 	// So many faults can pass the failure guard's 50 % by chance: it is
 	// not what this test is about.
 	_, rep, stderr := runFleetJSON(t, "--window", "2s", "--clients", "10", "--faults", "5xx=0.2,reset=0.1", "--attempts", "3", "--abort-at", "0")
@@ -148,6 +150,7 @@ func TestFleetRetryDiscipline(t *testing.T) {
 }
 
 func TestFleetUsage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -171,6 +174,7 @@ func TestFleetUsage(t *testing.T) {
 // target received (and every transport error), and a dying target stops
 // the fleet (--abort-at) with the partial run archived.
 func TestFleetUnderFaults(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		faults   refserver.Faults
@@ -182,6 +186,7 @@ func TestFleetUnderFaults(t *testing.T) {
 		{name: "dies mid-run", dieAfter: 100, abortAt: "50%", wantCode: exitUnreachable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			cfg := refserver.DefaultConfig()
 			cfg.Window, cfg.Faults = 2*time.Second, tc.faults
 			srv, err := refserver.New(cfg)

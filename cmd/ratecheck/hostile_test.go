@@ -23,6 +23,7 @@ import (
 // and without writing anything. Before the fix each either wrote outside
 // --out, printed the name raw, spun at 100 % CPU or waited for ever.
 func TestAttackRefusesHostileProfiles(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int64
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer ts.Close()
@@ -88,6 +89,7 @@ func TestAttackRefusesHostileProfiles(t *testing.T) {
 // run.json links to one, exit 2 with a message naming the input, for
 // analyze, report and compare alike; nothing is written.
 func TestAnalyzeRefusesHostileResults(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/dev/zero"); err != nil {
 		t.Skip("no /dev/zero")
 	}
@@ -169,6 +171,7 @@ func TestAnalyzeRefusesHostileResults(t *testing.T) {
 // process) exits 2 at once, naming the limit and `ulimit -n`, never 3 "the
 // target is failing" after a run that met its own limit (issue 15).
 func TestFleetAboveDescriptorLimit(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh")
 	}
@@ -191,6 +194,7 @@ func TestFleetAboveDescriptorLimit(t *testing.T) {
 // failure guard's window, every one of which timed out, is no pass: exit
 // 3, the target is failing (issue 15: it exited 0).
 func TestFewRequestsAllTimingOut(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodHead { // the reachability check
@@ -220,6 +224,7 @@ func TestFewRequestsAllTimingOut(t *testing.T) {
 // open a connection per request in flight) stops as this machine's own
 // limit, exit 2, never "the target is failing", exit 3.
 func TestAttackMeetsDescriptorLimit(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh")
 	}

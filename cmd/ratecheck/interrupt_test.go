@@ -21,6 +21,7 @@ import (
 // run.json says the run was interrupted. The bound on the exit is far
 // above any noise and far below the hour a sleeping stream would take.
 func TestInterruptStopsWaitingStreams(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			var signalled atomic.Bool

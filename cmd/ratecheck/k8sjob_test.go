@@ -22,6 +22,7 @@ import (
 // results volume mounted), against a local target: the shards start
 // together, and their run folders merge into the whole profile.
 func TestK8sJobPodsRun(t *testing.T) {
+	t.Parallel()
 	// The pods share this machine's address here, not in a cluster: lift
 	// the limit so that no request is refused for it.
 	url := startTarget(t, 2*time.Second, func(c *refserver.Config) { c.RESTLimit = 100000 }, nil)
@@ -87,6 +88,7 @@ func TestK8sJobPodsRun(t *testing.T) {
 }
 
 func TestK8sJobUsage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -30,7 +32,31 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
+	flag.Parse()
+	raiseParallel()
 	os.Exit(m.Run())
+}
+
+// e2eParallel is how many parallel tests run at once unless -parallel
+// says otherwise. The end-to-end tests spend most of their time waiting
+// out compressed windows, not computing, so go test's default, GOMAXPROCS,
+// would leave them mostly one after another on a small machine.
+const e2eParallel = 8
+
+// raiseParallel sets -test.parallel to e2eParallel unless it was given.
+// Under the race detector, which slows the end-to-end runs several times
+// over, they run one at a time as they always did: side by side their
+// latency reached most of a compressed window.
+func raiseParallel() {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	n := e2eParallel
+	if raceEnabled {
+		n = 1
+	}
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(n))
+	}
 }
 
 // TestKilledRunIsRecovered: an attack killed with SIGKILL mid-run leaves a
@@ -38,6 +64,7 @@ func TestMain(m *testing.M) {
 // how many it recovered, never an error; at most the requests in flight
 // when it died are missing from it.
 func TestKilledRunIsRecovered(t *testing.T) {
+	t.Parallel()
 	cfg := refserver.DefaultConfig()
 	cfg.Window = 4 * time.Second
 	srv, err := refserver.New(cfg)
@@ -131,6 +158,7 @@ func TestKilledRunIsRecovered(t *testing.T) {
 // credential value, though requests carrying two were in flight; nor does
 // anything the run wrote.
 func TestTracebackHasNoCredential(t *testing.T) {
+	t.Parallel()
 	url := startTarget(t, 2*time.Second, nil, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Set-Cookie", "session=S3CRET")

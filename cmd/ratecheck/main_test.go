@@ -25,6 +25,7 @@ func runCmd(t *testing.T, args ...string) (int, string, string) {
 }
 
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args     []string
 		wantCode int
@@ -116,6 +117,9 @@ func startServe(t *testing.T, args ...string) (string, *lockedBuffer) {
 	return "", nil
 }
 
+// TestServeEndToEnd: serve admits the limit in a window and refuses the
+// rest, logging each refusal. Not parallel: its five requests must fall in
+// one 2s window, and beside the other tests the host stalled them longer.
 func TestServeEndToEnd(t *testing.T) {
 	base, logs := startServe(t, "--window", "2s", "--rest-limit", "3")
 	codes := map[int]int{}
@@ -137,6 +141,7 @@ func TestServeEndToEnd(t *testing.T) {
 }
 
 func TestServeQuiet(t *testing.T) {
+	t.Parallel()
 	base, logs := startServe(t, "--quiet")
 	resp, err := http.Get(base + "/api/public/pages/nope")
 	if err != nil {
@@ -155,14 +160,20 @@ func TestServeQuiet(t *testing.T) {
 // answers, is exit 3 with a message that says which, for every command
 // that attacks, and nothing is archived. (The probe's 25 s bound is
 // shortened here.)
+//
+// Not parallel: it shortens the package-level reachTimeout, which every
+// command that attacks reads. Its subtests run in parallel with each other
+// (and nothing else), after this function returns: the timeout is restored
+// and the stalled listener closed in cleanups, which run after them.
 func TestUnreachableTarget(t *testing.T) {
-	defer func(d time.Duration) { reachTimeout = d }(reachTimeout)
+	saved := reachTimeout
+	t.Cleanup(func() { reachTimeout = saved })
 	reachTimeout = 500 * time.Millisecond
 	stalled, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stalled.Close()
+	t.Cleanup(func() { stalled.Close() })
 	go func() { // accept and hold every connection, never answer
 		var held []net.Conn
 		for {
@@ -192,6 +203,7 @@ func TestUnreachableTarget(t *testing.T) {
 			{"fleet", "--window", "2s"},
 		} {
 			t.Run(tc.name+" "+args[0], func(t *testing.T) {
+				t.Parallel()
 				out := t.TempDir()
 				code, _, stderr := runCmd(t, append(args, "--target", tc.url, "--out", out)...)
 				if code != exitUnreachable || !strings.Contains(stderr, tc.want) {
@@ -209,7 +221,8 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata golden files")
 
 // TestBadFlags: every malformed command line of testdata/bad-flags.txt is
 // refused with exit 2 before anything is sent, with exactly the message in
-// testdata/bad-flags.golden.
+// testdata/bad-flags.golden. Not parallel: it looks for (and removes) a
+// results folder in the package's directory, which only it may touch.
 func TestBadFlags(t *testing.T) {
 	table, err := os.ReadFile("testdata/bad-flags.txt")
 	if err != nil {

@@ -106,6 +106,7 @@ func runAttackOn(t *testing.T, url string, args ...string) (int, string, string)
 // with --cacert (or --insecure), and without either says it is a TLS
 // problem that --cacert fixes, not an unreachable target.
 func TestVerifyTLS(t *testing.T) {
+	t.Parallel()
 	ts := httptest.NewTLSServer(referenceHandler(t, verifyWindow))
 	defer ts.Close()
 	ca := serverCA(t, ts)
@@ -141,6 +142,7 @@ func TestVerifyTLS(t *testing.T) {
 // TestMutualTLS: a target that requires a client certificate is reached
 // with --cert and --key, and without them the message says so.
 func TestMutualTLS(t *testing.T) {
+	t.Parallel()
 	certFile, keyFile, cert := clientCert(t)
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
@@ -175,6 +177,7 @@ func onlyHTTP2(next http.Handler, n *atomic.Int64) http.Handler {
 // TestHTTP2: --http2 speaks HTTP/2 to an https target, --h2c to an http
 // one; without them the requests are HTTP/1.1.
 func TestHTTP2(t *testing.T) {
+	t.Parallel()
 	var tlsN, h2cN atomic.Int64
 	tlsTS := httptest.NewUnstartedServer(onlyHTTP2(referenceHandler(t, time.Minute), &tlsN))
 	tlsTS.EnableHTTP2 = true
@@ -212,6 +215,7 @@ func TestHTTP2(t *testing.T) {
 // against a slow target says it fell behind, and by how much, and
 // run.json records it.
 func TestMaxWorkersBehind(t *testing.T) {
+	t.Parallel()
 	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(60 * time.Millisecond) // five requests due 20 ms apart: one worker falls behind
 		w.Header().Set("Content-Type", "application/json")
@@ -241,6 +245,7 @@ func TestMaxWorkersBehind(t *testing.T) {
 // TestNetFlagsUsage: a bad file or a flag that does not fit the target is
 // exit 2 naming the flag.
 func TestNetFlagsUsage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	notPEM := filepath.Join(dir, "not.pem")
 	os.WriteFile(notPEM, []byte("hello"), 0o600)

@@ -30,6 +30,10 @@ func runProgramsJSON(t *testing.T, cmd string, args ...string) (int, jitter.Repo
 // standard-library Python one with full jitter pass; one retrying at a
 // fixed interval fails, re-colliding at least ten times as often as
 // independent jitter would; one that retries a 422 fails naming it.
+//
+// Not parallel, nor are its fleets: beside other tests (its own fleets
+// too) the embedded target stalls for longer than ε while the clients
+// retry, and the verdict is inconclusive.
 func TestFleetClientCmd(t *testing.T) {
 	if raceEnabled {
 		t.Skip("client processes on 2 cores, checked by the plain run")
@@ -88,6 +92,7 @@ func TestFleetClientCmd(t *testing.T) {
 // inconclusive (exit 4), naming what was missing; a program's exit status
 // is reported; --client-cmd refuses the flags of the fleet's own clients.
 func TestFleetClientCmdMissing(t *testing.T) {
+	t.Parallel()
 	code, rep, _ := runProgramsJSON(t, "exit 3", "--clients", "3", "--barrier", "1s")
 	if code != exitInconclusive || rep.Verdict != analyze.Inconclusive || !strings.Contains(checkNamed(rep, "clients").Detail, "none of the 3 clients sent a request") {
 		t.Errorf("exit %d, verdict %s, %+v", code, rep.Verdict, rep.Checks)

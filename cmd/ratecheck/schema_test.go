@@ -57,6 +57,7 @@ func matchSchema(t *testing.T, name, out string) {
 // every property and definition has a description, and every object
 // closes its properties, so that a schema documents all of its output.
 func TestSchemasDescribeEveryField(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join(schemaDir, "*.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no schema in %s: %v", schemaDir, err)
@@ -118,6 +119,7 @@ func undocumented(s map[string]any, at string) []string {
 // evidence is inconclusive, and so is a run with such a check and no
 // failure (exit 4); the schemas admit both.
 func TestSchemaVerdictsIncludeInconclusive(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ file, pointer string }{
 		{"verdict.json", "/$defs/runVerdict/enum"},
 		{"verdict.json", "/$defs/check/properties/verdict/enum"},
@@ -146,6 +148,7 @@ func TestSchemaVerdictsIncludeInconclusive(t *testing.T) {
 // TestAnalyzeJSONWithoutSurfaces: input with no REST or MCP request is
 // not judged: exit 2, naming what it holds instead.
 func TestAnalyzeJSONWithoutSurfaces(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "other.bin")
 	f, err := os.Create(path)
 	if err != nil {

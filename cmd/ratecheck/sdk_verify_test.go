@@ -143,10 +143,15 @@ func tokenBucketLimit(next http.Handler, limit int, window time.Duration) http.H
 // servers (revision 2026-07-28, stateless, in both answer forms) as the
 // limiter in front of them deserves: the contract's sliding log passes
 // with the configured limit observed; a token bucket fails and is named.
+//
+// Not parallel with the other tests (its four runs are parallel with each
+// other): beside them even the longer window's timing was blurred enough
+// for the fit to name a sliding-window counter for the sliding log.
 func TestVerifyAgainstSDKServers(t *testing.T) {
 	for _, mode := range []sdkserver.Mode{sdkserver.StatelessJSON, sdkserver.StatelessSSE} {
 		for _, kind := range []limiterKind{slidingLog, tokenBucket} {
 			t.Run(fmt.Sprintf("%s/%s", mode, kind), func(t *testing.T) {
+				t.Parallel()
 				for i, window := range verifyWindows {
 					url, rec := startSDKServer(t, mode, kind, sdkLimit, window)
 					code, v, stderr := runVerifyJSON(t, window, "--target", url, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits,isolation")
@@ -190,6 +195,7 @@ func TestVerifyAgainstSDKServers(t *testing.T) {
 // from an address the budget under test does not use, carried with
 // MCP-Protocol-Version by every later request.
 func TestAttackAgainstSDKServers(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		mode     sdkserver.Mode
 		revision string
@@ -199,6 +205,7 @@ func TestAttackAgainstSDKServers(t *testing.T) {
 		{sdkserver.Stateful20251125, mcpwire.Revision20251125},
 	} {
 		t.Run(string(tt.mode), func(t *testing.T) {
+			t.Parallel()
 			window := 4 * time.Second
 			url, rec := startSDKServer(t, tt.mode, slidingLog, 120, window)
 			out := t.TempDir()
@@ -232,6 +239,9 @@ func TestAttackAgainstSDKServers(t *testing.T) {
 // TestSDKServerOfRevision20251125: against a stateful go-sdk server that
 // speaks only 2025-11-25, verify's limit and isolation checks pass, in
 // that revision.
+//
+// Not parallel: beside the other tests its runs, the longer window's too,
+// were blurred into an inconclusive verdict.
 func TestSDKServerOfRevision20251125(t *testing.T) {
 	for i, window := range verifyWindows {
 		url, _ := startSDKServer(t, sdkserver.Stateful20251125, slidingLog, sdkLimit, window)
@@ -260,6 +270,7 @@ func TestSDKServerOfRevision20251125(t *testing.T) {
 // the handshake is out of the budget under test: the onset still sees
 // the configured limit.
 func TestNegotiationFromTheLimitAddress(t *testing.T) {
+	t.Parallel()
 	for i, window := range verifyWindows {
 		url, rec := startSDKServer(t, sdkserver.StatelessJSON, slidingLog, sdkLimit, window)
 		code, v, stderr := runVerifyJSON(t, window, "--target", url, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits", "--sources", "127.0.0.1")
@@ -322,6 +333,7 @@ func (w *sessionWriter) Flush() {
 // its own after its first 404, counted in run.json, and its later requests
 // are answered in its own session.
 func TestSessionsBoundToAnAddress(t *testing.T) {
+	t.Parallel()
 	h, err := sdkserver.Handler(sdkserver.Config{Mode: sdkserver.Stateful20251125})
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 // requests and answers per address the target saw, and the verdict of the
 // single-machine run.
 func TestShardsMergeLikeOneMachine(t *testing.T) {
+	t.Parallel()
 	type perSource map[string]map[int]int // source → status → count
 	run := func(shards int) (*analyze.Report, perSource, perSource, int) {
 		var mu sync.Mutex

@@ -18,6 +18,7 @@ import (
 // its probe), verify's forged-header probes are the spoof check's, and no
 // other profile borrows a name the analyzer keys on.
 func TestEveryStreamIsJudged(t *testing.T) {
+	t.Parallel()
 	rows := map[string]method.ContractRow{}
 	for _, r := range method.ContractRows {
 		rows[r.Surface+"/"+r.Stream] = r

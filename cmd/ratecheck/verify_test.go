@@ -148,6 +148,10 @@ func failing(v verdictJSON) []string {
 	return out
 }
 
+// TestVerifyEmbeddedPasses: verify passes the embedded target, and the
+// run it archives is analyzed, reported and compared as documented. Not
+// parallel: its analyze and compare steps need the pass itself, and beside
+// the other tests the in-process target's latency can blur a 4s window.
 func TestVerifyEmbeddedPasses(t *testing.T) {
 	prom := filepath.Join(t.TempDir(), "verify.prom")
 	code, v, stderr := runVerifyJSON(t, verifyWindow, "--label", "v1.4.2", "--metrics", prom)
@@ -225,6 +229,7 @@ func TestVerifyEmbeddedPasses(t *testing.T) {
 // TestVerifyFailsOnWrongTargets: against a target that breaks one property,
 // verify exits 1 with that property's check failing.
 func TestVerifyFailsOnWrongTargets(t *testing.T) {
+	t.Parallel()
 	if raceEnabled {
 		t.Skip("a matrix of verdicts, checked by the plain run; under -race, TestVerifyEmbeddedPasses and TestVerifyNoFalseAlarmUnderDelay exercise the same concurrent code")
 	}
@@ -272,6 +277,7 @@ func TestVerifyFailsOnWrongTargets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			for i, window := range verifyWindows {
 				url := startTarget(t, window, tt.mutate, tt.wrap)
 				code, v, stderr := runVerifyJSON(t, window, append([]string{"--target", url}, tt.args...)...)
@@ -353,6 +359,7 @@ func blurOf(t *testing.T, run string, window time.Duration) blur {
 // target. It may leave a check without the evidence it needs
 // (inconclusive, exit 4), never with a failure.
 func TestVerifyNoFalseAlarmUnderDelay(t *testing.T) {
+	t.Parallel()
 	url := startTarget(t, verifyWindow, func(c *refserver.Config) { c.Faults = refserver.Faults{DelayMax: 20 * time.Millisecond} }, nil)
 	code, v, stderr := runVerifyJSON(t, verifyWindow, "--target", url)
 	if code != exitOK && code != exitInconclusive {
@@ -361,6 +368,7 @@ func TestVerifyNoFalseAlarmUnderDelay(t *testing.T) {
 }
 
 func TestVerifyUsage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -387,6 +395,7 @@ func TestVerifyUsage(t *testing.T) {
 // retryable, not answers. A limit check may be indeterminate (the faults
 // can hide the onset), never failed.
 func TestVerifyUnderFaults(t *testing.T) {
+	t.Parallel()
 	var received atomic.Int64
 	url := startTarget(t, verifyWindow, func(c *refserver.Config) {
 		c.Faults = refserver.Faults{Reset: 0.1, ServerError: 0.1, DelayMax: 200 * time.Millisecond}

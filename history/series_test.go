@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func TestScheme(t *testing.T) {
@@ -124,7 +125,10 @@ func TestBuildSeedPerSeries(t *testing.T) {
 		t.Fatal("no REST p99 series")
 		return Series{}
 	}
-	if diff := cmp.Diff(find(all).Changes, find(alone).Changes); diff != "" {
+	// The p-value is drawn from more permutations where more series share
+	// the history (Options.PerSeries); where the change is, and its size,
+	// do not depend on the other series.
+	if diff := cmp.Diff(find(all).Changes, find(alone).Changes, cmpopts.IgnoreFields(Change{}, "P")); diff != "" {
 		t.Errorf("REST p99's changes differ with other runs present (-all +alone):\n%s", diff)
 	}
 }

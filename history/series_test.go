@@ -126,8 +126,8 @@ func TestBuildSeedPerSeries(t *testing.T) {
 		return Series{}
 	}
 	// The p-value is drawn from more permutations where more series share
-	// the history (Options.PerSeries); where the change is, and its size,
-	// do not depend on the other series.
+	// the history (Options.PerSeries); a change as clear as this one is
+	// found alike, where it is and its size do not depend on the others.
 	if diff := cmp.Diff(find(all).Changes, find(alone).Changes, cmpopts.IgnoreFields(Change{}, "P")); diff != "" {
 		t.Errorf("REST p99's changes differ with other runs present (-all +alone):\n%s", diff)
 	}

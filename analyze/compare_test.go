@@ -99,9 +99,9 @@ func TestCompareAA(t *testing.T) {
 		h        hostsim.Host
 		n, pairs int
 	}{
-		{"verify, hostsim.Quiet hostsim.Host", hostsim.Quiet, 560, 2000},
-		{"verify, hostsim.Busy hostsim.Host", hostsim.Busy, 560, 2000},
-		{"5000 at a constant rate, hostsim.Busy hostsim.Host", hostsim.Steady(hostsim.Busy), 5000, 1000},
+		{"verify, quiet host", hostsim.Quiet, 560, 2000},
+		{"verify, busy host", hostsim.Busy, 560, 2000},
+		{"5000 at a constant rate, busy host", hostsim.Steady(hostsim.Busy), 5000, 1000},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,11 +120,11 @@ func TestCompareAA(t *testing.T) {
 
 // TestCompareFindsRegression: a target that adds 20–40 ms to every answer
 // (serve --faults delay=20ms-40ms) is flagged in every pair whose
-// baseline's p99 is below 20 ms (on a hostsim.Busy hostsim.Host, a baseline that froze is
+// baseline's p99 is below 20 ms (on a busy host, a baseline that froze is
 // slower than that, and no rise shows against it); so is a build twice as
 // slow on every answer, over 5000 requests at a constant rate. (Over a
 // verify run the p99 is a handful of requests of its bursts: a build twice
-// as slow doubles it, as chance alone may on a hostsim.Busy hostsim.Host, and is not told
+// as slow doubles it, as chance alone may on a busy host, and is not told
 // apart from it; TestCompareAA's ratios show the spread.)
 func TestCompareFindsRegression(t *testing.T) {
 	delayed := func(h hostsim.Host) hostsim.Host { h.AddLo, h.Add = 20*time.Millisecond, 40*time.Millisecond; return h }
@@ -138,10 +138,10 @@ func TestCompareFindsRegression(t *testing.T) {
 		base, run hostsim.Host
 		n, pairs  int
 	}{
-		{"delay 20–40 ms, hostsim.Quiet", hostsim.Quiet, delayed(hostsim.Quiet), 560, 300},
-		{"delay 20–40 ms, hostsim.Busy", hostsim.Busy, delayed(hostsim.Busy), 560, 300},
-		{"delay 20–40 ms, hostsim.Busy, 5000 at a constant rate", hostsim.Steady(hostsim.Busy), delayed(hostsim.Steady(hostsim.Busy)), 5000, 100},
-		{"twice as slow, hostsim.Quiet, 5000 at a constant rate", ms, twice, 5000, 100},
+		{"delay 20–40 ms, quiet", hostsim.Quiet, delayed(hostsim.Quiet), 560, 300},
+		{"delay 20–40 ms, busy", hostsim.Busy, delayed(hostsim.Busy), 560, 300},
+		{"delay 20–40 ms, busy, 5000 at a constant rate", hostsim.Steady(hostsim.Busy), delayed(hostsim.Steady(hostsim.Busy)), 5000, 100},
+		{"twice as slow, quiet, 5000 at a constant rate", ms, twice, 5000, 100},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -243,7 +243,7 @@ func TestP99Interval(t *testing.T) {
 	c, cs := slow.Run(rng, 560)
 	t4, _ := newP99Test(a, as, c, cs)
 	if lo, hi := t4.interval(P99Confidence); lo < 2 || hi < lo {
-		t.Errorf("20–40 ms added to a hostsim.Busy hostsim.Host's answers: interval [%.3f, %.3f] of the ratio %.2f, want one above 2", lo, hi, t4.ratio())
+		t.Errorf("20–40 ms added to a busy host's answers: interval [%.3f, %.3f] of the ratio %.2f, want one above 2", lo, hi, t4.ratio())
 	}
 	if _, ok := newP99Test(nil, nil, b, bs); ok {
 		t.Error("a test without a baseline's latencies")

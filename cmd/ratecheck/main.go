@@ -6,9 +6,7 @@ import (
 	"io"
 	"log"
 	"os"
-	"os/signal"
 	"sort"
-	"syscall"
 
 	"github.com/connectbyjbrh/ratecheck/redact"
 )
@@ -40,10 +38,7 @@ func commands() map[string]command {
 
 func main() {
 	routeLog(os.Stderr)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(runSignalled(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // routeLog sends the standard logger's output to w through the credential

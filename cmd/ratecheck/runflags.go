@@ -32,6 +32,7 @@ type runFlags struct {
 	out         string
 	abortAt     string
 	mcpRevision string
+	keepBodies  bool
 }
 
 // declare adds the run flags to fs.
@@ -39,6 +40,7 @@ func (rf *runFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&rf.target, "target", "", "base `URL` of the target (default: the embedded reference target)")
 	fs.StringVar(&rf.out, "out", "results", "`dir`ectory the run folder is written under")
 	fs.StringVar(&rf.abortAt, "abort-at", "50%", "stop adding load when more than this `share` of the last 100 results were transport errors or 5xx (0: never)")
+	fs.BoolVar(&rf.keepBodies, "keep-bodies", false, "archive the first 1 KiB of every answer's body (default: only refusals', other non-2xx answers' and the failure-table probes', which the checks read)")
 	fs.StringVar(&rf.mcpRevision, "mcp-revision", "auto", "MCP protocol `revision` to speak: auto (ask the server, then the newest both speak), or one of "+strings.Join(mcpwire.Revisions(), ", "))
 }
 
@@ -97,7 +99,7 @@ func (rf *runFlags) options(name string, stderr io.Writer, embedded func() (*ref
 	if err != nil || abortShare > 1 {
 		return attack.Options{}, fmt.Errorf("--abort-at %q: want a share such as 50%% (0 never aborts)", rf.abortAt)
 	}
-	opts := attack.Options{Command: name, Out: rf.out, AbortShare: abortShare, Version: version,
+	opts := attack.Options{Command: name, Out: rf.out, AbortShare: abortShare, Version: version, KeepBodies: rf.keepBodies,
 		Interactive: isTerminal(stderr), ReachTimeout: reachTimeout, RemoteWait: remoteWait, Events: engineEvents(stderr, name, "")}
 	if rf.target != "" {
 		if opts.Target, err = checkTarget(rf.target); err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -31,7 +30,9 @@ Arguments after -- are passed to every shard's attack, such as
 deploy/kubernetes/README.md has the image to build, and the commands to
 wait for the Job, copy the run folders out and merge them with analyze.
 
-Exit codes: 0 printed, 2 bad usage or profile.
+Exit codes: 0 printed, 2 bad usage or profile (one a shard would refuse:
+its ceilings are checked per shard), 130 or 143 interrupted (SIGINT or
+SIGTERM).
 `
 
 func runK8sJob(_ context.Context, args []string, stdout, stderr io.Writer) int {
@@ -65,11 +66,8 @@ func runK8sJob(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if window < 0 || startIn < 0 {
 		return usageErr(stderr, "k8s-job", "--window and --start-in must not be negative")
 	}
-	for _, a := range extra {
-		flagName, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if strings.HasPrefix(a, "-") && slices.Contains([]string{"profile", "target", "shard", "start-at", "sources", "out", "window"}, flagName) {
-			return usageErr(stderr, "k8s-job", "after --: %s is set by k8s-job itself (use its own flag, if it has one)", a)
-		}
+	if err := checkPassed(extra); err != nil {
+		return usageErr(stderr, "k8s-job", "%v", err)
 	}
 	start := time.Now().Add(startIn).Truncate(time.Second)
 	if startAt != "" {

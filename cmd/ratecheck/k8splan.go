@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,18 @@ func parseShards(s string) (int, error) {
 		return 0, fmt.Errorf("--shards %d: at most %d shards", n, maxShards)
 	}
 	return n, nil
+}
+
+// checkPassed refuses, among the arguments after --, a flag k8s-job sets
+// itself.
+func checkPassed(extra []string) error {
+	for _, a := range extra {
+		flagName, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && slices.Contains([]string{"profile", "target", "shard", "start-at", "sources", "out", "window"}, flagName) {
+			return fmt.Errorf("after --: %s is set by k8s-job itself (use its own flag, if it has one)", a)
+		}
+	}
+	return nil
 }
 
 // shardCeilings are the ceilings every shard's attack runs with: the

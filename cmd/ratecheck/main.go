@@ -96,7 +96,8 @@ Commands:
 	}
 	fmt.Fprint(w, `
 Exit codes: 0 verified, 1 a check failed, 2 bad usage, config or input, 3 target unreachable or failing,
-4 inconclusive (the run did not produce the evidence a selected check needs).
+4 inconclusive (the run did not produce the evidence a selected check needs),
+130 or 143 interrupted by SIGINT or SIGTERM (what the run received is archived).
 `)
 }
 

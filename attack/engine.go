@@ -10,6 +10,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/client"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // Job is what the engine runs: a Plan of paced streams, or a Fleet of
@@ -88,8 +89,14 @@ type Options struct {
 	// can stall even a loopback answer for seconds); RemoteWait is how long
 	// a person has to cancel load for a remote target (0: 5 s).
 	ReachTimeout, RemoteWait time.Duration
-	// Sink, when set, also sees every result, after it was archived.
+	// Sink, when set, also sees every result, after it was archived
+	// (with its body, whether or not the archive keeps it).
 	Sink func(*vegeta.Result)
+	// KeepBodies archives the first bytes of every answer's body (the
+	// job's cap, 1 KiB by default). By default only the bodies a check
+	// reads are archived (see NeedsBody): a token a target returns in
+	// every 200 is then never stored.
+	KeepBodies bool
 	// Network is how the reachability check reaches the target (nil:
 	// HTTP/1.1, the system's roots); give it the job's.
 	Network *client.Network
@@ -257,7 +264,7 @@ func (e *engine) send(ctx context.Context, job Job, run *Run, w *archive.Writer,
 	lastFlush := time.Now()
 	runErr = job.Run(runCtx, run.Target, func(r *vegeta.Result) error {
 		run.Counts.Add(r)
-		if err := w.Add(r); err != nil {
+		if err := w.Add(e.archived(r)); err != nil {
 			return err
 		}
 		if e.Sink != nil {
@@ -274,6 +281,26 @@ func (e *engine) send(ctx context.Context, job Job, run *Run, w *archive.Writer,
 		return nil
 	})
 	return failing, runErr
+}
+
+// archived is r as the archive keeps it: without its body unless a check
+// needs it (NeedsBody) or the caller keeps every body.
+func (e *engine) archived(r *vegeta.Result) *vegeta.Result {
+	if e.KeepBodies || len(r.Body) == 0 || NeedsBody(r) {
+		return r
+	}
+	c := *r
+	c.Body = nil
+	return &c
+}
+
+// NeedsBody reports whether a check reads the body of r: a refusal's (its
+// shape), any other answer outside 2xx's (what the target said instead),
+// and every answer of a failure-table probe (method.IsContractStream: a
+// 200 may be the wrong answer to a row). The 2xx bodies of other streams
+// are read by no check.
+func NeedsBody(r *vegeta.Result) bool {
+	return r.Code < 200 || r.Code > 299 || method.IsContractStream(archive.LabelValue(r.Attack, "stream"))
 }
 
 // finish completes run.json: the end, the load average then, whether the

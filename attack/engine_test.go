@@ -5,6 +5,11 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // TestWarnRemote: load for a target off loopback is announced (an event)
@@ -36,5 +41,23 @@ func TestWarnRemote(t *testing.T) {
 				t.Errorf("err %v, events %v; want error %v, events %v", err, got, tt.wantErr, tt.want)
 			}
 		})
+	}
+}
+
+// TestNeedsBody: the bodies a check reads are those of refusals, of other
+// answers outside 2xx and of the failure-table probes; no other 2xx body.
+func TestNeedsBody(t *testing.T) {
+	for _, tc := range []struct {
+		code   uint16
+		stream string
+		want   bool
+	}{
+		{200, "onset", false}, {204, "flood", false}, {429, "onset", true}, {503, "onset", true},
+		{404, "over", true}, {0, "onset", true}, {200, method.ContractRows[0].Stream, true},
+	} {
+		r := &vegeta.Result{Code: tc.code, Attack: archive.Label(method.REST, "127.0.0.1", tc.stream)}
+		if got := NeedsBody(r); got != tc.want {
+			t.Errorf("NeedsBody(%d, %s) = %v, want %v", tc.code, tc.stream, got, tc.want)
+		}
 	}
 }

@@ -25,13 +25,20 @@ func (e *SetupError) Unwrap() error { return e.Err }
 
 // SourceError is a source address this machine cannot send from: a
 // request from it would fail before it left, and a run of such failures
-// proves nothing about the target.
+// proves nothing about the target. Limit, when set, names the local limit
+// met (the address is this machine's, but no local port is left on it);
+// else the address is not one of this machine's.
 type SourceError struct {
 	Source string
 	Err    error
+	Limit  string
 }
 
 func (e *SourceError) Error() string {
+	if e.Limit != "" {
+		return fmt.Sprintf("cannot send from %s: %s (%v): this machine's own limit, not the target; free them (ss -tanp src %s shows who holds them) or send from another address",
+			e.Source, e.Limit, e.Err, e.Source)
+	}
 	return fmt.Sprintf("cannot send from %s: %v (on Linux every 127.0.0.x is local; another address must be one of this machine's)", e.Source, e.Err)
 }
 func (e *SourceError) Unwrap() error { return e.Err }

@@ -60,7 +60,8 @@ func (e *FailingError) Error() string {
 type LocalLimitError struct {
 	Failed, Of int
 	// Err is the kind of one of the errors (see archive.ErrKind): "too
-	// many open files", "cannot assign requested address".
+	// many open files", "cannot assign requested address", "address
+	// already in use".
 	Err string
 }
 
@@ -70,8 +71,10 @@ func (e *LocalLimitError) Error() string {
 }
 
 // IsLocalLimit reports whether a transport error is one of this machine's
-// limits: too many open files (EMFILE, ENFILE) or no local address or port
-// left (EADDRNOTAVAIL), as an error or as the text Vegeta archives.
+// limits: too many open files (EMFILE, ENFILE), no local address or port
+// left (EADDRNOTAVAIL), or the source address's local ports all taken, by
+// another process or by this run (EADDRINUSE: a bind to it found no free
+// port), as an error or as the text Vegeta archives.
 func IsLocalLimit(err string) bool {
 	for _, s := range localLimitTexts {
 		if strings.Contains(err, s) {
@@ -81,7 +84,7 @@ func IsLocalLimit(err string) bool {
 	return false
 }
 
-var localLimitTexts = []string{syscall.EMFILE.Error(), syscall.ENFILE.Error(), syscall.EADDRNOTAVAIL.Error()}
+var localLimitTexts = []string{syscall.EMFILE.Error(), syscall.ENFILE.Error(), syscall.EADDRNOTAVAIL.Error(), syscall.EADDRINUSE.Error()}
 
 // Add counts r and returns a *FailingError once the target is failing, or
 // a *LocalLimitError once most failures were this machine's own.

@@ -65,6 +65,7 @@ func TestFailureGuard(t *testing.T) {
 func TestFailureGuardLocalLimits(t *testing.T) {
 	const emfile = `Get "http://127.0.0.1:8080/api/public/search": dial tcp 127.0.0.1:8080: socket: too many open files`
 	const ports = `Get "http://127.0.0.1:8080/api/public/search": dial tcp 127.0.0.1:0->127.0.0.1:8080: connect: cannot assign requested address`
+	const inUse = `Get "http://127.0.0.1:8080/api/public/search": dial tcp 127.0.0.9:0->127.0.0.1:8080: bind: address already in use`
 	const timeout = `Get "http://127.0.0.1:8080/api/public/search": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`
 	results := func(n int, code uint16, err string) []vegeta.Result {
 		out := make([]vegeta.Result, n)
@@ -82,6 +83,9 @@ func TestFailureGuardLocalLimits(t *testing.T) {
 	}{
 		{"out of descriptors", 0.5, results(50, 0, emfile), "local", ""},
 		{"out of local ports", 0.5, results(50, 0, ports), "local", ""},
+		{"the source's ports held elsewhere", 0.5, results(50, 0, inUse), "local", ""},
+		{"a pacing benchmark beside the run", 0.5, append(results(60, 0, inUse), results(40, 200, "")...), "local", ""},
+		{"a few binds failed", 0, append(results(15, 0, inUse), results(85, 200, "")...), "", "local"},
 		{"a dead target", 0.5, results(50, 0, timeout), "failing", ""},
 		{"five requests that all time out", 0.5, results(5, 0, timeout), "", "failing"},
 		{"one request that timed out", 0.5, results(1, 0, timeout), "", "failing"},

@@ -18,7 +18,11 @@ import (
 
 // CheckSources reports the first source address this machine cannot send
 // from (a *SourceError): a request from it would fail before it left, and
-// a run of such failures proves nothing about the target.
+// a run of such failures proves nothing about the target. It says which
+// limit it met: an address this machine does not have, or one whose local
+// ports are used up (another process holds them: a bind to it finds no
+// free port, EADDRINUSE, or the address is this machine's and still no
+// port can be assigned, EADDRNOTAVAIL).
 func CheckSources(sources []string) error {
 	for _, src := range sources {
 		if src == "" {
@@ -26,15 +30,47 @@ func CheckSources(sources []string) error {
 		}
 		ln, err := net.Listen("tcp", net.JoinHostPort(src, "0"))
 		if err != nil {
-			var errno syscall.Errno
-			if errors.As(err, &errno) && errno == syscall.EADDRNOTAVAIL {
-				err = errors.New("this machine has no such address")
-			}
-			return &SourceError{Source: src, Err: err}
+			return sourceError(src, err)
 		}
 		ln.Close()
 	}
 	return nil
+}
+
+// PortsUsedUp names the local limit of a source address whose local
+// ports are all taken.
+const PortsUsedUp = "its local ports are used up"
+
+// sourceError words the failed bind of src.
+func sourceError(src string, err error) *SourceError {
+	var errno syscall.Errno
+	errors.As(err, &errno)
+	switch {
+	case errno == syscall.EADDRINUSE:
+		return &SourceError{Source: src, Err: errno, Limit: PortsUsedUp}
+	case errno == syscall.EADDRNOTAVAIL && isLocalAddress(src):
+		return &SourceError{Source: src, Err: errno, Limit: PortsUsedUp}
+	case errno == syscall.EADDRNOTAVAIL:
+		return &SourceError{Source: src, Err: errors.New("this machine has no such address")}
+	}
+	return &SourceError{Source: src, Err: err}
+}
+
+// isLocalAddress reports whether src is one of this machine's addresses:
+// on an interface, or inside a loopback network of one (Linux answers on
+// every 127.0.0.x).
+func isLocalAddress(src string) bool {
+	ip := net.ParseIP(src)
+	addrs, err := net.InterfaceAddrs()
+	if ip == nil || err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && (n.IP.Equal(ip) || (n.IP.IsLoopback() && n.Contains(ip))) {
+			return true
+		}
+	}
+	return false
 }
 
 // reachableBy checks that the target answers. Before an agreed start (a

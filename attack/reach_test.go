@@ -3,10 +3,13 @@ package attack
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -53,5 +56,31 @@ func TestReachableFollowsNoRedirect(t *testing.T) {
 	}
 	if elsewhere.Load() != 0 {
 		t.Errorf("the redirects were followed: %d requests elsewhere", elsewhere.Load())
+	}
+}
+
+// TestSourceErrorNamesTheLimit: a source address whose bind fails says
+// which limit it met: its local ports used up (EADDRINUSE, or
+// EADDRNOTAVAIL on an address this machine has), or an address this
+// machine does not have.
+func TestSourceErrorNamesTheLimit(t *testing.T) {
+	bind := func(errno syscall.Errno) error {
+		return &net.OpError{Op: "listen", Net: "tcp", Err: os.NewSyscallError("bind", errno)}
+	}
+	tests := []struct {
+		src   string
+		err   error
+		limit string
+		says  string
+	}{
+		{"127.0.0.9", bind(syscall.EADDRINUSE), PortsUsedUp, "its local ports are used up (address already in use): this machine's own limit"},
+		{"127.0.0.9", bind(syscall.EADDRNOTAVAIL), PortsUsedUp, "its local ports are used up (cannot assign requested address)"},
+		{"192.0.2.77", bind(syscall.EADDRNOTAVAIL), "", "this machine has no such address"},
+	}
+	for _, tt := range tests {
+		err := sourceError(tt.src, tt.err)
+		if err.Limit != tt.limit || !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("sourceError(%s, %v) = %q (limit %q), want limit %q saying %q", tt.src, tt.err, err, err.Limit, tt.limit, tt.says)
+		}
 	}
 }

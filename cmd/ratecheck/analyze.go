@@ -41,7 +41,8 @@ Input that holds no request to /api/public/ or /mcp (results of another
 API, or not results at all) is an error.
 
 Exit codes: 0 verified, 1 a check failed, 2 bad usage or unreadable input,
-4 inconclusive (the run did not produce the evidence a check needs).
+4 inconclusive (the run did not produce the evidence a check needs), 130 or
+143 interrupted (SIGINT or SIGTERM).
 `
 
 func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int {

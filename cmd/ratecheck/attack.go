@@ -44,9 +44,10 @@ package redact) are refused unless --allow-credentials, and so is a
 key only leaks. Their values, and the headers and cookies a target sends
 back that look like credentials, are never written anywhere ([redacted]).
 
-Exit codes: 0 done and every expect of the profile held, 1 an expect failed
-or the run was interrupted, 2 bad usage or profile, 3 target unreachable or
-failing (--abort-at).
+Exit codes: 0 done and every expect of the profile held, 1 an expect failed,
+2 bad usage, profile or this machine's own limit (descriptors, local ports),
+3 target unreachable or failing (--abort-at), 130 or 143 interrupted (SIGINT
+or SIGTERM; what was received is archived).
 `
 
 // attackOptions are the flags of "ratecheck attack".

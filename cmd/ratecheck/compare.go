@@ -34,7 +34,8 @@ lies above 1 + --max-p99-increase and the rise it is sure of, (lower end −
 the window its run.json recorded and the documented limits. Keep
 baselines as results/README.md explains.
 
-Exit codes: 0 no regression, 1 a regression, 2 bad usage or unreadable input.
+Exit codes: 0 no regression, 1 a regression, 2 bad usage or unreadable input,
+130 or 143 interrupted (SIGINT or SIGTERM).
 `
 
 func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int {

@@ -19,6 +19,11 @@ const (
 	// check needs (nothing refused, every request unanswered, the API not
 	// there). A CI gate must never read it as a pass.
 	exitInconclusive = 4
+	// exitInterrupted and exitTerminated: SIGINT or SIGTERM ended the
+	// command (128 + the signal's number, as shells report it), after a
+	// run had archived everything it received.
+	exitInterrupted = 130
+	exitTerminated  = 143
 )
 
 // verdictExit is the exit code of a verdict: 0 pass, 1 fail, 4 inconclusive.
@@ -32,8 +37,8 @@ func verdictExit(verdict string) int {
 	return exitCheckFailed
 }
 
-// exitFor is the exit code of an engine's outcome: 0 done, 1 cancelled or
-// interrupted, 3 an unreachable or failing target, 2 anything else (a
+// exitFor is the exit code of an engine's outcome: 0 done, 130 cancelled
+// or interrupted (main turns it into the signal's code: 143 for SIGTERM), 3 an unreachable or failing target, 2 anything else (a
 // setup or archive error, this machine's own limit).
 func exitFor(err error) int {
 	var unreachable *attack.UnreachableError
@@ -45,7 +50,7 @@ func exitFor(err error) int {
 	case errors.As(err, &local):
 		return exitUsage
 	case errors.Is(err, attack.ErrCancelled), errors.Is(err, attack.ErrInterrupted):
-		return exitCheckFailed
+		return exitInterrupted
 	case errors.As(err, &unreachable), errors.As(err, &failing):
 		return exitUnreachable
 	}

@@ -48,7 +48,9 @@ arrive (the shared-429 check says when it did). --faults injects the
 target's faults, such as 5xx=0.05,reset=0.05.
 
 Exit codes: 0 the fleet spread out and kept its discipline, 1 a check
-failed, 2 bad usage, 3 target unreachable or failing (--abort-at).
+failed, 2 bad usage or this machine's own limit, 3 target unreachable or
+failing (--abort-at), 4 inconclusive, 130 or 143 interrupted (SIGINT or
+SIGTERM; what was received is archived).
 `
 
 // fleetOptions are the flags of "ratecheck fleet".

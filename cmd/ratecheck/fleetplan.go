@@ -119,13 +119,6 @@ func printFleet(o fleetOptions, rep *jitter.Report, strategy string, info archiv
 	return verdictExit(rep.Verdict)
 }
 
-func orDefault(source string) string {
-	if source == "" {
-		return "the default address"
-	}
-	return source
-}
-
 // check validates the flags both kinds of fleet share.
 func (o fleetOptions) check() error {
 	switch {
@@ -139,13 +132,4 @@ func (o fleetOptions) check() error {
 		return fmt.Errorf("--window and --epsilon must not be negative")
 	}
 	return checkOutFile("--junit", o.junit)
-}
-
-// orLoopback is a source address, with "" (the system's choice) as
-// 127.0.0.1, where it lands on a loopback target.
-func orLoopback(src string) string {
-	if src == "" {
-		return "127.0.0.1"
-	}
-	return src
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -18,7 +19,9 @@ import (
 // TestInterruptStopsWaitingStreams: SIGINT or SIGTERM stops an attack at
 // once although a stream still waits to start (an hour on) and another
 // waits behind a gate; nothing reaches the target after the signal, and
-// run.json says the run was interrupted. The bound on the exit is far
+// run.json says the run was interrupted, the exit code is the signal's
+// (130, 143: not 1, which says a check failed), and analyze reads what it
+// archived. The bound on the exit is far
 // above any noise and far below the hour a sleeping stream would take.
 func TestInterruptStopsWaitingStreams(t *testing.T) {
 	t.Parallel()
@@ -73,8 +76,8 @@ streams:
 				cmd.Process.Kill()
 				t.Fatalf("still running 20 s after %v while a stream waited an hour to start", sig)
 			}
-			if code := cmd.ProcessState.ExitCode(); code != exitCheckFailed {
-				t.Errorf("exit %d, want %d (interrupted)", code, exitCheckFailed)
+			if code, want := cmd.ProcessState.ExitCode(), signalExit(sig); code != want {
+				t.Errorf("exit %d, want %d (%v)", code, want, sig)
 			}
 			if n := after.Load(); n != 0 {
 				t.Errorf("%d requests reached the target after the signal", n)
@@ -89,6 +92,9 @@ streams:
 			}
 			if !info.Interrupted || info.InProgress || info.Results != 2 {
 				t.Errorf("run.json says interrupted %v, in progress %v, %d results; want interrupted, finished, 2", info.Interrupted, info.InProgress, info.Results)
+			}
+			if code, stdout, stderr := runCmd(t, "analyze", "--json", onlyRun(t, out)); code == exitUsage || !strings.Contains(stdout, `"verdict"`) {
+				t.Errorf("analyze of the interrupted run: exit %d\n%s%s", code, stdout, stderr)
 			}
 		})
 	}

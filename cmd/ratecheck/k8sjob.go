@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -31,18 +30,19 @@ Arguments after -- are passed to every shard's attack, such as
 deploy/kubernetes/README.md has the image to build, and the commands to
 wait for the Job, copy the run folders out and merge them with analyze.
 
-Exit codes: 0 printed, 2 bad usage or profile.
+Exit codes: 0 printed, 2 bad usage or profile (one a shard would refuse:
+its ceilings are checked per shard), 130 or 143 interrupted (SIGINT or
+SIGTERM).
 `
 
 func runK8sJob(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
-		profile, image, target, name, namespace, claim, claimSize, startAt string
-		shards                                                             int
-		window, startIn                                                    time.Duration
+		profile, image, target, name, namespace, claim, claimSize, startAt, shardsArg string
+		window, startIn                                                               time.Duration
 	)
 	fs := newFlagSet("k8s-job", "--profile FILE --shards N [flags] [-- attack flags]", k8sJobHelp, stderr)
 	fs.StringVar(&profile, "profile", "", "scenario `file` (required)")
-	fs.IntVar(&shards, "shards", 0, "number of shards, one pod each (required)")
+	fs.StringVar(&shardsArg, "shards", "", "`number` of shards, one pod each, 1 to 1000 (required)")
 	fs.StringVar(&image, "image", "ratecheck:"+version, "container `image` with ratecheck on PATH (see deploy/kubernetes/Dockerfile)")
 	fs.StringVar(&target, "target", "", "base `URL` the shards attack (default: deploy the reference target alongside)")
 	fs.StringVar(&name, "name", "", "name of the Job, prefix of every object (default: ratecheck-<profile name>)")
@@ -56,30 +56,26 @@ func runK8sJob(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	extra := fs.Args()
-	if profile == "" || shards == 0 {
-		return usageErr(stderr, "k8s-job", "--profile and --shards are required")
+	if profile == "" {
+		return usageErr(stderr, "k8s-job", "--profile is required")
 	}
-	if shards < 1 {
-		return usageErr(stderr, "k8s-job", "--shards %d: want at least 1", shards)
+	shards, err := parseShards(shardsArg)
+	if err != nil {
+		return usageErr(stderr, "k8s-job", "%v", err)
 	}
 	if window < 0 || startIn < 0 {
 		return usageErr(stderr, "k8s-job", "--window and --start-in must not be negative")
 	}
-	for _, a := range extra {
-		flagName, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if strings.HasPrefix(a, "-") && slices.Contains([]string{"profile", "target", "shard", "start-at", "sources", "out", "window"}, flagName) {
-			return usageErr(stderr, "k8s-job", "after --: %s is set by k8s-job itself (use its own flag, if it has one)", a)
-		}
+	if err := checkPassed(extra); err != nil {
+		return usageErr(stderr, "k8s-job", "%v", err)
 	}
 	start := time.Now().Add(startIn).Truncate(time.Second)
 	if startAt != "" {
-		var err error
 		if start, err = parseInstant("--start-at", startAt); err != nil {
 			return usageErr(stderr, "k8s-job", "%v", err)
 		}
 	}
 	if target != "" {
-		var err error
 		if target, err = checkTarget(target); err != nil {
 			return usageErr(stderr, "k8s-job", "%v", err)
 		}
@@ -95,6 +91,9 @@ func runK8sJob(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if names := append(prof.HeaderCredentials(), scenario.QueryCredentials(prof)...); len(names) > 0 {
 		return usageErr(stderr, "k8s-job", "%s carries credentials (%s): a ConfigMap is no place for them", profile, strings.Join(names, ", "))
+	}
+	if err := checkShards(prof, profile, window, shards, extra); err != nil {
+		return usageErr(stderr, "k8s-job", "%v", err)
 	}
 	if name == "" {
 		name = kubernetes.DefaultName(prof.Name)

@@ -93,8 +93,17 @@ func TestK8sJobUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"k8s-job", "--shards", "3"}, "--profile and --shards are required"},
-		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "-1"}, "--shards -1: want at least 1"},
+		{[]string{"k8s-job", "--shards", "3"}, "--profile is required"},
+		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml"}, "--shards is required: the number of shards"},
+		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "0"}, "--shards 0: want at least 1 shard"},
+		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "-1"}, "--shards -1: want at least 1 shard"},
+		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "three"}, `--shards "three" is not a whole number: want the number of shards, 1 to 1000`},
+		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "1001"}, "--shards 1001: at most 1000 shards"},
+		{[]string{"k8s-job", "--profile", "testdata/busy.yaml", "--shards", "2", "--target", "http://api.internal"},
+			"shard 0/2 of testdata/busy.yaml at window 1m0s sends up to 1201 requests in one second, above the ceiling --max-rate 1000 every shard runs with: pass -- --max-rate 1201"},
+		{[]string{"k8s-job", "--profile", "testdata/busy.yaml", "--shards", "3", "--target", "http://api.internal", "--", "--max-rate=200"}, "shard 0/3 of testdata/busy.yaml at window 1m0s sends up to 801 requests in one second, above the ceiling --max-rate 200"},
+		{[]string{"k8s-job", "--profile", "testdata/busy.yaml", "--shards", "3", "--target", "http://api.internal", "--", "--max-duration", "2s"}, "runs for 5s, above the ceiling --max-duration 2s"},
+		{[]string{"k8s-job", "--profile", "testdata/busy.yaml", "--shards", "3", "--target", "http://api.internal", "--", "--max-rate", "many"}, `after --: invalid value "many" for flag -max-rate`},
 		{[]string{"k8s-job", "--profile", "nope.yaml", "--shards", "3"}, "--profile: open nope.yaml: no such file or directory"},
 		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--name", "Big_Name"}, `--name "Big_Name": want at most 40 lowercase letters`},
 		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--start-at", "9am"}, `--start-at "9am": want an RFC 3339 instant`},
@@ -105,6 +114,13 @@ func TestK8sJobUsage(t *testing.T) {
 		code, stdout, stderr := runCmd(t, tc.args...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) || stdout != "" || strings.Contains(stderr, "S3CRET") {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	// Within every shard's ceiling: the Job is printed.
+	for _, args := range [][]string{{"--shards", "3"}, {"--shards", "2", "--", "--max-rate", "1201"}} {
+		args = append([]string{"k8s-job", "--profile", "testdata/busy.yaml", "--target", "http://api.internal"}, args...)
+		if code, stdout, stderr := runCmd(t, args...); code != exitOK || !strings.Contains(stdout, "kind: Job") {
+			t.Errorf("%v: exit %d, %s; want the Job", args, code, stderr)
 		}
 	}
 }

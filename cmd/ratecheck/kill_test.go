@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,13 +22,10 @@ import (
 
 // TestMain lets a test run the command in a child process (to kill or
 // interrupt it): with RATECHECK_TEST_MAIN=1 the test binary is ratecheck,
-// and SIGINT and SIGTERM end its context as they do main's.
+// and SIGINT and SIGTERM end it as they do main.
 func TestMain(m *testing.M) {
 	if os.Getenv("RATECHECK_TEST_MAIN") == "1" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-		stop()
-		os.Exit(code)
+		os.Exit(runSignalled(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	flag.Parse()
 	raiseParallel()

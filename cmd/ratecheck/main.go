@@ -6,9 +6,7 @@ import (
 	"io"
 	"log"
 	"os"
-	"os/signal"
 	"sort"
-	"syscall"
 
 	"github.com/connectbyjbrh/ratecheck/redact"
 )
@@ -41,10 +39,7 @@ func commands() map[string]command {
 
 func main() {
 	routeLog(os.Stderr)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(runSignalled(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // routeLog sends the standard logger's output to w through the credential
@@ -102,7 +97,8 @@ Commands:
 	}
 	fmt.Fprint(w, `
 Exit codes: 0 verified, 1 a check failed, 2 bad usage, config or input, 3 target unreachable or failing,
-4 inconclusive (the run did not produce the evidence a selected check needs).
+4 inconclusive (the run did not produce the evidence a selected check needs),
+130 or 143 interrupted by SIGINT or SIGTERM (what the run received is archived).
 `)
 }
 

@@ -94,3 +94,20 @@ func sayBehind(stderr io.Writer, name string, plan attack.Plan) {
 	}
 	fmt.Fprintf(stderr, "ratecheck %s: fell behind the schedule at --max-workers %d: %s; the target saw a gentler load than planned (raise --max-workers)\n", name, plan.MaxWorkers, plan.Behind)
 }
+
+// orDefault names a source address, "" as the system's choice.
+func orDefault(source string) string {
+	if source == "" {
+		return "the default address"
+	}
+	return source
+}
+
+// orLoopback is a source address, with "" (the system's choice) as
+// 127.0.0.1, where it lands on a loopback target.
+func orLoopback(src string) string {
+	if src == "" {
+		return "127.0.0.1"
+	}
+	return src
+}

@@ -26,7 +26,7 @@ says otherwise) or a Vegeta results file (the report goes to --out).
 verify writes the report into its run folder by itself.
 
 Exit codes: 0 the report was written (whatever the verdict), 2 bad usage or
-unreadable input.
+unreadable input, 130 or 143 interrupted (SIGINT or SIGTERM).
 `
 
 func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {

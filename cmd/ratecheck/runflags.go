@@ -36,6 +36,7 @@ type runFlags struct {
 	label       string
 	faults      string
 	metrics     string
+	keepBodies  bool
 }
 
 // declare adds the run flags to fs.
@@ -43,6 +44,7 @@ func (rf *runFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&rf.target, "target", "", "base `URL` of the target (default: the embedded reference target)")
 	fs.StringVar(&rf.out, "out", "results", "`dir`ectory the run folder is written under")
 	fs.StringVar(&rf.abortAt, "abort-at", "50%", "stop adding load when more than this `share` of the last 100 results were transport errors or 5xx (0: never)")
+	fs.BoolVar(&rf.keepBodies, "keep-bodies", false, "archive the first 1 KiB of every answer's body (default: only refusals', other non-2xx answers' and the failure-table probes', which the checks read)")
 	fs.StringVar(&rf.mcpRevision, "mcp-revision", "auto", "MCP protocol `revision` to speak: auto (ask the server, then the newest both speak), or one of "+strings.Join(mcpwire.Revisions(), ", "))
 	fs.StringVar(&rf.label, "label", "", "the release or build under test, such as v1.4.2, recorded in run.json (ratecheck history makes a series of each label scheme)")
 	fs.StringVar(&rf.faults, "faults", "", "faults of the embedded target, such as 5xx=0.05,reset=0.05 or delay=20ms-40ms")
@@ -107,7 +109,7 @@ func (rf *runFlags) options(name string, stderr io.Writer, embedded func() (*ref
 	if err != nil || abortShare > 1 {
 		return attack.Options{}, fmt.Errorf("--abort-at %q: want a share such as 50%% (0 never aborts)", rf.abortAt)
 	}
-	opts := attack.Options{Command: name, Out: rf.out, AbortShare: abortShare, Version: version, Label: rf.label,
+	opts := attack.Options{Command: name, Out: rf.out, AbortShare: abortShare, Version: version, Label: rf.label, KeepBodies: rf.keepBodies,
 		Interactive: isTerminal(stderr), ReachTimeout: reachTimeout, RemoteWait: remoteWait, Events: engineEvents(stderr, name, "")}
 	if rf.target != "" {
 		if opts.Target, err = checkTarget(rf.target); err != nil {

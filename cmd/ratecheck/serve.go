@@ -48,6 +48,8 @@ then 503 queue_full. Capacity: N over the mean of D (10 of 20ms: 500/s).
 One line is logged to stderr per refused or failed request (route or JSON-RPC
 method, status, error code, request id; never a body or a credential).
 --quiet turns them off for load tests. Stop with Ctrl-C.
+Exit codes: 2 bad usage, or an address it cannot listen on; 130 or 143
+stopped by SIGINT (Ctrl-C) or SIGTERM.
 `
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {

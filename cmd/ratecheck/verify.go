@@ -42,9 +42,11 @@ When two limiter families explain the run equally (model_alternatives),
 Check groups (--checks): limits = onset, rolling, rejected-count, shape;
 isolation = isolation, spoof, independence; contract = contract.
 
-Exit codes: 0 verified, 1 a check failed, 2 bad usage, 3 target unreachable
-or failing (--abort-at; the verdict of what was received is still printed),
-4 inconclusive.
+Exit codes: 0 verified, 1 a check failed, 2 bad usage or this machine's own
+limit (descriptors, local ports), 3 target unreachable or failing
+(--abort-at; the verdict of what was received is still printed), 4
+inconclusive, 130 or 143 interrupted (SIGINT or SIGTERM; what was received
+is archived).
 `
 
 // verifyOptions are the flags of "ratecheck verify".

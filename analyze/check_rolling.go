@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/internal/human"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -36,14 +37,27 @@ func (c *rollingCheck) judgedPrimary(s *surfaceRun, p sighting) {
 
 func (c *rollingCheck) judge(e *evidence) (string, string) {
 	ew := fmt.Sprintf("effective window %v (documented %v)", e.sd.Fit.EffectiveWindow.Round(time.Millisecond), e.W)
+	if b := e.sd.Fit.Best; b.Family == FamilyTokenBucket && b.Limit > 0 {
+		// a bucket has no window: what it has is a refill
+		ew = fmt.Sprintf("best fit a token bucket of %d refilling one token every %s (%d per %v)", b.Limit, human.Duration(b.Window/time.Duration(b.Limit)), b.Limit, b.Window.Round(time.Millisecond))
+	}
 	switch {
 	case e.sd.Leaks+e.sd.FalseThrottles > 0:
-		return Fail, fmt.Sprintf("%d leaks (%s), %d false throttles (%s) against %d per %v; %s",
-			e.sd.Leaks, strings.Join(c.leaks, "; "), e.sd.FalseThrottles, strings.Join(c.falses, "; "), e.L, e.W, ew)
+		return Fail, fmt.Sprintf("%s, %s against %d per %v; %s",
+			withExamples(human.Count(e.sd.Leaks, "leak", ""), c.leaks), withExamples(human.Count(e.sd.FalseThrottles, "false throttle", ""), c.falses), e.L, e.W, ew)
 	case c.judgedN == 0:
 		return Inconclusive, fmt.Sprintf("no request from %s was admitted (2xx) or refused (429)", e.primary)
 	case c.judgedN == c.indet:
-		return Inconclusive, fmt.Sprintf("the outcome of every one of the %d answered requests from %s is indeterminate: latency too large against the window", c.judgedN, e.primary)
+		return Inconclusive, fmt.Sprintf("the outcome of every one of the %s from %s is indeterminate: latency too large against the window", human.Count(c.judgedN, "answered request", ""), e.primary)
 	}
-	return Pass, fmt.Sprintf("%d requests from %s: 0 leaks, 0 false throttles (%d indeterminate); %s", c.judgedN, e.primary, c.indet, ew)
+	return Pass, fmt.Sprintf("%s from %s: 0 leaks, 0 false throttles (%d indeterminate); %s", human.Count(c.judgedN, "request", ""), e.primary, c.indet, ew)
+}
+
+// withExamples is a count followed by its examples in parentheses, when
+// there are any.
+func withExamples(count string, examples []string) string {
+	if len(examples) == 0 {
+		return count
+	}
+	return count + " (" + strings.Join(examples, "; ") + ")"
 }

@@ -3,7 +3,9 @@ package analyze
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/decode"
@@ -14,6 +16,17 @@ type RunSummary struct {
 	Run      string           `json:"run"`
 	Verdict  string           `json:"verdict"`
 	Surfaces []SurfaceSummary `json:"surfaces"`
+	// Kind is the command that made the run (verify, attack, fleet, ...),
+	// as its run.json says; empty for results without one.
+	Kind string `json:"kind"`
+	// WindowMS is the window the run was made with (its run.json's), else
+	// the one it was judged with.
+	WindowMS int64 `json:"window_ms"`
+	// Target is where the run was sent; EmbeddedTarget says it was the
+	// embedded reference target, which listens on a port of its own in
+	// every run (so two embedded runs have one target).
+	Target         string `json:"target"`
+	EmbeddedTarget bool   `json:"embedded_target"`
 }
 
 // SurfaceSummary is one surface of a run: load, latency, limit, verdict.
@@ -39,7 +52,13 @@ type SurfaceSummary struct {
 
 // Summarize reads the summary of a run from its records and verdict.
 func Summarize(in *decode.Input, rep *Report) RunSummary {
-	s := RunSummary{Run: rep.Verdict.Run, Verdict: rep.Verdict.Verdict}
+	s := RunSummary{Run: rep.Verdict.Run, Verdict: rep.Verdict.Verdict, WindowMS: rep.Verdict.WindowMS, Target: rep.Verdict.Target}
+	if runs := in.Meta.Runs; len(runs) == 1 {
+		s.Kind, s.Target, s.EmbeddedTarget = runs[0].Command, runs[0].Target, runs[0].Embedded
+		if runs[0].WindowMS > 0 {
+			s.WindowMS = runs[0].WindowMS
+		}
+	}
 	// The span of each surface's sends, and its latencies by send time, in
 	// one pass.
 	first, last := map[string]int64{}, map[string]int64{}
@@ -125,8 +144,16 @@ type Comparison struct {
 	// say what changed within the noise.
 	Regressions []string `json:"regressions"`
 	Notes       []string `json:"notes"`
-	Verdict     string   `json:"verdict"`
+	// Incomparable says how the two runs differ in kind, window, surfaces
+	// or target: then their differences are no regressions (they are
+	// notes) and the verdict is Incomparable.
+	Incomparable []string `json:"incomparable"`
+	Verdict      string   `json:"verdict"`
 }
+
+// Incomparable is the verdict of a comparison of two runs made in
+// different ways (see Comparison.Incomparable).
+const Incomparable = "incomparable"
 
 // Compare sets run against base: a surface's verdict going from pass to
 // fail, its observed limit or limiter model changing, or a surface
@@ -138,7 +165,7 @@ type Comparison struct {
 // hundred requests rests on a handful of them.
 func Compare(base, run RunSummary, o CompareOptions) Comparison {
 	c := Comparison{Baseline: base, Run: run, MaxP99Increase: o.MaxP99Increase, P99FloorMS: msOf(o.P99Floor), Confidence: P99Confidence,
-		P99: []P99Change{}, Regressions: []string{}, Notes: []string{}, Verdict: Pass}
+		P99: []P99Change{}, Regressions: []string{}, Notes: []string{}, Incomparable: []string{}, Verdict: Pass}
 	if base.Verdict == Pass && run.Verdict != Pass {
 		c.Regressions = append(c.Regressions, fmt.Sprintf("verdict %s → %s", base.Verdict, run.Verdict))
 	}
@@ -164,7 +191,53 @@ func Compare(base, run RunSummary, o CompareOptions) Comparison {
 	if len(c.Regressions) > 0 {
 		c.Verdict = Fail
 	}
+	if c.Incomparable = unlike(base, run); len(c.Incomparable) > 0 {
+		for _, r := range c.Regressions {
+			c.Notes = append(c.Notes, "not a regression, the runs are not comparable: "+r)
+		}
+		for i := range c.P99 {
+			c.P99[i].Regressed = false
+		}
+		c.Regressions, c.Verdict = []string{}, Incomparable
+	}
 	return c
+}
+
+// unlike says how two runs differ in the way they were made: the command
+// (when both runs say), the window, the surfaces, the target (when both
+// say; two runs of the embedded target have one).
+func unlike(base, run RunSummary) []string {
+	out := []string{}
+	if base.Kind != "" && run.Kind != "" && base.Kind != run.Kind {
+		out = append(out, fmt.Sprintf("kind %s → %s", base.Kind, run.Kind))
+	}
+	if base.WindowMS != run.WindowMS {
+		out = append(out, fmt.Sprintf("window %v → %v", time.Duration(base.WindowMS)*time.Millisecond, time.Duration(run.WindowMS)*time.Millisecond))
+	}
+	names := func(s RunSummary) string {
+		var ns []string
+		for _, x := range s.Surfaces {
+			ns = append(ns, x.Surface)
+		}
+		if len(ns) == 0 {
+			return "none"
+		}
+		slices.Sort(ns)
+		return strings.Join(ns, ", ")
+	}
+	if b, r := names(base), names(run); b != r {
+		out = append(out, fmt.Sprintf("surfaces %s → %s", b, r))
+	}
+	target := func(s RunSummary) string {
+		if s.EmbeddedTarget {
+			return "the embedded target"
+		}
+		return s.Target
+	}
+	if b, r := target(base), target(run); b != "" && r != "" && b != r {
+		out = append(out, fmt.Sprintf("target %s → %s", b, r))
+	}
+	return out
 }
 
 // p99 judges a surface's p99 change.

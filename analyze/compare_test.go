@@ -188,7 +188,6 @@ func TestCompare(t *testing.T) {
 		{"no latencies, p99 up 50%", summary(2, 240, "sliding-log", "pass"), summary(3, 240, "sliding-log", "pass"), []string{"rest: p99 2.00 ms → 3.00 ms (+50%, above 1.10)"}, ""},
 		{"limit 241", summary(2, 240, "sliding-log", "pass"), summary(2, 241, "sliding-log", "pass"), []string{"rest: observed limit 240 → 241"}, ""},
 		{"fixed window, failing", summary(2, 240, "sliding-log", "pass"), summary(2, 240, "fixed-window", "fail"), []string{"verdict pass → fail", "rest: verdict pass → fail", "rest: model sliding-log → fixed-window"}, ""},
-		{"surface missing", summary(2, 240, "sliding-log", "pass"), RunSummary{Run: "results/y", Verdict: "pass"}, []string{"rest: not in the run"}, ""},
 		{"A/A", sb, runOf(again, againSent), nil, ""},
 		{"delay 20–40 ms", sb, runOf(slow, slowSent), []string{"% interval of the ratio"}, ""},
 		{"sub-millisecond", fb, runOf(subMS, fastSent), nil, "a rise of less than 1ms does not count"},
@@ -207,8 +206,51 @@ func TestCompare(t *testing.T) {
 			if tt.note != "" && !strings.Contains(strings.Join(c.Notes, "\n"), tt.note) {
 				t.Errorf("notes %q, want %q", c.Notes, tt.note)
 			}
-			if want := map[bool]string{true: "pass", false: "fail"}[len(tt.want) == 0]; c.Verdict != want {
-				t.Errorf("verdict %s, want %s", c.Verdict, want)
+			if want := map[bool]string{true: "pass", false: "fail"}[len(tt.want) == 0]; c.Verdict != want || len(c.Incomparable) != 0 {
+				t.Errorf("verdict %s, want %s (incomparable %q)", c.Verdict, want, c.Incomparable)
+			}
+		})
+	}
+}
+
+// TestCompareUnlike: runs that differ in kind, window, surfaces or target
+// are not comparable: their differences are notes, never regressions,
+// and the verdict says so. Two runs of the embedded target (each on a
+// port of its own) and a results file without run.json (no kind) are
+// comparable.
+func TestCompareUnlike(t *testing.T) {
+	made := func(kind string, windowMS int64, target string, embedded bool, s RunSummary) RunSummary {
+		s.Kind, s.WindowMS, s.Target, s.EmbeddedTarget = kind, windowMS, target, embedded
+		return s
+	}
+	verify := made("verify", 6000, "http://127.0.0.1:34283", true, summary(2, 240, "sliding-log", "pass"))
+	tests := []struct {
+		name string
+		run  RunSummary
+		want []string // the differences, in order
+		note string   // a regression turned note
+	}{
+		{"another embedded run", made("verify", 6000, "http://127.0.0.1:45343", true, summary(2, 240, "sliding-log", "pass")), nil, ""},
+		{"no run.json", made("", 6000, "http://127.0.0.1:45343", true, summary(2, 240, "sliding-log", "pass")), nil, ""},
+		{"fleet", made("fleet", 30000, "http://127.0.0.1:45343", true, summary(9, 240, "unknown", "inconclusive")),
+			[]string{"kind verify → fleet", "window 6s → 30s"}, "not a regression, the runs are not comparable: verdict pass → inconclusive"},
+		{"attack", made("attack", 6000, "http://127.0.0.1:1", true, summary(2, 240, "sliding-log", "pass")), []string{"kind verify → attack"}, ""},
+		{"staging", made("verify", 6000, "https://staging.example", false, summary(2, 241, "sliding-log", "pass")),
+			[]string{"target the embedded target → https://staging.example"}, "observed limit 240 → 241"},
+		{"rest only", made("verify", 6000, "", true, RunSummary{Run: "results/y", Verdict: "pass"}), []string{"surfaces rest → none"}, "rest: not in the run"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Compare(verify, tt.run, defaults)
+			if !slices.Equal(c.Incomparable, tt.want) && len(c.Incomparable)+len(tt.want) > 0 {
+				t.Errorf("incomparable %q, want %q", c.Incomparable, tt.want)
+			}
+			want := map[bool]string{true: "pass", false: Incomparable}[len(tt.want) == 0]
+			if c.Verdict != want || (want == Incomparable && len(c.Regressions) > 0) {
+				t.Errorf("verdict %s with regressions %q, want %s", c.Verdict, c.Regressions, want)
+			}
+			if tt.note != "" && !strings.Contains(strings.Join(c.Notes, "\n"), tt.note) {
+				t.Errorf("notes %q, want %q", c.Notes, tt.note)
 			}
 		})
 	}

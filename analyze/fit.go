@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"github.com/connectbyjbrh/ratecheck/internal/human"
 	"math"
 	"time"
 
@@ -46,7 +47,7 @@ func (c Candidate) String() string {
 			s += " not counting refusals"
 		}
 	}
-	return fmt.Sprintf("%s (%d per %v, %d mismatches)", s, c.Limit, c.Window.Round(time.Millisecond), c.Mismatches)
+	return fmt.Sprintf("%s (%d per %v, %s)", s, c.Limit, c.Window.Round(time.Millisecond), human.Count(c.Mismatches, "mismatch", "mismatches"))
 }
 
 // Fit is the result of fitting every family to a group.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
@@ -14,6 +15,9 @@ import (
 // the regressions and the verdict.
 func CompareTable(w io.Writer, c analyze.Comparison) error {
 	printf(w, "baseline %s\nrun      %s\n", c.Baseline.Run, c.Run.Run)
+	for _, u := range c.Incomparable {
+		printf(w, "warning: not comparable: %s\n", u)
+	}
 	t := tablewriter.NewWriter(w)
 	t.Header("surface", "metric", "baseline", "run", "change")
 	num := func(v float64, unit string) string { return strconv.FormatFloat(v, 'f', 2, 64) + unit }
@@ -57,7 +61,9 @@ func CompareTable(w io.Writer, c analyze.Comparison) error {
 	for _, reg := range c.Regressions {
 		printf(w, "regression: %s\n", reg)
 	}
-	if len(c.Regressions) == 0 {
+	if len(c.Incomparable) > 0 {
+		printf(w, "no verdict: the runs were made in different ways (%s), so their differences are not regressions; compare runs made the same way\n", strings.Join(c.Incomparable, "; "))
+	} else if len(c.Regressions) == 0 {
 		printf(w, "no regression (p99 may rise by up to %.0f%%: a rise counts when the %.0f%% interval of its ratio lies above %.2f and the rise it is sure of is at least %v)\n",
 			100*c.MaxP99Increase, 100*c.Confidence, 1+c.MaxP99Increase, time.Duration(c.P99FloorMS*1e6))
 	}

@@ -51,3 +51,24 @@ func TestCompareGolden(t *testing.T) {
 }
 
 func msOf(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// TestCompareTableUnlike: runs made in different ways get a warning per
+// difference and no verdict of regression.
+func TestCompareTableUnlike(t *testing.T) {
+	lat := []time.Duration{time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond}
+	b, r := pairOf(lat, lat, lat, lat)
+	b.Kind, b.WindowMS, r.Kind, r.WindowMS = "verify", 6000, "fleet", 30000
+	var buf bytes.Buffer
+	if err := CompareTable(&buf, analyze.Compare(b, r, analyze.CompareOptions{MaxP99Increase: 0.1, P99Floor: time.Millisecond})); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"warning: not comparable: kind verify → fleet", "warning: not comparable: window 6s → 30s", "no verdict: the runs were made in different ways"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "regression:") || strings.Contains(out, "no regression") {
+		t.Errorf("the table judges regressions of unlike runs:\n%s", out)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/analyze/jitter"
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
@@ -54,7 +55,7 @@ func flood() (*decode.Input, analyze.Config) {
 }
 
 // TestHTML: the page holds the verdict, the checks and three charts per
-// surface, each a non-empty SVG, with the limit, the first 429 and the leak
+// surface, in one SVG, none empty, with the limit, the first 429 and the leak
 // marked, and it references nothing outside itself.
 func TestHTML(t *testing.T) {
 	in, cfg := flood()
@@ -63,15 +64,15 @@ func TestHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := HTML(&buf, in, rep, cfg); err != nil {
+	if err := HTML(&buf, in, rep, cfg, nil); err != nil {
 		t.Fatal(err)
 	}
 	page := buf.String()
 	svgs := regexp.MustCompile(`(?s)<svg.*?</svg>`).FindAllString(page, -1)
-	if len(svgs) != 3 {
-		t.Fatalf("%d charts, want 3 (one surface)", len(svgs))
+	if len(svgs) != 1 || strings.Count(svgs[0], "fill:#FFFFFF") != 3 {
+		t.Fatalf("%d figures, want 1 of three charts (one surface)", len(svgs))
 	}
-	for i, svg := range svgs {
+	for i, svg := range strings.Split(svgs[0], "fill:#FFFFFF")[1:] {
 		if strings.Count(svg, "<path") < 10 {
 			t.Errorf("chart %d draws almost nothing:\n%.300s", i, svg)
 		}
@@ -111,7 +112,7 @@ func TestHTMLInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := HTML(f, in, rep, cfg); err != nil {
+	if err := HTML(f, in, rep, cfg, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -174,11 +175,11 @@ func TestHTMLFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := HTML(&buf, in, rep, cfg); err != nil {
+	if err := HTML(&buf, in, rep, cfg, nil); err != nil {
 		t.Fatal(err)
 	}
 	page := buf.String()
-	if n := strings.Count(page, "<svg"); n != 4 || !strings.Contains(page, "Fleet: when each attempt went out") || !strings.Contains(page, "attempt 3") {
+	if n := strings.Count(page, "<svg"); n != 2 || !strings.Contains(page, "Fleet: when each attempt went out") || !strings.Contains(page, "attempt 3") {
 		t.Errorf("%d charts, fleet chart drawn: %v", n, strings.Contains(page, "Fleet: when each attempt went out"))
 	}
 }
@@ -204,11 +205,36 @@ func TestHTMLFarApart(t *testing.T) {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
-		if err := HTML(&buf, in, rep, cfg); err != nil || !strings.Contains(buf.String(), "<svg") {
+		if err := HTML(&buf, in, rep, cfg, nil); err != nil || !strings.Contains(buf.String(), "<svg") {
 			t.Errorf("%v: %v", starts, err)
 		}
 		if s := analyze.Summarize(in, rep); len(s.Surfaces) != 1 || !(s.Surfaces[0].Rate > 0) {
 			t.Errorf("%v: summary %+v, want a positive rate", starts, s.Surfaces)
 		}
+	}
+}
+
+// TestHTMLFleetLeads: a fleet run's page leads with the fleet's verdict
+// (in its title and first heading), its checks follow, and the limits'
+// verdict comes after, named as such.
+func TestHTMLFleetLeads(t *testing.T) {
+	in, cfg := flood()
+	rep, err := analyze.Analyze(in, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := &jitter.Report{Verdict: analyze.Fail, Clients: 100, Requests: 200,
+		Checks: []analyze.Check{{Name: "collisions", Verdict: analyze.Fail, Detail: "lockstep"}}}
+	var buf bytes.Buffer
+	if err := HTML(&buf, in, rep, cfg, fl); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	h1 := regexp.MustCompile(`<h1>.*?</h1>`).FindString(page)
+	if !strings.Contains(h1, "fleet") || !strings.Contains(h1, "FAIL") || !strings.Contains(page, "<title>ratecheck fail:") {
+		t.Errorf("the page leads with %q", h1)
+	}
+	if i, j := strings.Index(page, "collisions"), strings.Index(page, "<h2>limits:"); i < 0 || j < i {
+		t.Errorf("the fleet's checks (at %d) do not come before the limits' verdict (at %d)", i, j)
 	}
 }

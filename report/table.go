@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/connectbyjbrh/ratecheck/internal/human"
 	"io"
 	"slices"
 	"strconv"
@@ -124,8 +125,8 @@ func summaryLine(s analyze.SurfaceVerdict, d analyze.SurfaceDetail) string {
 // countsLine counts a surface's requests by answer and by what the model
 // required of them.
 func countsLine(d analyze.SurfaceDetail) string {
-	return fmt.Sprintf("%d requests from %s: %d admitted, %d refused, %d faults, %d other answers; required 200: %d, required 429: %d, indeterminate: %d",
-		d.Requests, joinFew(d.Sources, 8), d.Admitted, d.Refused, d.Faults, d.OtherAnswers, d.Required200, d.Required429, d.Indet)
+	return fmt.Sprintf("%s from %s: %d admitted, %d refused, %s, %s; required 200: %d, required 429: %d, indeterminate: %d",
+		human.Count(d.Requests, "request", ""), joinFew(d.Sources, 8), d.Admitted, d.Refused, human.Count(d.Faults, "fault", ""), human.Count(d.OtherAnswers, "other answer", ""), d.Required200, d.Required429, d.Indet)
 }
 
 // joinFew joins the first n of ss and counts the rest, so that a line

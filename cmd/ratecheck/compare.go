@@ -34,8 +34,13 @@ lies above 1 + --max-p99-increase and the rise it is sure of, (lower end −
 the window its run.json recorded and the documented limits. Keep
 baselines as results/README.md explains.
 
-Exit codes: 0 no regression, 1 a regression, 2 bad usage or unreadable input,
-130 or 143 interrupted (SIGINT or SIGTERM).
+Two runs made in different ways (another command, window, surfaces or
+target; two runs of the embedded target have one target) are not
+comparable: compare warns, lists their differences as notes, not
+regressions, and exits 2.
+
+Exit codes: 0 no regression, 1 a regression, 2 bad usage, unreadable input
+or runs that are not comparable, 130 or 143 interrupted (SIGINT or SIGTERM).
 `
 
 func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int {
@@ -95,7 +100,12 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "ratecheck compare: writing the comparison: %v\n", err)
 		return exitUsage
 	}
-	if c.Verdict != analyze.Pass {
+	switch c.Verdict {
+	case analyze.Incomparable:
+		fmt.Fprintf(stderr, "ratecheck compare: %s and %s were made in different ways (%s): their differences are not regressions; compare runs made the same way\n",
+			fs.Arg(0), fs.Arg(1), strings.Join(c.Incomparable, "; "))
+		return exitUsage
+	case analyze.Fail:
 		return exitCheckFailed
 	}
 	return exitOK

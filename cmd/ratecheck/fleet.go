@@ -118,7 +118,7 @@ func (o *fleetOptions) flagSet(stderr io.Writer) *flag.FlagSet {
 	o.netFlags.declare(fs)
 	fs.StringVar(&o.surface, "surface", "rest", "surface the fleet calls: rest or mcp")
 	fs.IntVar(&o.clients, "clients", 100, "number of clients")
-	fs.IntVar(&o.requests, "requests", 2, "logical requests per client, in turn")
+	fs.IntVar(&o.requests, "requests", 2, "logical requests per client, in turn (with --client-cmd the default is 5: one of each answer of the script, after a shared 429)")
 	fs.StringVar(&o.strategy, "strategy", "full", "backoff `strategy`: full, equal, decorrelated or none")
 	fs.DurationVar(&o.base, "base", 0, "backoff base (default: window/60, 1s for 60s)")
 	fs.DurationVar(&o.cap, "cap", 0, "backoff cap (default: window/2)")

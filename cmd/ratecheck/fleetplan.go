@@ -13,6 +13,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/attack/fleet"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/client"
+	"github.com/connectbyjbrh/ratecheck/internal/human"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/refserver"
 	"github.com/connectbyjbrh/ratecheck/report"
@@ -72,8 +73,8 @@ func (o *fleetOptions) prepare(stderr io.Writer) (f fleet.Fleet, opts attack.Opt
 		return fail("%v", err)
 	}
 	opts.Folder, opts.Seed, opts.Network = "fleet", o.seed, f.Network
-	opts.Events = engineEvents(stderr, "fleet", fmt.Sprintf("%d clients from %s, strategy %s, base %v, cap %v, %d attempts, ε %v",
-		f.Clients, orDefault(f.Source), strategy, f.Backoff.Base, f.Backoff.Cap, f.Attempts, f.Epsilon))
+	opts.Events = engineEvents(stderr, "fleet", fmt.Sprintf("%d clients from %s, strategy %s, base %s, cap %s, %d attempts, ε %s",
+		f.Clients, orDefault(f.Source), strategy, human.Duration(f.Backoff.Base), human.Duration(f.Backoff.Cap), f.Attempts, human.Duration(f.Epsilon)))
 	return f, opts, -1
 }
 

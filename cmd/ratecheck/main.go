@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"os"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/connectbyjbrh/ratecheck/redact"
 )
@@ -61,7 +64,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if c, ok := commands()[rest[0]]; ok {
 				return c.run(ctx, []string{"-h"}, stdout, stdout)
 			}
-			fmt.Fprintf(stderr, "ratecheck help: unknown command %q\n", rest[0])
+			names := slices.Sorted(maps.Keys(commands()))
+			fmt.Fprintf(stderr, "ratecheck help: unknown command %q (the commands are %s)\n", rest[0], strings.Join(names, ", "))
 			return exitUsage
 		}
 		usage(stdout)

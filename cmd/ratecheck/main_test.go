@@ -36,7 +36,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"help"}, exitOK, "serve", ""},
 		{[]string{"--help"}, exitOK, "4 inconclusive (the run did not produce the evidence a selected check needs)", ""},
 		{[]string{"help", "serve"}, exitOK, "Usage: ratecheck serve [flags]", ""},
-		{[]string{"help", "nope"}, exitUsage, "", `ratecheck help: unknown command "nope"`},
+		{[]string{"help", "nope"}, exitUsage, "", `ratecheck help: unknown command "nope" (the commands are analyze, attack,`},
 		{[]string{"nope"}, exitUsage, "", `ratecheck: unknown command "nope"`},
 		{[]string{"serve", "-h"}, exitOK, "", "-limiter mode"},
 		{[]string{"version"}, exitOK, "ratecheck " + version, ""},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/analyze/jitter"
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/report"
 )
@@ -99,9 +100,19 @@ func writeRunReport(name, dir string, o analyze.Overrides, stdout, stderr io.Wri
 	return rep
 }
 
-// writeReport writes the HTML report to path, whole or not at all.
+// writeReport writes the HTML report to path, whole or not at all; a
+// fleet run's report leads with the fleet's verdict, judged as fleet and
+// analyze judge it.
 func writeReport(path string, in *decode.Input, rep *analyze.Report, cfg analyze.Config) error {
-	return writeAtomic(path, func(w io.Writer) error { return report.HTML(w, in, rep, cfg) })
+	var fleet *jitter.Report
+	if runs := in.Meta.Runs; len(runs) == 1 && runs[0].Fleet != nil {
+		judged, _ := fleetConfig(runs[0])
+		fleet = jitter.Judge(in, judged)
+		if runs[0].Fleet.Command != "" {
+			fleet.Notes = append(fleet.Notes, programNotes(runs[0].Fleet, 0, 0)...)
+		}
+	}
+	return writeAtomic(path, func(w io.Writer) error { return report.HTML(w, in, rep, cfg, fleet) })
 }
 
 // writeJUnit writes suites as JUnit XML to path, whole or not at all; an

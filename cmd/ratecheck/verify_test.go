@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -187,10 +188,11 @@ func TestVerifyEmbeddedPasses(t *testing.T) {
 		}
 	}
 	checkVerifyMetrics(t, v.Run, prom)
-	// The run folder holds the HTML report, and `report` rewrites it.
+	// The run folder holds the HTML report (a figure of three charts per
+	// surface), and `report` rewrites it.
 	page, err := os.ReadFile(filepath.Join(v.Run, "report.html"))
-	if err != nil || !bytes.Contains(page, []byte("first 429")) || bytes.Count(page, []byte("<svg")) != 6 {
-		t.Errorf("report.html: %v; %d charts, first 429 marked: %v", err, bytes.Count(page, []byte("<svg")), bytes.Contains(page, []byte("first 429")))
+	if err != nil || !bytes.Contains(page, []byte("first 429")) || bytes.Count(page, []byte("<svg")) != 2 || bytes.Count(page, []byte("fill:#FFFFFF")) != 6 {
+		t.Errorf("report.html: %v; %d figures of %d charts, first 429 marked: %v", err, bytes.Count(page, []byte("<svg")), bytes.Count(page, []byte("fill:#FFFFFF")), bytes.Contains(page, []byte("first 429")))
 	}
 	other := filepath.Join(t.TempDir(), "r.html")
 	if code, stdout, stderr := runCmd(t, "report", "--out", other, v.Run); code != exitOK || !strings.Contains(stdout, other) {
@@ -224,6 +226,39 @@ func TestVerifyEmbeddedPasses(t *testing.T) {
 		t.Errorf("compare --json with a slower run: exit %d, want 1\n%s%s", code, stdout, stderr)
 	}
 	matchSchema(t, "compare.json", stdout)
+	// compare with a run made another way (a fleet's run.json, another
+	// window): a warning, no regression, exit 2.
+	unlike := unlikeCopy(t, v.Run)
+	code, stdout, stderr = runCmd(t, "compare", "--json", v.Run, unlike)
+	if code != exitUsage || !strings.Contains(stderr, "were made in different ways (kind verify → fleet; window "+verifyWindow.String()+" → 30s)") || !strings.Contains(stdout, `"verdict": "incomparable"`) {
+		t.Errorf("compare with an unlike run: exit %d, want 2\n%s%s", code, stdout, stderr)
+	}
+	matchSchema(t, "compare.json", stdout)
+}
+
+// unlikeCopy copies run folder dir with its run.json saying a fleet made
+// it with a window of 30s.
+func unlikeCopy(t *testing.T, dir string) string {
+	t.Helper()
+	out := t.TempDir()
+	var info map[string]any
+	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &info)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	info["command"], info["window_ms"] = "fleet", 30000
+	b, _ = json.Marshal(info)
+	res, err := os.ReadFile(filepath.Join(dir, "results.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(os.WriteFile(filepath.Join(out, "run.json"), b, 0o644), os.WriteFile(filepath.Join(out, "results.bin"), res, 0o644)); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestVerifyFailsOnWrongTargets: against a target that breaks one property,

@@ -42,8 +42,9 @@ type Candidate struct {
 	// alone can move.
 	Mismatches, TimingSpread int
 
-	slot  int  // its place among a replay's decisions (see replay.decided)
-	ruled bool // ruled out by the leaks the model proved (see LeakProof)
+	slot   int    // its place among a replay's decisions (see replay.decided)
+	phases [2]int // the slots of every phase replayed, for a family scanned over phases
+	ruled  bool   // ruled out by the leaks the model proved (see LeakProof)
 }
 
 // worst is the candidate's mismatches at the end of the requests'
@@ -220,6 +221,9 @@ func (f *familyFit) result() Fit {
 		for i := range fs.Candidates {
 			c := better(fs.Candidates[i], fe.Candidates[i])
 			c.slot += base
+			if c.phases[1] > 0 {
+				c.phases[0], c.phases[1] = c.phases[0]+base, c.phases[1]+base
+			}
 			fit.Candidates = append(fit.Candidates, c)
 		}
 		for i := range fs.Scan {
@@ -325,21 +329,32 @@ func explainsRun(c Candidate, admitted int) bool {
 // replayed on send times, decided the watched request of index as the
 // target did (admitted: ok), and false when none did. Every family's best
 // is asked, whatever its score (a check names a cause only when no
-// limiter the fit considers explains the evidence); replicas, whose
-// decision is a probability (more likely admitted than not), only when
-// the run's timing could have made them fit as well as the best. A check
-// that asks of a refusal whether something other than its cause explains
-// it, or the spoof check of a forged probe's admission, asks this.
+// limiter the fit considers explains the evidence); a fixed window or
+// counter the run's timing could have made fit as well as the best, in
+// every phase it was replayed at (a boundary elsewhere explains as
+// well); replicas, whose decision is a probability (more likely admitted
+// than not), only when the timing could have made them fit as well as
+// the best. A check that asks of a refusal whether something other than
+// its cause explains it, or the spoof check of a forged probe's
+// admission, asks this.
 func (f *familyFit) explainsWithout(fit Fit, index int32, ok bool) (Candidate, bool) {
 	d := f.decided[index]
+	decides := func(slot int) bool { return slot >= 0 && slot < len(d) && d[slot] == ok }
 	for _, c := range fit.Candidates {
-		if c.Family == FamilyNone || c.ruled || c.slot >= len(d) || d[c.slot] != ok {
+		if c.Family == FamilyNone || c.ruled || c.Replicas > 1 && !rivals(fit.Best, c) {
 			continue
 		}
-		if c.Replicas > 1 && !rivals(fit.Best, c) {
-			continue
+		if decides(c.slot) {
+			return c, true
 		}
-		return c, true
+		if c.phases[1] > 0 && rivals(fit.Best, c) {
+			for s := c.phases[0]; s < c.phases[1]; s++ {
+				if decides(s) {
+					c.slot = s
+					return c, true
+				}
+			}
+		}
 	}
 	return Candidate{}, false
 }
@@ -562,6 +577,7 @@ func (r *replay) fit() Fit {
 	}
 	n := len(r.fixed)
 	best := cand(FamilyFixedWindow, nil, math.MaxInt, 0)
+	best.phases = [2]int{4, 4 + n}
 	for p, f := range r.fixed {
 		if f.mis < best.Mismatches {
 			best.Mismatches, best.Phase, best.slot = f.mis, phase(f.origin), 4+p
@@ -570,6 +586,7 @@ func (r *replay) fit() Fit {
 	cands = append(cands, best)
 	for i, cr := range []bool{true, false} {
 		best := cand(FamilySlidingWindow, boolPtr(cr), math.MaxInt, 0)
+		best.phases = [2]int{4 + n + i*n, 4 + n + (i+1)*n}
 		for p, c := range r.counters[i*n : (i+1)*n] {
 			if c.mis < best.Mismatches {
 				best.Mismatches, best.Phase, best.slot = c.mis, phase(c.origin), 4+n+i*n+p
@@ -634,7 +651,7 @@ func windowScan(n int) []int {
 func forgetScan(n int) []int {
 	step := 5
 	if n > 20000 {
-		step = 10
+		step = 25
 	}
 	var ks []int
 	for k := 50; k <= 200; k += step {

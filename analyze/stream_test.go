@@ -84,7 +84,7 @@ func fitView(f Fit) Fit {
 	var cands []Candidate
 	for _, c := range f.Candidates {
 		if c.Replicas < 2 {
-			c.slot, c.TimingSpread = 0, 0
+			c.slot, c.TimingSpread, c.phases = 0, 0, [2]int{}
 			cands = append(cands, c)
 		}
 	}
@@ -97,7 +97,7 @@ func fitView(f Fit) Fit {
 			}
 		}
 	}
-	f.Best.slot, f.Best.TimingSpread = 0, 0
+	f.Best.slot, f.Best.TimingSpread, f.Best.phases = 0, 0, [2]int{}
 	return f
 }
 

@@ -66,7 +66,14 @@ type SurfaceVerdict struct {
 	// ModelAlternatives are the other limiter families that explain the
 	// run exactly as well as Model (the run cannot tell them apart).
 	ModelAlternatives []string `json:"model_alternatives"`
-	RejectedCount     *bool    `json:"rejected_count"`
+	// ModelReplicas is how many limiters of the model stand behind the
+	// target: 1 for one, k (2 to 4) for replicas behind a balancer that
+	// assigns requests unpredictably; 0 when the model is none or unknown.
+	ModelReplicas int `json:"model_replicas"`
+	// ModelDecided says the model won by a margin the run's timing cannot
+	// produce (no alternative); false for an unknown model.
+	ModelDecided  bool  `json:"model_decided"`
+	RejectedCount *bool `json:"rejected_count"`
 	// MCPRevision is the MCP protocol revision spoken (mcp only).
 	MCPRevision string `json:"mcp_revision,omitempty"`
 	Verdict     string `json:"verdict"`

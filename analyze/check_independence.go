@@ -95,16 +95,19 @@ func (c *independenceCheck) judge(e *evidence) (string, string) {
 		return Skip, fmt.Sprintf("the other surface was not exercised from %s", e.primary)
 	}
 	n := c.explainedMore
+	var rival *Candidate
 	for _, i := range c.explained {
-		if !e.fit.explains(e.sd.Fit, i) {
+		if r, ok := e.fit.explainsWithout(e.sd.Fit, i, false); !ok {
 			n++
+		} else if rival == nil {
+			rival = &r
 		}
 	}
 	switch {
 	case n > 0:
 		return Fail, fmt.Sprintf("%d refusals on %s from %s are explained only by counting the other surface's requests, and by no limiter of this surface alone: the surfaces share a counter", n, e.name, e.primary)
 	case len(c.explained) > 0:
-		return Inconclusive, fmt.Sprintf("%d refusals the other surface's traffic could explain are explained as well by a limiter of %s alone (best fit %s): the run cannot tell a shared counter from a limit of its own", len(c.explained), e.name, e.sd.Fit.Best)
+		return Inconclusive, fmt.Sprintf("%d refusals the other surface's traffic could explain are explained as well by a limiter of %s alone (%s; best fit %s): the run cannot tell a shared counter from a limit of its own", len(c.explained), e.name, rival, e.sd.Fit.Best)
 	}
 	return Pass, fmt.Sprintf("traffic on the other surface from %s did not count toward this one", e.primary)
 }

@@ -46,7 +46,9 @@ func tally(m map[[2]int32]int, k [2]int32) {
 // the limit the target showed: an admission while the window provably held
 // more than that limit counting refusals but not counting only admissions
 // proves refusals are forgotten; a refusal that a limiter forgetting
-// refusals had to admit proves they count.
+// refusals had to admit proves they count. Either proof holds only at the
+// documented window and for one limiter: the verdict stands only when
+// the fit agrees (see rival).
 func (c *rejectedCountCheck) judge(e *evidence) (string, string) {
 	L := e.Leff
 	forgets, counts := 0, 0
@@ -63,11 +65,40 @@ func (c *rejectedCountCheck) judge(e *evidence) (string, string) {
 	best := e.sd.Fit.Best
 	switch {
 	case forgets > 0:
+		if why := rival(e, false); why != "" {
+			return Inconclusive, fmt.Sprintf("%d requests were admitted while refused requests filled the window past %d, which a limiter forgetting refusals would explain, but %s", forgets, L, why)
+		}
 		e.sv.RejectedCount = boolPtr(false)
 		return Fail, fmt.Sprintf("%d requests were admitted while refused requests filled the window past %d: refusals do not count (the contract says they do); best fit %s", forgets, L, best)
 	case counts > 0:
+		if why := rival(e, true); why != "" {
+			return Inconclusive, fmt.Sprintf("%d refusals are explained by counting refused requests, but %s", counts, why)
+		}
 		e.sv.RejectedCount = boolPtr(true)
 		return Pass, fmt.Sprintf("%d refusals are explained only by counting refused requests, as documented; best fit %s", counts, best)
 	}
 	return Inconclusive, fmt.Sprintf("no request proves either way whether refusals count (timing too uncertain, or the run did not send refused requests while under the limit); best fit %s", best)
+}
+
+// rival says why the fit does not bear out the reading of refusals the
+// model's proof gave (counting them, or not), or "" when it does: the
+// best candidate of that reading (any window of the scan, replicas, a
+// fixed window or counter in any phase) must explain the run (see
+// explainsRun), and no candidate of the other reading may come as close
+// as the run's timing allows (see rivals).
+func rival(e *evidence, counting bool) string {
+	fit := e.sd.Fit
+	reading := map[bool]string{true: "counting refusals", false: "forgetting refusals"}
+	claim, ok := fit.bestOf(func(c Candidate) bool { return c.counts() == counting })
+	if !ok || !explainsRun(claim, e.primaryAdmitted()) {
+		what := "none was replayed"
+		if ok {
+			what = "the best, " + claim.String() + ", does not"
+		}
+		return fmt.Sprintf("no limiter %s that the fit considers explains the run (%s; best fit %s)", reading[counting], what, fit.Best)
+	}
+	if r, ok := fit.bestOf(func(c Candidate) bool { return c.counts() != counting }); ok && rivals(claim, r) {
+		return fmt.Sprintf("%s explains the run at least as well as %s, within what the run's timing can move: the run cannot tell which", r, claim)
+	}
+	return ""
 }

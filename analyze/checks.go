@@ -223,14 +223,16 @@ func (s *surfaceRun) model(sv *SurfaceVerdict, sd *SurfaceDetail, missing string
 	case missing != "":
 	case !s.anyRefused && s.required429 == 0:
 	case !s.anyRefused:
-		sv.Model = FamilyNone
+		sv.Model, sv.ModelDecided = FamilyNone, true
 	default:
 		sv.Model = sd.Fit.Best.Family
 		if sv.Model == FamilyNone {
 			sv.Model = FamilyUnknown
+			return
 		}
+		sv.ModelReplicas, sv.ModelDecided = max(sd.Fit.Best.Replicas, 1), sd.Fit.Decided
 		for _, a := range sd.Fit.Alternatives {
-			if !slices.Contains(sv.ModelAlternatives, a.Family) {
+			if a.Family != sv.Model && !slices.Contains(sv.ModelAlternatives, a.Family) {
 				sv.ModelAlternatives = append(sv.ModelAlternatives, a.Family)
 			}
 		}

@@ -43,7 +43,10 @@ type SurfaceSummary struct {
 	MaxMS         float64 `json:"max_ms"`
 	ObservedLimit *int    `json:"observed_limit"`
 	Model         string  `json:"model"`
-	Verdict       string  `json:"verdict"`
+	// ModelDecided says the run named Model by a margin its timing
+	// cannot produce (see SurfaceVerdict.ModelDecided).
+	ModelDecided bool   `json:"model_decided"`
+	Verdict      string `json:"verdict"`
 	// Latencies are every latency of the surface, in send order, and
 	// Sent when each was sent, from the surface's first send: what the
 	// test of a p99 change takes apart (not in JSON).
@@ -80,7 +83,7 @@ func Summarize(in *decode.Input, rep *Report) RunSummary {
 	}
 	for i, sv := range rep.Verdict.Surfaces {
 		sd := rep.Surfaces[i]
-		ss := SurfaceSummary{Surface: sv.Surface, Requests: sd.Requests, ObservedLimit: sv.ObservedLimit, Model: sv.Model, Verdict: sv.Verdict,
+		ss := SurfaceSummary{Surface: sv.Surface, Requests: sd.Requests, ObservedLimit: sv.ObservedLimit, Model: sv.Model, ModelDecided: sv.ModelDecided, Verdict: sv.Verdict,
 			Latencies: lat[sv.Surface], Sent: sent[sv.Surface]}
 		if span := secs(last[sv.Surface], first[sv.Surface]); span > 0 {
 			ss.Rate, ss.Throughput = float64(sd.Requests)/span, float64(sd.Admitted)/span
@@ -156,7 +159,8 @@ type Comparison struct {
 const Incomparable = "incomparable"
 
 // Compare sets run against base: a surface's verdict going from pass to
-// fail, its observed limit or limiter model changing, or a surface
+// fail, its observed limit changing, its limiter model changing where both
+// runs decided it (an undecided model is no claim to change), or a surface
 // missing, are regressions, exactly; its p99 rising is one only when the
 // rise is beyond what the two runs' own spread explains: the interval of
 // the p99 ratio lies above 1 + MaxP99Increase, and the rise it is sure of
@@ -184,8 +188,12 @@ func Compare(base, run RunSummary, o CompareOptions) Comparison {
 		if LimitText(b.ObservedLimit) != LimitText(r.ObservedLimit) {
 			c.Regressions = append(c.Regressions, fmt.Sprintf("%s: observed limit %s → %s", b.Surface, LimitText(b.ObservedLimit), LimitText(r.ObservedLimit)))
 		}
-		if b.Model != r.Model {
+		switch {
+		case b.Model == r.Model:
+		case b.ModelDecided && r.ModelDecided:
 			c.Regressions = append(c.Regressions, fmt.Sprintf("%s: model %s → %s", b.Surface, b.Model, r.Model))
+		default:
+			c.Notes = append(c.Notes, fmt.Sprintf("%s: model %s → %s, not a regression: %s did not decide it", b.Surface, b.Model, r.Model, undecided(b, r)))
 		}
 	}
 	if len(c.Regressions) > 0 {
@@ -238,6 +246,17 @@ func unlike(base, run RunSummary) []string {
 		out = append(out, fmt.Sprintf("target %s → %s", b, r))
 	}
 	return out
+}
+
+// undecided names which of the two runs left its model undecided.
+func undecided(b, r SurfaceSummary) string {
+	switch {
+	case !b.ModelDecided && !r.ModelDecided:
+		return "neither run"
+	case !b.ModelDecided:
+		return "the baseline"
+	}
+	return "the run"
 }
 
 // p99 judges a surface's p99 change.

@@ -17,7 +17,7 @@ import (
 
 func summary(p99 float64, limit int, model, verdict string) RunSummary {
 	return RunSummary{Run: "results/x", Verdict: verdict, Surfaces: []SurfaceSummary{
-		{Surface: "rest", Requests: 566, Rate: 80, Throughput: 37, P50MS: 0.2, P95MS: 1, P99MS: p99, MaxMS: 3, ObservedLimit: &limit, Model: model, Verdict: verdict},
+		{Surface: "rest", Requests: 566, Rate: 80, Throughput: 37, P50MS: 0.2, P95MS: 1, P99MS: p99, MaxMS: 3, ObservedLimit: &limit, Model: model, ModelDecided: true, Verdict: verdict},
 	}}
 }
 
@@ -30,7 +30,7 @@ func surfaceOfRun(lat, sent []time.Duration) SurfaceSummary {
 	rate := float64(len(lat)) / max(sent[len(sent)-1].Seconds(), 1e-3)
 	return SurfaceSummary{Surface: "rest", Requests: len(lat), Rate: rate, Throughput: rate * 240 / float64(len(lat)),
 		P50MS: at(0.5), P95MS: at(0.95), P99MS: msOf(p99(s)), MaxMS: msOf(s[len(s)-1]),
-		ObservedLimit: &limit, Model: "sliding-log", Verdict: "pass", Latencies: lat, Sent: sent}
+		ObservedLimit: &limit, Model: "sliding-log", ModelDecided: true, Verdict: "pass", Latencies: lat, Sent: sent}
 }
 
 // pairOf is a baseline and a run of one surface.
@@ -346,5 +346,20 @@ func TestSplitP99MatchesSort(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestCompareUndecidedModel: a model change is a regression only when both
+// runs decided their models; otherwise it is a note (an A/A pair on a
+// loaded host where one run could not tell two families apart).
+func TestCompareUndecidedModel(t *testing.T) {
+	base, run := summary(1, 240, "sliding-log", "pass"), summary(1, 240, "sliding-window-counter", "pass")
+	if c := Compare(base, run, defaults); c.Verdict != Fail {
+		t.Errorf("both decided: %s %v, want a regression", c.Verdict, c.Regressions)
+	}
+	run.Surfaces[0].ModelDecided = false
+	c := Compare(base, run, defaults)
+	if c.Verdict != Pass || len(c.Regressions) > 0 || len(c.Notes) != 1 || !strings.Contains(c.Notes[0], "the run did not decide it") {
+		t.Errorf("run undecided: %s, regressions %v, notes %v", c.Verdict, c.Regressions, c.Notes)
 	}
 }

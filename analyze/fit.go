@@ -31,15 +31,40 @@ type Candidate struct {
 	// Phase is how long before the first request a fixed window starts
 	// (modulo the window).
 	Phase time.Duration
+	// Replicas, when 2 or more, is how many limiters of Limit (each a
+	// sliding log counting refusals) stand behind an assignment the client
+	// cannot predict (a balancer interleaving every client's requests); 0
+	// for one limiter.
+	Replicas int
 	// Mismatches is Σ over bins of W/100 of |admitted by the candidate −
-	// admitted observed|.
-	Mismatches int
+	// admitted observed|, replayed at whichever end of the requests'
+	// intervals fits it better; TimingSpread is how many more it has
+	// replayed at the other end: how much of its score the run's timing
+	// alone can move.
+	Mismatches, TimingSpread int
 
-	slot int // its place among a replay's decisions (see replay.decided)
+	slot   int    // its place among a replay's decisions (see replay.decided)
+	phases [2]int // the slots of every phase replayed, for a family scanned over phases
+	ruled  bool   // ruled out by the leaks the model proved (see LeakProof)
 }
+
+// worst is the candidate's mismatches at the end of the requests'
+// intervals that fits it worse.
+func (c Candidate) worst() int { return c.Mismatches + c.TimingSpread }
+
+// key tells the candidates of one family and replica count apart from
+// the others (what the alternatives are named by).
+func (c Candidate) key() string { return fmt.Sprintf("%s×%d", c.Family, max(c.Replicas, 1)) }
+
+// counts says whether the candidate counts refused requests: a fixed
+// window never sees them, a token bucket spends nothing on them.
+func (c Candidate) counts() bool { return c.CountsRefused != nil && *c.CountsRefused }
 
 func (c Candidate) String() string {
 	s := c.Family
+	if c.Replicas > 1 {
+		s = fmt.Sprintf("%d replicas of %s", c.Replicas, s)
+	}
 	if c.CountsRefused != nil {
 		if *c.CountsRefused {
 			s += " counting refusals"
@@ -53,12 +78,21 @@ func (c Candidate) String() string {
 // Fit is the result of fitting every family to a group.
 type Fit struct {
 	Best Candidate
-	// Alternatives are the best candidates of the other families that
-	// explain the requests exactly as well as Best: the run cannot tell
-	// them apart.
+	// Alternatives are the best candidates of the other families (and
+	// replica counts) that the run's timing could have made fit as well
+	// as Best: their fewest mismatches are at most Best's at the end of
+	// the intervals that fits it worse. The run cannot tell them apart.
 	Alternatives []Candidate
+	// Decided says Best won by a margin the run's timing cannot produce:
+	// no alternative.
+	Decided bool
 	// Candidates are the best of each family, variant and limit.
 	Candidates []Candidate
+	// Scan holds the sliding logs at other window lengths (half to twice
+	// the documented, the best of each variant and limit): not families
+	// to name, but rivals of a cause (a longer window explains refusals
+	// as well as counting them).
+	Scan []Candidate
 	// EffectiveWindow is the sliding-log window length that fits best.
 	EffectiveWindow time.Duration
 	effM            int
@@ -102,7 +136,17 @@ type familyFit struct {
 	// decision slot of every replay on send times.
 	watch   map[int32]bool
 	decided map[int32][]bool
+	// leaks is what the model proved of the admissions (see LeakProof).
+	leaks LeakProof
 }
+
+// LeakProof is what the uncertainty-interval model proved of a group's
+// admissions at the documented window: the most requests surely in the
+// window of one admission, itself included, counting refused requests
+// (All) and counting only admitted ones (Admitted). A sliding log of L
+// counting refusals cannot admit with All > L, nor one forgetting them
+// with Admitted > L: such a log is ruled out, whatever its score.
+type LeakProof struct{ All, Admitted int }
 
 // newFamilyFit fits n answered requests (the count sets how finely phases
 // and windows are scanned) at each limit, with fixed windows also starting
@@ -116,12 +160,15 @@ func newFamilyFit(limits []int, w time.Duration, n int, origins []int64) *family
 	return f
 }
 
-// watchFor keeps the candidates' decisions on the requests of indexes.
+// watchFor keeps the candidates' decisions on the requests of indexes,
+// besides those asked for before.
 func (f *familyFit) watchFor(indexes []int32) {
 	if len(indexes) == 0 {
 		return
 	}
-	f.watch, f.decided = map[int32]bool{}, map[int32][]bool{}
+	if f.watch == nil {
+		f.watch, f.decided = map[int32]bool{}, map[int32][]bool{}
+	}
 	for _, i := range indexes {
 		f.watch[i] = true
 	}
@@ -173,12 +220,15 @@ func (f *familyFit) result() Fit {
 	for k := range f.starts {
 		fs, fe := f.starts[k].fit(), f.ends[k].fit()
 		for i := range fs.Candidates {
-			c := fs.Candidates[i]
-			if fe.Candidates[i].Mismatches < c.Mismatches {
-				c = fe.Candidates[i]
-			}
+			c := better(fs.Candidates[i], fe.Candidates[i])
 			c.slot += base
+			if c.phases[1] > 0 {
+				c.phases[0], c.phases[1] = c.phases[0]+base, c.phases[1]+base
+			}
 			fit.Candidates = append(fit.Candidates, c)
+		}
+		for i := range fs.Scan {
+			fit.Scan = append(fit.Scan, better(fs.Scan[i], fe.Scan[i]))
 		}
 		base += f.starts[k].slots()
 		if k == 0 { // the effective window, at the documented limit
@@ -188,35 +238,126 @@ func (f *familyFit) result() Fit {
 			}
 		}
 	}
-	// The fewest mismatches win; on a tie the simplest family (their
-	// order in Candidates), then the documented limit (replayed first).
-	fit.Best = fit.Candidates[0]
-	for _, c := range fit.Candidates[1:] {
+	fit.choose(f.leaks)
+	return fit
+}
+
+// better is the candidate replayed on send times (s) or on response times
+// (e), whichever fits better, with how much worse the other does.
+func better(s, e Candidate) Candidate {
+	c, other := s, e
+	if e.Mismatches < s.Mismatches {
+		c, other = e, s
+	}
+	c.TimingSpread = other.Mismatches - c.Mismatches
+	return c
+}
+
+// ruledOut reports whether the leaks proved rule c out: a sliding log of
+// one limiter that admitted with more than its limit surely in its window.
+func (p LeakProof) ruledOut(c Candidate) bool {
+	if c.Family != FamilySlidingLog || c.Replicas > 1 {
+		return false
+	}
+	if c.counts() {
+		return p.All > c.Limit
+	}
+	return p.Admitted > c.Limit
+}
+
+// choose names the best candidate the leaks do not rule out (the fewest
+// mismatches; on a tie the simplest family, their order in Candidates,
+// then the documented limit, replayed first) and the alternatives the
+// run's timing cannot tell from it.
+func (fit *Fit) choose(leaks LeakProof) {
+	var open []Candidate
+	for i, c := range fit.Candidates {
+		if leaks.ruledOut(c) {
+			fit.Candidates[i].ruled = true
+		} else {
+			open = append(open, c)
+		}
+	}
+	fit.Best = open[0] // "none" is never ruled out
+	for _, c := range open[1:] {
 		if c.Mismatches < fit.Best.Mismatches {
 			fit.Best = c
 		}
 	}
-	seen := map[string]bool{fit.Best.Family: true}
-	for _, c := range fit.Candidates {
-		if c.Mismatches == fit.Best.Mismatches && !seen[c.Family] && c.Family != FamilyNone {
-			seen[c.Family] = true
+	seen := map[string]bool{fit.Best.key(): true}
+	for _, c := range open {
+		if c.Mismatches <= fit.Best.worst() && !seen[c.key()] && c.Family != FamilyNone {
+			seen[c.key()] = true
 			fit.Alternatives = append(fit.Alternatives, c)
 		}
 	}
-	return fit
+	fit.Decided = len(fit.Alternatives) == 0
 }
 
-// explains reports whether some candidate of fit (the best of each
-// family, variant and limit, other than "none") refused the watched
-// request of index when replayed on send times.
-func (f *familyFit) explains(fit Fit, index int32) bool {
-	d := f.decided[index]
-	for _, c := range fit.Candidates {
-		if c.Family != FamilyNone && c.slot < len(d) && !d[c.slot] {
-			return true
+// rivals reports whether the run's timing could have made b fit as well
+// as a or better: b's fewest mismatches are at most a's worst.
+func rivals(a, b Candidate) bool { return b.Mismatches <= a.worst() }
+
+// bestOf returns the candidate of fit (families and window scan, none
+// and those ruled out aside) that want takes with the fewest mismatches,
+// and false when want takes none.
+func (fit Fit) bestOf(want func(Candidate) bool) (Candidate, bool) {
+	var best Candidate
+	found := false
+	for _, cs := range [][]Candidate{fit.Candidates, fit.Scan} {
+		for _, c := range cs {
+			if c.Family == FamilyNone || c.ruled || !want(c) {
+				continue
+			}
+			if !found || c.Mismatches < best.Mismatches {
+				best, found = c, true
+			}
 		}
 	}
-	return false
+	return best, found
+}
+
+// explainsRun reports whether c explains a run of admitted admissions:
+// it misplaces at most one admission in ten (mismatches count each
+// admission misplaced once where it is missing and once where it is
+// extra, so the bound is a fifth of them). A target that admitted
+// nothing is explained by no limiter.
+func explainsRun(c Candidate, admitted int) bool {
+	return admitted > 0 && 5*c.Mismatches <= admitted
+}
+
+// explainsWithout returns a candidate of fit other than "none" that,
+// replayed on send times, decided the watched request of index as the
+// target did (admitted: ok), and false when none did. Every family's best
+// is asked, whatever its score (a check names a cause only when no
+// limiter the fit considers explains the evidence); a fixed window or
+// counter the run's timing could have made fit as well as the best, in
+// every phase it was replayed at (a boundary elsewhere explains as
+// well); replicas, whose decision is a probability (more likely admitted
+// than not), only when the timing could have made them fit as well as
+// the best. A check that asks of a refusal whether something other than
+// its cause explains it, or the spoof check of a forged probe's
+// admission, asks this.
+func (f *familyFit) explainsWithout(fit Fit, index int32, ok bool) (Candidate, bool) {
+	d := f.decided[index]
+	decides := func(slot int) bool { return slot >= 0 && slot < len(d) && d[slot] == ok }
+	for _, c := range fit.Candidates {
+		if c.Family == FamilyNone || c.ruled || c.Replicas > 1 && !rivals(fit.Best, c) {
+			continue
+		}
+		if decides(c.slot) {
+			return c, true
+		}
+		if c.phases[1] > 0 && rivals(fit.Best, c) {
+			for s := c.phases[0]; s < c.phases[1]; s++ {
+				if decides(s) {
+					c.slot = s
+					return c, true
+				}
+			}
+		}
+	}
+	return Candidate{}, false
 }
 
 // endItem is an answered request waiting to be replayed on its response.
@@ -281,14 +422,17 @@ type replay struct {
 	phases       int
 	origins      []int64 // fixed-window starts taken from the data
 	scan         []int   // effective-window lengths, percent of w, nearest first
+	forgetScan   []int   // the same, coarser, for logs forgetting refusals
 	started      bool
 	t0, bin, cur int64
 	obs          int // observed admissions in the current bin
 	none         score
-	logs         []slidingLog // counting refusals, not; then the window scan
+	logs         []slidingLog // counting refusals, not; then the window scan; then the forgetting scan
 	bucket       tokenBucket
 	fixed        []fixedWindow
 	counters     []slidingCounter // counting refusals (phases), then not
+	recent       window           // every request of the last w, for the replicas
+	reps         []replicas       // k = 2, 3, 4
 }
 
 // score is a candidate's admissions in the current bin, its mismatches
@@ -317,7 +461,7 @@ func newReplay(limit int, w time.Duration, n int, origins []int64) *replay {
 	if n > 20000 {
 		phases = 10
 	}
-	return &replay{limit: limit, w: int64(w), phases: phases, origins: origins, scan: windowScan(n)}
+	return &replay{limit: limit, w: int64(w), phases: phases, origins: origins, scan: windowScan(n), forgetScan: forgetScan(n)}
 }
 
 // start sets the candidates up at the first request's time t.
@@ -327,6 +471,12 @@ func (r *replay) start(t int64) {
 	r.logs = append(r.logs, newSlidingLog(r.limit, W, true), newSlidingLog(r.limit, W, false))
 	for _, k := range r.scan {
 		r.logs = append(r.logs, newSlidingLog(r.limit, W*int64(k)/100, true))
+	}
+	for _, k := range r.forgetScan {
+		r.logs = append(r.logs, newSlidingLog(r.limit, W*int64(k)/100, false))
+	}
+	for k := 2; k <= maxReplicas; k++ {
+		r.reps = append(r.reps, newReplicas(k, r.limit))
 	}
 	r.bucket = tokenBucket{limit: r.limit, W: W, tokens: float64(r.limit), at: t}
 	origins := make([]int64, 0, r.phases+len(r.origins))
@@ -367,11 +517,15 @@ func (r *replay) add(t int64, ok bool) {
 	for i := range r.counters {
 		r.counters[i].add(t)
 	}
+	n := r.recent.add(t, r.w)
+	for i := range r.reps {
+		r.reps[i].add(n)
+	}
 }
 
 // slots is how many decisions decisions appends: one per candidate that
 // can be named (the window scan is not).
-func (r *replay) slots() int { return 4 + len(r.fixed) + len(r.counters) }
+func (r *replay) slots() int { return 4 + len(r.fixed) + len(r.counters) + len(r.reps) }
 
 // decisions appends whether each candidate admitted the last request, in
 // the order fit lists them (see Candidate.slot).
@@ -382,6 +536,9 @@ func (r *replay) decisions(d []bool) []bool {
 	}
 	for i := range r.counters {
 		d = append(d, r.counters[i].last)
+	}
+	for i := range r.reps {
+		d = append(d, r.reps[i].last >= 0.5)
 	}
 	return d
 }
@@ -397,6 +554,9 @@ func (r *replay) closeBin() {
 	}
 	for i := range r.counters {
 		r.counters[i].close(r.obs)
+	}
+	for i := range r.reps {
+		r.reps[i].close(r.obs)
 	}
 	r.obs = 0
 }
@@ -418,6 +578,7 @@ func (r *replay) fit() Fit {
 	}
 	n := len(r.fixed)
 	best := cand(FamilyFixedWindow, nil, math.MaxInt, 0)
+	best.phases = [2]int{4, 4 + n}
 	for p, f := range r.fixed {
 		if f.mis < best.Mismatches {
 			best.Mismatches, best.Phase, best.slot = f.mis, phase(f.origin), 4+p
@@ -426,6 +587,7 @@ func (r *replay) fit() Fit {
 	cands = append(cands, best)
 	for i, cr := range []bool{true, false} {
 		best := cand(FamilySlidingWindow, boolPtr(cr), math.MaxInt, 0)
+		best.phases = [2]int{4 + n + i*n, 4 + n + (i+1)*n}
 		for p, c := range r.counters[i*n : (i+1)*n] {
 			if c.mis < best.Mismatches {
 				best.Mismatches, best.Phase, best.slot = c.mis, phase(c.origin), 4+n+i*n+p
@@ -433,17 +595,37 @@ func (r *replay) fit() Fit {
 		}
 		cands = append(cands, best)
 	}
+	slot := 4 + n + len(r.counters)
+	for i, rp := range r.reps {
+		c := cand(FamilySlidingLog, boolPtr(true), int(math.Round(rp.mis)), slot+i)
+		c.Replicas = rp.k
+		cands = append(cands, c)
+	}
 	fit := Fit{Candidates: cands}
 	// The effective window: the sliding-log window length (counting
 	// refusals, as documented) that fits best, scanned from half to twice
 	// the documented one; on a tie the one nearest the documented.
 	fit.effM = math.MaxInt
-	for i, l := range r.logs[2:] {
+	scan := r.logs[2 : 2+len(r.scan)]
+	for i, l := range scan {
 		if l.mis < fit.effM {
 			fit.effM, fit.EffectiveWindow = l.mis, time.Duration(r.w*int64(r.scan[i])/100)
 		}
 	}
+	fit.Scan = []Candidate{r.scanBest(scan, r.scan, true), r.scanBest(r.logs[2+len(r.scan):], r.forgetScan, false)}
 	return fit
+}
+
+// scanBest is the best of the sliding logs of a window scan (lengths in
+// percent of w, nearest first), as a candidate of its window length.
+func (r *replay) scanBest(logs []slidingLog, pct []int, countRefused bool) Candidate {
+	c := Candidate{Family: FamilySlidingLog, CountsRefused: boolPtr(countRefused), Limit: r.limit, Window: time.Duration(r.w), Mismatches: math.MaxInt, slot: -1}
+	for i, l := range logs {
+		if l.mis < c.Mismatches {
+			c.Mismatches, c.Window = l.mis, time.Duration(r.w*int64(pct[i])/100)
+		}
+	}
+	return c
 }
 
 // windowScan lists window lengths in percent of the documented one, nearest
@@ -459,6 +641,24 @@ func windowScan(n int) []int {
 			ks = append(ks, 100-d)
 		}
 		ks = append(ks, 100+d)
+	}
+	return ks
+}
+
+// forgetScan lists the window lengths, in percent of the documented one,
+// at which a sliding log forgetting refusals is replayed: the documented
+// one aside (a candidate of its own), from half to twice it, coarser than
+// the effective-window scan (a rival of a cause needs no finer).
+func forgetScan(n int) []int {
+	step := 5
+	if n > 20000 {
+		step = 25
+	}
+	var ks []int
+	for k := 50; k <= 200; k += step {
+		if k != 100 {
+			ks = append(ks, k)
+		}
 	}
 	return ks
 }
@@ -498,6 +698,94 @@ func (l *slidingLog) add(t int64) {
 		}
 	}
 	l.admit(ok)
+}
+
+// maxReplicas is the most replicas behind a balancer the fit considers.
+const maxReplicas = 4
+
+// replicas is k limiters of L, each a sliding log counting refusals,
+// behind an assignment the client cannot predict: each request goes to
+// one of them at random, alike and independently (a balancer
+// interleaving every client's requests looks so to one client). Its
+// score is exact and needs no seed: a replica counts every request
+// assigned to it, admitted or not, so the count a request meets is
+// Binomial(n, 1/k) over the n others of the last window whatever was
+// decided before, and the request is admitted with probability
+// P(Binomial(n, 1/k) ≤ L − 1). Its admissions per bin are the expected
+// ones (a sum of those probabilities), with their variance (the sum of
+// p(1 − p)), and a bin costs what the observed admissions lie beyond one
+// standard deviation of the expected: what the assignment's chance alone
+// produces costs nothing, as what the timing allows costs a candidate
+// nothing. This is what the candidate predicts, not the luckiest of
+// some seeded assignments, which would fit noise and favour replicas
+// over one limiter. (Replicas forgetting refusals have no such closed
+// form, and are not replayed.)
+type replicas struct {
+	k, limit       int
+	cdf            []float64 // P(Binomial(n, 1/k) ≤ L − 1) for n = L, L+1, …
+	tail           bool      // cdf reached 0: every n past it is 0 too
+	adm, vari, mis float64
+	last           float64 // the probability the last request was admitted
+}
+
+func newReplicas(k, limit int) replicas { return replicas{k: k, limit: limit} }
+
+// admitP is P(Binomial(n, 1/k) ≤ L − 1), the table grown as needed:
+// F(n+1) = F(n) − p·P(Binomial(n, p) = L − 1).
+func (r *replicas) admitP(n int) float64 {
+	m := r.limit - 1
+	if n <= m {
+		return 1
+	}
+	p := 1 / float64(r.k)
+	lg := func(x int) float64 { v, _ := math.Lgamma(float64(x) + 1); return v }
+	for len(r.cdf) < n-m && !r.tail {
+		j := m + len(r.cdf) // F(j) known: 1 for j = m, else the last in cdf
+		f := 1.0
+		if len(r.cdf) > 0 {
+			f = r.cdf[len(r.cdf)-1]
+		}
+		pmf := math.Exp(lg(j) - lg(m) - lg(j-m) + float64(m)*math.Log(p) + float64(j-m)*math.Log1p(-p))
+		f = max(f-p*pmf, 0)
+		r.cdf = append(r.cdf, f)
+		r.tail = f < 1e-12
+	}
+	if i := n - m - 1; i < len(r.cdf) {
+		return r.cdf[i]
+	}
+	return 0
+}
+
+// add replays a request that met n others in the last window.
+func (r *replicas) add(n int) {
+	r.last = r.admitP(n)
+	r.adm += r.last
+	r.vari += r.last * (1 - r.last)
+}
+
+func (r *replicas) close(obs int) {
+	r.mis += max(math.Abs(r.adm-float64(obs))-math.Sqrt(r.vari), 0)
+	r.adm, r.vari = 0, 0
+}
+
+// window counts the requests of the last w before each, in time order.
+type window struct {
+	ts   []int64
+	head int
+}
+
+// add takes a request at t and returns how many others came in (t − w, t].
+func (q *window) add(t, w int64) int {
+	for q.head < len(q.ts) && q.ts[q.head] <= t-w {
+		q.head++
+	}
+	if q.head > 1024 && 2*q.head > len(q.ts) { // move what is held to the front
+		q.ts = q.ts[:copy(q.ts, q.ts[q.head:])]
+		q.head = 0
+	}
+	n := len(q.ts) - q.head
+	q.ts = append(q.ts, t)
+	return n
 }
 
 // tokenBucket holds L tokens refilled at L per W; refusals cost nothing.

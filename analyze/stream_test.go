@@ -75,16 +75,30 @@ func TestModelMatchesBatch(t *testing.T) {
 }
 
 // fitView is what the streaming fit and the batch one must agree on: the
-// candidates and the best of them, without the streaming fit's
-// bookkeeping (decision slots) or the alternatives the batch fit does not
-// name.
+// candidates of one limiter and the best of them, without the streaming
+// fit's bookkeeping (decision slots, timing spreads) or what the batch fit
+// does not replay (replicas, the window scan's rivals) or name
+// (alternatives, whether the fit decided); replicas are tested on their
+// own (TestReplicasCandidate).
 func fitView(f Fit) Fit {
-	f.Alternatives = nil
-	f.Best.slot = 0
-	f.Candidates = slices.Clone(f.Candidates)
-	for i := range f.Candidates {
-		f.Candidates[i].slot = 0
+	f.Alternatives, f.Scan, f.Decided = nil, nil, false
+	var cands []Candidate
+	for _, c := range f.Candidates {
+		if c.Replicas < 2 {
+			c.slot, c.TimingSpread, c.phases = 0, 0, [2]int{}
+			cands = append(cands, c)
+		}
 	}
+	f.Candidates = cands
+	if len(cands) > 0 {
+		f.Best = cands[0]
+		for _, c := range cands[1:] {
+			if c.Mismatches < f.Best.Mismatches {
+				f.Best = c
+			}
+		}
+	}
+	f.Best.slot, f.Best.TimingSpread, f.Best.phases = 0, 0, [2]int{}
 	return f
 }
 

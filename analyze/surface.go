@@ -68,6 +68,8 @@ type surfaceRun struct {
 	// The most admitted requests surely in one window of a refusal: the
 	// least the target is proven to admit per window.
 	maxDefAdm int
+	// what the model proved of the primary's admissions (see LeakProof)
+	leaks LeakProof
 	// boundaries a fixed window of the primary could start at, from the
 	// data (its first request; each admission after a refusal)
 	origins     []int64
@@ -313,6 +315,10 @@ func (s *surfaceRun) countPrimary(p sighting) {
 	if p.Required == Require429 {
 		s.required429++
 	}
+	if admitted(&p.Record) && !p.forged {
+		s.leaks.All = max(s.leaks.All, 1+int(p.Definite))
+		s.leaks.Admitted = max(s.leaks.Admitted, 1+int(p.DefiniteAdmitted))
+	}
 	if !p.forged {
 		if p.Leak {
 			s.sd.Leaks++
@@ -337,16 +343,19 @@ func (s *surfaceRun) endModels() {
 		limits = append(limits, s.obs)
 	}
 	s.fit = newFamilyFit(limits, s.W, s.primary.answered, s.origins)
+	s.fit.leaks = s.leaks
 	for _, w := range s.fitWatchers {
 		w.watchFit(s.fit)
 	}
 }
 
 // fitAdd takes the primary's next request in send order (third pass).
+// Forged-header probes are fitted like any other: a limiter keyed on the
+// address counts them, and only a header proved trusted (the spoof
+// check's failure) says otherwise, which costs a fit no more mismatches
+// than the forged probes admitted.
 func (s *surfaceRun) fitAdd(r *decode.Record) {
-	if !s.forged(r) {
-		s.fit.add(r, s.fitIndex)
-	}
+	s.fit.add(r, s.fitIndex)
 	s.fitIndex++
 }
 
@@ -356,6 +365,9 @@ func (s *surfaceRun) fitAdd(r *decode.Record) {
 // of its refusals. An admission above the documented limit then proves
 // nothing about a cause, only that the limit is not the documented one.
 func (s *surfaceRun) effectiveLimit() int { return max(s.L, s.maxDefAdm) }
+
+// primaryAdmitted is how many of the primary's requests were admitted.
+func (s *surfaceRun) primaryAdmitted() int { return s.primary.answered - s.primary.refusals }
 
 // absent says, when the limit probes of the surface found no API there,
 // what they got instead (empty when the API answered).

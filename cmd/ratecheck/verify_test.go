@@ -65,6 +65,8 @@ type verdictJSON struct {
 		ObservedLimit *int     `json:"observed_limit"`
 		Model         string   `json:"model"`
 		Alternatives  []string `json:"model_alternatives"`
+		Replicas      int      `json:"model_replicas"`
+		Decided       bool     `json:"model_decided"`
 		RejectedCount *bool    `json:"rejected_count"`
 		MCPRevision   string   `json:"mcp_revision"`
 		Verdict       string   `json:"verdict"`

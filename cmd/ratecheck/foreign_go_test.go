@@ -1,0 +1,160 @@
+package main
+
+import (
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-chi/httprate"
+	"golang.org/x/time/rate"
+
+	"github.com/connectbyjbrh/ratecheck/refserver"
+)
+
+// Limiter libraries this project did not write, in front of the reference
+// target (whose own limits it never reaches), one limiter per surface
+// keyed on the peer address: what verify names them must follow from
+// their documentation and source, not from ratecheck's output.
+
+// contract429 refuses r with the contract's 429 body of its surface.
+func contract429(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusTooManyRequests)
+	if r.URL.Path == "/mcp" {
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","error":{"code":-32603,"message":"rate limited"}}`))
+		return
+	}
+	_, _ = w.Write([]byte(`{"error":{"code":"rate_limited"}}`))
+}
+
+// peer is the request's peer address: no forwarding header is trusted.
+func peer(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// bySurface wraps the target with a limiter per surface (REST 240, MCP
+// 120 per window), made by limit.
+func bySurface(limit func(l int) func(http.Handler) http.Handler) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		rest, mcp := limit(240)(next), limit(120)(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/mcp" {
+				mcp.ServeHTTP(w, r)
+				return
+			}
+			rest.ServeHTTP(w, r)
+		})
+	}
+}
+
+// verifyForeign runs verify's limit and isolation checks against the
+// reference target wrapped by wrap, and returns the verdict.
+func verifyForeign(t *testing.T, window time.Duration, wrap func(http.Handler) http.Handler) (int, verdictJSON, string) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("timing against a limiter of its own, checked by the plain run")
+	}
+	target := startTarget(t, time.Minute, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, wrap)
+	return runVerifyJSON(t, window, "--target", target, "--checks", "limits,isolation")
+}
+
+// checkOf returns the verdict and detail of check name on surface s.
+func checkOf(v verdictJSON, surface, name string) (string, string) {
+	for _, s := range v.Surfaces {
+		for _, c := range s.Checks {
+			if s.Surface == surface && c.Name == name {
+				return c.Verdict, c.Detail
+			}
+		}
+	}
+	return "", ""
+}
+
+// TestVerifyAgainstXTimeRate: golang.org/x/time/rate's Limiter is, by its
+// documentation, "a token bucket" of size b "initially full and refilled
+// at rate r tokens per second"; Allow spends a token only on an admitted
+// event, so refusals cost nothing. With b = L and r = L per window it is
+// no sliding log: rolling fails, the model is a token bucket (or the run
+// cannot tell it from one), rejected-count never passes (it would claim
+// refusals count), and no shared counter or address leak is claimed.
+func TestVerifyAgainstXTimeRate(t *testing.T) {
+	window := verifyWindow
+	code, v, stderr := verifyForeign(t, window, bySurface(func(l int) func(http.Handler) http.Handler {
+		return func(next http.Handler) http.Handler {
+			var mu sync.Mutex
+			perPeer := map[string]*rate.Limiter{}
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				lim := perPeer[peer(r)]
+				if lim == nil {
+					lim = rate.NewLimiter(rate.Limit(float64(l)/window.Seconds()), l)
+					perPeer[peer(r)] = lim
+				}
+				mu.Unlock()
+				if !lim.Allow() {
+					contract429(w, r)
+					return
+				}
+				next.ServeHTTP(w, r)
+			})
+		}
+	}))
+	judgeForeign(t, code, v, stderr, "token-bucket")
+}
+
+// TestVerifyAgainstHttprate: go-chi/httprate's limiter (limiter.go) is a
+// sliding-window counter: rate = previous window's count × the share of
+// it still in the window + the current window's count, over windows
+// aligned to the limiter's start (windowOffset), and a refused request is
+// not counted (OnLimit returns before IncrementBy). So: rolling fails,
+// the model is a sliding-window counter or the run cannot tell it from
+// one (never a sliding log the run decided), rejected-count never passes.
+func TestVerifyAgainstHttprate(t *testing.T) {
+	window := verifyWindow
+	code, v, stderr := verifyForeign(t, window, bySurface(func(l int) func(http.Handler) http.Handler {
+		return httprate.LimitBy(l, window, func(r *http.Request) (string, error) { return peer(r), nil }, httprate.WithLimitHandler(contract429))
+	}))
+	judgeForeign(t, code, v, stderr, "sliding-window-counter")
+	for _, s := range v.Surfaces {
+		if s.Model == "sliding-log" && s.Decided {
+			t.Errorf("%s: a sliding log decided, for a sliding-window counter", s.Surface)
+		}
+	}
+}
+
+// judgeForeign holds a verdict against a limiter of family want that is
+// not the documented sliding log and forgets refusals.
+func judgeForeign(t *testing.T, code int, v verdictJSON, stderr, want string) {
+	t.Helper()
+	got := failing(v)
+	if code != exitCheckFailed || !contains(got, "rest/rolling") && !contains(got, "mcp/rolling") {
+		t.Fatalf("exit %d, failing %v, want rolling to fail\n%s", code, got, stderr)
+	}
+	for _, s := range v.Surfaces {
+		if s.Model != want && !contains(s.Alternatives, want) {
+			t.Errorf("%s: model %s (alternatives %v), want %s", s.Surface, s.Model, s.Alternatives, want)
+		}
+		if verdict, detail := checkOf(v, s.Surface, "rejected-count"); verdict == "pass" {
+			t.Errorf("%s: rejected-count passes against a limiter that forgets refusals: %s", s.Surface, detail)
+		}
+		for _, name := range []string{"independence", "isolation"} {
+			if verdict, detail := checkOf(v, s.Surface, name); verdict == "fail" {
+				t.Errorf("%s/%s failed against limiters per address and per surface: %s", s.Surface, name, detail)
+			}
+		}
+	}
+	if t.Failed() {
+		for _, s := range v.Surfaces {
+			t.Logf("%s: model %s ×%d decided %v alternatives %v", s.Surface, s.Model, s.Replicas, s.Decided, s.Alternatives)
+			for _, c := range s.Checks {
+				t.Logf("  %s %s: %s", c.Name, c.Verdict, c.Detail)
+			}
+		}
+	}
+}

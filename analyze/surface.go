@@ -54,6 +54,7 @@ type surfaceRun struct {
 	groupObservers   []groupObserver
 	otherObservers   []otherObserver
 	fitWatchers      []fitWatcher
+	fresh            *freshStart // whether the primary's budget was whole at the start
 	// first pass
 	errs         map[string]int
 	lat          reservoir
@@ -343,9 +344,7 @@ func (s *surfaceRun) endModels() {
 
 // fitAdd takes the primary's next request in send order (third pass).
 func (s *surfaceRun) fitAdd(r *decode.Record) {
-	if !s.forged(r) {
-		s.fit.add(r, s.fitIndex)
-	}
+	s.fit.add(r, s.fitIndex)
 	s.fitIndex++
 }
 

@@ -100,3 +100,15 @@ func TestSpoofTwoSample(t *testing.T) {
 		t.Errorf("everything refused: %s: %s", v, d)
 	}
 }
+
+// TestRollingNeedsAWindowsWorth: five requests from one address are no
+// evidence of a rolling limit of 120: inconclusive, not a pass.
+func TestRollingNeedsAWindowsWorth(t *testing.T) {
+	e := &evidence{surfaceRun: &surfaceRun{L: 120, W: synthW}, sd: &SurfaceDetail{}, primary: srcA}
+	if v, d := (&rollingCheck{judgedN: 5}).judge(e); v != Inconclusive {
+		t.Errorf("5 requests: %s: %s", v, d)
+	}
+	if v, d := (&rollingCheck{judgedN: 300}).judge(e); v != Pass {
+		t.Errorf("300 requests: %s: %s", v, d)
+	}
+}

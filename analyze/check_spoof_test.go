@@ -15,14 +15,14 @@ func TestHyperUpperTail(t *testing.T) {
 		N, K, n, x int
 		want       float64
 	}{
-		{24, 6, 6, 6, 1.0 / 134596},       // 6 forged admitted, 18 plain refused: 1/C(24,6)
-		{24, 10, 6, 6, 210.0 / 134596},    // and 4 plain admitted: C(10,6)/C(24,6)
-		{16, 4, 4, 4, 1.0 / 1820},         // 4 per header: 1/C(16,4)
-		{12, 3, 3, 3, 1.0 / 220},          // 3 per header cannot reach 0.01/3
-		{10, 5, 5, 3, (10.0*5 + 5) / 252}, // C(5,3)C(5,2)+C(5,4)C(5,1)+1 over C(10,5) = 126/252
-		{8, 2, 4, 1, 1 - 6.0/28*15.0/15},  // 1 − C(6,4)/C(8,4) = 1 − 15/70
-		{8, 8, 4, 4, 1},                   // everything admitted: no evidence
-		{8, 0, 4, 1, 0},                   // nothing admitted: x=1 impossible
+		{24, 6, 6, 6, 1.0 / 134596},      // 6 forged admitted, 18 plain refused: 1/C(24,6)
+		{24, 10, 6, 6, 210.0 / 134596},   // and 4 plain admitted: C(10,6)/C(24,6)
+		{16, 4, 4, 4, 1.0 / 1820},        // 4 per header: 1/C(16,4)
+		{12, 3, 3, 3, 1.0 / 220},         // 3 per header cannot reach 0.01/3
+		{10, 5, 5, 3, 126.0 / 252},       // (C(5,3)C(5,2) + C(5,4)C(5,1) + 1)/C(10,5)
+		{8, 2, 4, 1, 1 - 6.0/28*15.0/15}, // 1 − C(6,4)/C(8,4) = 1 − 15/70
+		{8, 8, 4, 4, 1},                  // everything admitted: no evidence
+		{8, 0, 4, 1, 0},                  // nothing admitted: x=1 impossible
 	} {
 		if got := hyperUpperTail(c.N, c.K, c.n, c.x); math.Abs(got-c.want) > 1e-12 {
 			t.Errorf("P(X ≥ %d | N=%d K=%d n=%d) = %.15g, want %.15g", c.x, c.N, c.K, c.n, got, c.want)

@@ -344,7 +344,9 @@ func (s *surfaceRun) endModels() {
 
 // fitAdd takes the primary's next request in send order (third pass).
 func (s *surfaceRun) fitAdd(r *decode.Record) {
-	s.fit.add(r, s.fitIndex)
+	if !s.forged(r) {
+		s.fit.add(r, s.fitIndex)
+	}
 	s.fitIndex++
 }
 

@@ -94,6 +94,9 @@ func (c *independenceCheck) judge(e *evidence) (string, string) {
 	if e.other == nil {
 		return Skip, fmt.Sprintf("the other surface was not exercised from %s", e.primary)
 	}
+	if !e.anyRefused {
+		return Inconclusive, fmt.Sprintf("nothing from %s was refused on %s: with no refusal, the other surface's traffic had nothing to explain", e.primary, e.name)
+	}
 	n := c.explainedMore
 	var rival *Candidate
 	for _, i := range c.explained {

@@ -1,8 +1,10 @@
 package analyze
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/connectbyjbrh/ratecheck/method"
@@ -10,107 +12,153 @@ import (
 
 func init() { register(method.CheckSpoof, func() checkRun { return &spoofCheck{} }) }
 
-// spoofCheck judges verify's spoof pairs: probes with a forged forwarding
-// header and the plain probes sent beside them, from the primary.
+// spoofAlpha is the spoof check's false-alarm rate: the chance, over every
+// header tried together (Holm's correction), that it fails a target that
+// treats forged and plain probes alike.
+const spoofAlpha = 0.01
+
+// spoofCheck judges verify's spoof probes: probes with a forged forwarding
+// header and plain ones, sent from the limit address in one span in a
+// random order (method.SpoofOrder), as a two-sample question per header:
+// were the forged ones admitted more often than the plain ones?
 type spoofCheck struct {
-	probes []spoofProbe // the first 1000, in send order
+	plain  answered
+	forged map[string]*answered
+	order  []string // the headers, as first seen
 }
 
-// spoofProbe is a judged request of verify's spoof pairs: a forged-header
-// probe or the plain one sent beside it.
-type spoofProbe struct {
-	start, end         int64
-	header             string // the forged header; "" for a plain probe
-	admitted, refused  bool
-	definite, possible int32
-}
+// answered counts the answered probes of one kind: admitted (2xx) and
+// refused (429).
+type answered struct{ admitted, refused int }
+
+func (t answered) n() int { return t.admitted + t.refused }
 
 func (c *spoofCheck) judgedPrimary(s *surfaceRun, p sighting) {
-	if !(p.forged || p.stream == method.StreamSpoofControl) || len(c.probes) >= 1000 {
+	r := &p.Record
+	if !(p.forged || p.stream == method.StreamSpoofControl) || !admitted(r) && !refused(r) {
 		return
 	}
-	r := &p.Record
-	c.probes = append(c.probes, spoofProbe{start: r.Start, end: r.End, header: method.ForgedHeader(p.stream), admitted: admitted(r), refused: refused(r),
-		definite: p.Definite, possible: p.Definite + p.Ambiguous})
+	t := &c.plain
+	if p.forged {
+		h := method.ForgedHeader(p.stream)
+		if c.forged == nil {
+			c.forged = map[string]*answered{}
+		}
+		if c.forged[h] == nil {
+			c.forged[h] = &answered{}
+			c.order = append(c.order, h)
+		}
+		t = c.forged[h]
+	}
+	if admitted(r) {
+		t.admitted++
+	} else {
+		t.refused++
+	}
 }
 
-// judge weighs the forged-header probes of each header against the plain
-// probes sent from the same address just before and after each. A forged
-// probe is over the limit when both were refused (or provably over the
-// limit the target shows): the address had no budget then. Forged probes
-// refused while over the limit prove that header buys nothing; more
-// admitted while over the limit than the address's own budget could have
-// refilled in the meantime (a bucket refills, a window ages out) prove it
-// buys a fresh budget; anything else proves nothing.
+// spoofTest is the exact one-sided test of one header: forged probes
+// against the plain ones of the same span.
+type spoofTest struct {
+	header string
+	forged answered
+	// p is the chance of so many forged probes admitted, or more, were
+	// the header ignored; best is p had every forged probe been admitted
+	// (the power the run had).
+	p, best float64
+	failed  bool
+}
+
+// judge asks of each header whether its forged probes were admitted more
+// often than the plain probes sent in the same span from the same address
+// (Fisher's exact test, one-sided: the hypergeometric tail), correcting
+// for the headers tried by Holm's step-down at spoofAlpha. The probes went
+// out in a random order at an even pace, so a limiter that ignores the
+// headers (a sliding log, a refilling bucket, replicas behind a balancer)
+// admits the two kinds alike and fails the check at most at that rate. It
+// judges only while the address was refused: with nothing refused, a
+// forged header has nothing to win.
 func (c *spoofCheck) judge(e *evidence) (string, string) {
-	var plain []spoofProbe
-	forged := map[string][]spoofProbe{}
-	var headers []string
-	for _, p := range c.probes {
-		switch {
-		case p.header == "":
-			plain = append(plain, p)
-		case forged[p.header] == nil:
-			headers = append(headers, p.header)
-			fallthrough
-		default:
-			forged[p.header] = append(forged[p.header], p)
-		}
-	}
-	if len(headers) == 0 {
+	if len(c.order) == 0 {
 		return Skip, "no probe with forged forwarding headers"
 	}
-	over := func(p spoofProbe) bool { return p.refused || 1+int(p.definite) >= e.Leff+1 }
-	near := int64(e.W / 100)
-	bracketed := func(f spoofProbe) bool {
-		before, after := false, false
-		for _, q := range plain {
-			switch d := q.start - f.start; {
-			case d <= 0 && d >= -near && over(q):
-				before = true
-			case d >= 0 && d <= near && over(q):
-				after = true
-			}
-		}
-		return before && after
+	refusedN := c.plain.refused
+	for _, t := range c.forged {
+		refusedN += t.refused
 	}
-	var trusted, unproven, refusedBy []string
-	for _, h := range headers {
-		leaks, proven := 0, 0
-		var from, to int64 = math.MaxInt64, math.MinInt64
-		for _, f := range forged[h] {
-			if !bracketed(f) {
-				continue // nothing to weigh it against
-			}
-			switch {
-			case f.admitted:
-				leaks++
-				from, to = min(from, f.start), max(to, f.end)
-			case f.refused:
-				proven++
-			}
-		}
-		// What the address's own budget could have given back while the
-		// admitted forged probes were in flight: one, plus the limit's
-		// rate over that time.
-		refill := 1
-		if leaks > 0 {
-			refill += int(float64(to-from) * float64(e.Leff) / float64(e.W))
-		}
+	if refusedN == 0 {
+		return Inconclusive, fmt.Sprintf("none of the spoof probes from %s was refused: the address was not over its limit while they went out, so a forged header had nothing to win", e.primary)
+	}
+	tests := c.tests()
+	k := float64(len(tests))
+	var trusted, weak, alike []string
+	for _, t := range tests {
 		switch {
-		case leaks > refill:
-			trusted = append(trusted, fmt.Sprintf("%s (%d of %d admitted)", h, leaks, len(forged[h])))
-		case proven == 0:
-			unproven = append(unproven, h)
+		case t.failed:
+			trusted = append(trusted, fmt.Sprintf("%s (%d of %d admitted against %d of %d plain; p = %.2g)", t.header, t.forged.admitted, t.forged.n(), c.plain.admitted, c.plain.n(), t.p))
+		case t.best > spoofAlpha/k:
+			weak = append(weak, fmt.Sprintf("%s (%d forged, %d plain of which %d refused: p ≥ %.2g even were every forged probe admitted)", t.header, t.forged.n(), c.plain.n(), c.plain.refused, t.best))
 		default:
-			refusedBy = append(refusedBy, fmt.Sprintf("%s (%d refused)", h, proven))
+			alike = append(alike, fmt.Sprintf("%s (%d of %d)", t.header, t.forged.admitted, t.forged.n()))
 		}
 	}
+	test := fmt.Sprintf("exact one-sided test, Holm over %d headers, false-alarm rate %g", len(tests), spoofAlpha)
 	switch {
 	case len(trusted) > 0:
-		return Fail, fmt.Sprintf("probes forging %s were admitted while the plain probes from %s sent between them were refused, more than its own budget could have given back: the target trusts forwarding headers", strings.Join(trusted, ", "), e.primary)
-	case len(unproven) > 0:
-		return Inconclusive, fmt.Sprintf("no probe forging %s was refused between plain ones refused or provably over the limit (%d plain probes)", strings.Join(unproven, ", "), len(plain))
+		return Fail, fmt.Sprintf("probes forging %s were admitted more often than the plain probes from %s sent in the same span (%s): the target trusts forwarding headers", strings.Join(trusted, ", "), e.primary, test)
+	case len(weak) > 0:
+		return Inconclusive, fmt.Sprintf("too few probes answered or plain ones refused to tell for %s (%s)", strings.Join(weak, ", "), test)
 	}
-	return Pass, fmt.Sprintf("probes forging %s were refused like the plain probes beside them", strings.Join(refusedBy, ", "))
+	return Pass, fmt.Sprintf("probes forging %s were admitted no more often than the %d plain probes from %s in the same span (%d admitted; %s)", strings.Join(alike, ", "), c.plain.n(), e.primary, c.plain.admitted, test)
+}
+
+// tests runs the exact test of every header and Holm's step-down over
+// them: the smallest p is held to α/k, the next to α/(k−1), and so on
+// until one is not rejected.
+func (c *spoofCheck) tests() []spoofTest {
+	var tests []spoofTest
+	for _, h := range c.order {
+		f := *c.forged[h]
+		N, K := f.n()+c.plain.n(), f.admitted+c.plain.admitted
+		tests = append(tests, spoofTest{header: h, forged: f,
+			p:    hyperUpperTail(N, K, f.n(), f.admitted),
+			best: hyperUpperTail(N, f.n()+c.plain.admitted, f.n(), f.n())})
+	}
+	byP := make([]int, len(tests))
+	for i := range byP {
+		byP[i] = i
+	}
+	slices.SortStableFunc(byP, func(a, b int) int { return cmp.Compare(tests[a].p, tests[b].p) })
+	for rank, i := range byP {
+		if tests[i].p > spoofAlpha/float64(len(tests)-rank) {
+			break
+		}
+		tests[i].failed = true
+	}
+	return tests
+}
+
+// hyperUpperTail returns P(X ≥ x) for X hypergeometric: the successes
+// among n draws without replacement from N items of which K are
+// successes. It sums the exact terms C(K,i)·C(N−K,n−i)/C(N,n), each from
+// log-gamma.
+func hyperUpperTail(N, K, n, x int) float64 {
+	lo, hi := max(0, n-(N-K)), min(n, K)
+	x = max(x, lo)
+	if x > hi {
+		return 0
+	}
+	p := 0.0
+	for i := x; i <= hi; i++ {
+		p += math.Exp(logChoose(K, i) + logChoose(N-K, n-i) - logChoose(N, n))
+	}
+	return min(p, 1)
+}
+
+// logChoose returns ln C(n, k).
+func logChoose(n, k int) float64 {
+	a, _ := math.Lgamma(float64(n + 1))
+	b, _ := math.Lgamma(float64(k + 1))
+	c, _ := math.Lgamma(float64(n - k + 1))
+	return a - b - c
 }

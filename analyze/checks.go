@@ -91,6 +91,8 @@ type surfaceCheck struct {
 // newChecks makes the records of a surface's checks, in report order, and
 // hands each to the passes it observes.
 func (s *surfaceRun) newChecks() {
+	s.fresh = &freshStart{}
+	s.counters = append(s.counters, s.fresh)
 	for _, c := range method.Checks() {
 		newRun := checkKinds[c.Name]
 		if newRun == nil {
@@ -136,6 +138,9 @@ func (s *surfaceRun) verdict(meta *decode.Meta) (SurfaceVerdict, SurfaceDetail) 
 	sv, sd := s.summary()
 	e := &evidence{surfaceRun: s, sv: &sv, sd: &sd, meta: meta}
 	missing := s.missing(meta, &sd)
+	if missing == "" && s.primary != nil {
+		missing = s.fresh.spent(s)
+	}
 	if s.primary != nil {
 		e.primary = s.primary.source
 		e.Leff = s.effectiveLimit()

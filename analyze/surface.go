@@ -55,6 +55,7 @@ type surfaceRun struct {
 	groupObservers   []groupObserver
 	otherObservers   []otherObserver
 	fitWatchers      []fitWatcher
+	fresh            *freshStart // whether the primary's budget was whole at the start
 	// first pass
 	errs         map[string]int
 	lat          reservoir

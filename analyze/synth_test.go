@@ -52,11 +52,12 @@ func plan() []planned {
 		}
 		add("onset", srcA, 0, 0.03, sf.L)
 		add("over", srcA, 0.04, 0.04, 1)
-		// forged probes between plain ones, as verify sends them
-		gap := 1 / float64(10*sf.L)
-		add(method.StreamSpoofControl, srcA, 0.11, 0.11+9*gap, 10)
-		for i, h := range []string{method.StreamSpoofXForwardedFor, method.StreamSpoofForwarded, method.StreamSpoofXRealIP} {
-			add(h, srcA, 0.11+(0.5+float64(i))*gap, 0.11+(6.5+float64(i))*gap, 3)
+		// forged and plain probes in a random order, as verify sends them
+		order := method.SpoofOrder(1, 3)
+		gap := method.SpoofSpan / float64(len(order))
+		for slot, kind := range order {
+			stream := []string{method.StreamSpoofControl, method.StreamSpoofXForwardedFor, method.StreamSpoofForwarded, method.StreamSpoofXRealIP}[kind]
+			add(stream, srcA, 0.11+float64(slot)*gap, 0, 1)
 		}
 		add("isolation", srcB, 0.11, 0.111, 3)
 		add("flood", srcA, 0.05, 0.10, sf.L)

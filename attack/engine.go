@@ -103,6 +103,13 @@ type Options struct {
 	// Events, when set, receives what happens during the run (see
 	// [Event]); nil drops it.
 	Events func(Event)
+	// Fresh, when set, is how long the job's sources must not have sent to
+	// the target before the run (verify: a window): Execute looks for
+	// earlier runs in Out that did, and waits until Fresh has passed since
+	// the latest ended ([WaitingForFresh]), or with NoWait only says so
+	// ([NotFresh]) and starts at once.
+	Fresh  time.Duration
+	NoWait bool
 }
 
 // Run is what Execute archived.
@@ -235,6 +242,9 @@ func (e *engine) prepare(ctx context.Context, job Job, run *Run) (stop func() er
 			return stop, &SetupError{t}
 		}
 		return stop, &UnreachableError{Target: run.Target, Err: err}
+	}
+	if err := e.waitFresh(ctx, job, run.Target); err != nil {
+		return stop, ErrCancelled
 	}
 	if n, ok := job.(Negotiator); ok {
 		got, err := n.Negotiate(ctx, run.Target)

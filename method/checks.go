@@ -28,12 +28,12 @@ type Check struct {
 // checks lists the checks of a surface in report order.
 var checks = []Check{
 	{CheckOnset, GroupLimits, "L requests admitted and a refusal from one address within one window"},
-	{CheckRolling, GroupLimits, "admitted or refused requests whose outcome the timing decides"},
+	{CheckRolling, GroupLimits, "a window's worth of requests from one address, admitted or refused, whose outcome the timing decides"},
 	{CheckRejectedCount, GroupLimits, "a request that only one reading of refused requests explains (the probe plan's flood of refusals)"},
 	{CheckShape, GroupLimits, "a 429 to inspect"},
 	{CheckIsolation, GroupIsolation, "a request from a second address while the first is provably over its limit"},
-	{CheckSpoof, GroupIsolation, "a forged-header probe beside a plain one from the same address while it is provably over its limit"},
-	{CheckIndependence, GroupIsolation, "traffic on the other surface from the limit address"},
+	{CheckSpoof, GroupIsolation, "forged-header and plain probes from one address in one span, some refused, enough for the exact test to tell them apart"},
+	{CheckIndependence, GroupIsolation, "refusals, and traffic on the other surface from the limit address"},
 	{CheckContract, GroupContract, "an answer to each failure-table probe"},
 }
 

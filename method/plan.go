@@ -1,6 +1,9 @@
 package method
 
-import "slices"
+import (
+	"math/rand/v2"
+	"slices"
+)
 
 // Source roles of verify's probe plan: the index of the address a probe is
 // sent from, in the order verify is given its addresses. With fewer
@@ -31,6 +34,8 @@ type PlanOptions struct {
 	// log), at the next boundary (a fixed window), in between (a
 	// sliding-window counter) or steadily (a token bucket).
 	Discriminate bool
+	// Seed orders the spoof probes (SpoofOrder): the run's seed.
+	Seed uint64
 }
 
 // A Probe is one stream of verify's probe plan. Times are fractions of the
@@ -38,7 +43,9 @@ type PlanOptions struct {
 //   - a burst: Burst requests evenly over [0, Over·W], then, when
 //     ProbeEvery is set, one every ProbeEvery·W from ProbeFrom·W to Until·W;
 //   - a steady stream: PerWindow requests per W (0: at once, 2000 per
-//     second) for Duration·W, or Count requests.
+//     second) for Duration·W, or Count requests;
+//   - scattered: one request at each of At (fractions of W after Start,
+//     rising), when At is set.
 type Probe struct {
 	Stream, Surface string
 	// Source is the role of the address it is sent from (LimitSource …).
@@ -55,6 +62,7 @@ type Probe struct {
 	PerWindow  float64
 	Count      int
 	Duration   float64
+	At         []float64
 	// Header and Value are the forwarding header it forges, if any.
 	Header, Value string
 }
@@ -70,8 +78,9 @@ var forged = []struct{ stream, header, value string }{
 // Plan returns verify's probe plan of the limit and isolation groups for
 // both surfaces in parallel (docs/method.md): per surface, L requests over
 // [0, 0.03w] and one more at 0.04w (onset), L refused requests over
-// [0.05w, 0.10w] (do refusals count?), forged forwarding headers and a
-// second address at 0.11w (spoof, isolation), probes every 0.02w from
+// [0.05w, 0.10w] (do refusals count?), forged forwarding headers and plain
+// probes in a random order from 0.11w (spoof, see spoofProbes) and a
+// second address at 0.11w (isolation), probes every 0.02w from
 // 0.12w to 1.2w and every 0.005w across [w, 1.1w] (window length,
 // recovery edge). The over request waits for every answer of the onset,
 // and the flood and the spoof and isolation probes for the over request's,
@@ -102,22 +111,7 @@ func Plan(o PlanOptions) []Probe {
 			}
 		}
 		if o.Isolation {
-			// Forged probes between plain ones from the same address: a
-			// forged probe proves something only against plain ones sent
-			// just before and after it. Ten plain probes go out g = W/(10L)
-			// apart, and three of each forged header between them, so
-			// that a limiter refilling L per window gives back at most one
-			// request while one header's three are in flight.
-			g := 1 / float64(10*L)
-			control := at(StreamSpoofControl, 0.11)
-			control.PerWindow, control.Count, control.After = float64(10*L), 10, StreamOver
-			plan = append(plan, control)
-			for i, h := range forged {
-				p := at(h.stream, 0.11+(0.5+float64(i))*g)
-				p.PerWindow, p.Count, p.After = float64(10*L)/3, 3, StreamOver
-				p.Lag, p.Header, p.Value = (0.5+float64(i))*g, h.header, h.value
-				plan = append(plan, p)
-			}
+			plan = append(plan, spoofProbes(surface, o.Seed)...)
 			if o.Sources >= 2 {
 				iso := at(StreamIsolation, 0.11)
 				iso.Source, iso.Count, iso.After = IsolationSource, 3, StreamOver
@@ -126,6 +120,66 @@ func Plan(o PlanOptions) []Probe {
 		}
 	}
 	return plan
+}
+
+// SpoofPerHeader is how many probes forge each header, and how many plain
+// probes go out per header in the same span. With 6 forged against 18
+// plain, the spoof check's exact test (one-sided, the smallest of three
+// p-values held to 0.01/3 by Holm's step-down) rejects whenever every
+// forged probe is admitted and at most 4 plain ones are: against a trusted
+// header its power is 1 when every plain probe is refused, 0.9945 when each
+// is admitted with chance L·SpoofSpan/36 = 0.067 (a limiter refilling 240
+// per window gives back that share at this pace; 0.9998 at MCP's 0.033),
+// 0.97 at 0.1. 4 is the least that rejects at all when every forged probe
+// is admitted and every plain one refused.
+const SpoofPerHeader = 6
+
+// SpoofSpan is how long the spoof probes take, in windows: they go out from
+// 0.11w at an even pace, before the sparse probes begin at 0.12w.
+const SpoofSpan = 0.01
+
+// spoofProbes are the spoof probes of a surface: SpoofPerHeader forging
+// each header and as many plain ones per header, one every
+// SpoofSpan/(2·3·SpoofPerHeader) windows from 0.11w (after the over
+// request's answer) in the random order SpoofOrder(seed) gives, so that a
+// limiter that ignores the headers admits both kinds alike whatever its
+// timing (one refilling L per window gives back L·SpoofSpan requests over
+// the span: 2.4 on REST, 1.2 on MCP).
+func spoofProbes(surface string, seed uint64) []Probe {
+	order := SpoofOrder(seed, len(forged))
+	g := SpoofSpan / float64(len(order))
+	plan := make([]Probe, 1+len(forged))
+	for k := range plan {
+		p := Probe{Stream: StreamSpoofControl, Surface: surface, Source: LimitSource, Start: 0.11, After: StreamOver}
+		if k > 0 {
+			h := forged[k-1]
+			p.Stream, p.Header, p.Value = h.stream, h.header, h.value
+		}
+		for slot, kind := range order {
+			if kind == k {
+				p.At = append(p.At, float64(slot)*g)
+			}
+		}
+		p.Count = len(p.At)
+		plan[k] = p
+	}
+	return plan
+}
+
+// SpoofOrder returns the order of the spoof probes of a run with the given
+// seed: per slot, 0 for a plain probe or i for one forging the i-th of the
+// headers; SpoofPerHeader of each header and as many plain ones per header,
+// shuffled. The same seed gives the same order.
+func SpoofOrder(seed uint64, headers int) []int {
+	order := make([]int, 0, 2*headers*SpoofPerHeader)
+	for h := 1; h <= headers; h++ {
+		for range SpoofPerHeader {
+			order = append(order, 0, h)
+		}
+	}
+	r := rand.New(rand.NewPCG(seed, 0x5b00f))
+	r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	return order
 }
 
 // ContractStart is when the failure-table probes start, in windows: soon

@@ -22,6 +22,8 @@ type VerifyOptions struct {
 	// Discriminate adds the window of probes that tells the limiter
 	// families apart (method.PlanOptions.Discriminate).
 	Discriminate bool
+	// Seed orders the spoof probes (method.SpoofOrder): the run's seed.
+	Seed uint64
 }
 
 // VerifyProfile returns verify's probe plan (method.Plan) as a profile, for
@@ -42,7 +44,7 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 		return o.RESTLimit
 	}
 	plan := method.Plan(method.PlanOptions{Limits: o.Limits, Isolation: o.Isolation, Limit: limit, Sources: len(o.Sources),
-		Surfaces: o.Surfaces, Discriminate: o.Discriminate})
+		Surfaces: o.Surfaces, Discriminate: o.Discriminate, Seed: o.Seed})
 	for _, pr := range plan {
 		p.Streams = append(p.Streams, probeStream(pr, src(pr.Source)))
 	}
@@ -78,6 +80,8 @@ func probeStream(pr method.Probe, sources []string) Stream {
 	}
 	s := Stream{Name: pr.Stream, Surface: pr.Surface, Sources: sources, Start: Span{W: pr.Start}, Requests: []Request{req}}
 	switch {
+	case len(pr.At) > 0:
+		s.Pacer = scattered(pr.At)
 	case pr.Burst > 0:
 		s.Pacer = PacerSpec{Type: "burst-then-probe", Burst: pr.Burst, Over: Span{W: pr.Over}}
 		if pr.ProbeEvery > 0 {
@@ -95,6 +99,31 @@ func probeStream(pr method.Probe, sources []string) Stream {
 		s.Lag = Span{W: pr.Lag}
 	}
 	return s
+}
+
+// scattered is a steps pacer that sends one request at each of at
+// (fractions of the window, rising): a step of one request, then a pause
+// (a step at rate 0) until the next.
+func scattered(at []float64) PacerSpec {
+	ps := PacerSpec{Type: "steps", Count: len(at)}
+	step := func(n, d float64) {
+		ps.Steps = append(ps.Steps, Step{Rate: Rate{N: n, Per: Span{W: 1}}, Duration: Span{W: d}})
+	}
+	last := 0.0
+	for i, t := range at {
+		if t > last {
+			step(0, t-last)
+		}
+		// Half the gap to the next (or a thousandth of the window) at a
+		// rate that plans one request in it.
+		d := 0.001
+		if i+1 < len(at) {
+			d = (at[i+1] - t) / 2
+		}
+		step(1/(2*d), d)
+		last = t + d
+	}
+	return ps
 }
 
 // LoadEmbedded loads a shipped profile by file name.

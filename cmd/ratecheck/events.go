@@ -37,6 +37,10 @@ func renderEvent(w io.Writer, name, announce string, ev attack.Event) {
 			ev.Target, ev.Planned.Round(100*time.Millisecond), ev.Wait)
 	case attack.WaitingForTarget:
 		say("target %s is not reachable yet (%v): trying again until --start-at", ev.Target, ev.Err)
+	case attack.WaitingForFresh:
+		say("%s sent to this target from the same addresses until %s: waiting %v for its requests to leave the window (--no-wait starts at once)", ev.Run, ev.End.UTC().Format(instant), ev.Wait.Round(100*time.Millisecond))
+	case attack.NotFresh:
+		say("warning: %s sent to this target from the same addresses until %s, %v before its requests leave the window: starting anyway (--no-wait); a first burst refused early makes the verdict inconclusive", ev.Run, ev.End.UTC().Format(instant), ev.Left.Round(100*time.Millisecond))
 	case attack.Negotiated:
 		for _, note := range negotiationNotes(ev.Negotiation) {
 			say("%s", note)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"io"
+	"math/rand/v2"
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/attack"
@@ -36,6 +37,11 @@ third for the contract probes (default on a loopback target: 127.0.0.1,
 skipped). An address this machine does not have is refused before anything
 is sent.
 
+An earlier run in --out that sent to the same target from the same
+addresses less than a window ago is waited out first (--no-wait starts at
+once); a first burst refused before the limit is reached makes the verdict
+inconclusive, never a failure.
+
 When two limiter families explain the run equally (model_alternatives),
 --discriminate adds one window of probes that tells them apart.
 
@@ -64,6 +70,8 @@ type verifyOptions struct {
 	timeout   time.Duration
 	surfaces  string
 	discrim   bool
+	noWait    bool
+	seed      uint64
 }
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -105,5 +113,15 @@ func (o *verifyOptions) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout")
 	fs.StringVar(&o.surfaces, "surfaces", "rest,mcp", "comma-separated `surfaces` to verify: rest, mcp or both")
 	fs.BoolVar(&o.discrim, "discriminate", false, "add a window of probes that tells limiter families apart when the run cannot (see model_alternatives)")
+	fs.BoolVar(&o.noWait, "no-wait", false, "start at once even when an earlier run in --out sent to this target from the same addresses within the window (default: wait until it left the window)")
+	fs.Uint64Var(&o.seed, "seed", 0, "seed of the spoof probes' random order, recorded in run.json (default 0: a new one per run)")
 	return fs
+}
+
+// runSeed is the seed of the run: --seed, or a new one.
+func (o *verifyOptions) runSeed() uint64 {
+	if o.seed != 0 {
+		return o.seed
+	}
+	return rand.Uint64()
 }

@@ -55,9 +55,10 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 	if o.sources == "" && attack.IsLoopback(o.target) {
 		sources = []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}
 	}
+	seed := o.runSeed()
 	prof, err := scenario.VerifyProfile(scenario.VerifyOptions{RESTLimit: restLimit, MCPLimit: mcpLimit, Sources: sources, Surfaces: surfaces,
 		Limits: slices.Contains(groups, "limits"), Isolation: slices.Contains(groups, "isolation"), Contract: slices.Contains(groups, "contract"),
-		Discriminate: o.discrim})
+		Discriminate: o.discrim, Seed: seed})
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -83,7 +84,7 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 	if err != nil {
 		return fail("%v", err)
 	}
-	opts.Folder, opts.Seed, opts.Network = prof.Name, 1, nw
+	opts.Folder, opts.Seed, opts.Network, opts.Fresh, opts.NoWait = prof.Name, seed, nw, window, o.noWait
 	opts.Events = engineEvents(stderr, "verify", fmt.Sprintf("probing %s for about %v (window %v)", strings.Join(surfaces, " and "), plan.Duration().Round(100*time.Millisecond), window))
 	return verifyRun{plan: plan, opts: opts, checks: checks, surfaces: surfaces}, -1
 }

@@ -48,7 +48,12 @@ func (c *rollingCheck) judge(e *evidence) (string, string) {
 	case c.judgedN == 0:
 		return Inconclusive, fmt.Sprintf("no request from %s was admitted (2xx) or refused (429)", e.primary)
 	case c.judgedN < e.L:
-		return Inconclusive, fmt.Sprintf("only %d requests from %s were admitted or refused, fewer than the %d of one window: a rolling limit of %d per %v was not exercised", c.judgedN, e.primary, e.L, e.L, e.W)
+		were := "were"
+		if c.judgedN == 1 {
+			were = "was"
+		}
+		return Inconclusive, fmt.Sprintf("only %s from %s %s admitted or refused, fewer than the %d of one window: a rolling limit of %d per %v was not exercised",
+			human.Count(c.judgedN, "request", ""), e.primary, were, e.L, e.L, human.Duration(e.W))
 	case c.judgedN == c.indet:
 		return Inconclusive, fmt.Sprintf("the outcome of every one of the %s from %s is indeterminate: latency too large against the window", human.Count(c.judgedN, "answered request", ""), e.primary)
 	}

@@ -266,8 +266,8 @@ func (p LeakProof) ruledOut(c Candidate) bool {
 }
 
 // choose names the best candidate the leaks do not rule out (the fewest
-// mismatches; on a tie the simplest family, their order in Candidates,
-// then the documented limit, replayed first) and the alternatives the
+// mismatches; on a tie the simplest family (rank), at any limit, then
+// the documented limit, replayed first) and the alternatives the
 // run's timing cannot tell from it.
 func (fit *Fit) choose(leaks LeakProof) {
 	var open []Candidate
@@ -280,7 +280,7 @@ func (fit *Fit) choose(leaks LeakProof) {
 	}
 	fit.Best = open[0] // "none" is never ruled out
 	for _, c := range open[1:] {
-		if c.Mismatches < fit.Best.Mismatches {
+		if c.Mismatches < fit.Best.Mismatches || c.Mismatches == fit.Best.Mismatches && c.rank() < fit.Best.rank() {
 			fit.Best = c
 		}
 	}
@@ -292,6 +292,27 @@ func (fit *Fit) choose(leaks LeakProof) {
 		}
 	}
 	fit.Decided = len(fit.Alternatives) == 0
+}
+
+// rank is how simple the candidate's family is, the tie order of the fit:
+// none, sliding log, token bucket, fixed window, sliding-window counter,
+// then replicas (several limiters are less simple than one), whatever the
+// limit it was replayed at.
+func (c Candidate) rank() int {
+	if c.Replicas > 1 {
+		return 5
+	}
+	switch c.Family {
+	case FamilyNone:
+		return 0
+	case FamilySlidingLog:
+		return 1
+	case FamilyTokenBucket:
+		return 2
+	case FamilyFixedWindow:
+		return 3
+	}
+	return 4
 }
 
 // rivals reports whether the run's timing could have made b fit as well

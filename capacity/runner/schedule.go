@@ -3,8 +3,6 @@ package runner
 import (
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -46,17 +44,6 @@ func streamName(step, k int) string {
 		return fmt.Sprintf("step-%02d", step)
 	}
 	return fmt.Sprintf("step-%02d.%d", step, k)
-}
-
-// stepOf reads the step index back from a stream name ("" when not one).
-func stepOf(stream string) (int, bool) {
-	s, ok := strings.CutPrefix(stream, "step-")
-	if !ok {
-		return 0, false
-	}
-	s, _, _ = strings.Cut(s, ".")
-	n, err := strconv.Atoi(s)
-	return n, err == nil
 }
 
 func (g *Segment) warmup() time.Duration {

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"encoding/xml"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,5 +95,24 @@ func TestCapacityEndToEnd(t *testing.T) {
 	ccode, cout, cerr := runCmd(t, "compare", dirs[0], dirs[0])
 	if res.KneeRPS != nil && (ccode != exitOK || !strings.Contains(cout, "knee change: +0.0/s")) {
 		t.Errorf("compare of a run with itself: exit %d\n%s%s", ccode, cout, cerr)
+	}
+}
+
+// TestCapacityTargetFailing: a target that answers every request 503 from
+// the start is exit 3, and the search never goes past its first step.
+func TestCapacityTargetFailing(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	code, stdout, stderr := runCmd(t, "capacity", "--slo", "p99<=100ms", "--target", srv.URL, "--start-rate", "400", "--max-rate", "400",
+		"--step", "1s", "--warmup", "0.2s", "--window", "1s", "--json", "--out", t.TempDir())
+	if code != exitUnreachable {
+		t.Fatalf("exit %d, want %d\n%s%s", code, exitUnreachable, stdout, stderr)
+	}
+	matchSchema(t, "capacity.json", stdout)
+	var res capacity.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || res.Verdict != capacity.VerdictNotFound || len(res.Steps) != 1 || res.LimitedBy != capacity.CauseErrors {
+		t.Errorf("verdict %s limited by %s after %d steps (%v), want not-found by errors after 1", res.Verdict, res.LimitedBy, len(res.Steps), err)
 	}
 }

@@ -26,7 +26,7 @@ go build -o "$tmp/ratecheck" ./cmd/ratecheck
 up() { for _ in $(seq 200); do curl -s -o /dev/null "http://$1/" && return; sleep 0.05; done; }
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
 
-"$tmp/ratecheck" serve --quiet --addr 127.0.0.1:18094 --window "$WINDOW" --workers 50 --service 20ms --queue 100000 >/dev/null 2>&1 &
+"$tmp/ratecheck" serve --quiet --addr 127.0.0.1:18094 --window "$WINDOW" --workers 50 --service 20ms >/dev/null 2>&1 &
 up 127.0.0.1:18094
 summary() { # FILE.json TIME-FILE LABEL
   python3 - "$@" <<'PY'
@@ -48,6 +48,13 @@ start=$(date +%s.%N)
   --start-rate 500 --max-rate 10000 --step "$STEP" --json --report=false --out "$tmp/runs" >"$tmp/knee.json" 2>"$tmp/knee.time" || true
 end=$(date +%s.%N)
 summary "$tmp/knee.json" "$tmp/knee.time" "knee of 50 x 20ms"
+if grep -q '"verdict": "client"' "$tmp/knee.json"; then # a loaded host: say so, and search again with a looser lateness bound
+  start=$(date +%s.%N)
+  /usr/bin/time -v "$tmp/ratecheck" capacity --target http://127.0.0.1:18094 --window "$WINDOW" --slo 'p99<=100ms' --max-lateness 60ms \
+    --start-rate 500 --max-rate 10000 --step "$STEP" --json --report=false --out "$tmp/runs" >"$tmp/knee.json" 2>"$tmp/knee.time" || true
+  end=$(date +%s.%N)
+  summary "$tmp/knee.json" "$tmp/knee.time" "knee of 50 x 20ms, --max-lateness 60ms"
+fi
 echo "  wall time of the search: $(python3 -c "print(f'{$end - $start:.1f}')") s; load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 "$tmp/ratecheck" serve --quiet --addr 127.0.0.1:18095 --window "$WINDOW" --rest-limit 100000000 >/dev/null 2>&1 &

@@ -47,7 +47,7 @@ type capacityOptions struct {
 	slo, errorBudget, sources   string
 	startRate, maxRate, prec    float64
 	step, warmup, maxStep, wind time.Duration
-	timeout                     time.Duration
+	timeout, maxLateness        time.Duration
 	throughLimit                bool
 	maxWorkers, seed            uint64
 }
@@ -95,6 +95,7 @@ func (o *capacityOptions) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.junit, "junit", "", "also write the knee as JUnit XML to `file` (one test case)")
 	fs.BoolVar(&o.report, "report", true, "write report.html (throughput and the quantile against offered rate) into the run folder")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout")
+	fs.DurationVar(&o.maxLateness, "max-lateness", 10*time.Millisecond, "a step counts only if the p99 of its requests' lateness is within this (negative: off, all lateness charged to the API)")
 	fs.Uint64Var(&o.maxWorkers, "max-workers", 0, "cap on the requests each source has in flight (0: none, the open model)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the model's bootstrap, recorded with the run")
 	return fs
@@ -111,7 +112,7 @@ func (o *capacityOptions) search() (capacity.Options, error) {
 		return capacity.Options{}, err
 	}
 	return capacity.Options{Objective: capacity.Objective{SLO: slo, ErrorBudget: budget}, StartRate: o.startRate,
-		MaxRate: o.maxRate, Precision: o.prec, Step: o.step, Warmup: o.warmup, MaxStep: o.maxStep, Seed: o.seed}, nil
+		MaxRate: o.maxRate, Precision: o.prec, Step: o.step, Warmup: o.warmup, MaxStep: o.maxStep, MaxLateness: o.maxLateness, Seed: o.seed}, nil
 }
 
 var _ attack.Job = (*runner.Job)(nil)

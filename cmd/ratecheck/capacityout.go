@@ -102,16 +102,22 @@ func capacityNotes(res capacity.Result) []string {
 	if len(res.Steps) == 0 {
 		return nil
 	}
+	var notes []string
+	for i, s := range res.Steps {
+		if s.Refused > 0 && s.Verdict != capacity.StepLimits {
+			notes = append(notes, fmt.Sprintf("step %d: %d requests were answered 429 while the step failed on latency from the actual send (a late generator's catch-up bursts can put an address over its limit)", i, s.Refused))
+		}
+	}
 	last := res.Steps[len(res.Steps)-1]
 	switch last.Verdict {
 	case capacity.StepClient:
-		return []string{fmt.Sprintf("the generator could not keep the schedule at %.1f/s (achieved %.1f/s, lateness p99 %.1f ms): this is this machine's limit, not the API's; run on a less loaded machine, give --max-workers 0 (the open model), or split the load over machines",
-			last.OfferedRPS, last.AchievedRPS, last.LatenessP99Ms)}
+		return append(notes, fmt.Sprintf("the generator could not keep the schedule at %.1f/s (achieved %.1f/s, lateness p99 %.1f ms): this is this machine's limit, not the API's; run on a less loaded machine, give --max-workers 0 (the open model), or split the load over machines",
+			last.OfferedRPS, last.AchievedRPS, last.LatenessP99Ms))
 	case capacity.StepLimits:
-		return []string{fmt.Sprintf("%d requests were answered 429 at %.1f/s from %d sources, each well under its share of the documented limit: the limiter engaged below its documented rate, a finding of its own, not capacity (verify checks the limits)",
-			last.Refused, last.OfferedRPS, last.Sources)}
+		return append(notes, fmt.Sprintf("%d requests were answered 429 at %.1f/s from %d sources, each well under its share of the documented limit: the limiter engaged below its documented rate, a finding of its own, not capacity (verify checks the limits)",
+			last.Refused, last.OfferedRPS, last.Sources))
 	}
-	return nil
+	return notes
 }
 
 // stepEvents says each judged step on stderr as one line.

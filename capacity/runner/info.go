@@ -78,7 +78,7 @@ func ReadInfo(dir string) (*archive.RunInfo, *Info, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(run.Capacity) == 0 {
+	if run == nil || len(run.Capacity) == 0 { // nil: no run.json at all
 		return run, nil, ErrNotCapacity
 	}
 	var ci Info

@@ -325,3 +325,60 @@ func since(t, from int64) uint64 { return uint64(t) - uint64(from) }
 
 // secs is t in seconds since t0 (t >= t0).
 func secs(t, t0 int64) float64 { return float64(since(t, t0)) / 1e9 }
+
+// KneeSummary is what a comparison reads of a capacity run: its verdict
+// and knee with the bracket around it (a nil high: nothing above failed).
+type KneeSummary struct {
+	Run     string   `json:"run"`
+	Verdict string   `json:"verdict"`
+	KneeRPS *float64 `json:"knee_rps"`
+	LowRPS  *float64 `json:"knee_low_rps"`
+	HighRPS *float64 `json:"knee_high_rps"`
+}
+
+// KneeChange is the comparison of two capacity runs: how the knee moved,
+// and whether the two brackets [low, high] separate (neither holds a rate
+// of the other's), which is when the move is more than the searches'
+// precision. A lower knee whose brackets separate is a regression (fail).
+type KneeChange struct {
+	Base KneeSummary `json:"base"`
+	Run  KneeSummary `json:"run"`
+	// ChangeRPS is run's knee minus base's; Relative that over base's
+	// (nil unless both found a knee).
+	ChangeRPS *float64 `json:"change_rps"`
+	Relative  *float64 `json:"relative"`
+	// Separate reports whether the brackets separate.
+	Separate bool `json:"separate"`
+	// Verdict is Pass, Fail (lower and separate) or Inconclusive (a run
+	// without a knee).
+	Verdict string `json:"verdict"`
+}
+
+// CompareKnees compares the knee of run with that of base.
+func CompareKnees(base, run KneeSummary) KneeChange {
+	c := KneeChange{Base: base, Run: run, Verdict: Inconclusive}
+	if base.KneeRPS == nil || run.KneeRPS == nil {
+		return c
+	}
+	d := *run.KneeRPS - *base.KneeRPS
+	rel := d / *base.KneeRPS
+	c.ChangeRPS, c.Relative = &d, &rel
+	top := func(s KneeSummary) float64 {
+		if s.HighRPS == nil {
+			return math.Inf(1)
+		}
+		return *s.HighRPS
+	}
+	low := func(s KneeSummary) float64 {
+		if s.LowRPS == nil {
+			return *s.KneeRPS
+		}
+		return *s.LowRPS
+	}
+	c.Separate = top(base) < low(run) || top(run) < low(base)
+	c.Verdict = Pass
+	if c.Separate && d < 0 {
+		c.Verdict = Fail
+	}
+	return c
+}

@@ -363,3 +363,38 @@ func TestCompareUndecidedModel(t *testing.T) {
 		t.Errorf("run undecided: %s, regressions %v, notes %v", c.Verdict, c.Regressions, c.Notes)
 	}
 }
+
+// TestCompareKnees: a lower knee whose bracket lies apart from the
+// baseline's is a regression; overlapping brackets are not.
+func TestCompareKnees(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	k := func(knee, high float64) KneeSummary {
+		s := KneeSummary{Verdict: "found", KneeRPS: f(knee), LowRPS: f(knee)}
+		if high > 0 {
+			s.HighRPS = f(high)
+		}
+		return s
+	}
+	tests := []struct {
+		name     string
+		base     KneeSummary
+		run      KneeSummary
+		separate bool
+		verdict  string
+	}{
+		{"same bracket", k(497, 519), k(500, 520), false, Pass},
+		{"lower, apart", k(497, 519), k(400, 420), true, Fail},
+		{"higher, apart", k(400, 420), k(497, 519), true, Pass},
+		{"overlapping", k(497, 519), k(480, 505), false, Pass},
+		{"base reached max-rate", k(1000, 0), k(1100, 0), false, Pass},
+		{"no knee", KneeSummary{Verdict: "not-found"}, k(500, 520), false, Inconclusive},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := CompareKnees(tt.base, tt.run)
+			if c.Separate != tt.separate || c.Verdict != tt.verdict {
+				t.Errorf("separate %v verdict %s, want %v %s", c.Separate, c.Verdict, tt.separate, tt.verdict)
+			}
+		})
+	}
+}

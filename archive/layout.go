@@ -74,6 +74,10 @@ type RunInfo struct {
 	// Machine is what the run ran on, so that runs of a series from other
 	// hosts, or from a starved one, can be told apart.
 	Machine *MachineInfo `json:"machine,omitempty"`
+	// Capacity is a capacity run's search: its configuration, the
+	// schedule of every step and the result, in the form package
+	// capacity/runner writes and reads (absent for other runs).
+	Capacity json.RawMessage `json:"capacity,omitempty"`
 	// Dir is the run folder it was read from (not written).
 	Dir string `json:"-"`
 }

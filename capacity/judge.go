@@ -121,11 +121,14 @@ type StepResult struct {
 // Judge judges the samples of one step offered at offered requests per
 // second. In order:
 //   - no sample: client (nothing went out);
+//   - the quantile's lower bound, measured from the actual send, above
+//     the objective: fail (latency) — the generator's lateness cannot
+//     inflate it, so the API failed whatever the generator did (a late
+//     generator's catch-up burst may have drawn 429s as well: the step's
+//     Refused still counts them);
 //   - a 429: limits;
-//   - the error rate's lower bound above the budget: fail (errors); the
-//     quantile's lower bound, measured from the actual send, above the
-//     objective: fail (latency) — the generator's lateness cannot inflate
-//     either, so the API failed whatever the generator did;
+//   - the error rate's lower bound above the budget: fail (errors) — a
+//     figure the generator's lateness cannot inflate either;
 //   - achieved rate below MinAchieved of offered, or lateness p99 above
 //     MaxLateness: client;
 //   - the quantile's lower bound from the intended time above the
@@ -159,12 +162,12 @@ func Judge(st *Stats, offered float64, c Criteria) StepResult {
 	beyond := func(ci QuantileCI) bool { return ci.HasLow && ci.Low > slo.Max }
 	onSchedule := r.AchievedRPS >= c.MinAchieved*offered && (c.MaxLateness < 0 || lateness <= c.MaxLateness)
 	switch {
+	case beyond(unc):
+		r.Verdict, r.LimitedBy = StepFail, CauseLatency
 	case r.Refused > 0:
 		r.Verdict, r.LimitedBy = StepLimits, CauseLimits
 	case r.ErrorRateLow > budget:
 		r.Verdict, r.LimitedBy = StepFail, CauseErrors
-	case beyond(unc):
-		r.Verdict, r.LimitedBy = StepFail, CauseLatency
 	case !onSchedule:
 		r.Verdict, r.LimitedBy = StepClient, CauseClient
 	case beyond(corr):

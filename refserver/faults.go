@@ -18,6 +18,11 @@ type Faults struct {
 	Reset float64
 	// DelayMin and DelayMax bound a uniform delay added before every answer.
 	DelayMin, DelayMax time.Duration
+	// FreezeFor and FreezeEvery freeze the target for FreezeFor at the end
+	// of every FreezeEvery since it started (a pause of the whole process,
+	// as a stop-the-world collection or a stalled host makes it): a request
+	// that arrives during a freeze is held until it ends.
+	FreezeFor, FreezeEvery time.Duration
 }
 
 // String returns the spec that ParseFaults reads back into f.
@@ -32,12 +37,16 @@ func (f Faults) String() string {
 	if f.DelayMax > 0 {
 		parts = append(parts, "delay="+f.DelayMin.String()+"-"+f.DelayMax.String())
 	}
+	if f.FreezeEvery > 0 {
+		parts = append(parts, "freeze="+f.FreezeFor.String()+"/"+f.FreezeEvery.String())
+	}
 	return strings.Join(parts, ",")
 }
 
 // ParseFaults reads a spec such as "5xx=0.02,reset=0.01,delay=5ms-40ms".
 // Probabilities are in [0, 1] and add up to at most 1; a delay is one
-// duration or a range "MIN-MAX". The empty spec means no faults.
+// duration or a range "MIN-MAX"; a freeze is "FOR/EVERY" such as 1s/10s,
+// with 0 < FOR < EVERY. The empty spec means no faults.
 func ParseFaults(spec string) (Faults, error) {
 	var f Faults
 	if strings.TrimSpace(spec) == "" {
@@ -47,7 +56,7 @@ func ParseFaults(spec string) (Faults, error) {
 	for _, item := range strings.Split(spec, ",") {
 		key, val, ok := strings.Cut(strings.TrimSpace(item), "=")
 		if !ok || val == "" {
-			return Faults{}, fmt.Errorf("fault %q: want KEY=VALUE (keys: 5xx, reset, delay)", item)
+			return Faults{}, fmt.Errorf("fault %q: want KEY=VALUE (keys: 5xx, reset, delay, freeze)", item)
 		}
 		if seen[key] {
 			return Faults{}, fmt.Errorf("fault %q given twice", key)
@@ -75,14 +84,34 @@ func ParseFaults(spec string) (Faults, error) {
 				return Faults{}, fmt.Errorf("fault delay=%s: want a duration or MIN-MAX with 0 <= MIN <= MAX, such as 5ms-40ms", val)
 			}
 			f.DelayMin, f.DelayMax = dlo, dhi
+		case "freeze":
+			a, b, _ := strings.Cut(val, "/")
+			d, err1 := time.ParseDuration(a)
+			every, err2 := time.ParseDuration(b)
+			if err1 != nil || err2 != nil || d <= 0 || every <= d {
+				return Faults{}, fmt.Errorf("fault freeze=%s: want FOR/EVERY with 0 < FOR < EVERY, such as 1s/10s", val)
+			}
+			f.FreezeFor, f.FreezeEvery = d, every
 		default:
-			return Faults{}, fmt.Errorf("fault %q: unknown kind (want 5xx, reset or delay)", key)
+			return Faults{}, fmt.Errorf("fault %q: unknown kind (want 5xx, reset, delay or freeze)", key)
 		}
 	}
 	if f.ServerError+f.Reset > 1 {
 		return Faults{}, fmt.Errorf("faults 5xx=%g and reset=%g add up to more than 1", f.ServerError, f.Reset)
 	}
 	return f, nil
+}
+
+// frozen returns how long a request arriving at now (the server's clock)
+// is held by a freeze: until the freeze ends, 0 outside one.
+func (f Faults) frozen(now time.Duration) time.Duration {
+	if f.FreezeEvery <= 0 {
+		return 0
+	}
+	if ph := now % f.FreezeEvery; ph >= f.FreezeEvery-f.FreezeFor {
+		return f.FreezeEvery - ph
+	}
+	return 0
 }
 
 // fault is what happens to one request.

@@ -177,6 +177,7 @@ func (s *Server) limited(sf surface, next func(http.ResponseWriter, *http.Reques
 			id = strconv.FormatUint(s.reqID.Add(1), 10)
 		}
 		f, delay := s.faults.draw()
+		delay += s.cfg.Faults.frozen(s.cfg.Clock())
 		if delay > 0 {
 			select {
 			case <-time.After(delay):

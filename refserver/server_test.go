@@ -480,6 +480,15 @@ func TestFaultsAreDeterministic(t *testing.T) {
 	}
 }
 
+func TestFrozen(t *testing.T) {
+	f := Faults{FreezeFor: time.Second, FreezeEvery: 10 * time.Second}
+	for _, c := range []struct{ now, want time.Duration }{{0, 0}, {8999 * ms, 0}, {9 * time.Second, time.Second}, {9500 * ms, 500 * ms}, {19900 * ms, 100 * ms}} {
+		if got := f.frozen(c.now); got != c.want {
+			t.Errorf("frozen(%v) = %v, want %v", c.now, got, c.want)
+		}
+	}
+}
+
 func TestParseFaults(t *testing.T) {
 	tests := []struct {
 		spec    string
@@ -489,11 +498,13 @@ func TestParseFaults(t *testing.T) {
 		{"", Faults{}, ""},
 		{"5xx=0.02,reset=0.01,delay=5ms-40ms", Faults{ServerError: 0.02, Reset: 0.01, DelayMin: 5 * ms, DelayMax: 40 * ms}, ""},
 		{"delay=3ms", Faults{DelayMin: 3 * ms, DelayMax: 3 * ms}, ""},
-		{"5xx", Faults{}, `fault "5xx": want KEY=VALUE (keys: 5xx, reset, delay)`},
+		{"5xx", Faults{}, `fault "5xx": want KEY=VALUE (keys: 5xx, reset, delay, freeze)`},
 		{"5xx=2", Faults{}, "fault 5xx=2: want a probability between 0 and 1"},
 		{"reset=x", Faults{}, "fault reset=x: want a probability between 0 and 1"},
 		{"delay=40ms-5ms", Faults{}, "fault delay=40ms-5ms: want a duration or MIN-MAX with 0 <= MIN <= MAX, such as 5ms-40ms"},
-		{"stall=1", Faults{}, `fault "stall": unknown kind (want 5xx, reset or delay)`},
+		{"stall=1", Faults{}, `fault "stall": unknown kind (want 5xx, reset, delay or freeze)`},
+		{"freeze=1s/10s", Faults{FreezeFor: time.Second, FreezeEvery: 10 * time.Second}, ""},
+		{"freeze=10s/1s", Faults{}, "fault freeze=10s/1s: want FOR/EVERY with 0 < FOR < EVERY, such as 1s/10s"},
 		{"5xx=0.1,5xx=0.2", Faults{}, `fault "5xx" given twice`},
 		{"5xx=0.7,reset=0.6", Faults{}, "faults 5xx=0.7 and reset=0.6 add up to more than 1"},
 	}

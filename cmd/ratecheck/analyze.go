@@ -35,7 +35,7 @@ of results at a time.
 A fleet's run folder (fleet, or fleet --client-cmd) is judged again as
 fleet judged it, by the backoff, ε and seed its run.json recorded: the
 same tables, --json and --junit as fleet (--checks and --window do not
-apply).
+apply); a capacity run folder, step by step from the schedule in run.json.
 
 Input that holds no request to /api/public/ or /mcp (results of another
 API, or not results at all) is an error.
@@ -83,6 +83,8 @@ func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		if info, err := archive.ReadRunInfo(dir); err == nil && info != nil && info.Fleet != nil {
 			return analyzeFleet(dir, *info, asJSON, junit, stdout, stderr)
+		} else if err == nil && info != nil && len(info.Capacity) > 0 {
+			return analyzeCapacity(dir, asJSON, junit, stdout, stderr)
 		}
 	}
 	// On disk, not in memory: a results file of any size is analyzed in

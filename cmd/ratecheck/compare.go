@@ -34,13 +34,18 @@ lies above 1 + --max-p99-increase and the rise it is sure of, (lower end −
 the window its run.json recorded and the documented limits. Keep
 baselines as results/README.md explains.
 
+Two capacity run folders are compared by their knees: the change, and
+whether the two brackets separate (a lower knee apart from the baseline's
+is a regression; a run without a knee exits 4).
+
 Two runs made in different ways (another command, window, surfaces or
 target; two runs of the embedded target have one target) are not
 comparable: compare warns, lists their differences as notes, not
 regressions, and exits 2.
 
 Exit codes: 0 no regression, 1 a regression, 2 bad usage, unreadable input
-or runs that are not comparable, 130 or 143 interrupted (SIGINT or SIGTERM).
+or runs that are not comparable, 4 a capacity run without a knee, 130 or 143
+interrupted (SIGINT or SIGTERM).
 `
 
 func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int {
@@ -72,6 +77,9 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if floor < 0 {
 		return usageErr(stderr, "compare", "--p99-floor must not be negative")
+	}
+	if isCapacityRun(fs.Arg(0)) && isCapacityRun(fs.Arg(1)) {
+		return compareCapacity(fs.Args(), asJSON, stdout, stderr)
 	}
 	var sums [2]analyze.RunSummary
 	for i, path := range fs.Args() {

@@ -326,7 +326,7 @@ var flagRE = regexp.MustCompile(`(?m)^  -([a-z0-9][a-z0-9-]*)`)
 func TestCommandPagesNameEveryFlag(t *testing.T) {
 	pages := map[string]string{"verify": "docs/verify.md", "attack": "docs/attack.md", "analyze": "docs/analyze.md",
 		"report": "docs/report.md", "compare": "docs/compare.md", "fleet": "docs/fleet.md", "serve": "docs/serve.md",
-		"k8s-job": "docs/k8s-job.md", "history": "docs/history.md"}
+		"k8s-job": "docs/k8s-job.md", "history": "docs/history.md", "capacity": "docs/capacity.md"}
 	for name := range commands() {
 		if _, ok := pages[name]; !ok && name != "version" {
 			t.Errorf("command %s has no page under docs/: add docs/%s.md and a row of README.md's command table", name, name)

@@ -27,16 +27,17 @@ type command struct {
 // commands returns the subcommands by name.
 func commands() map[string]command {
 	return map[string]command{
-		"analyze": {"judge archived runs or Vegeta results files against the documented limits", runAnalyze},
-		"attack":  {"run a scenario profile against a target and archive the results", runAttack},
-		"compare": {"compare a run with a baseline: throughput, latency, limits, verdicts; exit 1 on a regression", runCompare},
-		"report":  {"write a self-contained HTML report with charts of a run", runReport},
-		"serve":   {"run the reference target that speaks the documented contract", runServe},
-		"verify":  {"prove the documented limits hold: probe plan, archive, analysis, verdict", runVerify},
-		"history": {"trend every archived run, find where a change began; exit 1 on a regression with --fail-on", runHistory},
-		"fleet":   {"drive retrying clients into a shared 429 and show whether their jitter spreads them out", runFleet},
-		"k8s-job": {"print the Kubernetes Indexed Job that runs an attack as shards on many machines", runK8sJob},
-		"version": {"print the version", runVersion},
+		"analyze":  {"judge archived runs or Vegeta results files against the documented limits", runAnalyze},
+		"attack":   {"run a scenario profile against a target and archive the results", runAttack},
+		"capacity": {"find the knee: the highest rate the API sustains within a latency objective and error budget", runCapacity},
+		"compare":  {"compare a run with a baseline: throughput, latency, limits, verdicts; exit 1 on a regression", runCompare},
+		"report":   {"write a self-contained HTML report with charts of a run", runReport},
+		"serve":    {"run the reference target that speaks the documented contract", runServe},
+		"verify":   {"prove the documented limits hold: probe plan, archive, analysis, verdict", runVerify},
+		"history":  {"trend every archived run, find where a change began; exit 1 on a regression with --fail-on", runHistory},
+		"fleet":    {"drive retrying clients into a shared 429 and show whether their jitter spreads them out", runFleet},
+		"k8s-job":  {"print the Kubernetes Indexed Job that runs an attack as shards on many machines", runK8sJob},
+		"version":  {"print the version", runVersion},
 	}
 }
 

@@ -1,0 +1,176 @@
+package runner
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/capacity"
+)
+
+// Info is run.json's capacity section: what the search was held to, the
+// schedule of every segment, and the result. Durations are in
+// milliseconds, rates per second.
+type Info struct {
+	Surface       string           `json:"surface"`
+	ThroughLimit  bool             `json:"through_limit,omitempty"`
+	SLO           string           `json:"slo"`
+	ErrorBudget   float64          `json:"error_budget"`
+	Confidence    float64          `json:"confidence"`
+	StartRPS      float64          `json:"start_rps"`
+	MaxRPS        float64          `json:"max_rps"`
+	Factor        float64          `json:"factor"`
+	Precision     float64          `json:"precision"`
+	StepMS        float64          `json:"step_ms"`
+	WarmupMS      float64          `json:"warmup_ms"`
+	MaxStepMS     float64          `json:"max_step_ms"`
+	MaxSteps      int              `json:"max_steps"`
+	MinAchieved   float64          `json:"min_achieved"`
+	MaxLatenessMS float64          `json:"max_lateness_ms"`
+	Limit         int              `json:"limit"`
+	WindowMS      float64          `json:"window_ms"`
+	Share         float64          `json:"share"`
+	Sources       int              `json:"sources"`
+	Seed          uint64           `json:"seed"`
+	Resamples     int              `json:"resamples"`
+	Segments      []Segment        `json:"segments"`
+	Result        *capacity.Result `json:"result"`
+}
+
+// infoOf is the configuration part of cfg's Info.
+func infoOf(cfg Config) Info {
+	o := cfg.Search
+	return Info{Surface: cfg.Surface, ThroughLimit: cfg.ThroughLimit, SLO: o.Objective.SLO.String(), ErrorBudget: o.Objective.ErrorBudget,
+		Confidence: o.Confidence, StartRPS: o.StartRate, MaxRPS: o.MaxRate, Factor: o.Factor, Precision: o.Precision,
+		StepMS: msOf(o.Step), WarmupMS: msOf(o.Warmup), MaxStepMS: msOf(o.MaxStep), MaxSteps: o.MaxSteps,
+		MinAchieved: o.MinAchieved, MaxLatenessMS: msOf(o.MaxLateness), Limit: o.Limit, WindowMS: msOf(o.Window),
+		Share: o.Share, Sources: o.Sources, Seed: o.Seed, Resamples: o.Resamples}
+}
+
+// options are the search options i records.
+func (i *Info) options() (capacity.Options, error) {
+	slo, err := capacity.ParseSLO(i.SLO)
+	if err != nil {
+		return capacity.Options{}, err
+	}
+	d := func(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+	return capacity.Options{Objective: capacity.Objective{SLO: slo, ErrorBudget: i.ErrorBudget}, Confidence: i.Confidence,
+		StartRate: i.StartRPS, MaxRate: i.MaxRPS, Factor: i.Factor, Precision: i.Precision, Step: d(i.StepMS),
+		Warmup: d(i.WarmupMS), MaxStep: d(i.MaxStepMS), MaxSteps: i.MaxSteps, MinAchieved: i.MinAchieved,
+		MaxLateness: d(i.MaxLatenessMS), Limit: i.Limit, Window: d(i.WindowMS), Share: i.Share, Sources: i.Sources,
+		Seed: i.Seed, Resamples: i.Resamples}, nil
+}
+
+// ErrNotCapacity says a run folder holds no capacity search.
+var ErrNotCapacity = errors.New("not a capacity run: run.json has no capacity section")
+
+// ReadInfo reads the capacity section of a run folder's run.json.
+func ReadInfo(dir string) (*archive.RunInfo, *Info, error) {
+	run, err := archive.ReadRunInfo(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if run == nil || len(run.Capacity) == 0 { // nil: no run.json at all
+		return run, nil, ErrNotCapacity
+	}
+	var ci Info
+	if err := json.Unmarshal(run.Capacity, &ci); err != nil {
+		return run, nil, fmt.Errorf("%s: capacity section: %w", filepath.Join(dir, archive.RunFile), err)
+	}
+	return run, &ci, nil
+}
+
+// Replay judges a capacity run again from its folder alone: the schedule
+// in run.json and every result in results.bin (each request's intended
+// send time recomputed from its step's schedule and its sequence number)
+// drive a new search through the same steps. It returns the recorded
+// section and the result, which is the recorded one when nothing in the
+// folder changed.
+func Replay(dir string) (*Info, capacity.Result, error) {
+	_, ci, err := ReadInfo(dir)
+	if err != nil {
+		return nil, capacity.Result{}, err
+	}
+	o, err := ci.options()
+	if err != nil {
+		return ci, capacity.Result{}, err
+	}
+	s, err := capacity.NewSearch(o)
+	if err != nil {
+		return ci, capacity.Result{}, err
+	}
+	stats, err := readStats(filepath.Join(dir, archive.ResultsFile), ci)
+	if err != nil {
+		return ci, capacity.Result{}, err
+	}
+	var st *capacity.Stats
+	for i := range ci.Segments {
+		g := &ci.Segments[i]
+		if g.Unjudged {
+			break
+		}
+		step, ok := s.Next()
+		if !ok || step.Index != g.Step || step.Rate != g.RateRPS || step.Continue != g.Continue {
+			return ci, capacity.Result{}, fmt.Errorf("segment %s: the search would have run another step (%+v): the archive does not replay", g.Stream, step)
+		}
+		if !g.Continue {
+			st = capacity.NewStats()
+		}
+		st.Merge(stats[i])
+		if _, err := s.Record(st); err != nil {
+			return ci, capacity.Result{}, err
+		}
+	}
+	return ci, s.Result(), nil
+}
+
+// readStats streams results.bin into one Stats per segment.
+func readStats(path string, ci *Info) ([]*capacity.Stats, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	bySeg := map[string]int{}
+	srcIdx := make([]map[string]int, len(ci.Segments))
+	stats := make([]*capacity.Stats, len(ci.Segments))
+	for i, g := range ci.Segments {
+		bySeg[g.Stream] = i
+		srcIdx[i] = map[string]int{}
+		for j, src := range g.Sources {
+			if src == "" {
+				src = archive.DefaultSource
+			}
+			srcIdx[i][src] = j
+		}
+		stats[i] = capacity.NewStats()
+	}
+	dec := vegeta.NewDecoder(bufio.NewReaderSize(f, 1<<16))
+	for {
+		var r vegeta.Result
+		if err := dec.Decode(&r); err == io.EOF {
+			return stats, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		i, ok := bySeg[archive.LabelValue(r.Attack, "stream")]
+		if !ok {
+			continue
+		}
+		j, ok := srcIdx[i][archive.LabelValue(r.Attack, "source")]
+		if !ok {
+			continue
+		}
+		if smp, judged := sampleOf(&ci.Segments[i], j, &r, ci.ThroughLimit); judged {
+			stats[i].Add(smp)
+		}
+	}
+}

@@ -1,0 +1,185 @@
+package runner
+
+import (
+	"context"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/attack"
+	"github.com/connectbyjbrh/ratecheck/capacity"
+	"github.com/connectbyjbrh/ratecheck/method"
+	"github.com/connectbyjbrh/ratecheck/refserver"
+)
+
+// serviceMeter is a pool's Sleep that measures the service times the
+// pool really gave (a timer on a loaded host overshoots): the truth the
+// knee is held to is the pool's real capacity, N over their mean.
+type serviceMeter struct {
+	mu    sync.Mutex
+	n     int
+	total time.Duration
+}
+
+func (m *serviceMeter) sleep(ctx context.Context, d time.Duration) error {
+	start := time.Now()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	m.mu.Lock()
+	m.n++
+	m.total += time.Since(start)
+	m.mu.Unlock()
+	return nil
+}
+
+func (m *serviceMeter) mean() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.n == 0 {
+		return 0
+	}
+	return m.total / time.Duration(m.n)
+}
+
+// target starts the reference target with cfg on loopback.
+func target(t *testing.T, cfg refserver.Config) string {
+	t.Helper()
+	srv, err := refserver.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := refserver.Listen(srv, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln.URL
+}
+
+// search runs a job against url into a temporary folder.
+func search(t *testing.T, url string, cfg Config) (*Job, *attack.Run) {
+	t.Helper()
+	job, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := attack.Execute(context.Background(), job, attack.Options{Command: "capacity", Target: url, Out: t.TempDir(), Folder: "capacity"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job, run
+}
+
+// poolSearch is the search of the tests against a pool of 10 workers ×
+// 20 ms (500/s) with p99<=100ms in compressed time (1 s window).
+func poolSearch(t *testing.T) Config {
+	const maxRate = 2000
+	n := capacity.SourcesNeeded(maxRate, method.RESTLimit, time.Second, 0)
+	srcs, err := capacity.LoopbackSources(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slo, _ := capacity.ParseSLO("p99<=100ms")
+	return Config{Surface: method.REST, Sources: srcs, Window: time.Second, Timeout: 5 * time.Second,
+		Search: capacity.Options{Objective: capacity.Objective{SLO: slo, ErrorBudget: 0.01}, StartRate: 300, MaxRate: maxRate,
+			Step: 1500 * time.Millisecond, Warmup: 500 * time.Millisecond, MaxStep: 3 * time.Second,
+			Limit: method.RESTLimit, Window: time.Second, Seed: 1}}
+}
+
+// TestKneeOfPool holds the found knee to queueing truth. With evenly
+// spaced arrivals (D/D/c) a rate λ below the pool's real capacity μ keeps
+// latency at the service time S, so every rate below μ·(1−δ) passes
+// (δ = 5 %: the arrival jitter near saturation); above μ the queue grows
+// as (λ−μ)·t from the segment's start, so a step passes only while fewer
+// than 1 % of its judged requests (the last 1 % of its length L) see
+// more than the objective: λ ≤ μ·(1 + (SLO−S)/(L − T/100)), largest for
+// the shortest segment (a lengthening, L = T, no warm-up). The bracket
+// closes to the precision p, so low ≥ μ_real·(1−δ)/(1+p), and low ≤
+// μ_nominal·(1 + (SLO−S)/(0.99·T)).
+func TestKneeOfPool(t *testing.T) {
+	meter := &serviceMeter{}
+	cfg := refserver.DefaultConfig()
+	cfg.Window = time.Second
+	cfg.Pool = refserver.Pool{Workers: 10, ServiceMin: 20 * time.Millisecond, ServiceMax: 20 * time.Millisecond, Queue: 5000}
+	cfg.Sleep = meter.sleep
+	url := target(t, cfg)
+	c := poolSearch(t)
+	stall := refserver.NewStallMeter()
+	began := time.Now()
+	job, run := search(t, url, c)
+	worst := stall.Stop(began)
+	res := job.Result()
+	for _, s := range res.Steps {
+		t.Logf("%-9s %7.1f/s  achieved %7.1f  p99 %6.1fms (uncorrected %6.1fms)  late p99 %5.1fms  n=%d  %s %s",
+			s.Phase, s.OfferedRPS, s.AchievedRPS, s.QuantileMs, s.UncorrectedQuantileMs, s.LatenessP99Ms, s.Requests, s.Verdict, s.LimitedBy)
+	}
+	const S, SLO, p, delta = 0.020, 0.100, 0.05, 0.05
+	if worst > time.Duration((SLO-S)/2*float64(time.Second)) {
+		t.Skipf("this process stalled for %v during the search (a loaded host): the latencies measure the host, not the pool", worst)
+	}
+	if res.Verdict == capacity.VerdictClient {
+		last := res.Steps[len(res.Steps)-1]
+		if last.AchievedRPS >= 0.95*last.OfferedRPS && last.LatenessP99Ms <= 10 {
+			t.Fatalf("verdict client but the last step went out on schedule: %+v", last)
+		}
+		t.Skipf("the generator fell behind at %.0f/s (lateness p99 %.1f ms): a starved host, not the search", last.OfferedRPS, last.LatenessP99Ms)
+	}
+	if res.Verdict != capacity.VerdictFound || res.KneeRPS == nil {
+		t.Fatalf("verdict %s (limited by %s), want found", res.Verdict, res.LimitedBy)
+	}
+	muReal := 10 / meter.mean().Seconds()
+	T := c.Search.Step.Seconds()
+	low, high := muReal*(1-delta)/(1+p), 500*(1+(SLO-S)/(0.99*T))
+	if k := *res.KneeRPS; k < low || k > high {
+		t.Errorf("knee %.1f/s outside [%.1f, %.1f] (real capacity %.1f/s, mean service %v)", k, low, high, muReal, meter.mean())
+	}
+	if res.LimitedBy != capacity.CauseLatency && res.LimitedBy != capacity.CauseErrors {
+		t.Errorf("limited by %s, want latency or errors", res.LimitedBy)
+	}
+	_, again, err := Replay(run.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(again, res) {
+		t.Errorf("Replay differs from the live search:\nlive   %+v\nreplay %+v", res, again)
+	}
+}
+
+// TestFreezeShowsInIntendedTime runs one step against a target that
+// freezes for 1 s at the end of every 4 s, from one source with one
+// worker (a generator that waits for each answer, as closed-loop tools
+// do): during the freeze nothing goes out, so the latency from the actual
+// send sees the freeze in one request, and hides it, while the latency
+// from the intended send time charges it to every request due in it.
+func TestFreezeShowsInIntendedTime(t *testing.T) {
+	cfg := refserver.DefaultConfig()
+	cfg.Window = time.Second
+	cfg.Faults = refserver.Faults{FreezeFor: time.Second, FreezeEvery: 4 * time.Second}
+	url := target(t, cfg) // the first freeze is 3 s to 4 s after this
+	slo, _ := capacity.ParseSLO("p99<=100ms")
+	c := Config{Surface: method.REST, Sources: []string{"127.0.0.1"}, Window: time.Second, MaxWorkers: 1, ThroughLimit: true,
+		Search: capacity.Options{Objective: capacity.Objective{SLO: slo, ErrorBudget: 0.01}, StartRate: 250, MaxRate: 250,
+			Step: 4 * time.Second, Warmup: 500 * time.Millisecond, MaxStep: 4 * time.Second, MaxSteps: 1, MaxLateness: -1}}
+	job, _ := search(t, url, c)
+	res := job.Result()
+	if len(res.Steps) != 1 {
+		t.Fatalf("%d steps, want 1", len(res.Steps))
+	}
+	s := res.Steps[0]
+	t.Logf("p99 %.1fms [%v, %v]  uncorrected %.1fms [%v, %v]  n=%d late p99 %.1fms  %s",
+		s.QuantileMs, *s.QuantileLowMs, *s.QuantileHighMs, s.UncorrectedQuantileMs, *s.UncorrectedLowMs, *s.UncorrectedHighMs, s.Requests, s.LatenessP99Ms, s.Verdict)
+	// About a quarter of the judged requests were due in the freeze: the
+	// p99 from the intended time is most of the freeze's second.
+	if s.Verdict != capacity.StepFail || s.QuantileLowMs == nil || *s.QuantileLowMs < 500 {
+		t.Errorf("intended-time step: verdict %s, p99 low bound %v ms; want fail with the freeze (≥ 500 ms) in it", s.Verdict, s.QuantileLowMs)
+	}
+	if s.UncorrectedHighMs == nil || *s.UncorrectedHighMs > slo.Max.Seconds()*1000 {
+		t.Errorf("uncorrected p99 high bound %v ms: want within the objective, the freeze hidden", s.UncorrectedHighMs)
+	}
+}

@@ -1,0 +1,51 @@
+package runner
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestScheduleInterleaves: the sources of a segment interleave into one
+// even stream at its rate, every hit before the end, none after.
+func TestScheduleInterleaves(t *testing.T) {
+	g := Segment{RateRPS: 400, WarmupMS: 250, DurationMS: 1000, Sources: []string{"a", "b", "c"}}
+	var due []time.Duration
+	judged := 0
+	for j := range g.Sources {
+		for h := range g.Count(j) {
+			due = append(due, g.Due(j, h))
+			if g.Judged(j, h) {
+				judged++
+			}
+		}
+	}
+	slices.Sort(due)
+	if len(due) != 500 || judged != 400 {
+		t.Fatalf("%d hits, %d judged; want 500 and 400 (400/s over 1.25 s, the first 0.25 s warm-up)", len(due), judged)
+	}
+	for i, d := range due {
+		if want := time.Duration(i) * 2500 * time.Microsecond; d != want {
+			t.Fatalf("hit %d due at %v, want %v: the sources do not interleave evenly", i, d, want)
+		}
+	}
+}
+
+func TestStreamNames(t *testing.T) {
+	for _, c := range []struct {
+		step, k int
+		name    string
+	}{{0, 0, "step-00"}, {7, 0, "step-07"}, {7, 2, "step-07.2"}, {123, 1, "step-123.1"}} {
+		if got := streamName(c.step, c.k); got != c.name {
+			t.Errorf("streamName(%d, %d) = %q, want %q", c.step, c.k, got, c.name)
+		}
+	}
+}
+
+// TestReadInfoWithoutRunJSON: a folder or file without run.json is not a
+// capacity run, and saying so does not fail.
+func TestReadInfoWithoutRunJSON(t *testing.T) {
+	if _, _, err := ReadInfo(t.TempDir()); err != ErrNotCapacity {
+		t.Errorf("ReadInfo of an empty folder: %v, want ErrNotCapacity", err)
+	}
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/attack"
+	"github.com/connectbyjbrh/ratecheck/capacity"
+	"github.com/connectbyjbrh/ratecheck/capacity/runner"
+)
+
+const capacityHelp = `
+Find the knee: the highest open-model rate the API sustains within a
+latency objective (--slo) and an error budget, judged step by step from
+exact confidence intervals. Rates step up geometrically from --start-rate
+until a step fails, then bisect between the last passing and the first
+failing rate to --precision; the knee is measured once more.
+
+Each step is spread over enough source addresses that none sends more than
+half its limit per --window (on a loopback target from 127.0.x.y, checked
+bindable first; against a remote target from --sources, refused with exit 2
+and the number needed when there are too few). A 429 is the limiter
+engaging below its documented rate: a finding, never capacity.
+--through-limit measures the limiter itself from one address.
+
+Latency is measured from each request's intended send time (the
+uncorrected figure beside it); a step whose requests did not go out on
+schedule is the generator's limit (client), never the API's. The run is
+archived as results/<time>-capacity/; analyze re-judges it, compare of two
+capacity runs says how the knee moved. See docs/capacity.md.
+
+Without --target the embedded reference target is started with a pool of
+10 workers of 20 ms each (capacity 500/s) and a 1 s window.
+
+Exit codes: 0 found (and at or above --expect-rate), 1 below --expect-rate
+or not found, 2 bad usage or too few --sources, 3 target unreachable or
+failing from the start, 4 inconclusive (the generator's limit, a 429, or
+undecided).
+`
+
+// capacityOptions are the flags of "ratecheck capacity".
+type capacityOptions struct {
+	runFlags
+	capacityOut
+	slo, errorBudget, sources   string
+	startRate, maxRate, prec    float64
+	step, warmup, maxStep, wind time.Duration
+	timeout, maxLateness        time.Duration
+	throughLimit                bool
+	maxWorkers, seed            uint64
+}
+
+func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o := capacityOptions{runFlags: runFlags{abortAt: "0", mcpRevision: "auto"}}
+	if code := parseFlags(o.flagSet(stderr), args); code >= 0 {
+		return code
+	}
+	job, opts, code := o.prepare(stderr)
+	if code >= 0 {
+		return code
+	}
+	run, err := attack.Execute(ctx, job, opts)
+	if run == nil {
+		return failed(stderr, "capacity", err)
+	}
+	o.dir, o.capacityOut.target = run.Dir, run.Target
+	code = o.print(job.Result(), stdout, stderr)
+	if err != nil {
+		return failed(stderr, "capacity", err)
+	}
+	return code
+}
+
+// flagSet declares the flags of capacity into o.
+func (o *capacityOptions) flagSet(stderr io.Writer) *flag.FlagSet {
+	fs := newFlagSet("capacity", "--slo pNN<=DURATION [flags]", capacityHelp, stderr)
+	fs.StringVar(&o.runFlags.target, "target", "", "base `URL` of the target (default: the embedded reference target with a worker pool)")
+	fs.StringVar(&o.out, "out", "results", "`dir`ectory the run folder is written under")
+	fs.StringVar(&o.surface, "surface", "rest", "the `surface` to load: rest or mcp")
+	fs.StringVar(&o.slo, "slo", "", "latency `objective` (required), such as p99<=100ms or p95<=80ms")
+	fs.StringVar(&o.errorBudget, "error-budget", "1%", "the `share` of requests that may fail (any non-2xx, a 429 included), such as 0.01 or 1%")
+	fs.Float64Var(&o.startRate, "start-rate", 100, "the first `rate`, requests per second")
+	fs.Float64Var(&o.maxRate, "max-rate", 10000, "the highest `rate` the search may offer, requests per second")
+	fs.Float64Var(&o.prec, "precision", 0.05, "how close the last passing and the first failing rate must come (a `share`)")
+	fs.DurationVar(&o.step, "step", 5*time.Second, "the judged `length` of a step")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "the unjudged start of every step (negative: none)")
+	fs.DurationVar(&o.maxStep, "max-step", 0, "the longest an undecided step is lengthened to (default 3 × --step)")
+	fs.DurationVar(&o.wind, "window", 0, "the limits' window (default: 60s, or 1s for the embedded target)")
+	fs.StringVar(&o.sources, "sources", "", "comma-separated local `addresses` to send from (default on loopback: 127.0.x.y as many as needed)")
+	fs.BoolVar(&o.throughLimit, "through-limit", false, "measure the limiter itself from one address: a 429 is an answer, not a failure")
+	fs.Float64Var(&o.expectRate, "expect-rate", 0, "exit 1 unless the knee is at or above this `rate` per second")
+	fs.BoolVar(&o.json, "json", false, "print the result as JSON (docs/schema/capacity.json) on stdout instead of the table")
+	fs.StringVar(&o.junit, "junit", "", "also write the knee as JUnit XML to `file` (one test case)")
+	fs.BoolVar(&o.report, "report", true, "write report.html (throughput and the quantile against offered rate) into the run folder")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout")
+	fs.DurationVar(&o.maxLateness, "max-lateness", 10*time.Millisecond, "a step counts only if the p99 of its requests' lateness is within this (negative: off, all lateness charged to the API)")
+	fs.Uint64Var(&o.maxWorkers, "max-workers", 0, "cap on the requests each source has in flight (0: none, the open model)")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the model's bootstrap, recorded with the run")
+	return fs
+}
+
+// search is the search the flags ask for.
+func (o *capacityOptions) search() (capacity.Options, error) {
+	slo, err := capacity.ParseSLO(o.slo)
+	if err != nil {
+		return capacity.Options{}, err
+	}
+	budget, err := capacity.ParseErrorBudget(o.errorBudget)
+	if err != nil {
+		return capacity.Options{}, err
+	}
+	return capacity.Options{Objective: capacity.Objective{SLO: slo, ErrorBudget: budget}, StartRate: o.startRate,
+		MaxRate: o.maxRate, Precision: o.prec, Step: o.step, Warmup: o.warmup, MaxStep: o.maxStep, MaxLateness: o.maxLateness, Seed: o.seed}, nil
+}
+
+var _ attack.Job = (*runner.Job)(nil)

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/capacity"
+	"github.com/connectbyjbrh/ratecheck/capacity/runner"
+	"github.com/connectbyjbrh/ratecheck/report"
+)
+
+// capacityOut is how a capacity result is given: on stdout as a table or
+// JSON, as JUnit and report.html, with the exit code --expect-rate sets.
+type capacityOut struct {
+	surface, junit, dir, target string
+	json, report                bool
+	expectRate                  float64
+	command                     string // "" means capacity
+}
+
+// print gives res as o says and returns its exit code.
+func (o *capacityOut) print(res capacity.Result, stdout, stderr io.Writer) int {
+	name := o.command
+	if name == "" {
+		name = "capacity"
+	}
+	var err error
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(res)
+	} else {
+		fmt.Fprintf(stdout, "capacity of %s (%s) · run %s\n", o.target, o.surface, o.dir)
+		err = report.CapacityTable(stdout, res)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecheck %s: writing the result: %v\n", name, err)
+		return exitUsage
+	}
+	for _, n := range capacityNotes(res) {
+		fmt.Fprintf(stderr, "ratecheck %s: %s\n", name, n)
+	}
+	code, detail := capacityExit(res, o.expectRate)
+	verdict := map[int]string{exitOK: analyze.Pass, exitCheckFailed: analyze.Fail, exitUnreachable: analyze.Fail}[code]
+	if verdict == "" {
+		verdict = analyze.Inconclusive
+	}
+	suite := []report.Suite{{Name: "capacity." + o.surface, Checks: []analyze.Check{{Name: "knee", Verdict: verdict, Detail: detail}}}}
+	if err := writeJUnit(o.junit, "ratecheck "+name, suite); err != nil {
+		fmt.Fprintf(stderr, "ratecheck %s: --junit: %v\n", name, err)
+		return exitUsage
+	}
+	if o.report && o.dir != "" {
+		if err := writeCapacityReport(o, res); err != nil {
+			fmt.Fprintf(stderr, "ratecheck %s: report.html: %v\n", name, err)
+		}
+	}
+	return code
+}
+
+// writeCapacityReport writes report.html into the run folder.
+func writeCapacityReport(o *capacityOut, res capacity.Result) error {
+	f, err := os.Create(filepath.Join(o.dir, report.HTMLFile))
+	if err != nil {
+		return err
+	}
+	err = report.CapacityHTML(f, res, report.CapacityMeta{Run: o.dir, Target: o.target, Surface: o.surface})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// capacityExit is the exit code of a search, with a sentence saying why:
+// 0 found (at or above expect when given), 1 below expect or not found, 3
+// every request of the first step failed, 4 inconclusive or client.
+func capacityExit(res capacity.Result, expect float64) (int, string) {
+	line := report.KneeLine(res)
+	switch res.Verdict {
+	case capacity.VerdictFound:
+		if expect > 0 && *res.KneeRPS < expect {
+			return exitCheckFailed, fmt.Sprintf("%s: below --expect-rate %g/s", line, expect)
+		}
+		return exitOK, line
+	case capacity.VerdictNotFound:
+		if len(res.Steps) > 0 && res.Steps[0].ErrorRate == 1 {
+			return exitUnreachable, line + ": the target failed every request from the start"
+		}
+		return exitCheckFailed, line
+	}
+	return exitInconclusive, line
+}
+
+// capacityNotes say what to do about a search the generator or the
+// limiter ended.
+func capacityNotes(res capacity.Result) []string {
+	if len(res.Steps) == 0 {
+		return nil
+	}
+	var notes []string
+	for i, s := range res.Steps {
+		if s.Refused > 0 && s.Verdict != capacity.StepLimits {
+			notes = append(notes, fmt.Sprintf("step %d: %d requests were answered 429 while the step failed on latency from the actual send (a late generator's catch-up bursts can put an address over its limit)", i, s.Refused))
+		}
+	}
+	last := res.Steps[len(res.Steps)-1]
+	switch last.Verdict {
+	case capacity.StepClient:
+		return append(notes, fmt.Sprintf("the generator could not keep the schedule at %.1f/s (achieved %.1f/s, lateness p99 %.1f ms): this is this machine's limit, not the API's; run on a less loaded machine, give --max-workers 0 (the open model), or split the load over machines",
+			last.OfferedRPS, last.AchievedRPS, last.LatenessP99Ms))
+	case capacity.StepLimits:
+		return append(notes, fmt.Sprintf("%d requests were answered 429 at %.1f/s from %d sources, each well under its share of the documented limit: the limiter engaged below its documented rate, a finding of its own, not capacity (verify checks the limits)",
+			last.Refused, last.OfferedRPS, last.Sources))
+	}
+	return notes
+}
+
+// stepEvents says each judged step on stderr as one line.
+func stepEvents(stderr io.Writer, q string) func(runner.StepDone) {
+	return func(ev runner.StepDone) {
+		r := ev.Result
+		verdict := r.Verdict
+		if ev.Lengthen {
+			verdict = "undecided, lengthened"
+		}
+		fmt.Fprintf(stderr, "ratecheck capacity: step %d (%s) %.1f/s from %d sources: %s %.1fms [%s, %s] (uncorrected %.1fms), errors %.2f%%, %s\n",
+			ev.Segment.Step, ev.Segment.Phase, r.OfferedRPS, len(ev.Segment.Sources), q, r.QuantileMs,
+			report.Bound(r.QuantileLowMs), report.Bound(r.QuantileHighMs), r.UncorrectedQuantileMs, 100*r.ErrorRate, verdict)
+	}
+}
+
+// quantileOf names the objective's quantile, such as p99.
+func quantileOf(s capacity.SLO) string { q, _, _ := strings.Cut(s.String(), "<="); return q }

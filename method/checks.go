@@ -6,6 +6,7 @@ const (
 	CheckRolling       = "rolling"
 	CheckRejectedCount = "rejected-count"
 	CheckShape         = "shape"
+	CheckHeaders       = "headers"
 	CheckIsolation     = "isolation"
 	CheckSpoof         = "spoof"
 	CheckIndependence  = "independence"
@@ -31,6 +32,7 @@ var checks = []Check{
 	{CheckRolling, GroupLimits, "admitted or refused requests whose outcome the timing decides"},
 	{CheckRejectedCount, GroupLimits, "a request that only one reading of refused requests explains (the probe plan's flood of refusals)"},
 	{CheckShape, GroupLimits, "a 429 to inspect"},
+	{CheckHeaders, GroupLimits, "an advertised quota, remaining count, reset or Retry-After that a request of the limit address tests"},
 	{CheckIsolation, GroupIsolation, "a request from a second address while the first is provably over its limit"},
 	{CheckSpoof, GroupIsolation, "a forged-header probe beside a plain one from the same address while it is provably over its limit"},
 	{CheckIndependence, GroupIsolation, "traffic on the other surface from the limit address"},

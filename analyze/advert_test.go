@@ -9,8 +9,8 @@ import (
 
 func TestParseAdvert(t *testing.T) {
 	tests := []struct {
-		name, lines                 string
-		quota, window, remaining    string // "field=n", empty: none
+		name, lines                  string
+		quota, window, remaining     string // "field=n", empty: none
 		reset, retryAfter, malformed string
 	}{
 		{name: "current draft, as express-rate-limit's draft-8 mode sends", lines: "Ratelimit-Policy: \"default\";q=240;w=60\nRatelimit: \"default\";r=12;t=30\n",

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/decode"
+
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -27,15 +29,28 @@ type headersCheck struct {
 	malformed []string               // the first few malformed fields
 	nBad      int
 	first     advertised // the first well-formed quota and window seen
+	// fresh: an admission of the onset advertised the quota less one
+	// remaining (the target counted nothing earlier in its window)
+	fresh bool
 	// what was held to the evidence, and the contradictions found
 	quotaHeld, remainingHeld, momentsHeld int
 	found                                 []headerFinding
-	// the previous plain request of the primary, with what it advertised
-	prev         *sighting
-	prevAd       *advertised
-	maxEnd       int64 // the latest answer of the requests before prev
-	maxEndBefore int64
+	// the primary's requests answered at or after the latest one's send
+	// start, in send order, and the latest answered before that
+	recent   []answered
+	lastDone answered
 }
+
+// An answered request of the primary, with what it advertised (nil:
+// nothing, or a forged-header probe, whose key is not known).
+type answered struct {
+	decode.Record
+	ad *advertised
+}
+
+// maxRecent bounds the requests in flight the check follows; past it,
+// moments are not held until the flight drains.
+const maxRecent = 1024
 
 // A headerFinding is one kind of contradiction: the first example, and
 // how many. sureOnly findings hold only where the fit names a limiter
@@ -44,10 +59,16 @@ type headerFinding struct {
 	key, first string
 	n          int
 	sureOnly   bool
+	needFresh  bool // held only where the target showed an empty window at the start
 }
 
 // note counts a contradiction of kind key.
 func (c *headersCheck) note(key string, sureOnly bool, example func() string) {
+	c.noteFresh(key, sureOnly, false, example)
+}
+
+// noteFresh counts a contradiction that needFresh, if set.
+func (c *headersCheck) noteFresh(key string, sureOnly, needFresh bool, example func() string) {
 	for i := range c.found {
 		if c.found[i].key == key {
 			c.found[i].n++
@@ -55,7 +76,7 @@ func (c *headersCheck) note(key string, sureOnly bool, example func() string) {
 		}
 	}
 	if len(c.found) < 16 {
-		c.found = append(c.found, headerFinding{key: key, first: example(), n: 1, sureOnly: sureOnly})
+		c.found = append(c.found, headerFinding{key: key, first: example(), n: 1, sureOnly: sureOnly, needFresh: needFresh})
 	}
 }
 
@@ -78,21 +99,40 @@ func (c *headersCheck) parsed(s *surfaceRun, p *sighting) *advertised {
 func (c *headersCheck) judgedPrimary(s *surfaceRun, p sighting) {
 	c.answers++
 	a := c.parsed(s, &p)
-	if p.forged { // another key's answer: nothing is held across it
-		c.prev, c.prevAd = nil, nil
-		c.maxEnd = max(c.maxEnd, p.End)
-		return
-	}
-	if a != nil {
+	if !p.forged && a != nil {
 		c.take(a)
 		c.holdQuota(s, &p, a)
 		c.holdRemaining(s, &p, a)
 	}
-	c.holdMoments(s, &p)
-	c.maxEndBefore = c.maxEnd
-	c.maxEnd = max(c.maxEnd, p.End)
-	sc := p
-	c.prev, c.prevAd = &sc, a
+	if !p.forged {
+		c.holdMoments(s, &p)
+	}
+	if p.forged { // another key's answer, maybe: nothing is held to it
+		a = nil
+	}
+	c.follow(answered{p.Record, a})
+}
+
+// follow adds x (sent after every request before it) to the requests
+// followed: those answered before x was sent are done.
+func (c *headersCheck) follow(x answered) {
+	kept := c.recent[:0]
+	for _, r := range c.recent {
+		if r.End < x.Start {
+			if r.End > c.lastDone.End || c.lastDone.Start == 0 {
+				c.lastDone = r
+			}
+			continue
+		}
+		kept = append(kept, r)
+	}
+	c.recent = kept
+	if len(c.recent) >= maxRecent {
+		c.recent = c.recent[:0]
+		c.lastDone = answered{}
+		return
+	}
+	c.recent = append(c.recent, x)
 }
 
 // take counts what a advertised.
@@ -122,7 +162,8 @@ func (c *headersCheck) take(a *advertised) {
 
 // holdQuota holds an advertised quota q to the request's window: a
 // refusal with at most q requests in its window, itself included, came
-// before the quota was spent; an admission with q others surely admitted
+// before the quota was spent (held where an answer showed the window
+// empty at the start: requests sent before the run may be in it); an admission with q others surely admitted
 // in its window went past it. Judged only at the documented window, or
 // where the advertised one is within its second of it.
 func (c *headersCheck) holdQuota(s *surfaceRun, p *sighting, a *advertised) {
@@ -133,7 +174,7 @@ func (c *headersCheck) holdQuota(s *surfaceRun, p *sighting, a *advertised) {
 	c.quotaHeld++
 	switch {
 	case refused(&p.Record) && 1+int64(p.Definite)+int64(p.Ambiguous) <= q.n:
-		c.note("quota-early", false, func() string {
+		c.noteFresh("quota-early", false, true, func() string {
 			return fmt.Sprintf("%s=%d, but the request at %s was refused with at most %d requests in its window of %v",
 				q.field, q.n, at(&p.Record, s.t0), 1+p.Definite+p.Ambiguous, s.W)
 		})
@@ -164,7 +205,11 @@ func (c *headersCheck) holdRemaining(s *surfaceRun, p *sighting, a *advertised) 
 	if q.field == "" {
 		q = c.first.quota
 	}
-	if q.field != "" && p.Admitted() && p.Start <= p.g.firstRefusalEnd && r.n > q.n-1-int64(p.DefiniteAdmitted) {
+	onset := p.Admitted() && p.Start <= p.g.firstRefusalEnd
+	if q.field != "" && onset && r.n == q.n-1 {
+		c.fresh = true
+	}
+	if q.field != "" && onset && r.n > q.n-1-int64(p.DefiniteAdmitted) {
 		c.note("remaining-falls", true, func() string {
 			return fmt.Sprintf("%s=%d on the admission at %s, with %d admissions surely counted before it in its window against %s=%d: it did not fall by one per admission",
 				r.field, r.n, at(&p.Record, s.t0), p.DefiniteAdmitted, q.field, q.n)
@@ -172,37 +217,60 @@ func (c *headersCheck) holdRemaining(s *surfaceRun, p *sighting, a *advertised) 
 	}
 }
 
-// holdMoments holds the moments the previous request advertised to this
-// one, when nothing was sent between them and every earlier request was
-// answered before the previous one was sent (nothing else could be
-// counted between): a request sent after the Retry-After of a 429 must
-// not be refused; one answered before the reset of an exhausted quota
-// must not be admitted (the draft's t is the time until more quota is
-// made available, §4.1.2; a request refused after it is allowed, §7.4).
+// holdMoments holds the moments earlier answers advertised to p.
+//
+// Retry-After: when nothing was in flight as p was sent, the request the
+// target counted last before p is one answered at or after the send of
+// the request before p (it was counted after that send); when each of
+// them was a 429 whose Retry-After had passed by p's send, whichever
+// came last told p's client it could retry: p must not be refused.
+//
+// A reset (the draft's t, §4.1.2: the time until more quota is made
+// available; RateLimit-Reset, X-RateLimit-Reset): when the latest answer
+// before p's send left no quota, a request admitted before its moment
+// contradicts it (requests counted meanwhile can only spend quota). One
+// refused after the moment does not: quota might not be made available
+// then (§7.4).
 func (c *headersCheck) holdMoments(s *surfaceRun, p *sighting) {
-	prev, a := c.prev, c.prevAd
-	if prev == nil || a == nil || prev.End > p.Start || c.maxEndBefore > prev.Start {
+	if ok, last := c.lastAnswered(p.Start); ok && last.ad != nil {
+		exhausted := refused(&last.Record) || (last.ad.remaining.field != "" && last.ad.remaining.n <= 0)
+		if rs := last.ad.reset; rs.field != "" && exhausted && p.End <= rs.before(last.Start) {
+			c.momentsHeld++
+			if p.Admitted() {
+				c.note("reset", false, func() string {
+					return fmt.Sprintf("%s with no quota left at %s, but the request at %s, answered before that moment, was admitted",
+						rs, at(&last.Record, s.t0), at(&p.Record, s.t0))
+				})
+			}
+		}
+	}
+	if len(c.recent) == 0 {
 		return
 	}
-	exhausted := refused(&prev.Record) || (a.remaining.field != "" && a.remaining.n <= 0)
-	if ra := a.retryAfter; ra.field != "" && refused(&prev.Record) && p.Start >= ra.after(prev.End) {
-		c.momentsHeld++
-		if refused(&p.Record) {
-			c.note("retry-after", false, func() string {
-				return fmt.Sprintf("%s on the 429 at %s, but the next request, sent %v later with nothing between, was refused",
-					ra, at(&prev.Record, s.t0), time.Duration(p.Start-prev.End).Round(time.Millisecond))
-			})
+	for _, r := range c.recent {
+		if r.End > p.Start || r.ad == nil || r.ad.retryAfter.field == "" || !refused(&r.Record) || p.Start < r.ad.retryAfter.after(r.End) {
+			return
 		}
 	}
-	if rs := a.reset; rs.field != "" && exhausted && p.End <= rs.before(prev.Start) {
-		c.momentsHeld++
-		if p.Admitted() {
-			c.note("reset", false, func() string {
-				return fmt.Sprintf("%s with no quota left at %s, but the next request, answered %v later (before that moment), was admitted",
-					rs, at(&prev.Record, s.t0), time.Duration(p.End-prev.Start).Round(time.Millisecond))
-			})
+	c.momentsHeld++
+	if refused(&p.Record) {
+		r := c.recent[len(c.recent)-1]
+		c.note("retry-after", false, func() string {
+			return fmt.Sprintf("%s on the 429 at %s, but the request at %s, sent after it with nothing in flight, was refused",
+				r.ad.retryAfter, at(&r.Record, s.t0), at(&p.Record, s.t0))
+		})
+	}
+}
+
+// lastAnswered returns the request answered last before start.
+func (c *headersCheck) lastAnswered(start int64) (bool, answered) {
+	last, ok := c.lastDone, c.lastDone.Start != 0
+	for _, r := range c.recent {
+		if r.End <= start && (!ok || r.End > last.End) {
+			last, ok = r, true
 		}
 	}
+	return ok, last
 }
 
 func (c *headersCheck) judge(e *evidence) (string, string) {
@@ -217,6 +285,10 @@ func (c *headersCheck) judge(e *evidence) (string, string) {
 	var contra []string
 	for _, f := range c.found {
 		if f.sureOnly && family != FamilySlidingLog {
+			continue
+		}
+		if f.needFresh && !c.fresh {
+			adv += fmt.Sprintf("; %d refusals came before the advertised quota was spent, but no answer showed an empty window at the start (the address may have sent within the window before the run: wait a window)", f.n)
 			continue
 		}
 		x := f.first

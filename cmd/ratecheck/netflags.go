@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/client"
@@ -93,4 +94,20 @@ func sayBehind(stderr io.Writer, name string, plan attack.Plan) {
 		return
 	}
 	fmt.Fprintf(stderr, "ratecheck %s: fell behind the schedule at --max-workers %d: %s; the target saw a gentler load than planned (raise --max-workers)\n", name, plan.MaxWorkers, plan.Behind)
+}
+
+// parseList splits a comma-separated list, rejecting empty items.
+func parseList(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []string
+	for i, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			return nil, fmt.Errorf("item %d of %q is empty", i+1, s)
+		}
+		out = append(out, item)
+	}
+	return out, nil
 }

@@ -3,6 +3,7 @@ module github.com/connectbyjbrh/ratecheck
 go 1.26.0
 
 require (
+	github.com/go-chi/httprate v0.16.1
 	github.com/google/go-cmp v0.7.0
 	github.com/jamiealquiza/tachymeter v2.0.0+incompatible
 	github.com/modelcontextprotocol/go-sdk v1.8.0
@@ -23,9 +24,11 @@ require (
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/klauspost/cpuid/v2 v2.2.10 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pandatix/go-abnf v0.5.3 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
+	github.com/zeebo/xxh3 v1.0.2 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 

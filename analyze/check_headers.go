@@ -160,15 +160,18 @@ func (c *headersCheck) take(a *advertised) {
 	}
 }
 
-// holdQuota holds an advertised quota q to the request's window: a
-// refusal with at most q requests in its window, itself included, came
-// before the quota was spent (held where an answer showed the window
-// empty at the start: requests sent before the run may be in it); an admission with q others surely admitted
-// in its window went past it. Judged only at the documented window, or
-// where the advertised one is within its second of it.
+// holdQuota holds an advertised quota q to the observed limit: in the
+// first episode (up to the first refusal's answer, where every limiter
+// family admits its quota from a fresh window), a refusal with at most q
+// requests in its window, itself included, came before the quota was
+// spent (held only where an answer showed the window empty at the start:
+// requests sent before the run may be in it), and an admission with q
+// others surely admitted in its window went past it. Judged at the
+// documented window, or where the advertised one is within a second of
+// it.
 func (c *headersCheck) holdQuota(s *surfaceRun, p *sighting, a *advertised) {
 	q := a.quota
-	if q.field == "" || (a.window.field != "" && absDur(time.Duration(a.window.n)*time.Second-s.W) > time.Second) {
+	if q.field == "" || p.Start > p.g.firstRefusalEnd || (a.window.field != "" && absDur(time.Duration(a.window.n)*time.Second-s.W) > time.Second) {
 		return
 	}
 	c.quotaHeld++
@@ -186,11 +189,20 @@ func (c *headersCheck) holdQuota(s *surfaceRun, p *sighting, a *advertised) {
 	}
 }
 
-// holdRemaining holds the remaining quota: not positive on a 429 (of the
-// least of the policies advertised), and, on an admission of the onset,
+// holdRemaining holds an absolute reset to naming no moment already past,
+// and the remaining quota: not positive on a 429 (of the least of the
+// policies advertised), and, on an admission of the onset,
 // no more than the quota less the admissions surely counted before it
 // (it falls by one per admission).
 func (c *headersCheck) holdRemaining(s *surfaceRun, p *sighting, a *advertised) {
+	if rs := a.reset; rs.absolute {
+		c.momentsHeld++
+		if int64(time.Second)*(rs.secs+1) < p.Start {
+			c.note("reset-past", false, func() string {
+				return fmt.Sprintf("%s on the answer at %s names a moment already past", rs, at(&p.Record, s.t0))
+			})
+		}
+	}
 	r := a.remaining
 	if r.field == "" {
 		return
@@ -225,16 +237,19 @@ func (c *headersCheck) holdRemaining(s *surfaceRun, p *sighting, a *advertised) 
 // them was a 429 whose Retry-After had passed by p's send, whichever
 // came last told p's client it could retry: p must not be refused.
 //
-// A reset (the draft's t, §4.1.2: the time until more quota is made
-// available; RateLimit-Reset, X-RateLimit-Reset): when the latest answer
-// before p's send left no quota, a request admitted before its moment
-// contradicts it (requests counted meanwhile can only spend quota). One
-// refused after the moment does not: quota might not be made available
-// then (§7.4).
+// The current draft's t (§4.1.2: the time until more quota is made
+// available): when the latest answer before p's send left no quota, a
+// request admitted before its moment contradicts it (requests counted
+// meanwhile can only spend quota). One refused after the moment does
+// not: quota might not be made available then (§7.4). The older resets
+// (RateLimit-Reset, draft 7's reset, X-RateLimit-Reset) name when the
+// current window resets, which a sliding-window counter passes with its
+// quota coming back before it: they are held only to not naming a
+// moment already past (see holdRemaining).
 func (c *headersCheck) holdMoments(s *surfaceRun, p *sighting) {
 	if ok, last := c.lastAnswered(p.Start); ok && last.ad != nil {
 		exhausted := refused(&last.Record) || (last.ad.remaining.field != "" && last.ad.remaining.n <= 0)
-		if rs := last.ad.reset; rs.field != "" && exhausted && p.End <= rs.before(last.Start) {
+		if rs := last.ad.reset; rs.field == "RateLimit t" && exhausted && p.End <= rs.before(last.Start) {
 			c.momentsHeld++
 			if p.Admitted() {
 				c.note("reset", false, func() string {

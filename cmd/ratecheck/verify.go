@@ -37,8 +37,8 @@ is sent.
 When two limiter families explain the run equally (model_alternatives),
 --discriminate adds one window of probes that tells them apart.
 
-Check groups (--checks): limits = onset, rolling, rejected-count, shape;
-isolation = isolation, spoof, independence; contract = contract.
+Check groups (--checks): limits = onset, rolling, rejected-count, shape,
+headers; isolation = isolation, spoof, independence; contract = contract.
 
 Exit codes: 0 verified, 1 a check failed, 2 bad usage, 3 target unreachable
 or failing (--abort-at; the verdict of what was received is still printed),

@@ -245,8 +245,13 @@ func (c *Clients) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.cfg.Limited.ServeHTTP(rec, r)
 	default:
 		a.Answer = scriptKind(a.Request, a.Attempt)
-		if a.Answer == "answer" && poller && a.Request < c.cfg.Requests {
-			a.Answer = "pass" // a poller's answer comes last: see ClientsConfig.Requests
+		if poller && c.cfg.Requests > 0 { // a poller's answer comes last: see ClientsConfig.Requests
+			switch {
+			case a.Request >= c.cfg.Requests:
+				a.Answer = "answer"
+			case a.Answer == "answer":
+				a.Answer = "pass"
+			}
 		}
 		c.script(rec, r, body, a.Request, a.Attempt, a.Answer)
 	}

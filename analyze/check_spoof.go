@@ -22,16 +22,16 @@ const spoofAlpha = 0.01
 // random order (method.SpoofOrder), as a two-sample question per header:
 // were the forged ones admitted more often than the plain ones?
 type spoofCheck struct {
-	plain  answered
-	forged map[string]*answered
+	plain  probeCount
+	forged map[string]*probeCount
 	order  []string // the headers, as first seen
 }
 
-// answered counts the answered probes of one kind: admitted (2xx) and
+// probeCount counts the answered probes of one kind: admitted (2xx) and
 // refused (429).
-type answered struct{ admitted, refused int }
+type probeCount struct{ admitted, refused int }
 
-func (t answered) n() int { return t.admitted + t.refused }
+func (t probeCount) n() int { return t.admitted + t.refused }
 
 func (c *spoofCheck) judgedPrimary(s *surfaceRun, p sighting) {
 	r := &p.Record
@@ -42,10 +42,10 @@ func (c *spoofCheck) judgedPrimary(s *surfaceRun, p sighting) {
 	if p.forged {
 		h := method.ForgedHeader(p.stream)
 		if c.forged == nil {
-			c.forged = map[string]*answered{}
+			c.forged = map[string]*probeCount{}
 		}
 		if c.forged[h] == nil {
-			c.forged[h] = &answered{}
+			c.forged[h] = &probeCount{}
 			c.order = append(c.order, h)
 		}
 		t = c.forged[h]
@@ -61,7 +61,7 @@ func (c *spoofCheck) judgedPrimary(s *surfaceRun, p sighting) {
 // against the plain ones of the same span.
 type spoofTest struct {
 	header string
-	forged answered
+	forged probeCount
 	// p is the chance of so many forged probes admitted, or more, were
 	// the header ignored; best is p had every forged probe been admitted
 	// (the power the run had).

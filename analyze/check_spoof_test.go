@@ -40,10 +40,10 @@ func spoofRun(seed uint64, admit func(i, kind int) bool) (string, string) {
 		if k > 0 {
 			h := method.ForgedHeader(stream)
 			if c.forged == nil {
-				c.forged = map[string]*answered{}
+				c.forged = map[string]*probeCount{}
 			}
 			if c.forged[h] == nil {
-				c.forged[h] = &answered{}
+				c.forged[h] = &probeCount{}
 				c.order = append(c.order, h)
 			}
 			t = c.forged[h]

@@ -30,6 +30,11 @@ type Labels struct {
 type FleetTag struct {
 	Client, Request, Attempt int
 	Delay                    time.Duration
+	// Repeat is set on a request that repeats, byte for byte, the one
+	// before it, which got a failure-table answer, from a client that
+	// polls one request: it may be a retry of that answer (label
+	// repeat=answer).
+	Repeat bool
 }
 
 // Label returns the label of a result: "surface=rest source=127.0.0.1
@@ -43,7 +48,11 @@ func Label(surface, source, stream string) string {
 
 // FleetLabel returns the label of a fleet client's attempt.
 func FleetLabel(surface, source, stream string, t FleetTag) string {
-	return fmt.Sprintf("%s client=%d request=%d attempt=%d delay=%d", Label(surface, source, stream), t.Client, t.Request, t.Attempt, t.Delay.Nanoseconds())
+	l := fmt.Sprintf("%s client=%d request=%d attempt=%d delay=%d", Label(surface, source, stream), t.Client, t.Request, t.Attempt, t.Delay.Nanoseconds())
+	if t.Repeat {
+		l += " repeat=answer"
+	}
+	return l
 }
 
 // LabelValue returns the value of one key of a label ("" when absent).
@@ -90,6 +99,10 @@ func parseFleetTag(label string) *FleetTag {
 	t := &FleetTag{Request: 1, Delay: -1}
 	for _, f := range strings.Fields(label) {
 		k, v, _ := strings.Cut(f, "=")
+		if k == "repeat" {
+			t.Repeat = v == "answer"
+			continue
+		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			continue

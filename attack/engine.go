@@ -48,6 +48,16 @@ type Finisher interface {
 	Finish(info *archive.RunInfo)
 }
 
+// FaultScripter is a job whose target answers some requests with faults
+// on purpose (a fleet harness scripts 503s and resets to see whether the
+// clients retry them): the failure guard does not take those for a
+// failing target.
+type FaultScripter interface {
+	// ScriptedFault reports whether r is a fault the job's target
+	// scripted.
+	ScriptedFault(r *vegeta.Result) bool
+}
+
 // DescriptorUser is a job that knows how many file descriptors its run
 // holds open at once (embedded: the target is in this process too), so
 // that Execute refuses a run that cannot fit (see DescriptorError).
@@ -174,6 +184,9 @@ func Execute(ctx context.Context, job Job, opts Options) (*Run, error) {
 	}
 	stopProgress := e.progress(start, job.Duration(), run.Counts)
 	guard := FailureGuard{Max: e.AbortShare}
+	if fs, ok := job.(FaultScripter); ok {
+		guard.Scripted = fs.ScriptedFault
+	}
 	failing, runErr := e.send(ctx, job, run, w, &guard)
 	stopProgress()
 	var final error // every result failed

@@ -22,6 +22,9 @@ type FailureGuard struct {
 	// Max is the share of failures that trips the guard; 0 never trips
 	// during the run (Final still judges the whole run).
 	Max float64
+	// Scripted, when set, names the faults the target scripted on purpose
+	// (see FaultScripter): they are counted as answered.
+	Scripted func(*vegeta.Result) bool
 
 	ring             []uint8 // 0 answered, failed, local
 	next, n          int
@@ -94,7 +97,7 @@ func (g *FailureGuard) Add(r *vegeta.Result) error {
 	case r.Code == 0 && IsLocalLimit(r.Error):
 		kind = localFailure
 		g.lastLocal = archive.ErrKind(r.Error) // not the URL, which may carry a credential
-	case r.Code == 0 || r.Code >= 500:
+	case (r.Code == 0 || r.Code >= 500) && (g.Scripted == nil || !g.Scripted(r)):
 		kind = failed
 	}
 	g.total++

@@ -116,7 +116,7 @@ func FuzzFastDecoder(f *testing.F) {
 func equalResults(a, b result) bool {
 	return a.Attack == b.Attack && a.URL == b.URL && a.Error == b.Error && bytes.Equal(a.Body, b.Body) && a.Code == b.Code &&
 		a.Start == b.Start && a.Latency == b.Latency && a.Allow == b.Allow && a.RetryAfter == b.RetryAfter &&
-		a.RateLimit == b.RateLimit && a.RateLimitPolicy == b.RateLimitPolicy
+		a.RateLimit == b.RateLimit && a.RateLimitPolicy == b.RateLimitPolicy && a.Advertised == b.Advertised
 }
 
 // gobUintBytes encodes x as gob encodes an unsigned integer.

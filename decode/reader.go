@@ -389,6 +389,9 @@ type result struct {
 	// The first values of the Allow, Retry-After, RateLimit,
 	// RateLimit-Policy and Content-Type response headers.
 	Allow, RetryAfter, RateLimit, RateLimitPolicy, ContentType string
+	// Advertised holds the first value of each AdvertFields header, in
+	// that order.
+	Advertised [len(AdvertFields)]string
 }
 
 // fromVegeta reads a result Vegeta's decoder made.
@@ -406,6 +409,9 @@ func fromVegeta(v *vegeta.Result) result {
 // header keeps the value of a response header the analyzer reports, by its
 // canonical name, as http.Header.Get finds it.
 func (r *result) header(key, value string) {
+	if i := advertIndex(key); i >= 0 {
+		r.Advertised[i] = value
+	}
 	switch key {
 	case "Allow":
 		r.Allow = value
@@ -469,7 +475,9 @@ func (it *interner) record(r *result) Record {
 		a.Err = archive.ErrKind(r.Error)
 	}
 	a.Allow = r.Allow
-	if len(a.Body) > 0 || a.Err != "" || a.Allow != "" || a.RetryAfter != "" || a.RateLimit != "" {
+	it.advert = appendAdvert(it.advert[:0], &r.Advertised)
+	a.Advert = view(it.advert)
+	if len(a.Body) > 0 || a.Err != "" || a.Allow != "" || a.RetryAfter != "" || a.RateLimit != "" || a.Advert != "" {
 		rec.answer = it.answer(a)
 	}
 	if r.Code != 0 {
@@ -637,6 +645,7 @@ type judgeEntry struct {
 type interner struct {
 	*reader
 	key     []byte                // scratch for a label's key
+	advert  []byte                // scratch for an answer's Advert
 	labels  map[string]uint32     // attack label (and surface) -> labels index
 	folds   map[string]uint32     // surface and stream of folded labels -> labels index
 	judgedN int                   // bodies judged memos hold, every surface's
@@ -674,7 +683,7 @@ func (it *interner) keepBody(id uint32, stream string) bool {
 	return it.keep[id] == 2
 }
 
-type answerKey struct{ body, allow, retryAfter, rateLimit, err, contentType string }
+type answerKey struct{ body, allow, retryAfter, rateLimit, err, contentType, advert string }
 
 // answer returns the index of a's copy in the answers table (a's fields
 // may alias the decoded result, which it does not keep). Bodies are shared
@@ -689,13 +698,13 @@ type answerKey struct{ body, allow, retryAfter, rateLimit, err, contentType stri
 func (it *interner) answer(a Answer) uint32 {
 	a.Allow, a.RetryAfter, a.RateLimit, a.Err = cut(a.Allow, maxText), cut(a.RetryAfter, maxText), cut(a.RateLimit, maxText), cut(a.Err, maxText)
 	a.ContentType = cut(a.ContentType, maxText)
-	k := answerKey{view(a.Body), a.Allow, a.RetryAfter, a.RateLimit, a.Err, a.ContentType}
+	k := answerKey{view(a.Body), a.Allow, a.RetryAfter, a.RateLimit, a.Err, a.ContentType, a.Advert}
 	if id, ok := it.answers[k]; ok {
 		return id
 	}
-	if len(it.answers) >= 4096 && (a.RetryAfter != "" || a.RateLimit != "") {
-		a.RetryAfter, a.RateLimit = "", ""
-		k.retryAfter, k.rateLimit = "", ""
+	if len(it.answers) >= 4096 && (a.RetryAfter != "" || a.RateLimit != "" || a.Advert != "") {
+		a.RetryAfter, a.RateLimit, a.Advert = "", "", ""
+		k.retryAfter, k.rateLimit, k.advert = "", "", ""
 		if id, ok := it.answers[k]; ok {
 			return id
 		}
@@ -712,7 +721,7 @@ func (it *interner) answer(a Answer) uint32 {
 		}
 	}
 	v := Answer{Body: body, Allow: strings.Clone(a.Allow), RetryAfter: strings.Clone(a.RetryAfter),
-		RateLimit: strings.Clone(a.RateLimit), Err: strings.Clone(a.Err), ContentType: strings.Clone(a.ContentType)}
+		RateLimit: strings.Clone(a.RateLimit), Err: strings.Clone(a.Err), ContentType: strings.Clone(a.ContentType), Advert: strings.Clone(a.Advert)}
 	id, ok := it.tab.answers.addUnder(v, MaxAnswers)
 	if !ok { // another interner filled the table meanwhile
 		it.dropped.Add(1)
@@ -720,7 +729,7 @@ func (it *interner) answer(a Answer) uint32 {
 	}
 	// Kept even past 4096: without the headers, answers differ only by
 	// contract probes' bodies, error kinds and Allow, which are few.
-	it.answers[answerKey{string(v.Body), v.Allow, v.RetryAfter, v.RateLimit, v.Err, v.ContentType}] = id
+	it.answers[answerKey{string(v.Body), v.Allow, v.RetryAfter, v.RateLimit, v.Err, v.ContentType, v.Advert}] = id
 	return id
 }
 

@@ -439,3 +439,38 @@ func BenchmarkOpen(b *testing.B) {
 		}
 	}
 }
+
+// TestReadKeepsAdvertised: every answer keeps the rate-limit fields it
+// advertised, admissions too, in AdvertFields order, bounded.
+func TestReadKeepsAdvertised(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	rs := []vegeta.Result{
+		{Code: 200, Timestamp: t0, Latency: time.Millisecond, URL: "http://127.0.0.1:8080/api/public/search?q=x",
+			Headers: map[string][]string{"X-Ratelimit-Remaining": {"239"}, "X-Ratelimit-Limit": {"240"}, "Content-Type": {"application/json"}}},
+		{Code: 429, Timestamp: t0.Add(time.Millisecond), Latency: time.Millisecond, URL: "http://127.0.0.1:8080/api/public/search?q=x",
+			Headers: map[string][]string{"Ratelimit": {`"default";r=0;t=30`}, "Ratelimit-Policy": {`"default";q=240;w=60`}, "Retry-After": {"30"}}},
+		{Code: 200, Timestamp: t0.Add(2 * time.Millisecond), Latency: time.Millisecond, URL: "http://127.0.0.1:8080/api/public/search?q=x",
+			Headers: map[string][]string{"Ratelimit": {strings.Repeat("x", 4*MaxAdvert)}, "Retry-After": {"line\nbreak"}}},
+		{Code: 200, Timestamp: t0.Add(3 * time.Millisecond), Latency: time.Millisecond, URL: "http://127.0.0.1:8080/api/public/search?q=x"},
+	}
+	path := filepath.Join(t.TempDir(), "results.bin")
+	writeResults(t, path, rs)
+	in, err := Read([]string{path}, testOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"X-Ratelimit-Limit: 240\nX-Ratelimit-Remaining: 239\n",
+		"Ratelimit-Policy: \"default\";q=240;w=60\nRatelimit: \"default\";r=0;t=30\nRetry-After: 30\n",
+		"Ratelimit: " + strings.Repeat("x", maxText) + "\nRetry-After: line break\n",
+		"",
+	}
+	if len(in.Records) != len(want) {
+		t.Fatalf("%d records", len(in.Records))
+	}
+	for i, w := range want {
+		if got := in.Tables().Advertised(&in.Records[i]); got != w {
+			t.Errorf("record %d advertised %q, want %q", i, got, w)
+		}
+	}
+}

@@ -95,6 +95,11 @@ type Answer struct {
 	// that an event stream is read as one, and a body that is not JSON
 	// is named by its type).
 	ContentType string
+	// Advert is the rate-limit fields the answer advertised (see
+	// AdvertFields), one "Name: value" line each in that order, each
+	// value cut to maxText bytes and all to MaxAdvert; from a file, of
+	// every answer while distinct answers are few (see Advertised).
+	Advert string
 }
 
 // Sample is what came back for one result: the first few results of each
@@ -178,6 +183,15 @@ func (t *Tables) Header(r *Record) (allow, retryAfter, rateLimit string) {
 		return a.Allow, a.RetryAfter, a.RateLimit
 	}
 	return "", "", ""
+}
+
+// Advertised returns the rate-limit fields r's answer advertised, as
+// Answer.Advert holds them (empty: none, or not kept).
+func (t *Tables) Advertised(r *Record) string {
+	if a := t.Answer(r); a != nil {
+		return a.Advert
+	}
+	return ""
 }
 
 // NewRecord makes a record with its own copy of l and a (nil: no answer),

@@ -6,6 +6,7 @@ const (
 	CheckRolling       = "rolling"
 	CheckRejectedCount = "rejected-count"
 	CheckShape         = "shape"
+	CheckHeaders       = "headers"
 	CheckIsolation     = "isolation"
 	CheckSpoof         = "spoof"
 	CheckIndependence  = "independence"
@@ -31,6 +32,7 @@ var checks = []Check{
 	{CheckRolling, GroupLimits, "a window's worth of requests from one address, admitted or refused, whose outcome the timing decides"},
 	{CheckRejectedCount, GroupLimits, "a request that only one reading of refused requests explains (the probe plan's flood of refusals)"},
 	{CheckShape, GroupLimits, "a 429 to inspect"},
+	{CheckHeaders, GroupLimits, "an advertised quota, remaining count, reset or Retry-After that a request of the limit address tests"},
 	{CheckIsolation, GroupIsolation, "a request from a second address while the first is provably over its limit"},
 	{CheckSpoof, GroupIsolation, "forged-header and plain probes from one address in one span, some refused, enough for the exact test to tell them apart"},
 	{CheckIndependence, GroupIsolation, "refusals, and traffic on the other surface from the limit address"},

@@ -18,6 +18,11 @@ type ClientsConfig struct {
 	// N is the number of client programs: the barrier waits for N first
 	// requests.
 	N int
+	// Requests is how many logical requests each client is asked to make
+	// (0: not known). A client that polls one request (repeats it after a
+	// success) gets its failure-table answer only on its last one, so that
+	// a repeat after it can only be a retry of the answer.
+	Requests int
 	// Surface is the surface the clients call: rest or mcp.
 	Surface string
 	// Barrier bounds how long first requests wait for all N clients;
@@ -64,6 +69,11 @@ type Arrival struct {
 	// SessionID and Origin say whether the request sent Mcp-Session-Id or
 	// Origin.
 	SessionID, Origin bool
+	// Repeat is set on a new logical request that repeats, byte for byte,
+	// the one before it, which got a failure-table answer, from a client
+	// that polls one request (it repeated one after a success): a retry of
+	// that answer cannot be told from it.
+	Repeat bool
 }
 
 // Clients is the harness of a fleet of client programs (ratecheck fleet
@@ -88,10 +98,44 @@ type Clients struct {
 	timedOut bool
 }
 
-// clientState is what the harness knows of one client program.
+// clientState is what the harness knows of one client program: its
+// current request, what it was last answered (set as the answer's status
+// is written, before the client can send again), and whether it polls
+// (repeated a request after a success).
 type clientState struct {
 	fingerprint      string
 	request, attempt int
+	last             string // the last answer's kind (see Arrival.Answer)
+	lastOK           bool   // and whether it was a 2xx
+	poller           bool
+}
+
+// next numbers a's request and attempt: the same fingerprint again is a
+// retry, but after a success it is a new request (the client polls), and
+// after a failure-table answer from a client that polls it is a new
+// request that may be a retry of the answer (Repeat), unless it had made
+// all its requests (of requests, when known).
+func (st *clientState) next(a *Arrival, requests int) {
+	same := st.request > 0 && st.fingerprint == a.Fingerprint
+	switch {
+	case same && st.lastOK && st.last != "answer":
+		same, st.poller = false, true
+	case same && st.last == "answer" && st.poller && (requests == 0 || st.request < requests):
+		same, a.Repeat = false, true
+	}
+	if !same {
+		st.request, st.attempt, st.fingerprint = st.request+1, 0, a.Fingerprint
+	}
+	st.attempt++
+	st.last, st.lastOK = "", false
+	a.Request, a.Attempt = st.request, st.attempt
+}
+
+// answered notes what st's client was answered (kind, status).
+func (c *Clients) answered(st *clientState, kind string, status int) {
+	c.mu.Lock()
+	st.last, st.lastOK = kind, status >= 200 && status <= 299
+	c.mu.Unlock()
 }
 
 // NewClients returns a harness configured by cfg.
@@ -168,12 +212,8 @@ func (c *Clients) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		st = &clientState{}
 		c.state[n] = st
 	}
-	if st.request == 0 || st.fingerprint != a.Fingerprint {
-		st.request, st.attempt, st.fingerprint = st.request+1, 0, a.Fingerprint
-	}
-	st.attempt++
-	a.Request, a.Attempt = st.request, st.attempt
-	first := a.Request == 1 && a.Attempt == 1
+	st.next(&a, c.cfg.Requests)
+	first, poller := a.Request == 1 && a.Attempt == 1, st.poller
 	if first {
 		if c.firstAt < 0 {
 			c.firstAt = at
@@ -185,6 +225,7 @@ func (c *Clients) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.mu.Unlock()
 
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	rec.onStatus = func(status int) { c.answered(st, a.Answer, status) }
 	switch {
 	case first:
 		a.Answer = "barrier"
@@ -203,7 +244,16 @@ func (c *Clients) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.Answer = "limiter"
 		c.cfg.Limited.ServeHTTP(rec, r)
 	default:
-		a.Answer = c.script(rec, r, body, a.Request, a.Attempt)
+		a.Answer = scriptKind(a.Request, a.Attempt)
+		if poller && c.cfg.Requests > 0 { // a poller's answer comes last: see ClientsConfig.Requests
+			switch {
+			case a.Request >= c.cfg.Requests:
+				a.Answer = "answer"
+			case a.Answer == "answer":
+				a.Answer = "pass"
+			}
+		}
+		c.script(rec, r, body, a.Request, a.Attempt, a.Answer)
 	}
 	a.Status, a.Done = rec.status, c.cfg.Clock()
 	if rec.reset {
@@ -214,27 +264,35 @@ func (c *Clients) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// script answers logical request k (from 2) of a client, attempt n: a
-// cycle of a failure-table answer, a 503 then the open target, a reset
-// then the open target, and the open target.
-func (c *Clients) script(w *recorder, r *http.Request, body []byte, k, n int) string {
-	switch k % 4 {
-	case 2:
-		c.answer(w, body, k)
+// scriptKind is what the script answers logical request k (from 2) of a
+// client, attempt n: a cycle of a failure-table answer, a 503 then the
+// open target, a reset then the open target, and the open target.
+func scriptKind(k, n int) string {
+	switch {
+	case k%4 == 2:
 		return "answer"
-	case 3, 0:
-		if n == 1 {
-			if k%4 == 0 {
-				w.reset = true
-				resetConn(w.ResponseWriter)
-			} else {
-				writeJSON(w, http.StatusServiceUnavailable, restError("unavailable", "scripted fault: retry"))
-			}
-			return "fault"
-		}
+	case (k%4 == 3 || k%4 == 0) && n == 1:
+		return "fault"
 	}
-	c.cfg.Open.ServeHTTP(w, r)
 	return "pass"
+}
+
+// script answers logical request k, attempt n, as kind says.
+func (c *Clients) script(w *recorder, r *http.Request, body []byte, k, n int, kind string) {
+	switch kind {
+	case "answer":
+		c.answer(w, body, k)
+	case "fault":
+		if k%4 == 0 {
+			w.reset = true
+			w.told(0)
+			resetConn(w.ResponseWriter)
+			return
+		}
+		writeJSON(w, http.StatusServiceUnavailable, restError("unavailable", "scripted fault: retry"))
+	default:
+		c.cfg.Open.ServeHTTP(w, r)
+	}
 }
 
 // answer writes a failure-table answer, alternating between two rows:
@@ -297,18 +355,34 @@ type recorder struct {
 	status int
 	wrote  bool
 	reset  bool
+	// onStatus, when set, is told the status before it is written (0: a
+	// reset), once.
+	onStatus func(int)
 }
 
 func (r *recorder) WriteHeader(code int) {
 	if !r.wrote {
 		r.status, r.wrote = code, true
+		r.told(code)
 	}
 	r.ResponseWriter.WriteHeader(code)
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
-	r.wrote = true
+	if !r.wrote {
+		r.wrote = true
+		r.told(http.StatusOK)
+	}
 	return r.ResponseWriter.Write(b)
+}
+
+// told calls onStatus once.
+func (r *recorder) told(code int) {
+	if r.onStatus != nil {
+		f := r.onStatus
+		r.onStatus = nil
+		f(code)
+	}
 }
 
 // Unwrap lets http.ResponseController reach the connection (a reset).

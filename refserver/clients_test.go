@@ -188,3 +188,48 @@ func TestClientsMCP(t *testing.T) {
 		t.Errorf("arrivals %+v", a)
 	}
 }
+
+// TestClientsPoller: a client that sends the same request every time (it
+// polls one URL) makes a new request after each success; it gets its
+// failure-table answer on its last request only, so that a repeat after
+// it is a retry of the answer.
+func TestClientsPoller(t *testing.T) {
+	openCfg := DefaultConfig()
+	openCfg.RESTLimit, openCfg.MCPLimit = 1<<30, 1<<30
+	open, err := New(openCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []Arrival
+	c := NewClients(ClientsConfig{N: 1, Requests: 5, Surface: "rest", Barrier: time.Second, Limited: open, Open: open,
+		Record: func(a Arrival) { mu.Lock(); got = append(got, a); mu.Unlock() }})
+	ts := httptest.NewServer(c)
+	defer ts.Close()
+	steps := []struct {
+		status           int
+		request, attempt int
+		answer           string
+	}{
+		{429, 1, 1, "barrier"}, {200, 1, 2, "limiter"}, // the retry is admitted: a success
+		{200, 2, 1, "pass"},                       // the same again after a success: request 2 (its answer comes last)
+		{503, 3, 1, "fault"}, {200, 3, 2, "pass"}, // a fault, retried
+		{0, 4, 1, "fault"}, {200, 4, 2, "pass"}, // a reset, retried
+		{422, 5, 1, "answer"}, {422, 5, 2, "answer"}, // the last request's answer, retried: a retry
+	}
+	for i, s := range steps {
+		if code := getStatus(t, ts.URL+"/c/1/api/public/search?q=rate+limits"); code != s.status {
+			t.Fatalf("step %d: status %d, want %d", i, code, s.status)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != len(steps) {
+		t.Fatalf("%d arrivals, want %d: %+v", len(got), len(steps), got)
+	}
+	for i, s := range steps {
+		if a := got[i]; a.Request != s.request || a.Attempt != s.attempt || a.Answer != s.answer || a.Repeat {
+			t.Errorf("arrival %d: request %d attempt %d answer %s repeat %v, want %d %d %s", i, a.Request, a.Attempt, a.Answer, a.Repeat, s.request, s.attempt, s.answer)
+		}
+	}
+}

@@ -100,8 +100,31 @@ func (l *Limiter) Window() time.Duration { return l.window }
 // the L-th newest arrival alone decides. Memory per key is therefore bounded
 // by L timestamps however hard the key floods.
 func (l *Limiter) Allow(key string, now time.Duration) bool {
+	ok, _ := l.decide(key, now, false)
+	return ok
+}
+
+// A limitState is what a key's limiter holds after a decision: the
+// requests it counts in the window, the requests left, and the time until
+// one more is admitted (0: now).
+type limitState struct {
+	count, remaining int
+	reset            time.Duration
+}
+
+// decide is Allow, and the key's state after it when state is set.
+func (l *Limiter) decide(key string, now time.Duration, state bool) (bool, limitState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	ok := l.allow(key, now)
+	if !state {
+		return ok, limitState{}
+	}
+	return ok, l.clients[key].state(l, now)
+}
+
+// allow decides under the lock.
+func (l *Limiter) allow(key string, now time.Duration) bool {
 	if now-l.lastSweep >= l.window {
 		l.sweep(now)
 	}
@@ -142,6 +165,38 @@ func (l *Limiter) Allow(key string, now time.Duration) bool {
 		}
 		return ok
 	}
+}
+
+// state returns what b holds at now: for the rolling modes the arrivals
+// in the window (the oldest of them ages out first), for the fixed window
+// the window's admissions (more at its end), for the bucket its tokens.
+func (b *bucket) state(l *Limiter, now time.Duration) limitState {
+	var st limitState
+	switch l.mode {
+	case FixedWindow:
+		st.count = b.n
+		if b.n >= l.limit {
+			st.reset = time.Duration(b.idx+1)*l.window - now
+		}
+	case TokenBucket:
+		st.count = l.limit - int(b.tokens)
+		if b.tokens < float64(l.limit) {
+			st.reset = time.Duration((1 - (b.tokens - float64(int(b.tokens)))) * float64(l.window) / float64(l.limit))
+		}
+	default:
+		oldest := now
+		for _, t := range b.ring {
+			if t > now-l.window {
+				st.count++
+				oldest = min(oldest, t)
+			}
+		}
+		if st.count > 0 {
+			st.reset = oldest + l.window - now
+		}
+	}
+	st.remaining = max(0, l.limit-st.count)
+	return st
 }
 
 func (l *Limiter) newBucket(now time.Duration) *bucket {

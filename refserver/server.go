@@ -40,6 +40,9 @@ type Config struct {
 	// AllowedOrigins lists the Origin values /mcp accepts; a request with
 	// no Origin is always accepted, one with any other Origin gets 403.
 	AllowedOrigins []string
+	// Advertise names the rate-limit fields every answer of a surface
+	// carries (zero: AdvertiseNone, the documented API).
+	Advertise Advertise
 	// Log receives one line per refused or failed request (nil: none).
 	Log io.Writer
 	// Clock returns monotonic time since an arbitrary origin; nil means a
@@ -86,11 +89,14 @@ var jsonContentType = []string{"application/json"}
 
 // New returns a reference target configured by cfg.
 func New(cfg Config) (*Server, error) {
-	rest, err := NewLimiter(cfg.Limiter, cfg.RESTLimit, cfg.Window)
+	if _, err := ParseAdvertise(string(cfg.Advertise)); err != nil {
+		return nil, err
+	}
+	rest, err := NewLimiter(cfg.Limiter, cfg.Advertise.enforced(cfg.RESTLimit), cfg.Window)
 	if err != nil {
 		return nil, fmt.Errorf("rest limiter: %w", err)
 	}
-	mcp, err := NewLimiter(cfg.Limiter, cfg.MCPLimit, cfg.Window)
+	mcp, err := NewLimiter(cfg.Limiter, cfg.Advertise.enforced(cfg.MCPLimit), cfg.Window)
 	if err != nil {
 		return nil, fmt.Errorf("mcp limiter: %w", err)
 	}
@@ -167,10 +173,11 @@ func ClientAddr(r *http.Request) string {
 // the surface is counted, whatever it is answered, and only those the
 // limiter admits take a worker.
 func (s *Server) limited(sf surface, next func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
-	lim := s.restLim
+	lim, limit := s.restLim, s.cfg.RESTLimit
 	if sf == surfaceMCP {
-		lim = s.mcpLim
+		lim, limit = s.mcpLim, s.cfg.MCPLimit
 	}
+	advertising := s.cfg.Advertise != "" && s.cfg.Advertise != AdvertiseNone
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("X-Request-Id")
 		if (id == "" || len(id) > 64) && s.log != nil {
@@ -195,7 +202,11 @@ func (s *Server) limited(sf surface, next func(http.ResponseWriter, *http.Reques
 			writeJSON(w, http.StatusServiceUnavailable, restError("unavailable", "injected fault"))
 			return
 		}
-		if !lim.Allow(ClientAddr(r), s.cfg.Clock()) {
+		ok, st := lim.decide(ClientAddr(r), s.cfg.Clock(), advertising)
+		if advertising {
+			s.advertise(w.Header(), sf, limit, ok, st)
+		}
+		if !ok {
 			if sf == surfaceMCP {
 				s.refuseMCP(w, r, id)
 			} else {

@@ -159,6 +159,7 @@ func Judge(in *decode.Input, cfg Config) *Report {
 		return rep
 	}
 	rep.Clients = len(f.fleet)
+	f.splitPolled(cfg)
 	if cfg.Base <= 0 && cfg.Epsilon <= 0 { // a client program's records: ε from the data
 		cfg.Epsilon, rep.EpsilonBasis = f.epsilonFromRelease()
 	}
@@ -225,6 +226,67 @@ type fleetRun struct {
 	requests map[int]map[int][]fleetAttempt // client → request → attempts in order
 	clients  []int                          // every client, ascending
 	fleet    []int                          // the fleet proper: not the failure-table probes
+	// split: chains of one request read as that many requests of at most
+	// the cap (see splitPolled), and the clients they were of
+	split, splitClients int
+}
+
+// splitPolled reads, for client programs (Config.Requests set), a chain
+// of attempts of one request past the attempt cap as consecutive requests
+// of at most the cap, when that explains exactly the requests the client
+// was asked to make and did not otherwise: a client that polls one
+// request sends the same bytes for its next request after giving up on
+// one, which the server cannot tell from a retry. Only chains of
+// retryable failures (429, 5xx, no answer) are split: an answer inside
+// one is a retried answer.
+func (f *fleetRun) splitPolled(cfg Config) {
+	if cfg.Requests <= 0 || cfg.Attempts <= 0 {
+		return
+	}
+	for _, c := range f.clients {
+		reqs := f.requests[c]
+		ids := slices.Sorted(maps.Keys(reqs))
+		extra := 0
+		for _, id := range ids {
+			if as := reqs[id]; len(as) > cfg.Attempts && allRetryable(as[:len(as)-1]) {
+				extra += (len(as) - 1) / cfg.Attempts
+			}
+		}
+		if extra == 0 || len(ids)+extra != cfg.Requests {
+			continue
+		}
+		out := map[int][]fleetAttempt{}
+		for _, id := range ids {
+			as := reqs[id]
+			if len(as) <= cfg.Attempts || !allRetryable(as[:len(as)-1]) {
+				out[len(out)+1] = as
+				continue
+			}
+			f.split++
+			for len(as) > 0 {
+				n := min(cfg.Attempts, len(as))
+				chunk := make([]fleetAttempt, n)
+				for i := range chunk {
+					t := *as[i].tag
+					t.Request, t.Attempt = len(out)+1, i+1
+					chunk[i] = fleetAttempt{as[i].rec, &t}
+				}
+				out[len(out)+1], as = chunk, as[n:]
+			}
+		}
+		f.requests[c] = out
+		f.splitClients++
+	}
+}
+
+// allRetryable reports whether every attempt met a retryable failure.
+func allRetryable(as []fleetAttempt) bool {
+	for _, a := range as {
+		if !method.Retryable(a.rec.Code) {
+			return false
+		}
+	}
+	return true
 }
 
 // groupFleet groups the fleet results of in (phase 1).
@@ -625,6 +687,10 @@ type disciplineCounts struct {
 	// session, origin: clients that sent Mcp-Session-Id or Origin (from
 	// the labels of a harness's records).
 	session, origin int
+	// repeats: requests that repeated one answered with a failure-table
+	// answer, from a client that polls (a retry of it, or the next
+	// request: the harness cannot tell)
+	repeats int
 }
 
 // discipline counts every request's retries (phase 4): answers retried,
@@ -642,6 +708,9 @@ func (f *fleetRun) discipline(cfg Config) disciplineCounts {
 		d.perClient[c] = len(ids)
 		for i, id := range ids {
 			as := reqs[id]
+			if as[0].tag.Repeat {
+				d.repeats++
+			}
 			d.total++
 			d.attempts += len(as)
 			d.attemptsMax = max(d.attemptsMax, len(as))
@@ -692,15 +761,23 @@ func judgeRetriedAnswers(e *fleetEvidence) (string, string) {
 		}
 		return analyze.Fail, fmt.Sprintf("an answer was retried %d times (%s): only 429, 5xx and transport faults may be (a 4xx, or a JSON-RPC error or tool error on a 200, repeats whatever the client does)", d.retriedAnswers, strings.Join(what, ", "))
 	}
+	if d.repeats > 0 {
+		return analyze.Inconclusive, fmt.Sprintf("%d requests repeated, byte for byte, one answered with a failure-table answer, from clients that poll one request: a retry of the answer cannot be told from the next request, so those copies are inconclusive; make each logical request differ (a query parameter, or an argument of the tool call, naming it) to judge them", d.repeats)
+	}
 	return analyze.Pass, fmt.Sprintf("no answer was retried (%d requests, %.2f attempts each on average)", d.total, e.rep.AttemptsMean)
 }
 
 func judgeAttemptCap(e *fleetEvidence) (string, string) {
 	d := e.discipline
-	if d.overCap > 0 {
-		return analyze.Fail, fmt.Sprintf("%d requests took more than %d attempts (at most %d)", d.overCap, e.cfg.Attempts, d.attemptsMax)
+	split := ""
+	if f := e.f; f.split > 0 {
+		split = fmt.Sprintf("; %d chains of one request repeated past the cap by %d clients that poll one request were read as consecutive requests of at most %d attempts, which explains exactly the %d requests each was asked to make (the server cannot tell a poller's next request from a retry: make each logical request differ to judge them apart)",
+			f.split, f.splitClients, e.cfg.Attempts, e.cfg.Requests)
 	}
-	return analyze.Pass, fmt.Sprintf("every request stopped within %d attempts (at most %d)", e.cfg.Attempts, d.attemptsMax)
+	if d.overCap > 0 {
+		return analyze.Fail, fmt.Sprintf("%d requests took more than %d attempts (at most %d)%s", d.overCap, e.cfg.Attempts, d.attemptsMax, split)
+	}
+	return analyze.Pass, fmt.Sprintf("every request stopped within %d attempts (at most %d)%s", e.cfg.Attempts, d.attemptsMax, split)
 }
 
 // judgeFaultsRetried reports the requests that met a transport fault or a

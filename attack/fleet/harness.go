@@ -16,6 +16,9 @@ type HarnessConfig struct {
 	// Surface is the surface the programs call; Clients how many run.
 	Surface string
 	Clients int
+	// Requests is how many logical requests each program is asked to make
+	// (see refserver.ClientsConfig).
+	Requests int
 	// Barrier is how long the first requests wait for every client to
 	// arrive (see refserver.ClientsConfig).
 	Barrier time.Duration
@@ -71,7 +74,7 @@ func (h *Harness) Start() (*refserver.Listener, error) {
 	h.release = time.Now()
 	origin := h.release
 	clock := func() time.Duration { return time.Since(origin) }
-	h.clients = refserver.NewClients(refserver.ClientsConfig{N: h.cfg.Clients, Surface: surface, Barrier: h.cfg.Barrier,
+	h.clients = refserver.NewClients(refserver.ClientsConfig{N: h.cfg.Clients, Requests: h.cfg.Requests, Surface: surface, Barrier: h.cfg.Barrier,
 		Limited: limited, Open: openSrv, Clock: clock,
 		Counted: func() { limited.Spend(surface, addr, 1) },
 		Record:  h.record})
@@ -98,7 +101,7 @@ func (h *Harness) record(a refserver.Arrival) {
 	h.mu.Unlock()
 	surface := archive.SurfaceOf(a.Path)
 	label := archive.FleetLabel(surface, "127.0.0.1", method.StreamFleet,
-		archive.FleetTag{Client: a.Client, Request: a.Request, Attempt: a.Attempt, Delay: -1}) + " answer=" + a.Answer + " fp=" + a.Fingerprint
+		archive.FleetTag{Client: a.Client, Request: a.Request, Attempt: a.Attempt, Delay: -1, Repeat: a.Repeat}) + " answer=" + a.Answer + " fp=" + a.Fingerprint
 	h.results <- &vegeta.Result{Attack: label, Code: uint16(a.Status), Timestamp: h.release.Add(a.At), Latency: a.Done - a.At,
 		Method: a.Method, URL: h.base + a.Path}
 }

@@ -109,28 +109,6 @@ func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	return code
 }
 
-// analysisConfig is what input described by meta is judged against by the
-// window and limit flags given (zero window: run.json's) and checks (nil:
-// all); firstPath is the first path read.
-func analysisConfig(meta *decode.Meta, window time.Duration, restLimit, mcpLimit int, checks []string, firstPath string) analyze.Config {
-	return configFor(meta, analyze.Overrides{Window: window, Limits: limitsOf(restLimit, mcpLimit), Checks: checks, Path: firstPath})
-}
-
-// configFor is what input described by meta is judged against (see
-// analyze.ConfigFor), with a warning first when it had no run.json to
-// take the window from.
-func configFor(meta *decode.Meta, o analyze.Overrides) analyze.Config {
-	cfg, assumed := analyze.ConfigFor(meta, o)
-	if assumed {
-		warn := fmt.Sprintf("%s has no run.json: judged against the documented window of %v; pass --window if the run was made with another", o.Path, cfg.Window)
-		if len(meta.Runs) > 0 { // a run.json without a window
-			warn = fmt.Sprintf("the run.json of %s records no window (window_ms %d): judged against the documented window of %v; pass --window if the run was made with another", o.Path, meta.Runs[0].WindowMS, cfg.Window)
-		}
-		cfg.Warnings = append([]string{warn}, cfg.Warnings...)
-	}
-	return cfg
-}
-
 // analyzeFleet judges a fleet's run folder again, as fleet judged it: by
 // the backoff, ε and seed its run.json recorded (a fleet's clients share
 // one address on purpose, so the limit checks would judge nothing of it).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/client"
@@ -110,4 +111,20 @@ func orLoopback(src string) string {
 		return "127.0.0.1"
 	}
 	return src
+}
+
+// parseList splits a comma-separated list, rejecting empty items.
+func parseList(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []string
+	for i, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			return nil, fmt.Errorf("item %d of %q is empty", i+1, s)
+		}
+		out = append(out, item)
+	}
+	return out, nil
 }

@@ -72,7 +72,7 @@ func first(xs []string, n int) []string {
 func runPrograms(ctx context.Context, o fleetOptions, stdout, stderr io.Writer) int {
 	window := o.runFlags.window(o.window, time.Minute, 30*time.Second)
 	requests := o.requests
-	h := fleet.NewHarness(fleet.HarnessConfig{Surface: o.surface, Clients: o.clients, Barrier: o.barrier, Window: window})
+	h := fleet.NewHarness(fleet.HarnessConfig{Surface: o.surface, Clients: o.clients, Requests: requests, Barrier: o.barrier, Window: window})
 	job := &fleet.Programs{Command: o.clientCmd, Clients: o.clients, Surface: o.surface, Requests: requests,
 		Timeout: o.clientTimeout, Planned: o.barrier, Results: h.Results(), Window: window, OnFinish: h.Finish,
 		Fleet: archive.FleetInfo{Surface: o.surface, Source: "127.0.0.1", Clients: o.clients, Requests: requests,

@@ -29,7 +29,11 @@ func runProgramsJSON(t *testing.T, cmd string, args ...string) (int, jitter.Repo
 // from the server's records alone. The Go example (package client) and the
 // standard-library Python one with full jitter pass; one retrying at a
 // fixed interval fails, re-colliding at least ten times as often as
-// independent jitter would; one that retries a 422 fails naming it.
+// independent jitter would (and, as the README runs it with 50 copies,
+// the harness's own scripted faults never stop the run as a failing
+// target); one that retries a 422 fails naming it. The Go example polling
+// one URL with 5 attempts passes --attempts 5: its next request, the same
+// bytes after it gave up on one, is not read as a sixth attempt.
 //
 // Not parallel, nor are its fleets: beside other tests (its own fleets
 // too) the embedded target stalls for longer than ε while the clients
@@ -52,26 +56,29 @@ func TestFleetClientCmd(t *testing.T) {
 		python    bool
 		verdict   string
 		check     func(t *testing.T, rep jitter.Report)
+		args      []string
 	}{
-		{"go example", example, false, analyze.Pass, nil},
-		{"python full jitter", "python3 ../../examples/clients/python/full_jitter.py", true, analyze.Pass, nil},
-		{"python fixed interval", "python3 ../../examples/clients/python/fixed_interval.py", true, analyze.Fail, func(t *testing.T, rep jitter.Report) {
-			if len(rep.Waves) == 0 || rep.Waves[0].RecollisionRate < 10*rep.Waves[0].RecollisionMax {
-				t.Errorf("waves %+v: want a re-collision at least ten times the independent one", rep.Waves)
-			}
-		}},
+		{"go example", example, false, analyze.Pass, nil, nil},
+		{"python full jitter", "python3 ../../examples/clients/python/full_jitter.py", true, analyze.Pass, nil, nil},
+		{"python fixed interval", "python3 ../../examples/clients/python/fixed_interval.py", true, analyze.Fail, recollides, nil},
+		{"python fixed interval, 50 copies", "python3 ../../examples/clients/python/fixed_interval.py", true, analyze.Fail, recollides, []string{"--clients", "50"}},
 		{"python retries a 422", "python3 ../../examples/clients/python/retries_answers.py", true, analyze.Fail, func(t *testing.T, rep jitter.Report) {
 			if c := checkNamed(rep, "retry-answers"); c.Verdict != analyze.Fail || !strings.Contains(c.Detail, "a 422") {
 				t.Errorf("retry-answers %+v, want a failure naming the 422", c)
 			}
-		}},
+		}, nil},
+		{"go example polling one URL, 5 attempts", example + " -poll -attempts 5", false, analyze.Pass, func(t *testing.T, rep jitter.Report) {
+			if c := checkNamed(rep, "attempt-cap"); c.Verdict != analyze.Pass || !strings.Contains(c.Detail, "within 5 attempts") {
+				t.Errorf("attempt-cap %+v, want a pass within 5 attempts", c)
+			}
+		}, []string{"--attempts", "5"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.python && python == "" {
 				t.Skip("no python3 here")
 			}
-			code, rep, stderr := runProgramsJSON(t, tt.cmd, "--clients", "12")
+			code, rep, stderr := runProgramsJSON(t, tt.cmd, append([]string{"--clients", "12"}, tt.args...)...)
 			if rep.Verdict != tt.verdict || code != verdictExit(tt.verdict) {
 				t.Fatalf("exit %d, verdict %s, want %s\n%+v\n%s", code, rep.Verdict, tt.verdict, rep.Checks, stderr)
 			}
@@ -85,6 +92,17 @@ func TestFleetClientCmd(t *testing.T) {
 				tt.check(t, rep)
 			}
 		})
+	}
+}
+
+// recollides: lockstep copies re-collide at least ten times as often as
+// independent jitter would.
+func recollides(t *testing.T, rep jitter.Report) {
+	if len(rep.Waves) == 0 || rep.Waves[0].RecollisionRate < 10*rep.Waves[0].RecollisionMax {
+		t.Errorf("waves %+v: want a re-collision at least ten times the independent one", rep.Waves)
+	}
+	if c := checkNamed(rep, "jitter"); c.Verdict != analyze.Fail {
+		t.Errorf("jitter %+v, want a failure", c)
 	}
 }
 

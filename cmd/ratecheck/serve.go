@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/refserver"
@@ -17,6 +16,7 @@ type serveOptions struct {
 	restLimit      int
 	mcpLimit       int
 	limiter        string
+	advertise      string
 	faults         string
 	seed           uint64
 	allowedOrigins string
@@ -37,6 +37,11 @@ the others are deliberately wrong, to prove the verifier fails on them:
   token-bucket   capacity L, refilled L per window, refusals cost nothing
   admitted-only  rolling window that forgets refused requests
   off-by-one     rolling window that admits L+1
+
+--advertise adds rate-limit fields to every answer (the documented API sends
+none): draft (RateLimit-Policy and RateLimit, the IETF httpapi draft), legacy
+(X-RateLimit-* and Retry-After on a 429), or lying (advertises L, enforces 5/6
+of it, a wrong remaining count and Retry-After: 0 on a 429).
 
 --faults injects transport faults and latency, drawn from --seed, e.g.
   --faults 5xx=0.02,reset=0.01,delay=5ms-40ms
@@ -61,6 +66,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&o.restLimit, "rest-limit", def.RESTLimit, "REST requests admitted per window and client address")
 	fs.IntVar(&o.mcpLimit, "mcp-limit", def.MCPLimit, "MCP calls admitted per window and client address")
 	fs.StringVar(&o.limiter, "limiter", string(refserver.Rolling), "limiter `mode`: rolling, fixed-window, token-bucket, admitted-only, off-by-one")
+	fs.StringVar(&o.advertise, "advertise", string(refserver.AdvertiseNone), "rate-limit fields to send: none, draft, legacy, lying")
 	fs.StringVar(&o.faults, "faults", "", "fault `spec` such as 5xx=0.02,reset=0.01,delay=5ms-40ms")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the fault and service-time draws")
 	fs.StringVar(&o.allowedOrigins, "allowed-origins", "", "comma-separated `list` of Origin values /mcp accepts (default: none; requests without Origin are always accepted)")
@@ -87,6 +93,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr(stderr, "serve", "--addr %s: %v", o.addr, err)
 	}
 	fmt.Fprintf(stdout, "ratecheck serve: listening on %s (window %v, rest %d, mcp %d per window and address, limiter %s", ln.URL, cfg.Window, cfg.RESTLimit, cfg.MCPLimit, cfg.Limiter)
+	if cfg.Advertise != refserver.AdvertiseNone {
+		fmt.Fprintf(stdout, ", advertising %s", cfg.Advertise)
+	}
 	if cfg.Faults != (refserver.Faults{}) {
 		fmt.Fprintf(stdout, ", faults %s", cfg.Faults)
 	}
@@ -114,6 +123,9 @@ func (o serveOptions) config() (refserver.Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("--limiter: %v", err)
 	}
+	if cfg.Advertise, err = refserver.ParseAdvertise(o.advertise); err != nil {
+		return cfg, fmt.Errorf("--advertise: %v", err)
+	}
 	faults, err := refserver.ParseFaults(o.faults)
 	if err != nil {
 		return cfg, fmt.Errorf("--faults: %v", err)
@@ -131,20 +143,4 @@ func (o serveOptions) config() (refserver.Config, error) {
 	}
 	cfg.Faults, cfg.Seed, cfg.AllowedOrigins, cfg.Pool = faults, o.seed, origins, o.pool
 	return cfg, nil
-}
-
-// parseList splits a comma-separated list, rejecting empty items.
-func parseList(s string) ([]string, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	var out []string
-	for i, item := range strings.Split(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			return nil, fmt.Errorf("item %d of %q is empty", i+1, s)
-		}
-		out = append(out, item)
-	}
-	return out, nil
 }

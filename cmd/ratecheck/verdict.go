@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/report"
 )
@@ -58,4 +60,43 @@ func parseChecks(s string) (groups, checks []string, err error) {
 		checks = append(checks, names...)
 	}
 	return groups, checks, nil
+}
+
+// analysisConfig is what input described by meta is judged against by the
+// window and limit flags given (zero window: run.json's) and checks (nil:
+// all); firstPath is the first path read.
+func analysisConfig(meta *decode.Meta, window time.Duration, restLimit, mcpLimit int, checks []string, firstPath string) analyze.Config {
+	return configFor(meta, analyze.Overrides{Window: window, Limits: limitsOf(restLimit, mcpLimit), Checks: checks, Path: firstPath})
+}
+
+// configFor is what input described by meta is judged against (see
+// analyze.ConfigFor), with a warning first when it had no run.json to
+// take the window from.
+func configFor(meta *decode.Meta, o analyze.Overrides) analyze.Config {
+	cfg, assumed := analyze.ConfigFor(meta, o)
+	if assumed {
+		warn := fmt.Sprintf("%s has no run.json: judged against the documented window of %v; pass --window if the run was made with another", o.Path, cfg.Window)
+		if len(meta.Runs) > 0 { // a run.json without a window
+			warn = fmt.Sprintf("the run.json of %s records no window (window_ms %d): judged against the documented window of %v; pass --window if the run was made with another", o.Path, meta.Runs[0].WindowMS, cfg.Window)
+		}
+		cfg.Warnings = append([]string{warn}, cfg.Warnings...)
+	}
+	return cfg
+}
+
+// parseSurfaces reads --surfaces: rest, mcp or both.
+func parseSurfaces(s string) ([]string, error) {
+	surfaces, err := parseList(s)
+	if err == nil && len(surfaces) == 0 {
+		err = fmt.Errorf("name rest, mcp or both")
+	}
+	for _, sf := range surfaces {
+		if sf != method.REST && sf != method.MCP {
+			err = fmt.Errorf("unknown surface %q (want rest, mcp or rest,mcp)", sf)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return surfaces, nil
 }

@@ -45,8 +45,8 @@ inconclusive, never a failure.
 When two limiter families explain the run equally (model_alternatives),
 --discriminate adds one window of probes that tells them apart.
 
-Check groups (--checks): limits = onset, rolling, rejected-count, shape;
-isolation = isolation, spoof, independence; contract = contract.
+Check groups (--checks): limits = onset, rolling, rejected-count, shape,
+headers; isolation = isolation, spoof, independence; contract = contract.
 
 Exit codes: 0 verified, 1 a check failed, 2 bad usage or this machine's own
 limit (descriptors, local ports), 3 target unreachable or failing

@@ -185,7 +185,7 @@ func TestVerifyEmbeddedPasses(t *testing.T) {
 		for _, c := range s.Checks {
 			names = append(names, c.Name)
 		}
-		if !slices.Equal(names, []string{"onset", "rolling", "rejected-count", "shape", "isolation", "spoof", "independence", "contract"}) {
+		if !slices.Equal(names, []string{"onset", "rolling", "rejected-count", "shape", "headers", "isolation", "spoof", "independence", "contract"}) {
 			t.Errorf("%s checks %v", s.Surface, names)
 		}
 	}
@@ -211,8 +211,8 @@ func TestVerifyEmbeddedPasses(t *testing.T) {
 	if code, _, stderr := runCmd(t, "analyze", "--junit", junit, v.Run); code != exitOK {
 		t.Errorf("analyze --junit: exit %d\n%s", code, stderr)
 	}
-	if x, err := os.ReadFile(junit); err != nil || bytes.Count(x, []byte("<testcase ")) != 16 {
-		t.Errorf("junit: %v, %d test cases, want 16:\n%s", err, bytes.Count(x, []byte("<testcase ")), x)
+	if x, err := os.ReadFile(junit); err != nil || bytes.Count(x, []byte("<testcase ")) != 18 {
+		t.Errorf("junit: %v, %d test cases, want 18 (nine checks, two surfaces):\n%s", err, bytes.Count(x, []byte("<testcase ")), x)
 	}
 	// compare: the run against itself has no regression; against a copy
 	// whose answers all came back 50 ms later, p99 regressed.

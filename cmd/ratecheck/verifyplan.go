@@ -132,20 +132,3 @@ func (o *verifyOptions) judge(run *attack.Run, v verifyRun, code int, stdout, st
 	}
 	return verdict
 }
-
-// parseSurfaces reads --surfaces: rest, mcp or both.
-func parseSurfaces(s string) ([]string, error) {
-	surfaces, err := parseList(s)
-	if err == nil && len(surfaces) == 0 {
-		err = fmt.Errorf("name rest, mcp or both")
-	}
-	for _, sf := range surfaces {
-		if sf != method.REST && sf != method.MCP {
-			err = fmt.Errorf("unknown surface %q (want rest, mcp or rest,mcp)", sf)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return surfaces, nil
-}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-chi/httprate"
+
+	"github.com/connectbyjbrh/ratecheck/refserver"
+)
+
+// headersOf returns each surface's headers check.
+func headersOf(v verdictJSON) map[string][2]string {
+	out := map[string][2]string{}
+	for _, s := range v.Surfaces {
+		for _, c := range s.Checks {
+			if c.Name == "headers" {
+				out[s.Surface] = [2]string{c.Verdict, c.Detail}
+			}
+		}
+	}
+	return out
+}
+
+// TestVerifyHeaders: what serve --advertise sends is held to what it does.
+// The documented API (the embedded target) advertises nothing: skip.
+// draft and legacy tell the truth: pass. lying advertises the configured
+// limit while enforcing five sixths of it, a positive remaining count on
+// a 429 and Retry-After: 0: fail, naming each field and its evidence.
+func TestVerifyHeaders(t *testing.T) {
+	tests := []struct {
+		advertise string
+		want      string
+		names     []string // in the detail of a failure
+	}{
+		{"", "skip", []string{"nothing advertised"}},
+		{"draft", "pass", []string{"RateLimit-Policy", "RateLimit"}},
+		{"legacy", "pass", []string{"X-RateLimit-Limit", "Retry-After"}},
+		{"lying", "fail", []string{"RateLimit-Policy q=", "was refused with at most", "RateLimit r=", "on the 429", "Retry-After=0", "was refused"}},
+	}
+	for _, tt := range tests {
+		t.Run("advertise="+tt.advertise, func(t *testing.T) {
+			var args []string
+			if tt.advertise != "" {
+				base, _ := startServe(t, "--window", verifyWindow.String(), "--advertise", tt.advertise, "--quiet")
+				args = []string{"--target", base}
+			}
+			_, v, stderr := runVerifyJSON(t, verifyWindow, args...)
+			got := headersOf(v)
+			if len(got) != 2 {
+				t.Fatalf("headers on %d surfaces, want 2: %+v\n%s", len(got), v, stderr)
+			}
+			for sf, c := range got {
+				if c[0] != tt.want {
+					t.Errorf("%s: headers %s, want %s: %s", sf, c[0], tt.want, c[1])
+				}
+				for _, n := range tt.names {
+					if !strings.Contains(c[1], n) {
+						t.Errorf("%s: detail does not name %q: %s", sf, n, c[1])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestVerifyHeadersHTTPRate holds a limiter ratecheck did not write to
+// what it advertises. go-chi/httprate (v0.16.1, limiter.go) sends on every
+// answer X-RateLimit-Limit (its limit), X-RateLimit-Remaining (the limit
+// less its rounded weighted count, less one on an admission: from a fresh
+// window it falls by one per admission, and is 0 or less on a 429) and
+// X-RateLimit-Reset (the end of the current window, a Unix time in whole
+// seconds, windows aligned to the limiter's start), and Retry-After (the
+// window length) on a 429. Its counter is a sliding-window counter that
+// does not count refusals, so the run fails other checks; what it
+// advertises holds: a limiter made just before the run is in its first
+// window for the whole first episode (which admits exactly the limit),
+// and refuses until that window ends (the weighted count of an empty
+// previous window is nothing).
+func TestVerifyHeadersHTTPRate(t *testing.T) {
+	w := verifyWindow
+	cfg := refserver.DefaultConfig()
+	cfg.Window, cfg.RESTLimit, cfg.MCPLimit = w, 1<<20, 1<<20 // the target's own limiter never refuses
+	srv, err := refserver.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limiter := func(limit int, body func(http.ResponseWriter)) *httprate.RateLimiter {
+		return httprate.NewRateLimiter(limit, w,
+			httprate.WithKeyFuncs(func(r *http.Request) (string, error) {
+				host, _, err := net.SplitHostPort(r.RemoteAddr)
+				return host, err
+			}),
+			httprate.WithLimitHandler(func(rw http.ResponseWriter, _ *http.Request) { body(rw) }))
+	}
+	rest := limiter(240, func(rw http.ResponseWriter) {
+		rw.Header().Set("Content-Type", "application/json")
+		rw.WriteHeader(http.StatusTooManyRequests)
+		_ = json.NewEncoder(rw).Encode(map[string]any{"error": map[string]any{"code": "rate_limited", "message": "too many requests"}})
+	}).Handler(srv)
+	mcp := limiter(120, func(rw http.ResponseWriter) {
+		rw.Header().Set("Content-Type", "application/json")
+		rw.WriteHeader(http.StatusTooManyRequests)
+		_ = json.NewEncoder(rw).Encode(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32603, "message": "rate limited"}})
+	}).Handler(srv)
+	base := serveHandler(t, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/mcp" {
+			mcp.ServeHTTP(rw, r)
+			return
+		}
+		rest.ServeHTTP(rw, r)
+	}))
+	_, v, stderr := runVerifyJSON(t, w, "--target", base)
+	for sf, c := range headersOf(v) {
+		if c[0] != "pass" || !strings.Contains(c[1], "X-RateLimit-Limit") || !strings.Contains(c[1], "X-RateLimit-Reset") {
+			t.Errorf("%s: headers %s, want pass naming X-RateLimit-Limit and -Reset: %s\n%s", sf, c[0], c[1], stderr)
+		}
+	}
+}
+
+// serveHandler serves h on a loopback port until the test ends.
+func serveHandler(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { _ = hs.Close() })
+	return "http://" + ln.Addr().String()
+}

@@ -452,7 +452,8 @@ type replay struct {
 	bucket       tokenBucket
 	fixed        []fixedWindow
 	counters     []slidingCounter // counting refusals (phases), then not
-	recent       window           // every request of the last w, for the replicas
+	recent       window           // the requests of the last w, for the replicas (at most recentCap)
+	recentCap    int
 	reps         []replicas       // k = 2, 3, 4
 }
 
@@ -498,6 +499,7 @@ func (r *replay) start(t int64) {
 	}
 	for k := 2; k <= maxReplicas; k++ {
 		r.reps = append(r.reps, newReplicas(k, r.limit))
+		r.recentCap = max(r.recentCap, r.reps[len(r.reps)-1].certain())
 	}
 	r.bucket = tokenBucket{limit: r.limit, W: W, tokens: float64(r.limit), at: t}
 	origins := make([]int64, 0, r.phases+len(r.origins))
@@ -538,7 +540,7 @@ func (r *replay) add(t int64, ok bool) {
 	for i := range r.counters {
 		r.counters[i].add(t)
 	}
-	n := r.recent.add(t, r.w)
+	n := r.recent.add(t, r.w, r.recentCap)
 	for i := range r.reps {
 		r.reps[i].add(n)
 	}
@@ -777,6 +779,17 @@ func (r *replicas) admitP(n int) float64 {
 	return 0
 }
 
+// certain is the fewest others in a window for which a request is
+// refused for sure (P(Binomial(n, 1/k) ≤ L − 1) below 1e-12): past it, how
+// many more does not matter, so the fit keeps no more of a window.
+func (r *replicas) certain() int {
+	n := r.limit
+	for r.admitP(n) > 0 {
+		n++
+	}
+	return n
+}
+
 // add replays a request that met n others in the last window.
 func (r *replicas) add(n int) {
 	r.last = r.admitP(n)
@@ -795,10 +808,15 @@ type window struct {
 	head int
 }
 
-// add takes a request at t and returns how many others came in (t − w, t].
-func (q *window) add(t, w int64) int {
+// add takes a request at t and returns how many others came in (t − w, t],
+// or most when more did (0: no bound): a window of a flood holds at most
+// most of its requests.
+func (q *window) add(t, w int64, most int) int {
 	for q.head < len(q.ts) && q.ts[q.head] <= t-w {
 		q.head++
+	}
+	if most > 0 && len(q.ts)-q.head > most {
+		q.head = len(q.ts) - most
 	}
 	if q.head > 1024 && 2*q.head > len(q.ts) { // move what is held to the front
 		q.ts = q.ts[:copy(q.ts, q.ts[q.head:])]

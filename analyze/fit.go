@@ -454,7 +454,7 @@ type replay struct {
 	counters     []slidingCounter // counting refusals (phases), then not
 	recent       window           // the requests of the last w, for the replicas (at most recentCap)
 	recentCap    int
-	reps         []replicas       // k = 2, 3, 4
+	reps         []replicas // k = 2, 3, 4
 }
 
 // score is a candidate's admissions in the current bin, its mismatches

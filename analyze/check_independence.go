@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/connectbyjbrh/ratecheck/decode"
+	"github.com/connectbyjbrh/ratecheck/internal/human"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -107,6 +108,12 @@ func (c *independenceCheck) judge(e *evidence) (string, string) {
 		}
 	}
 	switch {
+	case n > 0 && e.sd.Leaks > 0:
+		// A limiter that admits past L where every candidate of the fit
+		// refuses is not one the fit describes: that no candidate
+		// refuses these requests does not prove the other surface did.
+		return Inconclusive, fmt.Sprintf("%s on %s from %s would be explained by counting the other surface's requests, but this surface's own limiter is none the fit describes exactly (%s past %d, best fit %s): a shared counter is not proved",
+			human.Count(n, "refusal", ""), e.name, e.primary, human.Count(e.sd.Leaks, "leak", ""), e.L, e.sd.Fit.Best)
 	case n > 0:
 		return Fail, fmt.Sprintf("%d refusals on %s from %s are explained only by counting the other surface's requests, and by no limiter of this surface alone: the surfaces share a counter", n, e.name, e.primary)
 	case len(c.explained) > 0:

@@ -1,9 +1,11 @@
 package refserver
 
 import (
+	"cmp"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -113,13 +115,23 @@ func TestClientsScenario(t *testing.T) {
 			t.Errorf("%s: status %d, want %d", s.path, got, s.status)
 		}
 	}
+	want := [][2]int{{1, 1}, {1, 2}, {2, 1}, {2, 2}, {3, 1}, {3, 2}, {4, 1}, {4, 2}, {5, 1}}
+	// The reset's handler records its arrival after the connection is
+	// gone, and the client may be further on by then: wait (a bounded
+	// while) until every arrival is recorded before reading them.
 	var mine []Arrival
-	for _, a := range arrivals() {
-		if a.Client == 1 {
-			mine = append(mine, a)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		mine = mine[:0]
+		for _, a := range arrivals() {
+			if a.Client == 1 {
+				mine = append(mine, a)
+			}
+		}
+		if len(mine) >= len(want) || time.Now().After(deadline) {
+			break
 		}
 	}
-	want := [][2]int{{1, 1}, {1, 2}, {2, 1}, {2, 2}, {3, 1}, {3, 2}, {4, 1}, {4, 2}, {5, 1}}
+	slices.SortFunc(mine, func(a, b Arrival) int { return cmp.Compare(a.At, b.At) })
 	if len(mine) != len(want) {
 		t.Fatalf("%d arrivals of client 1, want %d: %+v", len(mine), len(want), mine)
 	}

@@ -36,8 +36,8 @@ type gobBatch struct {
 // A batch is cut at gobBatchResults results or gobBatchBytes bytes (Vegeta
 // keeps whole bodies), whichever comes first.
 const (
-	gobBatchResults = 4096
-	gobBatchBytes   = 1 << 20
+	gobBatchResults = 1024
+	gobBatchBytes   = 1 << 18
 )
 
 // isGob reports whether br starts with a gob stream of Vegeta results: the

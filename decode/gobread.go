@@ -101,7 +101,7 @@ func readGobMessage(br *bufio.Reader, buf []byte, left int64) ([]byte, bool, err
 	switch {
 	case !ok || size == 0 || left < int64(w) || size > uint64(left-int64(w)):
 		return buf, false, io.ErrUnexpectedEOF
-	case size > MaxResult:
+	case size > maxResult:
 		return buf, false, &tooBigError{size}
 	}
 	at, need := len(buf), w+int(size)

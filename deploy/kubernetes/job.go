@@ -57,11 +57,11 @@ const (
 	maxArgLen = 1024
 )
 
-// TargetPort is the port the reference target listens on when deployed.
-const TargetPort = 8080
+// targetPort is the port the reference target listens on when deployed.
+const targetPort = 8080
 
-// ResultsDir is where the shared volume is mounted in a shard.
-const ResultsDir = "/results"
+// resultsDir is where the shared volume is mounted in a shard.
+const resultsDir = "/results"
 
 var (
 	dnsLabel  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -211,8 +211,8 @@ func targetObjects(o Options, meta func(name, component string) objectMeta) (str
 	target := o.Target
 	if target == "" {
 		svc := o.Name + "-target"
-		target = fmt.Sprintf("http://%s:%d", svc, TargetPort)
-		args := []string{"serve", "--addr", fmt.Sprintf(":%d", TargetPort)}
+		target = fmt.Sprintf("http://%s:%d", svc, targetPort)
+		args := []string{"serve", "--addr", fmt.Sprintf(":%d", targetPort)}
 		if o.Window > 0 {
 			args = append(args, "--window", o.Window.String())
 		}
@@ -223,10 +223,10 @@ func targetObjects(o Options, meta func(name, component string) objectMeta) (str
 				Template: podTemplate{Metadata: objectMeta{Labels: tm.Labels}, Spec: podSpec{
 					SecurityContext: &podSecurity{RunAsNonRoot: true, RunAsUser: 65532},
 					Containers: []container{{Name: "target", Image: o.Image, Command: []string{"ratecheck"}, Args: args,
-						Ports:          []containerPort{{Name: "http", ContainerPort: TargetPort}},
-						ReadinessProbe: &probe{TCPSocket: tcpSocket{Port: TargetPort}}}}}}}},
+						Ports:          []containerPort{{Name: "http", ContainerPort: targetPort}},
+						ReadinessProbe: &probe{TCPSocket: tcpSocket{Port: targetPort}}}}}}}},
 			service{APIVersion: "v1", Kind: "Service", Metadata: tm, Spec: serviceSpec{Selector: tm.Labels,
-				Ports: []servicePort{{Name: "http", Port: TargetPort, TargetPort: TargetPort}}}})
+				Ports: []servicePort{{Name: "http", Port: targetPort, TargetPort: targetPort}}}})
 	}
 	return target, docs
 }
@@ -240,7 +240,7 @@ func shardJob(o Options, jm objectMeta, target, cm string) job {
 		"--shard", fmt.Sprintf("$(JOB_COMPLETION_INDEX)/%d", o.Shards),
 		"--start-at", o.StartAt.UTC().Format(time.RFC3339Nano),
 		"--sources", "own",
-		"--out", path.Join(ResultsDir, o.Name)}
+		"--out", path.Join(resultsDir, o.Name)}
 	if o.Window > 0 {
 		args = append(args, "--window", o.Window.String())
 	}
@@ -262,7 +262,7 @@ func shardJob(o Options, jm objectMeta, target, cm string) job {
 			Containers: []container{{Name: "attack", Image: o.Image, Command: []string{"ratecheck"}, Args: args,
 				Env: []envVar{{Name: "JOB_COMPLETION_INDEX", ValueFrom: &envSource{FieldRef: fieldRef{
 					FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}},
-				VolumeMounts: []volumeMount{{Name: "profile", MountPath: "/etc/ratecheck", ReadOnly: true}, {Name: "results", MountPath: ResultsDir}}}},
+				VolumeMounts: []volumeMount{{Name: "profile", MountPath: "/etc/ratecheck", ReadOnly: true}, {Name: "results", MountPath: resultsDir}}}},
 			Volumes: []volume{
 				{Name: "profile", ConfigMap: &configMapVolume{Name: cm}},
 				{Name: "results", PersistentVolumeClaim: &claimVolume{ClaimName: o.Claim}}}}}}}

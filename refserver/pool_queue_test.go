@@ -2,39 +2,15 @@ package refserver
 
 import (
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"testing"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
-)
 
-// simulateQueue is the tests' queueing figure: a discrete-event simulation
-// of the D/G/c queue, independent of the server's code. Requests arrive
-// every 1/rate seconds for dur; each takes the server that frees first
-// (first come, first served over c servers) for a service time from draw.
-// It returns every request's sojourn, waiting plus service, in arrival
-// order.
-func simulateQueue(rate float64, dur time.Duration, c int, draw func() time.Duration) []time.Duration {
-	n := int(rate * dur.Seconds())
-	free := make([]time.Duration, c) // when each server is next free
-	sojourn := make([]time.Duration, n)
-	for k := range n {
-		arrive := time.Duration(float64(k) / rate * float64(time.Second))
-		i := 0
-		for j := range free {
-			if free[j] < free[i] {
-				i = j
-			}
-		}
-		done := max(arrive, free[i]) + draw()
-		free[i] = done
-		sojourn[k] = done - arrive
-	}
-	return sojourn
-}
+	"github.com/connectbyjbrh/ratecheck/internal/hostsim"
+)
 
 // quantile returns the q-quantile of ds (the ⌈q·n⌉-th smallest).
 func quantile(ds []time.Duration, q float64) time.Duration {
@@ -55,13 +31,6 @@ func growth(ds []time.Duration) time.Duration {
 	return (last - first) / time.Duration(k)
 }
 
-func fixedDraw(d time.Duration) func() time.Duration { return func() time.Duration { return d } }
-
-func uniformDraw(lo, hi time.Duration, seed uint64) func() time.Duration {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	return func() time.Duration { return lo + time.Duration(rng.Int64N(int64(hi-lo)+1)) }
-}
-
 // TestQueueFigure holds the simulation to what queueing theory says in
 // closed form for a fixed service time S over c servers (capacity μ = c/S):
 // below μ nobody waits, every sojourn is S; above it the backlog grows by
@@ -69,12 +38,12 @@ func uniformDraw(lo, hi time.Duration, seed uint64) func() time.Duration {
 func TestQueueFigure(t *testing.T) {
 	const c, S = 10, 20 * time.Millisecond
 	mu := float64(c) / S.Seconds() // 500/s
-	for _, d := range simulateQueue(250, time.Second, c, fixedDraw(S)) {
+	for _, d := range hostsim.Queue(250, time.Second, c, hostsim.Fixed(S)) {
 		if d != S {
 			t.Fatalf("at 250/s a sojourn of %v, want %v", d, S)
 		}
 	}
-	over := simulateQueue(750, time.Second, c, fixedDraw(S))
+	over := hostsim.Queue(750, time.Second, c, hostsim.Fixed(S))
 	last := over[len(over)-1]
 	want := S + time.Duration((750-mu)/mu*float64(time.Second)) // the last request, 1 s in
 	if d := last - want; d < -S || d > S {
@@ -83,7 +52,7 @@ func TestQueueFigure(t *testing.T) {
 	// Uniform service: some waiting below μ, increasing towards it.
 	var p99 []time.Duration
 	for _, rate := range []float64{250, 400, 480} {
-		p99 = append(p99, quantile(simulateQueue(rate, 20*time.Second, c, uniformDraw(5*time.Millisecond, 35*time.Millisecond, 1)), 0.99))
+		p99 = append(p99, quantile(hostsim.Queue(rate, 20*time.Second, c, hostsim.Uniform(5*time.Millisecond, 35*time.Millisecond, 1)), 0.99))
 	}
 	if !slices.IsSorted(p99) || p99[0] > 36*time.Millisecond || p99[2] < 40*time.Millisecond {
 		t.Errorf("D/U/10 p99 at 250, 400, 480/s: %v, want rising from the service time's own", p99)
@@ -213,7 +182,7 @@ func TestPoolQueueingUnderLoad(t *testing.T) {
 	// the first is the growth over 4/5 of its span.
 	span := float64(len(over.latency)-1) / over.achieved
 	wantGrowth := time.Duration(math.Max(0, over.achieved-mu) / mu * 0.8 * span * float64(time.Second))
-	simGrowth := growth(simulateQueue(over.achieved, time.Duration(span*float64(time.Second)), c, fixedDraw(S)))
+	simGrowth := growth(hostsim.Queue(over.achieved, time.Duration(span*float64(time.Second)), c, hostsim.Fixed(S)))
 	t.Logf("fixed %v, %d workers (μ %.0f/s): at %.0f/s p50 %v p99 %v growth %v (theory: %v, no growth);"+
 		" at %.0f/s p50 %v p99 %v growth %v (theory %v, simulated %v)",
 		S, c, mu, under.achieved, quantile(under.latency, 0.5), quantile(under.latency, 0.99), growth(under.latency), S,
@@ -245,7 +214,7 @@ func TestPoolQueueingUnderLoad(t *testing.T) {
 		var sim time.Duration
 		const reps = 20
 		for i := range reps {
-			sim += quantile(simulateQueue(r.achieved, span, c, uniformDraw(lo, hi, uint64(i))), 0.99) / reps
+			sim += quantile(hostsim.Queue(r.achieved, span, c, hostsim.Uniform(lo, hi, uint64(i))), 0.99) / reps
 		}
 		got := quantile(r.latency, 0.99)
 		observed = append(observed, got)

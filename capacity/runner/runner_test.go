@@ -2,13 +2,16 @@ package runner
 
 import (
 	"context"
+	"math"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/capacity"
+	"github.com/connectbyjbrh/ratecheck/internal/hostsim"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/refserver"
 )
@@ -182,4 +185,77 @@ func TestFreezeShowsInIntendedTime(t *testing.T) {
 	if s.UncorrectedHighMs == nil || *s.UncorrectedHighMs > slo.Max.Seconds()*1000 {
 		t.Errorf("uncorrected p99 high bound %v ms: want within the objective, the freeze hidden", s.UncorrectedHighMs)
 	}
+}
+
+// TestKneeOfUniformPool holds the knee found against a pool of 10
+// workers with service times uniform in 5ms-35ms (500/s nominal) to the
+// D/G/c queue's figure (hostsim.Queue), replayed with the service times
+// the pool really gave (a timer on a loaded host overshoots). A step's
+// judged p99 lies between those of its parts (a quantile of a mixture
+// lies between its components'), and every part starts from an empty
+// queue (a segment ends when its last answer is in): so every rate at
+// which the figure keeps the p99 of the longest judged part (the warm-up,
+// then MaxStep) within the objective passes, less the arrival jitter δ,
+// and no rate passes at which even the most lenient part (a lengthening:
+// T from an empty queue, no warm-up) is beyond it. The bracket closes to
+// the precision p: low·(1−δ)/(1+p) ≤ knee < high.
+func TestKneeOfUniformPool(t *testing.T) {
+	const lo, hi, nominal = 5 * time.Millisecond, 35 * time.Millisecond, 20 * time.Millisecond
+	meter := &serviceMeter{}
+	cfg := refserver.DefaultConfig()
+	cfg.Window = time.Second
+	cfg.Pool = refserver.Pool{Workers: 10, ServiceMin: lo, ServiceMax: hi, Queue: 5000}
+	cfg.Sleep = meter.sleep
+	url := target(t, cfg)
+	c := poolSearch(t)
+	stall := refserver.NewStallMeter()
+	began := time.Now()
+	job, _ := search(t, url, c)
+	worst := stall.Stop(began)
+	res := job.Result()
+	slo := c.Search.Objective.SLO.Max
+	for _, s := range res.Steps {
+		t.Logf("%-9s %7.1f/s  p99 %6.1fms  n=%d  %s %s", s.Phase, s.OfferedRPS, s.QuantileMs, s.Requests, s.Verdict, s.LimitedBy)
+	}
+	over := meter.mean() - nominal // what the pool's timers added
+	figure := func(rate float64, warm, judged time.Duration, seed uint64) time.Duration {
+		draw := hostsim.Uniform(lo+over, hi+over, seed)
+		all := hostsim.Queue(rate, warm+judged, 10, draw)
+		return quantileOf(all[int(rate*warm.Seconds()):], 0.99)
+	}
+	const seeds, p, delta = 4, 0.05, 0.05
+	low, high := 0.0, 0.0
+	for rate := 250.0; rate <= 2000 && high == 0; rate += 2.5 {
+		worstP99, bestP99 := time.Duration(0), time.Duration(1<<62)
+		for seed := range uint64(seeds) {
+			worstP99 = max(worstP99, figure(rate, c.Search.Warmup, c.Search.MaxStep, seed))
+			bestP99 = min(bestP99, figure(rate, 0, c.Search.Step, seed))
+		}
+		if worstP99 <= slo {
+			low = rate
+		}
+		if bestP99 > slo {
+			high = rate
+		}
+	}
+	t.Logf("real mean service %v; the figure: p99 within %v up to %.1f/s over a whole step, beyond it from %.1f/s in any part", meter.mean(), slo, low, high)
+	if worst > (slo-nominal)/2 {
+		t.Skipf("this process stalled for %v during the search (a loaded host): the latencies measure the host, not the pool", worst)
+	}
+	if res.Verdict == capacity.VerdictClient {
+		t.Skipf("the generator fell behind: a starved host, not the search")
+	}
+	if res.Verdict != capacity.VerdictFound || res.KneeRPS == nil {
+		t.Fatalf("verdict %s (limited by %s), want found", res.Verdict, res.LimitedBy)
+	}
+	if k := *res.KneeRPS; k < low*(1-delta)/(1+p) || k >= high {
+		t.Errorf("knee %.1f/s outside [%.1f, %.1f)", k, low*(1-delta)/(1+p), high)
+	}
+}
+
+// quantileOf returns the q-quantile of ds (the ⌈q·n⌉-th smallest).
+func quantileOf(ds []time.Duration, q float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[max(0, int(math.Ceil(q*float64(len(s))))-1)]
 }

@@ -67,8 +67,8 @@ func clone(st *Stats) *Stats {
 func TestStatsJSONRefusesDisagreeingParts(t *testing.T) {
 	t.Parallel()
 	for text, want := range map[string]string{
-		`{"corrected_ns":[1,2],"uncorrected_ns":[1],"lateness_ns":[0,0]}`:        "2 corrected, 1 uncorrected and 2 lateness samples",
-		`{"corrected_ns":[1],"uncorrected_ns":[1],"lateness_ns":[0],"failed":2}`: "2 failed and 0 refused of 1",
+		`{"corrected_ns":[1,2],"uncorrected_ns":[1],"lateness_ns":[0,0]}`:         "2 corrected, 1 uncorrected and 2 lateness samples",
+		`{"corrected_ns":[1],"uncorrected_ns":[1],"lateness_ns":[0],"failed":2}`:  "2 failed and 0 refused of 1",
 		`{"corrected_ns":[1],"uncorrected_ns":[1],"lateness_ns":[0],"refused":1}`: "0 failed and 1 refused of 1",
 		`{"corrected_ns":"x"}`: "cannot unmarshal",
 	} {

@@ -138,11 +138,12 @@ func or[T comparable](v, d T) T {
 }
 
 // Descriptors implements attack.DescriptorUser: a connection per source,
-// and as many more as the highest rate keeps in flight at twice the
-// objective, doubled when the target is in this process too.
+// and as many more as the highest rate (this shard's share of it) keeps in
+// flight at twice the objective, doubled when the target is in this
+// process too.
 func (j *Job) Descriptors(embedded bool) int {
 	o := j.cfg.Search
-	conns := len(j.cfg.Sources) + int(math.Ceil(o.MaxRate*2*o.Objective.SLO.Max.Seconds()))
+	conns := len(j.cfg.Sources) + int(math.Ceil(o.MaxRate/float64(max(o.Shards, 1))*2*o.Objective.SLO.Max.Seconds()))
 	if embedded {
 		conns *= 2
 	}

@@ -110,3 +110,38 @@ func TestRendezvousFaults(t *testing.T) {
 		t.Errorf("wait after the context ended: %v", err)
 	}
 }
+
+// TestAbandonTellsTheOthers: a shard that stops before the search is done
+// leaves, in place of the report it owed, why it stopped; the others read
+// it as a *ShardError with that reason.
+func TestAbandonTellsTheOthers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		reported int // segments reported before it stopped, of 2 run
+		err      error
+		want     string
+	}{
+		{"interrupted while sending", 1, nil, "shard 0/2, step 1 (segment step-01): stopped: interrupted"},
+		{"failed while waiting", 2, errors.New("shard 1/2, step 1: no report"), "stopped: shard 1/2, step 1: no report"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := poolSearch(t)
+			c.Shard, c.Rendezvous, c.StartAt = attack.Shard{I: 0, N: 2}, t.TempDir(), time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+			j, err := New(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j.segments = []Segment{{Step: 0, Stream: "step-00", RateRPS: 300}, {Step: 1, Stream: "step-01", RateRPS: 600}}
+			j.reported = tc.reported
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			j.abandon(ctx, tc.err)
+			other := &rendezvous{dir: c.Rendezvous, shard: attack.Shard{I: 1, N: 2}, startAt: c.StartAt}
+			own := report{Segment: tc.reported, Step: 1, Stream: "step-01", RateRPS: 600}
+			if _, _, err := other.read(own, 0); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("the other shard reads %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -347,18 +347,18 @@ type indexed struct {
 
 // send runs one segment: an attacker per source, each paced at its share
 // with its offset; every result goes to sink and, past the warm-up, to st.
-// The schedule begins at start (zero: once every attacker is set up). It
+// The schedule begins at begin (zero: once every attacker is set up). It
 // returns once every result is in.
-func (s *senders) send(ctx context.Context, seg *Segment, st *capacity.Stats, sink func(*vegeta.Result) error, at time.Time) error {
+func (s *senders) send(ctx context.Context, seg *Segment, st *capacity.Stats, sink func(*vegeta.Result) error, begin time.Time) error {
 	stop := make(chan struct{})
 	var once sync.Once
 	halt := func() { once.Do(func() { close(stop) }) }
 	out := make(chan indexed, 1024)
 	var wg sync.WaitGroup
 	start := time.Now().Add(20 * time.Millisecond) // every attacker set up before the first hit
-	if !at.IsZero() {
+	if !begin.IsZero() {
 		now := time.Now()
-		start = now.Add(at.Sub(now)) // the agreed instant to the nanosecond, with a monotonic reading
+		start = now.Add(begin.Sub(now)) // the agreed instant to the nanosecond, with a monotonic reading
 	}
 	seg.Start = start.Round(0)
 	for i, src := range seg.Sources {

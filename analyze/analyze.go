@@ -233,21 +233,21 @@ func Worse(a, b string) string {
 	return a
 }
 
-// ForeignError is input that holds no request to either surface: results
+// foreignError is input that holds no request to either surface: results
 // of another API, or not results at all.
-type ForeignError struct{ What string }
+type foreignError struct{ What string }
 
-func (e *ForeignError) Error() string { return e.What }
+func (e *foreignError) Error() string { return e.What }
 
 // foreignInput says what a source with no request of either surface holds.
 func foreignInput(meta *decode.Meta) error {
 	files := strings.Join(meta.Files, ", ")
 	for _, s := range meta.Samples {
 		if s.Path != "" {
-			return &ForeignError{fmt.Sprintf("%s: no request to /api/public/ or /mcp: results of another API (the first is %d from %s), not of this contract", files, s.Code, s.Path)}
+			return &foreignError{fmt.Sprintf("%s: no request to /api/public/ or /mcp: results of another API (the first is %d from %s), not of this contract", files, s.Code, s.Path)}
 		}
 	}
-	return &ForeignError{fmt.Sprintf("%s: no request to /api/public/ or /mcp: nothing to judge against this contract", files)}
+	return &foreignError{fmt.Sprintf("%s: no request to /api/public/ or /mcp: nothing to judge against this contract", files)}
 }
 
 func limitOf(cfg Config, surface string) int {

@@ -299,7 +299,7 @@ func (c *headersCheck) judge(e *evidence) (string, string) {
 	family := e.sd.Fit.Best.Family
 	var contra []string
 	for _, f := range c.found {
-		if f.sureOnly && family != FamilySlidingLog {
+		if f.sureOnly && family != familySlidingLog {
 			continue
 		}
 		if f.needFresh && !c.fresh {
@@ -332,7 +332,7 @@ func (c *headersCheck) judge(e *evidence) (string, string) {
 func (c *headersCheck) windowContradiction(e *evidence) string {
 	w := c.first.window
 	eff := e.sd.Fit.EffectiveWindow
-	if w.field == "" || eff <= 0 || e.sd.Fit.Best.Family != FamilySlidingLog {
+	if w.field == "" || eff <= 0 || e.sd.Fit.Best.Family != familySlidingLog {
 		return ""
 	}
 	adv := time.Duration(w.n) * time.Second

@@ -26,7 +26,7 @@ func (c *onsetCheck) judgedPrimary(s *surfaceRun, p sighting) {
 			c.onsetLeaks++
 		case p.FalseThrottle:
 			c.onsetFalse++
-		case p.Required == Indeterminate:
+		case p.Required == indeterminate:
 			c.onsetIndet++
 		}
 	}

@@ -21,7 +21,7 @@ type rollingCheck struct {
 
 func (c *rollingCheck) judgedPrimary(s *surfaceRun, p sighting) {
 	c.judgedN++
-	if p.Required == Indeterminate {
+	if p.Required == indeterminate {
 		c.indet++
 	}
 	if p.forged { // judged by the spoof check alone
@@ -37,7 +37,7 @@ func (c *rollingCheck) judgedPrimary(s *surfaceRun, p sighting) {
 
 func (c *rollingCheck) judge(e *evidence) (string, string) {
 	ew := fmt.Sprintf("effective window %v (documented %v)", e.sd.Fit.EffectiveWindow.Round(time.Millisecond), e.W)
-	if b := e.sd.Fit.Best; b.Family == FamilyTokenBucket && b.Limit > 0 {
+	if b := e.sd.Fit.Best; b.Family == familyTokenBucket && b.Limit > 0 {
 		// a bucket has no window: what it has is a refill
 		ew = fmt.Sprintf("best fit a token bucket of %d refilling one token every %s (%d per %v)", b.Limit, human.Duration(b.Window/time.Duration(b.Limit)), b.Limit, b.Window.Round(time.Millisecond))
 	}

@@ -17,16 +17,16 @@ func TestRollingDetail(t *testing.T) {
 		want, lack []string
 	}{
 		{"leaks only", rollingCheck{judgedN: 10, leaks: []string{"at 1s admitted with 10 others surely in its window"}},
-			SurfaceDetail{Leaks: 1, Fit: Fit{Best: Candidate{Family: FamilySlidingLog, Limit: 10, Window: time.Second}, EffectiveWindow: time.Second}},
+			SurfaceDetail{Leaks: 1, Fit: Fit{Best: Candidate{Family: familySlidingLog, Limit: 10, Window: time.Second}, EffectiveWindow: time.Second}},
 			[]string{"1 leak (at 1s", "0 false throttles against"}, []string{"()", "1 leaks"}},
 		{"one request", rollingCheck{judgedN: 1},
-			SurfaceDetail{Fit: Fit{Best: Candidate{Family: FamilySlidingLog, Limit: 10, Window: time.Second}, EffectiveWindow: time.Second}},
+			SurfaceDetail{Fit: Fit{Best: Candidate{Family: familySlidingLog, Limit: 10, Window: time.Second}, EffectiveWindow: time.Second}},
 			[]string{"only 1 request from 127.0.0.1 was admitted or refused"}, []string{"1 requests"}},
 		{"a window's worth", rollingCheck{judgedN: 11},
-			SurfaceDetail{Fit: Fit{Best: Candidate{Family: FamilySlidingLog, Limit: 10, Window: time.Second}, EffectiveWindow: time.Second}},
+			SurfaceDetail{Fit: Fit{Best: Candidate{Family: familySlidingLog, Limit: 10, Window: time.Second}, EffectiveWindow: time.Second}},
 			[]string{"11 requests from 127.0.0.1: 0 leaks, 0 false throttles (0 indeterminate); effective window 1s"}, []string{"()"}},
 		{"token bucket", rollingCheck{judgedN: 50},
-			SurfaceDetail{Fit: Fit{Best: Candidate{Family: FamilyTokenBucket, Limit: 240, Window: 80 * time.Second}, EffectiveWindow: 30 * time.Second}},
+			SurfaceDetail{Fit: Fit{Best: Candidate{Family: familyTokenBucket, Limit: 240, Window: 80 * time.Second}, EffectiveWindow: 30 * time.Second}},
 			[]string{"token bucket of 240 refilling one token every 333ms (240 per 1m20s)"}, []string{"effective window", "333.33"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

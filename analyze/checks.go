@@ -183,7 +183,7 @@ func (s *surfaceRun) verdict(meta *decode.Meta) (SurfaceVerdict, SurfaceDetail) 
 // check passes so far.
 func (s *surfaceRun) summary() (SurfaceVerdict, SurfaceDetail) {
 	sd := s.sd
-	sv := SurfaceVerdict{Surface: s.name, ExpectedLimit: s.L, Model: FamilyUnknown, ModelAlternatives: []string{}, MCPRevision: s.revision, Verdict: Pass,
+	sv := SurfaceVerdict{Surface: s.name, ExpectedLimit: s.L, Model: familyUnknown, ModelAlternatives: []string{}, MCPRevision: s.revision, Verdict: Pass,
 		Requests: sd.Requests, Admitted: sd.Admitted, Refused: sd.Refused, Faults: sd.Faults, OtherAnswers: sd.OtherAnswers, Indeterminate: sd.Indet}
 	sd.Latency = s.lat.metrics()
 	if m := sd.Latency; m.Count > 0 {
@@ -228,11 +228,11 @@ func (s *surfaceRun) model(sv *SurfaceVerdict, sd *SurfaceDetail, missing string
 	case missing != "":
 	case !s.anyRefused && s.required429 == 0:
 	case !s.anyRefused:
-		sv.Model, sv.ModelDecided = FamilyNone, true
+		sv.Model, sv.ModelDecided = familyNone, true
 	default:
 		sv.Model = sd.Fit.Best.Family
-		if sv.Model == FamilyNone {
-			sv.Model = FamilyUnknown
+		if sv.Model == familyNone {
+			sv.Model = familyUnknown
 			return
 		}
 		sv.ModelReplicas, sv.ModelDecided = max(sd.Fit.Best.Replicas, 1), sd.Fit.Decided

@@ -98,8 +98,8 @@ func Summarize(in *decode.Input, rep *Report) RunSummary {
 
 func msOf(d time.Duration) float64 { return float64(d) / 1e6 }
 
-// P99Confidence is the confidence of the interval of a p99 ratio.
-const P99Confidence = 0.98
+// p99Confidence is the confidence of the interval of a p99 ratio.
+const p99Confidence = 0.98
 
 // CompareOptions say when a surface's p99 rose enough to be a regression.
 type CompareOptions struct {
@@ -120,7 +120,7 @@ type P99Change struct {
 	RunMS      float64 `json:"run_ms"`
 	Ratio      float64 `json:"ratio"`
 	// RatioLow and RatioHigh bound the ratio run/baseline with confidence
-	// P99Confidence: a paired permutation test of both runs' latencies
+	// p99Confidence: a paired permutation test of both runs' latencies
 	// (32 slices of time, paired run against baseline, swapped in 2000
 	// seeded splits) inverted over the ratio. Null when a run has no
 	// latencies.
@@ -168,7 +168,7 @@ const Incomparable = "incomparable"
 // in p99 by tens of percent, more on a busy host, since the p99 of a few
 // hundred requests rests on a handful of them.
 func Compare(base, run RunSummary, o CompareOptions) Comparison {
-	c := Comparison{Baseline: base, Run: run, MaxP99Increase: o.MaxP99Increase, P99FloorMS: msOf(o.P99Floor), Confidence: P99Confidence,
+	c := Comparison{Baseline: base, Run: run, MaxP99Increase: o.MaxP99Increase, P99FloorMS: msOf(o.P99Floor), Confidence: p99Confidence,
 		P99: []P99Change{}, Regressions: []string{}, Notes: []string{}, Incomparable: []string{}, Verdict: Pass}
 	if base.Verdict == Pass && run.Verdict != Pass {
 		c.Regressions = append(c.Regressions, fmt.Sprintf("verdict %s → %s", base.Verdict, run.Verdict))
@@ -264,7 +264,7 @@ func (c *Comparison) p99(b, r SurfaceSummary, o CompareOptions) {
 	ch := judgeP99(b, r, o, true)
 	rise := fmt.Sprintf("%s: p99 %.2f ms → %.2f ms (%+.0f%%", b.Surface, b.P99MS, r.P99MS, 100*(ch.Ratio-1))
 	if ch.RatioLow != nil {
-		rise += fmt.Sprintf("; %.0f%% interval of the ratio %.2f–%.2f", 100*P99Confidence, *ch.RatioLow, *ch.RatioHigh)
+		rise += fmt.Sprintf("; %.0f%% interval of the ratio %.2f–%.2f", 100*p99Confidence, *ch.RatioLow, *ch.RatioHigh)
 	}
 	switch {
 	case ch.Regressed:
@@ -292,9 +292,9 @@ func judgeP99(b, r SurfaceSummary, o CompareOptions, withInterval bool) P99Chang
 		ch.Regressed = ch.Ratio > 1+o.MaxP99Increase && r.P99MS-b.P99MS >= msOf(o.P99Floor)
 		return ch
 	}
-	ch.Regressed = ch.Ratio > theta && t.pUpper(theta) <= (1-P99Confidence)/2
+	ch.Regressed = ch.Ratio > theta && t.pUpper(theta) <= (1-p99Confidence)/2
 	if withInterval {
-		lo, hi := t.interval(P99Confidence)
+		lo, hi := t.interval(p99Confidence)
 		ch.RatioLow, ch.RatioHigh = &lo, &hi
 	}
 	return ch

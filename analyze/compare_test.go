@@ -264,27 +264,27 @@ func TestP99Interval(t *testing.T) {
 	a, as := hostsim.Busy.Run(rng, 560)
 	b, bs := hostsim.Busy.Run(rng, 560)
 	t1, _ := newP99Test(a, as, b, bs)
-	lo, hi := t1.interval(P99Confidence)
+	lo, hi := t1.interval(p99Confidence)
 	t2, _ := newP99Test(a, as, b, bs)
-	lo2, hi2 := t2.interval(P99Confidence)
+	lo2, hi2 := t2.interval(p99Confidence)
 	if lo != lo2 || hi != hi2 || lo > t1.ratio() || hi < t1.ratio() {
 		t.Errorf("interval [%v, %v] then [%v, %v], ratio %v", lo, hi, lo2, hi2, t1.ratio())
 	}
 	for _, theta := range []float64{lo * 0.98, lo * 1.02} {
-		if rejects := t1.pUpper(theta) <= (1-P99Confidence)/2; rejects != (theta < lo) {
+		if rejects := t1.pUpper(theta) <= (1-p99Confidence)/2; rejects != (theta < lo) {
 			t.Errorf("at θ %.3f (interval from %.3f) the test rejects: %v", theta, lo, rejects)
 		}
 	}
 	big, bigSent := hostsim.Quiet.Run(rng, 50000)
 	t3, _ := newP99Test(big, bigSent, big, bigSent)
-	if lo, hi := t3.interval(P99Confidence); lo > 1 || hi < 1 {
+	if lo, hi := t3.interval(p99Confidence); lo > 1 || hi < 1 {
 		t.Errorf("a run of 50000 against itself: interval [%.3f, %.3f], want one around 1", lo, hi)
 	}
 	slow := hostsim.Quiet
 	slow.AddLo, slow.Add = 20*time.Millisecond, 40*time.Millisecond
 	c, cs := slow.Run(rng, 560)
 	t4, _ := newP99Test(a, as, c, cs)
-	if lo, hi := t4.interval(P99Confidence); lo < 2 || hi < lo {
+	if lo, hi := t4.interval(p99Confidence); lo < 2 || hi < lo {
 		t.Errorf("20–40 ms added to a busy host's answers: interval [%.3f, %.3f] of the ratio %.2f, want one above 2", lo, hi, t4.ratio())
 	}
 	if _, ok := newP99Test(nil, nil, b, bs); ok {

@@ -11,12 +11,12 @@ import (
 
 // Limiter families the fit can name, simplest first (the tie order).
 const (
-	FamilyNone          = "none"
-	FamilySlidingLog    = "sliding-log"
-	FamilyTokenBucket   = "token-bucket"
-	FamilyFixedWindow   = "fixed-window"
-	FamilySlidingWindow = "sliding-window-counter"
-	FamilyUnknown       = "unknown"
+	familyNone          = "none"
+	familySlidingLog    = "sliding-log"
+	familyTokenBucket   = "token-bucket"
+	familyFixedWindow   = "fixed-window"
+	familySlidingWindow = "sliding-window-counter"
+	familyUnknown       = "unknown"
 )
 
 // Candidate is one limiter replayed over the observed send times.
@@ -102,11 +102,11 @@ type Fit struct {
 // caller can change another's by writing through it.
 func boolPtr(b bool) *bool { return &b }
 
-// FitFamily replays each candidate limiter (limit L, window w) over the send
+// fitFamily replays each candidate limiter (limit L, window w) over the send
 // times of g's answered requests and counts mismatches per time bin of w/100,
 // which does not care in what order concurrent requests reached the server.
 // The fewest mismatches win; ties go to the simplest family.
-func FitFamily(g Group, limit int, w time.Duration) Fit {
+func fitFamily(g Group, limit int, w time.Duration) Fit {
 	n := 0
 	for _, r := range g.Records {
 		if admitted(r) || refused(r) {
@@ -137,16 +137,16 @@ type familyFit struct {
 	watch   map[int32]bool
 	decided map[int32][]bool
 	// leaks is what the model proved of the admissions (see LeakProof).
-	leaks LeakProof
+	leaks leakProof
 }
 
-// LeakProof is what the uncertainty-interval model proved of a group's
+// leakProof is what the uncertainty-interval model proved of a group's
 // admissions at the documented window: the most requests surely in the
 // window of one admission, itself included, counting refused requests
 // (All) and counting only admitted ones (Admitted). A sliding log of L
 // counting refusals cannot admit with All > L, nor one forgetting them
 // with Admitted > L: such a log is ruled out, whatever its score.
-type LeakProof struct{ All, Admitted int }
+type leakProof struct{ All, Admitted int }
 
 // newFamilyFit fits n answered requests (the count sets how finely phases
 // and windows are scanned) at each limit, with fixed windows also starting
@@ -213,7 +213,7 @@ func (f *familyFit) result() Fit {
 		if len(f.starts) > 0 {
 			w = time.Duration(f.starts[0].w)
 		}
-		return Fit{Best: Candidate{Family: FamilyUnknown, Window: w}}
+		return Fit{Best: Candidate{Family: familyUnknown, Window: w}}
 	}
 	fit := Fit{effM: math.MaxInt}
 	base := 0
@@ -255,8 +255,8 @@ func better(s, e Candidate) Candidate {
 
 // ruledOut reports whether the leaks proved rule c out: a sliding log of
 // one limiter that admitted with more than its limit surely in its window.
-func (p LeakProof) ruledOut(c Candidate) bool {
-	if c.Family != FamilySlidingLog || c.Replicas > 1 {
+func (p leakProof) ruledOut(c Candidate) bool {
+	if c.Family != familySlidingLog || c.Replicas > 1 {
 		return false
 	}
 	if c.counts() {
@@ -269,7 +269,7 @@ func (p LeakProof) ruledOut(c Candidate) bool {
 // mismatches; on a tie the simplest family (rank), at any limit, then
 // the documented limit, replayed first) and the alternatives the
 // run's timing cannot tell from it.
-func (fit *Fit) choose(leaks LeakProof) {
+func (fit *Fit) choose(leaks leakProof) {
 	var open []Candidate
 	for i, c := range fit.Candidates {
 		if leaks.ruledOut(c) {
@@ -286,7 +286,7 @@ func (fit *Fit) choose(leaks LeakProof) {
 	}
 	seen := map[string]bool{fit.Best.key(): true}
 	for _, c := range open {
-		if c.Mismatches <= fit.Best.worst() && !seen[c.key()] && c.Family != FamilyNone {
+		if c.Mismatches <= fit.Best.worst() && !seen[c.key()] && c.Family != familyNone {
 			seen[c.key()] = true
 			fit.Alternatives = append(fit.Alternatives, c)
 		}
@@ -303,13 +303,13 @@ func (c Candidate) rank() int {
 		return 5
 	}
 	switch c.Family {
-	case FamilyNone:
+	case familyNone:
 		return 0
-	case FamilySlidingLog:
+	case familySlidingLog:
 		return 1
-	case FamilyTokenBucket:
+	case familyTokenBucket:
 		return 2
-	case FamilyFixedWindow:
+	case familyFixedWindow:
 		return 3
 	}
 	return 4
@@ -327,7 +327,7 @@ func (fit Fit) bestOf(want func(Candidate) bool) (Candidate, bool) {
 	found := false
 	for _, cs := range [][]Candidate{fit.Candidates, fit.Scan} {
 		for _, c := range cs {
-			if c.Family == FamilyNone || c.ruled || !want(c) {
+			if c.Family == familyNone || c.ruled || !want(c) {
 				continue
 			}
 			if !found || c.Mismatches < best.Mismatches {
@@ -363,7 +363,7 @@ func (f *familyFit) explainsWithout(fit Fit, index int32, ok bool) (Candidate, b
 	d := f.decided[index]
 	decides := func(slot int) bool { return slot >= 0 && slot < len(d) && d[slot] == ok }
 	for _, c := range fit.Candidates {
-		if c.Family == FamilyNone || c.ruled || c.Replicas > 1 && !rivals(fit.Best, c) {
+		if c.Family == familyNone || c.ruled || c.Replicas > 1 && !rivals(fit.Best, c) {
 			continue
 		}
 		if decides(c.slot) {
@@ -591,16 +591,16 @@ func (r *replay) fit() Fit {
 	cand := func(family string, cr *bool, mis, slot int) Candidate {
 		return Candidate{Family: family, CountsRefused: cr, Limit: r.limit, Window: w, Mismatches: mis, slot: slot}
 	}
-	cands := []Candidate{cand(FamilyNone, nil, r.none.mis, 0)}
+	cands := []Candidate{cand(familyNone, nil, r.none.mis, 0)}
 	for i, cr := range []bool{true, false} {
-		cands = append(cands, cand(FamilySlidingLog, boolPtr(cr), r.logs[i].mis, 1+i))
+		cands = append(cands, cand(familySlidingLog, boolPtr(cr), r.logs[i].mis, 1+i))
 	}
-	cands = append(cands, cand(FamilyTokenBucket, boolPtr(false), r.bucket.mis, 3))
+	cands = append(cands, cand(familyTokenBucket, boolPtr(false), r.bucket.mis, 3))
 	phase := func(origin int64) time.Duration { // how long before the first request a window starts
 		return time.Duration(((r.t0-origin)%r.w + r.w) % r.w)
 	}
 	n := len(r.fixed)
-	best := cand(FamilyFixedWindow, nil, math.MaxInt, 0)
+	best := cand(familyFixedWindow, nil, math.MaxInt, 0)
 	best.phases = [2]int{4, 4 + n}
 	for p, f := range r.fixed {
 		if f.mis < best.Mismatches {
@@ -609,7 +609,7 @@ func (r *replay) fit() Fit {
 	}
 	cands = append(cands, best)
 	for i, cr := range []bool{true, false} {
-		best := cand(FamilySlidingWindow, boolPtr(cr), math.MaxInt, 0)
+		best := cand(familySlidingWindow, boolPtr(cr), math.MaxInt, 0)
 		best.phases = [2]int{4 + n + i*n, 4 + n + (i+1)*n}
 		for p, c := range r.counters[i*n : (i+1)*n] {
 			if c.mis < best.Mismatches {
@@ -620,7 +620,7 @@ func (r *replay) fit() Fit {
 	}
 	slot := 4 + n + len(r.counters)
 	for i, rp := range r.reps {
-		c := cand(FamilySlidingLog, boolPtr(true), int(math.Round(rp.mis)), slot+i)
+		c := cand(familySlidingLog, boolPtr(true), int(math.Round(rp.mis)), slot+i)
 		c.Replicas = rp.k
 		cands = append(cands, c)
 	}
@@ -642,7 +642,7 @@ func (r *replay) fit() Fit {
 // scanBest is the best of the sliding logs of a window scan (lengths in
 // percent of w, nearest first), as a candidate of its window length.
 func (r *replay) scanBest(logs []slidingLog, pct []int, countRefused bool) Candidate {
-	c := Candidate{Family: FamilySlidingLog, CountsRefused: boolPtr(countRefused), Limit: r.limit, Window: time.Duration(r.w), Mismatches: math.MaxInt, slot: -1}
+	c := Candidate{Family: familySlidingLog, CountsRefused: boolPtr(countRefused), Limit: r.limit, Window: time.Duration(r.w), Mismatches: math.MaxInt, slot: -1}
 	for i, l := range logs {
 		if l.mis < c.Mismatches {
 			c.Mismatches, c.Window = l.mis, time.Duration(r.w*int64(pct[i])/100)

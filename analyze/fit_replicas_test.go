@@ -60,7 +60,7 @@ func TestReplicasNamed(t *testing.T) {
 			if s.ModelReplicas == 2 {
 				named++
 			}
-			if b := rep.Surfaces[i].Fit.Best; s.Model != FamilySlidingLog || s.ModelReplicas != 2 && b.Limit < 2*s.ExpectedLimit-10 {
+			if b := rep.Surfaces[i].Fit.Best; s.Model != familySlidingLog || s.ModelReplicas != 2 && b.Limit < 2*s.ExpectedLimit-10 {
 				t.Errorf("seed %d, %s: model %s ×%d, want sliding-log ×2; fit %v of %v", seed, s.Surface, s.Model, s.ModelReplicas, rep.Surfaces[i].Fit.Best, rep.Surfaces[i].Fit.Candidates[7:])
 			}
 			for _, c := range s.Checks {

@@ -46,7 +46,7 @@ func FuzzAnalyzeFile(f *testing.F) {
 		cfg := Config{Window: time.Second}
 		rep, err := Analyze(in, cfg)
 		if err != nil {
-			var foreign *ForeignError
+			var foreign *foreignError
 			if !errors.As(err, &foreign) {
 				t.Fatal(err)
 			}

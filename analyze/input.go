@@ -5,17 +5,17 @@ import (
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
-// ReadOptions are what the analysis needs a reader to keep: the bodies of
+// readOptions are what the analysis needs a reader to keep: the bodies of
 // the failure-table probes, and the verdict on each refusal's body (does it
 // carry its surface's documented error?).
-func ReadOptions() decode.Options {
+func readOptions() decode.Options {
 	return decode.Options{KeepBody: method.IsContractStream, Judge: shapeOK}
 }
 
 // Read reads run folders or results files into memory for the analysis
 // (decode.Read with ReadOptions).
-func Read(paths []string) (*decode.Input, error) { return decode.Read(paths, ReadOptions()) }
+func Read(paths []string) (*decode.Input, error) { return decode.Read(paths, readOptions()) }
 
 // Open reads run folders or results files into a compact temporary copy on
 // disk for the analysis (decode.Open with ReadOptions); Close removes it.
-func Open(paths []string) (*decode.Spill, error) { return decode.Open(paths, ReadOptions()) }
+func Open(paths []string) (*decode.Spill, error) { return decode.Open(paths, readOptions()) }

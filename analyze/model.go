@@ -11,9 +11,9 @@ type Outcome uint8
 
 // Required outcomes.
 const (
-	Indeterminate Outcome = iota // either answer is consistent with the limit
-	Require200                   // the window provably held at most L: must be admitted
-	Require429                   // the window provably held more than L: must be refused
+	indeterminate Outcome = iota // either answer is consistent with the limit
+	require200                   // the window provably held at most L: must be admitted
+	require429                   // the window provably held more than L: must be refused
 )
 
 // Judgement is the model's view of one request: 24 bytes, as a million

@@ -95,7 +95,7 @@ func refAnalyze(in *decode.Input, cfg Config) *Report {
 
 func refAnalyzeSurface(tab *decode.Tables, sf string, groups, other map[string]*Group, cfg Config) (SurfaceVerdict, SurfaceDetail) {
 	L, W := limitOf(cfg, sf), cfg.Window
-	sv := SurfaceVerdict{Surface: sf, ExpectedLimit: L, Model: FamilyUnknown, Verdict: Pass}
+	sv := SurfaceVerdict{Surface: sf, ExpectedLimit: L, Model: familyUnknown, Verdict: Pass}
 	var sd SurfaceDetail
 	tach := tachymeter.New(&tachymeter.Config{Size: 100000, HBins: 10})
 	var lats []time.Duration
@@ -191,9 +191,9 @@ func refAnalyzeSurface(tab *decode.Tables, sf string, groups, other map[string]*
 		}
 		for _, j := range js {
 			switch j.Required {
-			case Require200:
+			case require200:
 				sd.Required200++
-			case Require429:
+			case require429:
 				sd.Required429++
 			default:
 				sd.Indet++
@@ -218,19 +218,19 @@ func refAnalyzeSurface(tab *decode.Tables, sf string, groups, other map[string]*
 	sd.Primary = primary.Source
 	required429 := 0
 	for _, j := range pj {
-		if j.Required == Require429 {
+		if j.Required == require429 {
 			required429++
 		}
 	}
 	switch {
 	case !anyRefused && required429 == 0:
-		sv.Model = FamilyUnknown
+		sv.Model = familyUnknown
 	case !anyRefused:
-		sv.Model = FamilyNone
+		sv.Model = familyNone
 	default:
 		sv.Model = sd.Fit.Best.Family
-		if sv.Model == FamilyNone {
-			sv.Model = FamilyUnknown
+		if sv.Model == familyNone {
+			sv.Model = familyUnknown
 		}
 	}
 
@@ -258,7 +258,7 @@ func refAnalyzeSurface(tab *decode.Tables, sf string, groups, other map[string]*
 			onsetLeaks++
 		case j.FalseThrottle:
 			onsetFalse++
-		case j.Required == Indeterminate:
+		case j.Required == indeterminate:
 			onsetIndet++
 		}
 	}
@@ -299,7 +299,7 @@ func refAnalyzeSurface(tab *decode.Tables, sf string, groups, other map[string]*
 	ew := fmt.Sprintf("effective window %v (documented %v)", sd.Fit.EffectiveWindow.Round(time.Millisecond), W)
 	indet := 0
 	for _, j := range pj {
-		if j.Required == Indeterminate {
+		if j.Required == indeterminate {
 			indet++
 		}
 	}
@@ -371,12 +371,12 @@ func refAnalyzeSurface(tab *decode.Tables, sf string, groups, other map[string]*
 		}
 		spoofN++
 		if !admitted(r) {
-			if j.Required == Require429 || locked(r) {
+			if j.Required == require429 || locked(r) {
 				spoofProven++
 			}
 			continue
 		}
-		if j.Required == Require429 || locked(r) {
+		if j.Required == require429 || locked(r) {
 			spoofLeaks++
 		}
 	}
@@ -592,10 +592,10 @@ func refModel(g Group, limit int, w time.Duration) []Judgement {
 			DefiniteAdmitted: int32(adm.definite(rj)), PossibleAdmitted: int32(adm.possible(rj))}
 		switch {
 		case 1+definite >= limit+1:
-			jd.Required = Require429
+			jd.Required = require429
 			jd.Leak = admitted(rj)
 		case 1+possible <= limit:
-			jd.Required = Require200
+			jd.Required = require200
 			jd.FalseThrottle = refused(rj)
 		}
 		out = append(out, jd)
@@ -628,7 +628,7 @@ func refObservedLimit(g Group, w time.Duration) (int, bool) {
 	return best, any
 }
 
-// FitFamily replays each candidate limiter (limit L, window w) over the send
+// fitFamily replays each candidate limiter (limit L, window w) over the send
 // times of g's answered requests and counts mismatches per time bin of w/100,
 // which does not care in what order concurrent requests reached the server.
 // The fewest mismatches win; ties go to the simplest family.
@@ -645,7 +645,7 @@ func refFitFamily(g Group, limit int, w time.Duration) Fit {
 		}
 	}
 	if len(starts) == 0 {
-		return Fit{Best: Candidate{Family: FamilyUnknown, Window: w}}
+		return Fit{Best: Candidate{Family: familyUnknown, Window: w}}
 	}
 	endTs, endObs := refSortedBy(ends, obs)
 	fs, fe := refFitOn(starts, obs, limit, w), refFitOn(endTs, endObs, limit, w)
@@ -720,14 +720,14 @@ func refFitOn(ts []int64, obs []bool, limit int, w time.Duration) Fit {
 	for i := range ts {
 		r.admit(i)
 	}
-	cands = append(cands, Candidate{Family: FamilyNone, Limit: limit, Window: w, Mismatches: score()})
+	cands = append(cands, Candidate{Family: familyNone, Limit: limit, Window: w, Mismatches: score()})
 	for _, cr := range []*bool{boolPtr(true), boolPtr(false)} {
 		r.slidingLog(limit, int64(w), *cr)
-		cands = append(cands, Candidate{Family: FamilySlidingLog, CountsRefused: cr, Limit: limit, Window: w, Mismatches: score()})
+		cands = append(cands, Candidate{Family: familySlidingLog, CountsRefused: cr, Limit: limit, Window: w, Mismatches: score()})
 	}
 	r.tokenBucket(limit, int64(w))
-	cands = append(cands, Candidate{Family: FamilyTokenBucket, CountsRefused: boolPtr(false), Limit: limit, Window: w, Mismatches: score()})
-	bestFixed := Candidate{Family: FamilyFixedWindow, Limit: limit, Window: w, Mismatches: math.MaxInt}
+	cands = append(cands, Candidate{Family: familyTokenBucket, CountsRefused: boolPtr(false), Limit: limit, Window: w, Mismatches: score()})
+	bestFixed := Candidate{Family: familyFixedWindow, Limit: limit, Window: w, Mismatches: math.MaxInt}
 	for p := range phases {
 		ph := int64(w) * int64(p) / int64(phases)
 		r.fixedWindow(limit, int64(w), t0-ph)
@@ -737,7 +737,7 @@ func refFitOn(ts []int64, obs []bool, limit int, w time.Duration) Fit {
 	}
 	cands = append(cands, bestFixed)
 	for _, cr := range []*bool{boolPtr(true), boolPtr(false)} {
-		best := Candidate{Family: FamilySlidingWindow, CountsRefused: cr, Limit: limit, Window: w, Mismatches: math.MaxInt}
+		best := Candidate{Family: familySlidingWindow, CountsRefused: cr, Limit: limit, Window: w, Mismatches: math.MaxInt}
 		for p := range phases {
 			ph := int64(w) * int64(p) / int64(phases)
 			r.slidingCounter(limit, int64(w), t0-ph, *cr)

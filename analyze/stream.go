@@ -255,10 +255,10 @@ func (m *groupModel) judgeHead() {
 		jd.DefiniteAdmitted, jd.PossibleAdmitted = int32(m.adm.definite(rj, j.Index, true)), int32(m.adm.possible(rj))
 		switch {
 		case 1+definite >= m.limit+1:
-			jd.Required = Require429
+			jd.Required = require429
 			jd.Leak = admitted(rj)
 		case 1+possible <= m.limit:
-			jd.Required = Require200
+			jd.Required = require200
 			jd.FalseThrottle = refused(rj)
 		}
 		j.judged = true

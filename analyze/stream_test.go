@@ -68,7 +68,7 @@ func TestModelMatchesBatch(t *testing.T) {
 		if gotObs != wantObs || gotAny != wantAny {
 			t.Fatalf("group %d: ObservedLimit %d %v, batch %d %v", i, gotObs, gotAny, wantObs, wantAny)
 		}
-		if got, want := fitView(FitFamily(g, limit, synthW)), fitView(refFitFamily(g, limit, synthW)); !reflect.DeepEqual(got, want) {
+		if got, want := fitView(fitFamily(g, limit, synthW)), fitView(refFitFamily(g, limit, synthW)); !reflect.DeepEqual(got, want) {
 			t.Fatalf("group %d (%d requests, limit %d): FitFamily\n%+v\nbatch\n%+v", i, n, limit, got, want)
 		}
 	}

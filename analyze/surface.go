@@ -70,7 +70,7 @@ type surfaceRun struct {
 	// least the target is proven to admit per window.
 	maxDefAdm int
 	// what the model proved of the primary's admissions (see LeakProof)
-	leaks LeakProof
+	leaks leakProof
 	// boundaries a fixed window of the primary could start at, from the
 	// data (its first request; each admission after a refusal)
 	origins     []int64
@@ -281,9 +281,9 @@ func (s *surfaceRun) judged(g *groupRun, j *judged) {
 	}
 	r := &j.Record
 	switch j.Required {
-	case Require200:
+	case require200:
 		s.sd.Required200++
-	case Require429:
+	case require429:
 		s.sd.Required429++
 	default:
 		s.sd.Indet++
@@ -313,7 +313,7 @@ func (s *surfaceRun) countPrimary(p sighting) {
 		s.obs, s.anyRefused = max(s.obs, p.observed), true
 		s.maxDefAdm = max(s.maxDefAdm, int(p.DefiniteAdmitted))
 	}
-	if p.Required == Require429 {
+	if p.Required == require429 {
 		s.required429++
 	}
 	if admitted(&p.Record) && !p.forged {

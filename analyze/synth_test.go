@@ -321,30 +321,30 @@ func TestSyntheticFamilies(t *testing.T) {
 		wantFailed []string
 		wantRC     *bool
 	}{
-		{"documented sliding log", documented(1, 0), FamilySlidingLog, nil, boolPtr(true)},
+		{"documented sliding log", documented(1, 0), familySlidingLog, nil, boolPtr(true)},
 		{"fixed window", server{&fixedSim{limit: 240, w: W, n: map[string]map[int64]int{}}, &fixedSim{limit: 120, w: W, n: map[string]map[int64]int{}}, perAddress},
-			FamilyFixedWindow, []string{"rest/rolling", "mcp/rolling"}, nil},
+			familyFixedWindow, []string{"rest/rolling", "mcp/rolling"}, nil},
 		{"token bucket", server{&bucketSim{240, W, map[string]float64{}, map[string]int64{}}, &bucketSim{120, W, map[string]float64{}, map[string]int64{}}, perAddress},
-			FamilyTokenBucket, []string{"rest/rolling", "rest/rejected-count", "mcp/rolling", "mcp/rejected-count"}, boolPtr(false)},
+			familyTokenBucket, []string{"rest/rolling", "rest/rejected-count", "mcp/rolling", "mcp/rejected-count"}, boolPtr(false)},
 		{"sliding-window counter", server{&counterSim{240, W, map[string]map[int64]int{}}, &counterSim{120, W, map[string]map[int64]int{}}, perAddress},
-			FamilySlidingWindow, []string{"rest/rolling", "mcp/rolling"}, nil},
+			familySlidingWindow, []string{"rest/rolling", "mcp/rolling"}, nil},
 		{"refusals not counted", server{&slidingLogSim{240, W, false, map[string][]int64{}}, &slidingLogSim{120, W, false, map[string][]int64{}}, perAddress},
-			FamilySlidingLog, []string{"rest/rolling", "rest/rejected-count", "mcp/rolling", "mcp/rejected-count"}, boolPtr(false)},
-		{"admits L+1", documented(1, 1), FamilySlidingLog, []string{"rest/onset", "rest/rolling", "mcp/onset", "mcp/rolling"}, nil},
-		{"no limit", server{noneSim{}, noneSim{}, perAddress}, FamilyNone, []string{"rest/onset", "rest/rolling", "mcp/onset", "mcp/rolling"}, nil},
+			familySlidingLog, []string{"rest/rolling", "rest/rejected-count", "mcp/rolling", "mcp/rejected-count"}, boolPtr(false)},
+		{"admits L+1", documented(1, 1), familySlidingLog, []string{"rest/onset", "rest/rolling", "mcp/onset", "mcp/rolling"}, nil},
+		{"no limit", server{noneSim{}, noneSim{}, perAddress}, familyNone, []string{"rest/onset", "rest/rolling", "mcp/onset", "mcp/rolling"}, nil},
 		{"window 1.5 times too long", documented(1.5, 0), "", []string{"rest/rolling", "mcp/rolling"}, nil},
 		{"one budget for every address", server{documented(1, 0).rest, documented(1, 0).mcp, func(p planned) string {
 			if p.source == srcC {
 				return p.surface + "|c"
 			}
 			return p.surface
-		}}, FamilySlidingLog, []string{"rest/isolation", "mcp/isolation"}, nil},
+		}}, familySlidingLog, []string{"rest/isolation", "mcp/isolation"}, nil},
 		{"trusts X-Forwarded-For", server{documented(1, 0).rest, documented(1, 0).mcp, func(p planned) string {
 			if p.stream == method.StreamSpoofXForwardedFor { // only that header: Forwarded and X-Real-IP are ignored
 				return p.surface + "|198.51.100.7"
 			}
 			return perAddress(p)
-		}}, FamilySlidingLog, []string{"rest/spoof", "mcp/spoof"}, nil},
+		}}, familySlidingLog, []string{"rest/spoof", "mcp/spoof"}, nil},
 		{"one counter for both surfaces", func() server {
 			shared := &slidingLogSim{240, W, true, map[string][]int64{}}
 			return server{shared, shared, func(p planned) string { return p.source }}
@@ -520,15 +520,15 @@ func TestSyntheticCauses(t *testing.T) {
 		{"token bucket", func() server {
 			return server{&bucketSim{240, W, map[string]float64{}, map[string]int64{}}, &bucketSim{120, W, map[string]float64{}, map[string]int64{}}, perAddress}
 		},
-			FamilyTokenBucket, 0, []string{"rest/rolling", "mcp/rolling"}, causes},
+			familyTokenBucket, 0, []string{"rest/rolling", "mcp/rolling"}, causes},
 		{"sliding-window counter, one per surface", func() server {
 			return server{&counterSim{240, W, map[string]map[int64]int{}}, &counterSim{120, W, map[string]map[int64]int{}}, perAddress}
 		},
-			FamilySlidingWindow, 0, []string{"rest/rolling", "mcp/rolling"}, causes},
+			familySlidingWindow, 0, []string{"rest/rolling", "mcp/rolling"}, causes},
 		{"two replicas counting alone", func() server {
 			return server{&replicasSim{each: []limiter{log(240), log(240)}}, &replicasSim{each: []limiter{log(120), log(120)}}, perAddress}
 		},
-			FamilySlidingLog, 0, []string{"rest/onset", "mcp/onset"}, append([]string{"rest/rejected-count", "mcp/rejected-count"}, causes...)},
+			familySlidingLog, 0, []string{"rest/onset", "mcp/onset"}, append([]string{"rest/rejected-count", "mcp/rejected-count"}, causes...)},
 	}
 	for _, off := range []float64{0.005, 0.015, 0.025, 0.35, 0.7} { // inside the onset burst, and elsewhere
 		tests = append(tests, struct {
@@ -538,7 +538,7 @@ func TestSyntheticCauses(t *testing.T) {
 			wantLimit   int
 			wantFailed  []string
 			mustNotFail []string
-		}{fmt.Sprintf("fixed window, boundary at %.3fw", off), fixed(int64(off*float64(W)), false), FamilyFixedWindow, 0, []string{"rest/rolling", "mcp/rolling"}, causes})
+		}{fmt.Sprintf("fixed window, boundary at %.3fw", off), fixed(int64(off*float64(W)), false), familyFixedWindow, 0, []string{"rest/rolling", "mcp/rolling"}, causes})
 	}
 	tests = append(tests, struct {
 		name        string
@@ -547,7 +547,7 @@ func TestSyntheticCauses(t *testing.T) {
 		wantLimit   int
 		wantFailed  []string
 		mustNotFail []string
-	}{"fixed window opened by each key's first request", fixed(0, true), FamilyFixedWindow, 0, nil, causes})
+	}{"fixed window opened by each key's first request", fixed(0, true), familyFixedWindow, 0, nil, causes})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, lat := range []func(int) time.Duration{quiet, func(i int) time.Duration { return time.Millisecond + time.Duration(i%7)*time.Millisecond }} {

@@ -23,14 +23,14 @@ func (pl Plan) Descriptors(embedded bool) int {
 // attacker starts with (vegeta.DefaultWorkers).
 const vegetaWorkers = 10
 
-// DescriptorError is a run that cannot fit in this process's limit on
+// descriptorError is a run that cannot fit in this process's limit on
 // open file descriptors.
-type DescriptorError struct {
+type descriptorError struct {
 	Need       int
 	Soft, Hard uint64
 }
 
-func (e *DescriptorError) Error() string {
+func (e *descriptorError) Error() string {
 	return fmt.Sprintf("this run needs about %d open file descriptors (a connection per client, two when the target is embedded in this process), above this process's limit of %d (hard limit %d): raise it (ulimit -n %d; above the hard limit, as root or in /etc/security/limits.conf) or plan a smaller run",
 		e.Need, e.Soft, e.Hard, e.Need)
 }
@@ -44,7 +44,7 @@ func checkDescriptors(job Job, embedded bool) error {
 	}
 	soft, hard, known := raiseDescriptorLimit()
 	if need := d.Descriptors(embedded); known && uint64(need) > soft {
-		return &DescriptorError{Need: need, Soft: soft, Hard: hard}
+		return &descriptorError{Need: need, Soft: soft, Hard: hard}
 	}
 	return nil
 }

@@ -32,7 +32,7 @@ func TestEngineRefusesRunAboveDescriptorLimit(t *testing.T) {
 	out := t.TempDir()
 	run, err := Execute(context.Background(), f, Options{Command: "fleet", Target: ts.URL, Out: out, ReachTimeout: time.Second})
 	var setup *SetupError
-	var de *DescriptorError
+	var de *descriptorError
 	if run != nil || !errors.As(err, &setup) || !errors.As(err, &de) {
 		t.Fatalf("run %v, error %v; want a *SetupError of a *DescriptorError", run, err)
 	}

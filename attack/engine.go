@@ -183,7 +183,7 @@ func Execute(ctx context.Context, job Job, opts Options) (*Run, error) {
 		return nil, &SetupError{err}
 	}
 	stopProgress := e.progress(start, job.Duration(), run.Counts)
-	guard := FailureGuard{Max: e.AbortShare}
+	guard := failureGuard{Max: e.AbortShare}
 	if fs, ok := job.(FaultScripter); ok {
 		guard.Scripted = fs.ScriptedFault
 	}
@@ -229,7 +229,7 @@ func (e *engine) emit(ev Event) {
 // negotiate and waits for the agreed start. run.Target is the target
 // reached.
 func (e *engine) prepare(ctx context.Context, job Job, run *Run) (stop func() error, err error) {
-	if err := CheckSources(job.Info().Sources); err != nil {
+	if err := checkSources(job.Info().Sources); err != nil {
 		return nil, &SetupError{err}
 	}
 	e.emit(SourcesUsable{})
@@ -281,7 +281,7 @@ func (e *engine) prepare(ctx context.Context, job Job, run *Run) (stop func() er
 // it into run.Counts and guard. A failing target (failing: the guard's
 // *FailingError or *LocalLimitError) stops the job but not the archive:
 // what is in flight is still recorded. runErr is the job's error.
-func (e *engine) send(ctx context.Context, job Job, run *Run, w *archive.Writer, guard *FailureGuard) (failing, runErr error) {
+func (e *engine) send(ctx context.Context, job Job, run *Run, w *archive.Writer, guard *failureGuard) (failing, runErr error) {
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	lastFlush := time.Now()
@@ -309,7 +309,7 @@ func (e *engine) send(ctx context.Context, job Job, run *Run, w *archive.Writer,
 // archived is r as the archive keeps it: without its body unless a check
 // needs it (NeedsBody) or the caller keeps every body.
 func (e *engine) archived(r *vegeta.Result) *vegeta.Result {
-	if e.KeepBodies || len(r.Body) == 0 || NeedsBody(r) {
+	if e.KeepBodies || len(r.Body) == 0 || needsBody(r) {
 		return r
 	}
 	c := *r
@@ -317,12 +317,12 @@ func (e *engine) archived(r *vegeta.Result) *vegeta.Result {
 	return &c
 }
 
-// NeedsBody reports whether a check reads the body of r: a refusal's (its
+// needsBody reports whether a check reads the body of r: a refusal's (its
 // shape), any other answer outside 2xx's (what the target said instead),
 // and every answer of a failure-table probe (method.IsContractStream: a
 // 200 may be the wrong answer to a row). The 2xx bodies of other streams
 // are read by no check.
-func NeedsBody(r *vegeta.Result) bool {
+func needsBody(r *vegeta.Result) bool {
 	return r.Code < 200 || r.Code > 299 || method.IsContractStream(archive.LabelValue(r.Attack, "stream"))
 }
 

@@ -56,7 +56,7 @@ func TestNeedsBody(t *testing.T) {
 		{404, "over", true}, {0, "onset", true}, {200, method.ContractRows[0].Stream, true},
 	} {
 		r := &vegeta.Result{Code: tc.code, Attack: archive.Label(method.REST, "127.0.0.1", tc.stream)}
-		if got := NeedsBody(r); got != tc.want {
+		if got := needsBody(r); got != tc.want {
 			t.Errorf("NeedsBody(%d, %s) = %v, want %v", tc.code, tc.stream, got, tc.want)
 		}
 	}

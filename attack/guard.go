@@ -10,13 +10,13 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
-// FailureGuard watches the last Window results and trips when more than
+// failureGuard watches the last Window results and trips when more than
 // Max of them were transport errors or 5xx: the target is failing, and a
 // load generator must stop adding load to it. Transport errors that never
 // left this machine (out of file descriptors, out of local ports) are the
 // tool's own limit, not the target's: when they are most of the failures
 // the guard says so (*LocalLimitError).
-type FailureGuard struct {
+type failureGuard struct {
 	// Window is how many of the latest results are judged (default 100).
 	Window int
 	// Max is the share of failures that trips the guard; 0 never trips
@@ -73,12 +73,12 @@ func (e *LocalLimitError) Error() string {
 		e.Failed, e.Of, e.Err)
 }
 
-// IsLocalLimit reports whether a transport error is one of this machine's
+// isLocalLimit reports whether a transport error is one of this machine's
 // limits: too many open files (EMFILE, ENFILE), no local address or port
 // left (EADDRNOTAVAIL), or the source address's local ports all taken, by
 // another process or by this run (EADDRINUSE: a bind to it found no free
 // port), as an error or as the text Vegeta archives.
-func IsLocalLimit(err string) bool {
+func isLocalLimit(err string) bool {
 	for _, s := range localLimitTexts {
 		if strings.Contains(err, s) {
 			return true
@@ -91,10 +91,10 @@ var localLimitTexts = []string{syscall.EMFILE.Error(), syscall.ENFILE.Error(), s
 
 // Add counts r and returns a *FailingError once the target is failing, or
 // a *LocalLimitError once most failures were this machine's own.
-func (g *FailureGuard) Add(r *vegeta.Result) error {
+func (g *failureGuard) Add(r *vegeta.Result) error {
 	kind := answered
 	switch {
-	case r.Code == 0 && IsLocalLimit(r.Error):
+	case r.Code == 0 && isLocalLimit(r.Error):
 		kind = localFailure
 		g.lastLocal = archive.ErrKind(r.Error) // not the URL, which may carry a credential
 	case (r.Code == 0 || r.Code >= 500) && (g.Scripted == nil || !g.Scripted(r)):
@@ -133,7 +133,7 @@ func (g *FailureGuard) Add(r *vegeta.Result) error {
 	return nil
 }
 
-func (g *FailureGuard) count(kind uint8, d int) {
+func (g *failureGuard) count(kind uint8, d int) {
 	if kind != answered {
 		g.fail += d
 	}
@@ -147,7 +147,7 @@ func (g *FailureGuard) count(kind uint8, d int) {
 // limits, the run measured the machine, not the target
 // (*LocalLimitError); when every result failed, the run is no pass (a
 // handful of requests that all timed out is a failing target).
-func (g *FailureGuard) Final() error {
+func (g *failureGuard) Final() error {
 	switch {
 	case g.total == 0:
 		return nil

@@ -16,14 +16,14 @@ import (
 	"github.com/connectbyjbrh/ratecheck/redact"
 )
 
-// CheckSources reports the first source address this machine cannot send
+// checkSources reports the first source address this machine cannot send
 // from (a *SourceError): a request from it would fail before it left, and
 // a run of such failures proves nothing about the target. It says which
 // limit it met: an address this machine does not have, or one whose local
 // ports are used up (another process holds them: a bind to it finds no
 // free port, EADDRINUSE, or the address is this machine's and still no
 // port can be assigned, EADDRNOTAVAIL).
-func CheckSources(sources []string) error {
+func checkSources(sources []string) error {
 	for _, src := range sources {
 		if src == "" {
 			continue
@@ -82,7 +82,7 @@ func (e *engine) reachableBy(ctx context.Context, target string) error {
 		timeout = 25 * time.Second
 	}
 	for said := false; ; said = true {
-		err := Reachable(ctx, e.Network, target, timeout)
+		err := reachable(ctx, e.Network, target, timeout)
 		left := time.Until(e.StartAt)
 		if _, tlsErr := err.(*TLSError); err == nil || tlsErr || left <= 0 || ctx.Err() != nil {
 			return err
@@ -98,7 +98,7 @@ func (e *engine) reachableBy(ctx context.Context, target string) error {
 	}
 }
 
-// Reachable reports whether the target answers HTTP at all (any status)
+// reachable reports whether the target answers HTTP at all (any status)
 // within timeout, reached as nw says (nil: HTTP/1.1, the system's roots),
 // saying what is wrong when it does not: a failed TLS handshake is a
 // *TLSError. It follows no redirect, as the
@@ -106,7 +106,7 @@ func (e *engine) reachableBy(ctx context.Context, target string) error {
 // answer, and one to another scheme, host or port is an error that names
 // it (*RedirectError): every request of the attack would get that redirect
 // instead of an answer.
-func Reachable(ctx context.Context, nw *client.Network, base string, timeout time.Duration) error {
+func reachable(ctx context.Context, nw *client.Network, base string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodHead, base+"/", nil)

@@ -58,9 +58,9 @@ type Plan struct {
 	Behind *Behind
 }
 
-// LateAfter is how late a request must go out, after its planned time, to
+// lateAfter is how late a request must go out, after its planned time, to
 // count as late in [Behind]: well above a timer's jitter.
-const LateAfter = 10 * time.Millisecond
+const lateAfter = 10 * time.Millisecond
 
 // Behind records how far an open-model run fell behind its schedule: each
 // request that went out after its planned time, as its pacer saw it (a
@@ -70,7 +70,7 @@ type Behind struct {
 	mu sync.Mutex
 	// Max is the latest a request went out after its planned time, and
 	// Stream and Source say whose; Late counts the requests more than
-	// LateAfter late, of Sent.
+	// lateAfter late, of Sent.
 	Max            time.Duration
 	Stream, Source string
 	Late, Sent     int
@@ -82,7 +82,7 @@ func (b *Behind) add(stream, source string, lag time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.Sent++
-	if lag > LateAfter {
+	if lag > lateAfter {
 		b.Late++
 	}
 	if lag > b.Max {
@@ -106,7 +106,7 @@ func (b *Behind) String() string {
 		from = " from " + b.Source
 	}
 	return fmt.Sprintf("%d of %d requests went out more than %v after their planned time, the latest %v late (stream %s%s)",
-		b.Late, b.Sent, LateAfter, b.Max.Round(time.Millisecond), b.Stream, from)
+		b.Late, b.Sent, lateAfter, b.Max.Round(time.Millisecond), b.Stream, from)
 }
 
 // lagPacer measures how late its pacer's hits go out: Vegeta asks for hit

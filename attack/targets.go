@@ -32,17 +32,17 @@ type template struct {
 	session *atomic.Pointer[client.Session]
 }
 
-// Targeter returns a [vegeta.Targeter] sending the stream's requests
+// targeter returns a [vegeta.Targeter] sending the stream's requests
 // round-robin against base (such as http://127.0.0.1:8080), with the given
 // extra headers. MCP requests carry a JSON-RPC id unique within the run,
 // drawn from ids, headers that always agree with the body, and
 // clientVersion as the version of their clientInfo. The targeter is safe
 // for concurrent use.
-func Targeter(s *scenario.Stream, base string, extra http.Header, ids *atomic.Uint64, clientVersion string) (vegeta.Targeter, error) {
+func targeter(s *scenario.Stream, base string, extra http.Header, ids *atomic.Uint64, clientVersion string) (vegeta.Targeter, error) {
 	return SpeakingTargeter(s, base, extra, ids, clientVersion, "", nil)
 }
 
-// SpeakingTargeter is [Targeter] whose MCP requests speak in revision rev
+// SpeakingTargeter is targeter whose MCP requests speak in revision rev
 // ("": [mcpwire.Latest]) and carry the session of sid when it is set.
 func SpeakingTargeter(s *scenario.Stream, base string, extra http.Header, ids *atomic.Uint64, clientVersion, rev string, sid *atomic.Pointer[client.Session]) (vegeta.Targeter, error) {
 	base = strings.TrimRight(base, "/")

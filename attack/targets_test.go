@@ -23,7 +23,7 @@ func TestMCPTargetsAgreeWithTheirBodies(t *testing.T) {
 		{RPC: "tools/list", Params: map[string]any{"_meta": map[string]any{"progressToken": "p"}}},
 	}}
 	var ids atomic.Uint64
-	tr, err := Targeter(&s, "http://127.0.0.1:1/", http.Header{"X-Extra": {"1"}}, &ids, "test")
+	tr, err := targeter(&s, "http://127.0.0.1:1/", http.Header{"X-Extra": {"1"}}, &ids, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestMCPTargetsAgreeWithTheirBodies(t *testing.T) {
 
 func TestRESTTarget(t *testing.T) {
 	s := scenario.Stream{Name: "s", Surface: method.REST, Requests: []scenario.Request{{Path: "/api/public/search", Query: map[string]string{"q": "rate limits", "limit": "5"}}}}
-	tr, err := Targeter(&s, "http://h:1", nil, new(atomic.Uint64), "test")
+	tr, err := targeter(&s, "http://h:1", nil, new(atomic.Uint64), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestRESTTarget(t *testing.T) {
 // BenchmarkMCPTargeter measures stamping one MCP request, on the attack's hot path.
 func BenchmarkMCPTargeter(b *testing.B) {
 	s := scenario.Stream{Name: "s", Surface: method.MCP, Requests: []scenario.Request{{RPC: "tools/call", Params: map[string]any{"name": "search", "arguments": map[string]any{"query": "rate"}}}}}
-	tr, _ := Targeter(&s, "http://127.0.0.1:1", nil, new(atomic.Uint64), "test")
+	tr, _ := targeter(&s, "http://127.0.0.1:1", nil, new(atomic.Uint64), "test")
 	var tgt vegeta.Target
 	b.ReportAllocs()
 	for b.Loop() {

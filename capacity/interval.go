@@ -7,11 +7,11 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// DefaultConfidence is the confidence of every interval when none is
+// defaultConfidence is the confidence of every interval when none is
 // given: 95 %, two-sided (each bound is wrong at most 2.5 % of the time).
-const DefaultConfidence = 0.95
+const defaultConfidence = 0.95
 
-// OrderStatRanks returns the 1-based ranks of the order statistics that
+// orderStatRanks returns the 1-based ranks of the order statistics that
 // bound a distribution-free two-sided confidence interval of the
 // q-quantile from n samples: [x_(lo), x_(hi)] covers the true quantile
 // with probability at least confidence, whatever the (continuous)
@@ -20,7 +20,7 @@ const DefaultConfidence = 0.95
 // smallest with P(K ≥ hi) ≤ α/2, α = 1 − confidence. lo is 0 when no
 // sample can serve as the lower bound (n too small for that confidence)
 // and hi is n+1 when none can serve as the upper bound.
-func OrderStatRanks(n int, q, confidence float64) (lo, hi int) {
+func orderStatRanks(n int, q, confidence float64) (lo, hi int) {
 	if n <= 0 {
 		return 0, 1
 	}
@@ -48,11 +48,11 @@ func searchInts(n int, f func(int) bool) int {
 	return i
 }
 
-// QuantileCI is an estimate of a latency quantile with its confidence
+// quantileCI is an estimate of a latency quantile with its confidence
 // interval. HasLow is false when the samples cannot bound the quantile
 // from below at the confidence asked (too few), HasHigh when they cannot
 // bound it from above: the bound is then absent, not zero.
-type QuantileCI struct {
+type quantileCI struct {
 	// Estimate is the nearest-rank quantile: x_(⌈q·n⌉).
 	Estimate time.Duration
 	// Low is the lower bound, when HasLow.
@@ -65,17 +65,17 @@ type QuantileCI struct {
 	HasHigh bool
 }
 
-// QuantileInterval returns the q-quantile of sorted (ascending) with its
-// exact order-statistic confidence interval ([OrderStatRanks]). The zero
-// QuantileCI (no bound) is returned for no sample.
-func QuantileInterval(sorted []time.Duration, q, confidence float64) QuantileCI {
+// quantileInterval returns the q-quantile of sorted (ascending) with its
+// exact order-statistic confidence interval (orderStatRanks). The zero
+// quantileCI (no bound) is returned for no sample.
+func quantileInterval(sorted []time.Duration, q, confidence float64) quantileCI {
 	n := len(sorted)
 	if n == 0 {
-		return QuantileCI{}
+		return quantileCI{}
 	}
-	var ci QuantileCI
+	var ci quantileCI
 	ci.Estimate = sorted[nearestRank(n, q)-1]
-	lo, hi := OrderStatRanks(n, q, confidence)
+	lo, hi := orderStatRanks(n, q, confidence)
 	if lo >= 1 {
 		ci.Low, ci.HasLow = sorted[lo-1], true
 	}
@@ -91,12 +91,12 @@ func nearestRank(n int, q float64) int {
 	return min(max(r, 1), n)
 }
 
-// ClopperPearson returns the exact (Clopper–Pearson) two-sided confidence
+// clopperPearson returns the exact (Clopper–Pearson) two-sided confidence
 // interval of a proportion from k successes in n trials: the bounds are
 // the α/2 quantile of Beta(k, n−k+1) and the 1−α/2 quantile of
 // Beta(k+1, n−k), α = 1 − confidence; 0 and 1 at the edges. For n = 0 it
 // is [0, 1].
-func ClopperPearson(k, n int, confidence float64) (low, high float64) {
+func clopperPearson(k, n int, confidence float64) (low, high float64) {
 	if n <= 0 {
 		return 0, 1
 	}

@@ -26,7 +26,7 @@ func TestOrderStatRanksTabulated(t *testing.T) {
 		{n: 5, q: 0.5, lo: 0, hi: 6}, // 5 samples cannot give a 95 % interval of the median
 		{n: 6, q: 0.5, lo: 1, hi: 6},
 	} {
-		lo, hi := OrderStatRanks(tc.n, tc.q, 0.95)
+		lo, hi := orderStatRanks(tc.n, tc.q, 0.95)
 		if lo != tc.lo || hi != tc.hi {
 			t.Errorf("OrderStatRanks(%d, %v, 0.95) = %d, %d; want %d, %d", tc.n, tc.q, lo, hi, tc.lo, tc.hi)
 		}
@@ -42,7 +42,7 @@ func TestOrderStatRanksExactCoverage(t *testing.T) {
 	for _, n := range []int{1, 7, 30, 99, 367, 1000, 5000, 100000} {
 		for _, q := range []float64{0.5, 0.9, 0.95, 0.99, 0.999} {
 			for _, conf := range []float64{0.9, 0.95, 0.99} {
-				lo, hi := OrderStatRanks(n, q, conf)
+				lo, hi := orderStatRanks(n, q, conf)
 				b := distuv.Binomial{N: float64(n), P: q}
 				tail := (1 - conf) / 2
 				below := b.CDF(float64(lo - 1)) // P(K < lo)
@@ -94,7 +94,7 @@ func TestQuantileIntervalCoverage(t *testing.T) {
 					xs[i] = time.Duration(tc.draw(r) * 1e9)
 				}
 				slices.Sort(xs)
-				ci := QuantileInterval(xs, tc.q, conf)
+				ci := quantileInterval(xs, tc.q, conf)
 				lowOK := !ci.HasLow || ci.Low <= truth
 				highOK := !ci.HasHigh || ci.High >= truth
 				if lowOK && highOK {
@@ -123,15 +123,15 @@ func TestQuantileIntervalCoverage(t *testing.T) {
 
 func TestQuantileIntervalSmall(t *testing.T) {
 	t.Parallel()
-	if ci := QuantileInterval(nil, 0.99, 0.95); ci != (QuantileCI{}) {
+	if ci := quantileInterval(nil, 0.99, 0.95); ci != (quantileCI{}) {
 		t.Errorf("no sample: %+v, want zero", ci)
 	}
 	xs := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	ci := QuantileInterval(xs, 0.99, 0.95)
+	ci := quantileInterval(xs, 0.99, 0.95)
 	if ci.Estimate != 10 || ci.HasHigh || !ci.HasLow {
 		t.Errorf("p99 of 10 samples: %+v, want estimate 10, a lower bound and no upper bound", ci)
 	}
-	if ci := QuantileInterval(xs, 0.5, 0.95); ci.Estimate != 5 || ci.Low != 2 || ci.High != 9 {
+	if ci := quantileInterval(xs, 0.5, 0.95); ci.Estimate != 5 || ci.Low != 2 || ci.High != 9 {
 		t.Errorf("median of 1..10: %+v, want 5 in [2, 9]", ci)
 	}
 }
@@ -155,12 +155,12 @@ func TestClopperPearsonTabulated(t *testing.T) {
 		{1, 100, 0.95, 0.0002531460, 0.05445948},
 		{0, 10, 0.99, 0, 0.4112960}, // 1 − 0.005^(1/10)
 	} {
-		low, high := ClopperPearson(tc.k, tc.n, tc.conf)
+		low, high := clopperPearson(tc.k, tc.n, tc.conf)
 		if math.Abs(low-tc.low) > 1e-6 || math.Abs(high-tc.high) > 1e-6 {
 			t.Errorf("ClopperPearson(%d, %d, %v) = [%.7g, %.7g], want [%.7g, %.7g]", tc.k, tc.n, tc.conf, low, high, tc.low, tc.high)
 		}
 	}
-	if low, high := ClopperPearson(0, 0, 0.95); low != 0 || high != 1 {
+	if low, high := clopperPearson(0, 0, 0.95); low != 0 || high != 1 {
 		t.Errorf("no trial: [%v, %v], want [0, 1]", low, high)
 	}
 }
@@ -171,10 +171,10 @@ func TestClopperPearsonClosedForm(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{1, 10, 367, 5000, 100000} {
 		want := 1 - math.Pow(0.025, 1/float64(n))
-		if _, high := ClopperPearson(0, n, 0.95); math.Abs(high-want) > 1e-9 {
+		if _, high := clopperPearson(0, n, 0.95); math.Abs(high-want) > 1e-9 {
 			t.Errorf("n=%d: upper %v, want %v", n, high, want)
 		}
-		if low, _ := ClopperPearson(n, n, 0.95); math.Abs(low-(1-want)) > 1e-9 {
+		if low, _ := clopperPearson(n, n, 0.95); math.Abs(low-(1-want)) > 1e-9 {
 			t.Errorf("n=%d: lower %v, want %v", n, low, 1-want)
 		}
 	}

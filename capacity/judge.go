@@ -7,14 +7,14 @@ import (
 
 // A step's verdicts.
 const (
-	// StepPass: both upper bounds (latency quantile, error rate) are within
+	// stepPass: both upper bounds (latency quantile, error rate) are within
 	// the objective.
-	StepPass = "pass"
+	stepPass = "pass"
 	// StepFail: a lower bound is beyond the objective.
 	StepFail = "fail"
-	// StepUndecided: neither proved; the step is to be lengthened, and a
+	// stepUndecided: neither proved; the step is to be lengthened, and a
 	// step still undecided at its longest counts as not sustained.
-	StepUndecided = "undecided"
+	stepUndecided = "undecided"
 	// StepClient: the requests did not go out on schedule (the generator
 	// is the limit, not the API), or none went out.
 	StepClient = "client"
@@ -35,13 +35,13 @@ const (
 	CauseLatency Cause = "latency"
 	// CauseErrors: the error rate.
 	CauseErrors Cause = "errors"
-	// CauseClient: the generator could not keep the schedule.
-	CauseClient Cause = "client"
-	// CauseLimits: the rate limiter answered 429.
-	CauseLimits Cause = "limits"
-	// CauseMaxRate: the search reached its highest allowed rate, which
+	// causeClient: the generator could not keep the schedule.
+	causeClient Cause = "client"
+	// causeLimits: the rate limiter answered 429.
+	causeLimits Cause = "limits"
+	// causeMaxRate: the search reached its highest allowed rate, which
 	// passed.
-	CauseMaxRate Cause = "max-rate"
+	causeMaxRate Cause = "max-rate"
 )
 
 // MarshalJSON writes c as a JSON string, or null for CauseNone.
@@ -118,7 +118,7 @@ type StepResult struct {
 	LimitedBy Cause `json:"limited_by"`
 }
 
-// Judge judges the samples of one step offered at offered requests per
+// judge judges the samples of one step offered at offered requests per
 // second. In order:
 //   - no sample: client (nothing went out);
 //   - the quantile's lower bound, measured from the actual send, above
@@ -136,12 +136,12 @@ type StepResult struct {
 //   - both upper bounds within the objective: pass;
 //   - else undecided (latency when the quantile is undecided, else errors).
 //
-// Judge sorts st's samples in place; st stays usable (Add, Merge, Judge).
-func Judge(st *Stats, offered float64, c Criteria) StepResult {
+// judge sorts st's samples in place; st stays usable (Add, Merge, Judge).
+func judge(st *Stats, offered float64, c criteria) StepResult {
 	c = c.withDefaults()
 	r := StepResult{OfferedRPS: offered, Requests: st.Len(), Errors: st.failed, Refused: st.refused}
 	if r.Requests == 0 {
-		r.Verdict, r.LimitedBy = StepClient, CauseClient
+		r.Verdict, r.LimitedBy = StepClient, causeClient
 		return r
 	}
 	st.figures(&r)
@@ -149,35 +149,35 @@ func Judge(st *Stats, offered float64, c Criteria) StepResult {
 	slices.Sort(st.corrected)
 	slices.Sort(st.uncorrected)
 	slices.Sort(st.lateness)
-	corr := QuantileInterval(st.corrected, q, c.Confidence)
-	unc := QuantileInterval(st.uncorrected, q, c.Confidence)
+	corr := quantileInterval(st.corrected, q, c.Confidence)
+	unc := quantileInterval(st.uncorrected, q, c.Confidence)
 	r.QuantileMs, r.QuantileLowMs, r.QuantileHighMs = ms(corr.Estimate), bound(corr.Low, corr.HasLow), bound(corr.High, corr.HasHigh)
 	r.UncorrectedQuantileMs, r.UncorrectedLowMs, r.UncorrectedHighMs = ms(unc.Estimate), bound(unc.Low, unc.HasLow), bound(unc.High, unc.HasHigh)
 	lateness := st.lateness[nearestRank(len(st.lateness), 0.99)-1]
 	r.LatenessP99Ms = ms(lateness)
 	r.ErrorRate = float64(r.Errors) / float64(r.Requests)
-	r.ErrorRateLow, r.ErrorRateHigh = ClopperPearson(r.Errors, r.Requests, c.Confidence)
+	r.ErrorRateLow, r.ErrorRateHigh = clopperPearson(r.Errors, r.Requests, c.Confidence)
 
 	budget := c.Objective.ErrorBudget
-	beyond := func(ci QuantileCI) bool { return ci.HasLow && ci.Low > slo.Max }
+	beyond := func(ci quantileCI) bool { return ci.HasLow && ci.Low > slo.Max }
 	onSchedule := r.AchievedRPS >= c.MinAchieved*offered && (c.MaxLateness < 0 || lateness <= c.MaxLateness)
 	switch {
 	case beyond(unc):
 		r.Verdict, r.LimitedBy = StepFail, CauseLatency
 	case r.Refused > 0:
-		r.Verdict, r.LimitedBy = StepLimits, CauseLimits
+		r.Verdict, r.LimitedBy = StepLimits, causeLimits
 	case r.ErrorRateLow > budget:
 		r.Verdict, r.LimitedBy = StepFail, CauseErrors
 	case !onSchedule:
-		r.Verdict, r.LimitedBy = StepClient, CauseClient
+		r.Verdict, r.LimitedBy = StepClient, causeClient
 	case beyond(corr):
 		r.Verdict, r.LimitedBy = StepFail, CauseLatency
 	case corr.HasHigh && corr.High <= slo.Max && r.ErrorRateHigh <= budget:
-		r.Verdict = StepPass
+		r.Verdict = stepPass
 	case !corr.HasHigh || corr.High > slo.Max:
-		r.Verdict, r.LimitedBy = StepUndecided, CauseLatency
+		r.Verdict, r.LimitedBy = stepUndecided, CauseLatency
 	default:
-		r.Verdict, r.LimitedBy = StepUndecided, CauseErrors
+		r.Verdict, r.LimitedBy = stepUndecided, CauseErrors
 	}
 	return r
 }

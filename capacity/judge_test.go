@@ -37,30 +37,30 @@ func TestJudge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	crit := Criteria{Objective: Objective{SLO: slo, ErrorBudget: 0.01}}
+	crit := criteria{Objective: Objective{SLO: slo, ErrorBudget: 0.01}}
 	for _, tc := range []struct {
 		name    string
 		rate    float64
 		d       time.Duration
 		req     request
-		crit    func(Criteria) Criteria
+		crit    func(criteria) criteria
 		verdict string
 		cause   Cause
 	}{
-		{name: "fast API on schedule", rate: 200, d: 5 * time.Second, req: fixed(20 * time.Millisecond), verdict: StepPass},
+		{name: "fast API on schedule", rate: 200, d: 5 * time.Second, req: fixed(20 * time.Millisecond), verdict: stepPass},
 		{name: "slow API", rate: 200, d: 5 * time.Second, req: fixed(150 * time.Millisecond), verdict: StepFail, cause: CauseLatency},
 		{name: "5 % errors", rate: 200, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
 			return 0, 10 * time.Millisecond, i%20 == 0, false
 		}, verdict: StepFail, cause: CauseErrors},
 		{name: "one 429", rate: 200, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
 			return 0, 10 * time.Millisecond, i == 7, i == 7
-		}, verdict: StepLimits, cause: CauseLimits},
+		}, verdict: StepLimits, cause: causeLimits},
 		{name: "generator at half the rate", rate: 200, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
 			return time.Duration(i) * 5 * time.Millisecond, 10 * time.Millisecond, false, false
-		}, verdict: StepClient, cause: CauseClient},
+		}, verdict: StepClient, cause: causeClient},
 		{name: "generator late by 50ms", rate: 200, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
 			return 50 * time.Millisecond, 10 * time.Millisecond, false, false
-		}, verdict: StepClient, cause: CauseClient},
+		}, verdict: StepClient, cause: causeClient},
 		{name: "late because the API is slow: the API's failure", rate: 200, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
 			return 50 * time.Millisecond, 300 * time.Millisecond, false, false
 		}, verdict: StepFail, cause: CauseLatency},
@@ -69,16 +69,16 @@ func TestJudge(t *testing.T) {
 				return 500 * time.Millisecond, 10 * time.Millisecond, false, false
 			}
 			return 0, 10 * time.Millisecond, false, false
-		}, crit: func(c Criteria) Criteria { c.MaxLateness = -1; return c }, verdict: StepFail, cause: CauseLatency},
+		}, crit: func(c criteria) criteria { c.MaxLateness = -1; return c }, verdict: StepFail, cause: CauseLatency},
 		{name: "p99 at the objective: undecided", rate: 200, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
 			// Uniform over 1000 levels whose p99 is exactly the objective.
 			return 0, time.Duration(i%1000+1) * 100 * time.Millisecond / 990, false, false
-		}, verdict: StepUndecided, cause: CauseLatency},
+		}, verdict: stepUndecided, cause: CauseLatency},
 		{name: "too few requests to prove 1 %", rate: 80, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
 			return 0, 10 * time.Millisecond, i == 3, false // 1 of 400: the upper bound is 1.4 %
-		}, verdict: StepUndecided, cause: CauseErrors},
-		{name: "too few requests for a p99 bound", rate: 10, d: 5 * time.Second, req: fixed(10 * time.Millisecond), verdict: StepUndecided, cause: CauseLatency},
-		{name: "nothing sent", rate: 200, d: 0, req: fixed(0), verdict: StepClient, cause: CauseClient},
+		}, verdict: stepUndecided, cause: CauseErrors},
+		{name: "too few requests for a p99 bound", rate: 10, d: 5 * time.Second, req: fixed(10 * time.Millisecond), verdict: stepUndecided, cause: CauseLatency},
+		{name: "nothing sent", rate: 200, d: 0, req: fixed(0), verdict: StepClient, cause: causeClient},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -86,7 +86,7 @@ func TestJudge(t *testing.T) {
 			if tc.crit != nil {
 				c = tc.crit(c)
 			}
-			r := Judge(synth(tc.rate, tc.d, tc.req), tc.rate, c)
+			r := judge(synth(tc.rate, tc.d, tc.req), tc.rate, c)
 			if r.Verdict != tc.verdict || r.LimitedBy != tc.cause {
 				t.Errorf("verdict %s (%q), want %s (%q)\n%+v", r.Verdict, r.LimitedBy, tc.verdict, tc.cause, r)
 			}
@@ -102,7 +102,7 @@ func TestJudgeFigures(t *testing.T) {
 	st := synth(100, 10*time.Second, func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
 		return time.Millisecond, 40 * time.Millisecond, i%200 == 0, false
 	})
-	r := Judge(st, 100, Criteria{Objective: Objective{SLO: slo, ErrorBudget: 0.05}})
+	r := judge(st, 100, criteria{Objective: Objective{SLO: slo, ErrorBudget: 0.05}})
 	near := func(name string, got, want, tol float64) {
 		if d := got - want; d > tol || d < -tol {
 			t.Errorf("%s = %v, want %v ± %v", name, got, want, tol)
@@ -115,7 +115,7 @@ func TestJudgeFigures(t *testing.T) {
 	near("lateness", r.LatenessP99Ms, 1, 1e-9)
 	near("error rate", r.ErrorRate, 0.005, 1e-12)
 	near("concurrency", r.Concurrency, 100*0.040, 1e-6) // Little: λ·W
-	if r.Requests != 1000 || r.Errors != 5 || r.Verdict != StepPass {
+	if r.Requests != 1000 || r.Errors != 5 || r.Verdict != stepPass {
 		t.Errorf("%+v", r)
 	}
 	if r.ErrorRateLow > r.ErrorRate || r.ErrorRateHigh < r.ErrorRate || *r.QuantileLowMs > r.QuantileMs || *r.QuantileHighMs < r.QuantileMs {
@@ -127,7 +127,7 @@ func TestJudgeFigures(t *testing.T) {
 func TestStatsMerge(t *testing.T) {
 	t.Parallel()
 	slo, _ := ParseSLO("p90<=100ms")
-	c := Criteria{Objective: Objective{SLO: slo, ErrorBudget: 0.1}}
+	c := criteria{Objective: Objective{SLO: slo, ErrorBudget: 0.1}}
 	r := rand.New(rand.NewPCG(3, 4))
 	lat := make([]time.Duration, 2000)
 	for i := range lat {
@@ -150,7 +150,7 @@ func TestStatsMerge(t *testing.T) {
 	}
 	a.Merge(b)
 	a.Merge(nil)
-	got, want := Judge(a, 200, c), Judge(whole, 200, c)
+	got, want := judge(a, 200, c), judge(whole, 200, c)
 	if got.QuantileMs != want.QuantileMs || *got.QuantileLowMs != *want.QuantileLowMs || got.Errors != want.Errors ||
 		got.AchievedRPS != want.AchievedRPS || got.Concurrency != want.Concurrency || got.Verdict != want.Verdict {
 		t.Errorf("merged %+v\nwant %+v", got, want)
@@ -161,7 +161,7 @@ func TestStatsMerge(t *testing.T) {
 // the judgement).
 func BenchmarkStep(b *testing.B) {
 	slo, _ := ParseSLO("p99<=100ms")
-	c := Criteria{Objective: Objective{SLO: slo, ErrorBudget: 0.01}}
+	c := criteria{Objective: Objective{SLO: slo, ErrorBudget: 0.01}}
 	r := rand.New(rand.NewPCG(1, 2))
 	const n = 100000
 	samples := make([]Sample, n)
@@ -176,6 +176,6 @@ func BenchmarkStep(b *testing.B) {
 		for _, s := range samples {
 			st.Add(s)
 		}
-		Judge(st, 20000, c)
+		judge(st, 20000, c)
 	}
 }

@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// DefaultErrorBudget is the share of requests that may fail when no error
+// defaultErrorBudget is the share of requests that may fail when no error
 // budget is given: 1 %.
-const DefaultErrorBudget = 0.01
+const defaultErrorBudget = 0.01
 
 // SLO is a latency objective: the Quantile of latency (0.99 for p99) must
 // be at most Max. The zero value is no objective; [ParseSLO] builds one.

@@ -44,7 +44,7 @@ func TestParseSLO(t *testing.T) {
 			if s := got.String(); s != strings.Join(strings.Fields(tc.in), "") {
 				t.Errorf("String() = %q", s)
 			}
-			if err := (Objective{SLO: got, ErrorBudget: DefaultErrorBudget}).Validate(); err != nil {
+			if err := (Objective{SLO: got, ErrorBudget: defaultErrorBudget}).Validate(); err != nil {
 				t.Error(err)
 			}
 		})

@@ -5,7 +5,7 @@ package capacity
 // milliseconds; an absent figure is nil (JSON null).
 type Result struct {
 	// Verdict is VerdictFound, VerdictNotFound, VerdictClient or
-	// VerdictInconclusive.
+	// verdictInconclusive.
 	Verdict string `json:"verdict"`
 	// KneeRPS is the highest rate the API was proved to sustain (the
 	// last passing rate, re-measured when the verdict is found); nil when
@@ -17,7 +17,7 @@ type Result struct {
 	// objective (or stayed undecided); nil when none did.
 	KneeHighRPS *float64 `json:"knee_high_rps"`
 	// LimitedBy is what ended the search: CauseLatency, CauseErrors,
-	// CauseClient, CauseLimits or CauseMaxRate; none (null) when it ran
+	// causeClient, CauseLimits or CauseMaxRate; none (null) when it ran
 	// out of steps.
 	LimitedBy Cause `json:"limited_by"`
 	// SLO is the latency objective as written, such as "p99<=100ms".
@@ -48,7 +48,7 @@ type Result struct {
 // model is fitted on every call.
 func (s *Search) Result() Result {
 	o := s.o
-	r := Result{Verdict: VerdictInconclusive, LimitedBy: s.cause,
+	r := Result{Verdict: verdictInconclusive, LimitedBy: s.cause,
 		SLO: o.Objective.SLO.String(), Quantile: o.Objective.SLO.Quantile, SLOMs: ms(o.Objective.SLO.Max),
 		ErrorBudget: o.Objective.ErrorBudget, Confidence: o.Confidence, Precision: o.Precision,
 		StartRPS: o.StartRate, MaxRPS: o.MaxRate, Steps: append([]StepResult{}, s.steps...)}
@@ -61,10 +61,10 @@ func (s *Search) Result() Result {
 	if s.high > 0 {
 		r.KneeHighRPS = ptr(s.high)
 	}
-	var pts []Point
+	var pts []point
 	for _, st := range s.steps {
-		if st.Verdict == StepPass {
-			pts = append(pts, Point{Concurrency: st.Concurrency, Throughput: st.ThroughputRPS})
+		if st.Verdict == stepPass {
+			pts = append(pts, point{Concurrency: st.Concurrency, Throughput: st.ThroughputRPS})
 		}
 	}
 	if u, err := FitUSL(pts, o.Resamples, o.Seed, o.Confidence); err == nil {

@@ -9,12 +9,12 @@ import (
 
 // The phases of a search.
 const (
-	// PhaseRamp: rates stepped up geometrically from the start rate.
-	PhaseRamp = "ramp"
-	// PhaseBisect: between the last passing and the first failing rate.
-	PhaseBisect = "bisect"
-	// PhaseRemeasure: the knee measured once more before it is reported.
-	PhaseRemeasure = "remeasure"
+	// phaseRamp: rates stepped up geometrically from the start rate.
+	phaseRamp = "ramp"
+	// phaseBisect: between the last passing and the first failing rate.
+	phaseBisect = "bisect"
+	// phaseRemeasure: the knee measured once more before it is reported.
+	phaseRemeasure = "remeasure"
 )
 
 // The verdicts of a search.
@@ -26,9 +26,9 @@ const (
 	VerdictNotFound = "not-found"
 	// VerdictClient: the generator could not keep a step's schedule.
 	VerdictClient = "client"
-	// VerdictInconclusive: the search could not decide: a 429 (limits), a
+	// verdictInconclusive: the search could not decide: a 429 (limits), a
 	// start rate left undecided, contradicting steps, or out of steps.
-	VerdictInconclusive = "inconclusive"
+	verdictInconclusive = "inconclusive"
 )
 
 // Options configure a [Search]. The zero values of the optional fields
@@ -37,7 +37,7 @@ const (
 type Options struct {
 	// Objective is the latency objective and error budget of every step.
 	Objective Objective
-	// Confidence of every interval; 0 means [DefaultConfidence].
+	// Confidence of every interval; 0 means defaultConfidence.
 	Confidence float64
 	// StartRate is the first rate, requests per second.
 	StartRate float64
@@ -60,9 +60,9 @@ type Options struct {
 	// counted); 0 means 30.
 	MaxSteps int
 	// MinAchieved and MaxLateness say when a step went out on schedule:
-	// see [Criteria].
+	// see criteria.
 	MinAchieved float64
-	// MaxLateness: see [Criteria].
+	// MaxLateness: see criteria.
 	MaxLateness time.Duration
 	// Limit is the surface's documented limit per Window and source
 	// address; 0 means none to plan around (one address).
@@ -70,7 +70,7 @@ type Options struct {
 	// Window is the limit's window.
 	Window time.Duration
 	// Share is the share of its limit one address may send at; 0 means
-	// [DefaultShare].
+	// defaultShare.
 	Share float64
 	// Sources is how many source addresses the caller has (over all its
 	// shards); 0 means as many as needed. With fewer than MaxRate needs,
@@ -92,7 +92,7 @@ type Options struct {
 // withDefaults returns o with its zero optional fields set.
 func (o Options) withDefaults() Options {
 	if o.Confidence == 0 {
-		o.Confidence = DefaultConfidence
+		o.Confidence = defaultConfidence
 	}
 	if o.Factor == 0 {
 		o.Factor = 2
@@ -116,7 +116,7 @@ func (o Options) withDefaults() Options {
 		o.MaxSteps = 30
 	}
 	if o.Share == 0 {
-		o.Share = DefaultShare
+		o.Share = defaultShare
 	}
 	if o.Shards == 0 {
 		o.Shards = 1
@@ -169,8 +169,8 @@ func (o Options) sourcesFor(rate float64) int {
 }
 
 // criteria is what every step of the search is judged by.
-func (o Options) criteria() Criteria {
-	return Criteria{Objective: o.Objective, Confidence: o.Confidence, MinAchieved: o.MinAchieved, MaxLateness: o.MaxLateness}
+func (o Options) criteria() criteria {
+	return criteria{Objective: o.Objective, Confidence: o.Confidence, MinAchieved: o.MinAchieved, MaxLateness: o.MaxLateness}
 }
 
 // Step is what the caller is to run next: Warmup at Rate (its samples
@@ -225,7 +225,7 @@ func NewSearch(o Options) (*Search, error) {
 		return nil, err
 	}
 	s := &Search{o: o}
-	s.plan(PhaseRamp, o.StartRate)
+	s.plan(phaseRamp, o.StartRate)
 	return s, nil
 }
 
@@ -259,9 +259,9 @@ func (s *Search) Record(st *Stats) (StepResult, error) {
 	}
 	s.issued = nil
 	s.judged += step.Duration
-	r := Judge(st, step.Rate, s.o.criteria())
+	r := judge(st, step.Rate, s.o.criteria())
 	r.Phase, r.Sources, r.DurationMs, r.Lengthened = step.Phase, step.Sources, ms(s.judged), s.lengthened
-	if r.Verdict == StepUndecided && s.judged < s.o.MaxStep {
+	if r.Verdict == stepUndecided && s.judged < s.o.MaxStep {
 		s.lengthened++
 		s.next = &Step{Index: step.Index, Phase: step.Phase, Rate: step.Rate, Continue: true,
 			Duration: min(s.o.Step, s.o.MaxStep-s.judged), Sources: step.Sources}
@@ -279,24 +279,24 @@ func (s *Search) advance(r StepResult) {
 	rate := r.OfferedRPS
 	switch r.Verdict {
 	case StepClient:
-		s.finish(VerdictClient, CauseClient)
+		s.finish(VerdictClient, causeClient)
 		return
 	case StepLimits:
-		s.finish(VerdictInconclusive, CauseLimits)
+		s.finish(verdictInconclusive, causeLimits)
 		return
-	case StepPass:
+	case stepPass:
 		s.passed = true
-		if r.Phase == PhaseRemeasure {
+		if r.Phase == phaseRemeasure {
 			cause := s.highCause
 			if s.high == 0 {
-				cause = CauseMaxRate
+				cause = causeMaxRate
 			}
 			s.finish(VerdictFound, cause)
 			return
 		}
 		s.low = max(s.low, rate)
 	default: // fail, or undecided at its longest: not sustained
-		if r.Phase == PhaseRemeasure {
+		if r.Phase == phaseRemeasure {
 			s.low = s.highestPassBelow(rate)
 		}
 		if s.high == 0 || rate < s.high {
@@ -310,19 +310,19 @@ func (s *Search) advance(r StepResult) {
 func (s *Search) choose(last StepResult) {
 	switch {
 	case len(s.steps) >= s.o.MaxSteps:
-		s.finish(VerdictInconclusive, CauseNone)
+		s.finish(verdictInconclusive, CauseNone)
 	case s.high == 0 && s.low >= s.o.MaxRate:
-		s.plan(PhaseRemeasure, s.low)
+		s.plan(phaseRemeasure, s.low)
 	case s.high == 0:
-		s.plan(PhaseRamp, min(s.low*s.o.Factor, s.o.MaxRate))
+		s.plan(phaseRamp, min(s.low*s.o.Factor, s.o.MaxRate))
 	case s.low == 0 && !s.passed && last.Verdict == StepFail:
 		s.finish(VerdictNotFound, s.highCause)
 	case s.low == 0:
-		s.finish(VerdictInconclusive, s.highCause)
+		s.finish(verdictInconclusive, s.highCause)
 	case s.high <= s.low*(1+s.o.Precision):
-		s.plan(PhaseRemeasure, s.low)
+		s.plan(phaseRemeasure, s.low)
 	default:
-		s.plan(PhaseBisect, math.Sqrt(s.low*s.high))
+		s.plan(phaseBisect, math.Sqrt(s.low*s.high))
 	}
 }
 
@@ -330,7 +330,7 @@ func (s *Search) choose(last StepResult) {
 func (s *Search) highestPassBelow(rate float64) float64 {
 	best := 0.0
 	for _, r := range s.steps {
-		if r.Verdict == StepPass && r.OfferedRPS < rate {
+		if r.Verdict == stepPass && r.OfferedRPS < rate {
 			best = max(best, r.OfferedRPS)
 		}
 	}

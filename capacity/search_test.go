@@ -106,7 +106,7 @@ func p99(t *testing.T, d string) Objective {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Objective{SLO: slo, ErrorBudget: DefaultErrorBudget}
+	return Objective{SLO: slo, ErrorBudget: defaultErrorBudget}
 }
 
 // TestSearchFindsTheKneeOfAQueue: against D/D/c queues of known capacity
@@ -152,7 +152,7 @@ func TestSearchFindsTheKneeOfAQueue(t *testing.T) {
 				t.Errorf("%d calls for %d steps", calls, len(res.Steps))
 			}
 			last := res.Steps[len(res.Steps)-1]
-			if last.Phase != PhaseRemeasure || last.Verdict != StepPass || last.OfferedRPS != knee {
+			if last.Phase != phaseRemeasure || last.Verdict != stepPass || last.OfferedRPS != knee {
 				t.Errorf("last step %+v, want the knee re-measured", last)
 			}
 		})
@@ -195,10 +195,10 @@ func TestSearchOutcomes(t *testing.T) {
 	}{
 		{name: "errors above 800/s", api: func(rate float64, i int) (time.Duration, time.Duration, bool, bool) {
 			return 0, fast, rate > 800 && i%20 == 0, false
-		}, verdict: VerdictFound, cause: CauseErrors, knee: func(k float64) bool { return k <= 800 && k >= 800/1.05 }, lastStep: StepPass},
+		}, verdict: VerdictFound, cause: CauseErrors, knee: func(k float64) bool { return k <= 800 && k >= 800/1.05 }, lastStep: stepPass},
 		{name: "never fails: max rate", o: func(o Options) Options { o.MaxRate = 3000; return o }, api: func(float64, int) (time.Duration, time.Duration, bool, bool) {
 			return 0, fast, false, false
-		}, verdict: VerdictFound, cause: CauseMaxRate, knee: func(k float64) bool { return k == 3000 }, lastStep: StepPass},
+		}, verdict: VerdictFound, cause: causeMaxRate, knee: func(k float64) bool { return k == 3000 }, lastStep: stepPass},
 		{name: "start rate fails", api: func(float64, int) (time.Duration, time.Duration, bool, bool) {
 			return 0, time.Second, false, false
 		}, verdict: VerdictNotFound, cause: CauseLatency, lastStep: StepFail},
@@ -209,17 +209,17 @@ func TestSearchOutcomes(t *testing.T) {
 			// It sends at 1000/s: request i goes out at i/1000 s.
 			late := time.Duration(float64(i)*(1/1000.0-1/rate)*1e9) * time.Nanosecond
 			return late, fast, false, false
-		}, verdict: VerdictClient, cause: CauseClient, knee: func(k float64) bool { return k <= 1000 }, lastStep: StepClient},
+		}, verdict: VerdictClient, cause: causeClient, knee: func(k float64) bool { return k <= 1000 }, lastStep: StepClient},
 		{name: "429 above 600/s: limits, never capacity", api: func(rate float64, i int) (time.Duration, time.Duration, bool, bool) {
 			refused := rate > 600 && i%100 == 0
 			return 0, fast, refused, refused
-		}, verdict: VerdictInconclusive, cause: CauseLimits, knee: func(k float64) bool { return k <= 600 }, lastStep: StepLimits},
+		}, verdict: verdictInconclusive, cause: causeLimits, knee: func(k float64) bool { return k <= 600 }, lastStep: StepLimits},
 		{name: "start rate undecided at its longest", o: func(o Options) Options { o.StartRate = 20; return o }, api: func(float64, int) (time.Duration, time.Duration, bool, bool) {
 			return 0, fast, false, false // 20/s for 15 s: too few requests to bound a p99
-		}, verdict: VerdictInconclusive, cause: CauseLatency, lastStep: StepUndecided},
+		}, verdict: verdictInconclusive, cause: CauseLatency, lastStep: stepUndecided},
 		{name: "out of steps", o: func(o Options) Options { o.MaxSteps = 3; return o }, api: func(float64, int) (time.Duration, time.Duration, bool, bool) {
 			return 0, fast, false, false
-		}, verdict: VerdictInconclusive, cause: CauseNone, knee: func(k float64) bool { return k == 400 }, lastStep: StepPass},
+		}, verdict: verdictInconclusive, cause: CauseNone, knee: func(k float64) bool { return k == 400 }, lastStep: stepPass},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -258,7 +258,7 @@ func TestSearchLengthensUndecidedSteps(t *testing.T) {
 	step, _ := s.Next()
 	st := synth(60, step.Duration, fixed(time.Millisecond))
 	r, _ := s.Record(st)
-	if r.Verdict != StepUndecided {
+	if r.Verdict != stepUndecided {
 		t.Fatalf("first part: %s, want undecided", r.Verdict)
 	}
 	next, ok := s.Next()
@@ -268,7 +268,7 @@ func TestSearchLengthensUndecidedSteps(t *testing.T) {
 	res, _, _ := drive(t, o, &byRate{f: func(float64, int) (time.Duration, time.Duration, bool, bool) {
 		return 0, time.Millisecond, false, false
 	}})
-	if len(res.Steps) != 2 || res.Steps[0].Lengthened != 1 || res.Steps[0].DurationMs != 10000 || res.Steps[0].Verdict != StepPass {
+	if len(res.Steps) != 2 || res.Steps[0].Lengthened != 1 || res.Steps[0].DurationMs != 10000 || res.Steps[0].Verdict != stepPass {
 		t.Errorf("steps %s, want the first lengthened once to 10 s and passed, then re-measured", dump(res))
 	}
 }
@@ -282,7 +282,7 @@ func TestSearchRecordWithoutStep(t *testing.T) {
 	if _, err := s.Record(NewStats()); err == nil {
 		t.Error("Record before Next: no error")
 	}
-	if res := s.Result(); res.Verdict != VerdictInconclusive {
+	if res := s.Result(); res.Verdict != verdictInconclusive {
 		t.Errorf("before the end: %s", res.Verdict)
 	}
 }
@@ -327,7 +327,7 @@ func TestSearchPlansSources(t *testing.T) {
 	o := Options{Objective: p99(t, "100ms"), StartRate: 100, MaxRate: 10000, Limit: 240, Window: time.Minute}
 	res, _, _ := drive(t, o, &ddc{c: 50, service: 20 * time.Millisecond})
 	for _, st := range res.Steps {
-		if st.Sources != SourcesNeeded(st.OfferedRPS, 240, time.Minute, DefaultShare) || st.OfferedRPS/float64(st.Sources) > 2+1e-9 {
+		if st.Sources != SourcesNeeded(st.OfferedRPS, 240, time.Minute, defaultShare) || st.OfferedRPS/float64(st.Sources) > 2+1e-9 {
 			t.Errorf("step at %v/s over %d sources", st.OfferedRPS, st.Sources)
 		}
 	}
@@ -340,7 +340,7 @@ func TestSearchPlansShardedSources(t *testing.T) {
 	o := Options{Objective: p99(t, "100ms"), StartRate: 100, MaxRate: 10000, Limit: 240, Window: time.Minute, Shards: 3}
 	res, _, _ := drive(t, o, &ddc{c: 50, service: 20 * time.Millisecond})
 	for _, st := range res.Steps {
-		need := SourcesNeeded(st.OfferedRPS, 240, time.Minute, DefaultShare)
+		need := SourcesNeeded(st.OfferedRPS, 240, time.Minute, defaultShare)
 		if st.Sources%3 != 0 || st.Sources < need || st.Sources >= need+3 {
 			t.Errorf("step at %v/s over %d sources: want the multiple of 3 at or above %d", st.OfferedRPS, st.Sources, need)
 		}

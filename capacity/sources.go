@@ -6,28 +6,28 @@ import (
 	"time"
 )
 
-// DefaultShare is the share of its limit one source address may send at
+// defaultShare is the share of its limit one source address may send at
 // when none is given: half of L per W.
-const DefaultShare = 0.5
+const defaultShare = 0.5
 
 // SourcesNeeded returns how many source addresses a rate (requests per
 // second) must be spread over so that none sends more than share of the
 // limit L per window W, that is share·L/W per second: ⌈rate·W / (share·L)⌉,
 // at least 1. With no limit (limit or window 0) one address suffices.
-// share 0 means [DefaultShare].
+// share 0 means defaultShare.
 func SourcesNeeded(rate float64, limit int, window time.Duration, share float64) int {
 	if limit <= 0 || window <= 0 || rate <= 0 {
 		return 1
 	}
 	if share <= 0 {
-		share = DefaultShare
+		share = defaultShare
 	}
 	perSource := share * float64(limit) / window.Seconds()
 	return max(1, int(math.Ceil(rate/perSource-1e-9)))
 }
 
-// MaxLoopbackSources is how many addresses [LoopbackSources] can list.
-const MaxLoopbackSources = 255 * 254
+// maxLoopbackSources is how many addresses [LoopbackSources] can list.
+const maxLoopbackSources = 255 * 254
 
 // LoopbackSources lists n loopback source addresses: 127.0.x.y for x from
 // 1 to 255 and y from 1 to 254, in that order (127.0.1.1, 127.0.1.2, …,
@@ -35,10 +35,10 @@ const MaxLoopbackSources = 255 * 254
 // reference target listens and verify and fleet send from, and the .0 and
 // .255 of every /24. On Linux every 127.x.y.z is local; elsewhere the
 // addresses must be configured on the loopback interface. It returns an
-// error when n is above [MaxLoopbackSources].
+// error when n is above maxLoopbackSources.
 func LoopbackSources(n int) ([]string, error) {
-	if n > MaxLoopbackSources {
-		return nil, fmt.Errorf("%d source addresses needed, but 127.0.1.1 to 127.0.255.254 hold %d", n, MaxLoopbackSources)
+	if n > maxLoopbackSources {
+		return nil, fmt.Errorf("%d source addresses needed, but 127.0.1.1 to 127.0.255.254 hold %d", n, maxLoopbackSources)
 	}
 	out := make([]string, 0, max(n, 0))
 	for i := range max(n, 0) {

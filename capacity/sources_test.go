@@ -30,7 +30,7 @@ func TestSourcesNeeded(t *testing.T) {
 		if tc.limit > 0 && tc.rate > 0 {
 			share := tc.share
 			if share == 0 {
-				share = DefaultShare
+				share = defaultShare
 			}
 			if per := tc.rate / float64(got); per > share*float64(tc.limit)/tc.window.Seconds()+1e-9 {
 				t.Errorf("rate %v over %d addresses: %v each, above the share", tc.rate, got, per)
@@ -49,7 +49,7 @@ func TestLoopbackSources(t *testing.T) {
 		t.Errorf("LoopbackSources(256) = %v … %v", got[:3], got[250:])
 	}
 	seen := map[string]bool{}
-	all, err := LoopbackSources(MaxLoopbackSources)
+	all, err := LoopbackSources(maxLoopbackSources)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestLoopbackSources(t *testing.T) {
 	if all[len(all)-1] != "127.0.255.254" {
 		t.Errorf("last %s", all[len(all)-1])
 	}
-	if _, err := LoopbackSources(MaxLoopbackSources + 1); err == nil {
+	if _, err := LoopbackSources(maxLoopbackSources + 1); err == nil {
 		t.Error("no error above the maximum")
 	}
 	if got, _ := LoopbackSources(0); len(got) != 0 {

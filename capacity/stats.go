@@ -93,12 +93,12 @@ func (s *Stats) Merge(o *Stats) {
 // Len returns how many samples s holds.
 func (s *Stats) Len() int { return len(s.corrected) }
 
-// Criteria is what [Judge] holds a step to. The zero values of the
+// criteria is what judge holds a step to. The zero values of the
 // optional fields take the defaults documented on each.
-type Criteria struct {
+type criteria struct {
 	// Objective is the latency objective and error budget.
 	Objective Objective
-	// Confidence of every interval; 0 means [DefaultConfidence].
+	// Confidence of every interval; 0 means defaultConfidence.
 	Confidence float64
 	// MinAchieved is the share of the offered rate the requests must
 	// have gone out at for the step to count; 0 means 0.95.
@@ -112,9 +112,9 @@ type Criteria struct {
 }
 
 // withDefaults returns c with its zero optional fields set.
-func (c Criteria) withDefaults() Criteria {
+func (c criteria) withDefaults() criteria {
 	if c.Confidence == 0 {
-		c.Confidence = DefaultConfidence
+		c.Confidence = defaultConfidence
 	}
 	if c.MinAchieved == 0 {
 		c.MinAchieved = 0.95

@@ -21,7 +21,7 @@ func TestStatsJSONRoundTrip(t *testing.T) {
 	}
 	a, b := synth(400, 3*time.Second, noisy), synth(400, 3*time.Second, noisy)
 	slo, _ := ParseSLO("p99<=60ms")
-	crit := Criteria{Objective: Objective{SLO: slo, ErrorBudget: 0.05}}
+	crit := criteria{Objective: Objective{SLO: slo, ErrorBudget: 0.05}}
 	for _, st := range []*Stats{NewStats(), a} {
 		text, err := json.Marshal(st)
 		if err != nil {
@@ -35,7 +35,7 @@ func TestStatsJSONRoundTrip(t *testing.T) {
 		if string(again) != string(text) {
 			t.Errorf("JSON differs once read back:\n%.200s\n%.200s", text, again)
 		}
-		want, got := Judge(clone(st), 400, crit), Judge(back, 400, crit)
+		want, got := judge(clone(st), 400, crit), judge(back, 400, crit)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("judged otherwise once read back:\n got %+v\nwant %+v", got, want)
 		}
@@ -52,7 +52,7 @@ func TestStatsJSONRoundTrip(t *testing.T) {
 		}
 		merged.Merge(part)
 	}
-	if got, want := Judge(merged, 800, crit), Judge(whole, 800, crit); !reflect.DeepEqual(got, want) {
+	if got, want := judge(merged, 800, crit), judge(whole, 800, crit); !reflect.DeepEqual(got, want) {
 		t.Errorf("merged from JSON judged otherwise:\n got %+v\nwant %+v", got, want)
 	}
 }

@@ -10,9 +10,9 @@ import (
 	"gonum.org/v1/gonum/optimize"
 )
 
-// Point is one step's throughput at its concurrency, a point of the
+// point is one step's throughput at its concurrency, a point of the
 // curve the Universal Scalability Law is fitted to.
-type Point struct {
+type point struct {
 	// Concurrency is the mean number of requests in flight (Little's law).
 	Concurrency float64
 	// Throughput is the rate of successful responses per second.
@@ -74,9 +74,9 @@ var errFewPoints = errors.New("the USL needs at least 4 points of positive concu
 // with σ, κ ≥ 0 (σ = u², κ = (v/max N)², minimized by Nelder–Mead from
 // the constrained linear fit of N/X, λ solved in closed form), and
 // bootstraps the peak from resamples resamples of the relative residuals
-// (seeded by seed; confidence 0 means [DefaultConfidence]). It needs at
+// (seeded by seed; confidence 0 means defaultConfidence). It needs at
 // least 4 points of positive concurrency and throughput.
-func FitUSL(points []Point, resamples int, seed uint64, confidence float64) (*USL, error) {
+func FitUSL(points []point, resamples int, seed uint64, confidence float64) (*USL, error) {
 	var ns, xs []float64
 	for _, p := range points {
 		if p.Concurrency > 0 && p.Throughput > 0 {
@@ -87,7 +87,7 @@ func FitUSL(points []Point, resamples int, seed uint64, confidence float64) (*US
 		return nil, errFewPoints
 	}
 	if confidence == 0 {
-		confidence = DefaultConfidence
+		confidence = defaultConfidence
 	}
 	lambda, sigma, kappa := fitUSL(ns, xs, linearStart(ns, xs), true)
 	u := &USL{Lambda: lambda, Sigma: sigma, Kappa: kappa, Points: len(ns), Resamples: resamples}

@@ -7,11 +7,11 @@ import (
 )
 
 // uslPoints are X(N) of a known law at ns, each times (1 + noise·z).
-func uslPoints(lambda, sigma, kappa float64, ns []float64, noise float64, seed uint64) []Point {
+func uslPoints(lambda, sigma, kappa float64, ns []float64, noise float64, seed uint64) []point {
 	r := rand.New(rand.NewPCG(seed, 1))
-	var out []Point
+	var out []point
 	for _, n := range ns {
-		out = append(out, Point{Concurrency: n, Throughput: uslX(lambda, sigma, kappa, n) * (1 + noise*r.NormFloat64())})
+		out = append(out, point{Concurrency: n, Throughput: uslX(lambda, sigma, kappa, n) * (1 + noise*r.NormFloat64())})
 	}
 	return out
 }
@@ -67,10 +67,10 @@ func TestFitUSLRecovers(t *testing.T) {
 // at 0, and a linear curve has no peak.
 func TestFitUSLConstrained(t *testing.T) {
 	t.Parallel()
-	var super, linear []Point
+	var super, linear []point
 	for _, n := range []float64{1, 2, 4, 8, 16, 32} {
-		super = append(super, Point{n, 10 * math.Pow(n, 1.1)}) // superlinear: σ < 0 unconstrained
-		linear = append(linear, Point{n, 10 * n})
+		super = append(super, point{n, 10 * math.Pow(n, 1.1)}) // superlinear: σ < 0 unconstrained
+		linear = append(linear, point{n, 10 * n})
 	}
 	u, err := FitUSL(super, 50, 1, 0)
 	if err != nil {

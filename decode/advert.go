@@ -2,29 +2,29 @@ package decode
 
 import "strings"
 
-// AdvertFields are the response headers that advertise a rate limit, by
+// advertFields are the response headers that advertise a rate limit, by
 // their canonical names (as http.Header keeps them): the IETF httpapi
 // RateLimit-Policy and RateLimit fields, drafts 6 and 7's
 // RateLimit-Limit, -Remaining and -Reset, the X-RateLimit-* fields many
 // limiters send, and Retry-After. A record keeps them of every answer,
 // for the analysis to hold them to what the target did.
-var AdvertFields = [...]string{
+var advertFields = [...]string{
 	"Ratelimit-Policy", "Ratelimit",
 	"Ratelimit-Limit", "Ratelimit-Remaining", "Ratelimit-Reset",
 	"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset",
 	"Retry-After",
 }
 
-// MaxAdvert caps the bytes of the advertised fields an answer keeps.
-const MaxAdvert = 1024
+// maxAdvert caps the bytes of the advertised fields an answer keeps.
+const maxAdvert = 1024
 
 // advertIndex returns the index of a canonical header name in
-// AdvertFields (-1: not one).
+// advertFields (-1: not one).
 func advertIndex(key string) int {
 	if len(key) < 9 || (key[0] != 'R' && key[0] != 'X') {
 		return -1
 	}
-	for i, f := range AdvertFields {
+	for i, f := range advertFields {
 		if f == key {
 			return i
 		}
@@ -36,16 +36,16 @@ func advertIndex(key string) int {
 // index) to b as Answer.Advert holds them: a field that would take the
 // whole past MaxAdvert is left out, and line breaks in a value are
 // spaces.
-func appendAdvert(b []byte, vs *[len(AdvertFields)]string) []byte {
+func appendAdvert(b []byte, vs *[len(advertFields)]string) []byte {
 	for i, v := range vs {
 		if v == "" {
 			continue
 		}
 		v = cut(strings.TrimSpace(v), maxText)
-		if len(b)+len(AdvertFields[i])+len(v)+3 > MaxAdvert {
+		if len(b)+len(advertFields[i])+len(v)+3 > maxAdvert {
 			continue
 		}
-		b = append(append(append(b, AdvertFields[i]...), ": "...), v...)
+		b = append(append(append(b, advertFields[i]...), ": "...), v...)
 		for j := len(b) - len(v); j < len(b); j++ {
 			if b[j] == '\n' || b[j] == '\r' {
 				b[j] = ' '

@@ -19,14 +19,14 @@ import (
 // for it. What goes past a bound is counted and said (Meta.Truncated,
 // Meta.Notes), never silently dropped.
 const (
-	// MaxResult is the most bytes one result may take in a results file:
+	// maxResult is the most bytes one result may take in a results file:
 	// a gob message, a JSON line, a CSV record. Vegeta's own results with
 	// ratecheck's body cap take well under a kilobyte. Reading stops at a
 	// result that claims more, and says so: a pipe has no size to check a
 	// length against, and nothing is allocated for a length before its
 	// bytes have arrived.
-	MaxResult = 4 << 20
-	// MaxLabels is how many distinct labels (surface, source, stream, and
+	maxResult = 4 << 20
+	// maxLabels is how many distinct labels (surface, source, stream, and
 	// a fleet attempt's client, request, attempt and delay) a reader keeps
 	// in full; a label longer than maxLabelLen is not kept either. The
 	// results of further labels keep their surface and stream under
@@ -34,23 +34,23 @@ const (
 	// Meta.Notes. 2^17 holds a fleet of 16 000 clients, two requests and
 	// four attempts each (every attempt's label differs: it holds its
 	// delay).
-	MaxLabels = 1 << 17
-	// MaxSources is how many distinct sources (client addresses) a reader
+	maxLabels = 1 << 17
+	// maxSources is how many distinct sources (client addresses) a reader
 	// keeps: each is a group of its own in the analysis. The results of
 	// further sources are folded as those of labels past MaxLabels are.
-	MaxSources = 1 << 10
-	// MaxAnswers is how many distinct answers (kept bodies, error kinds,
+	maxSources = 1 << 10
+	// maxAnswers is how many distinct answers (kept bodies, error kinds,
 	// Allow, Retry-After and RateLimit values) a reader keeps; results of
 	// further answers keep only their status, and are counted in
 	// Meta.Notes.
-	MaxAnswers = 1 << 14
-	// MaxReorder is the furthest back in send time a result may be written
+	maxAnswers = 1 << 14
+	// maxReorder is the furthest back in send time a result may be written
 	// behind the results before it in its file (Vegeta writes results as
 	// they complete, so a result is behind by at most its latency). Results
 	// further behind are stragglers: left out of the analysis and counted
 	// in Meta.Notes, so that putting a file in send order holds at most
-	// MaxReorder of its results, whatever its timestamps say.
-	MaxReorder = 5 * time.Minute
+	// maxReorder of its results, whatever its timestamps say.
+	maxReorder = 5 * time.Minute
 )
 
 // OtherSources is the source of results whose labels were past MaxLabels:
@@ -98,7 +98,7 @@ func newResult() *vegeta.Result { return &vegeta.Result{Headers: http.Header{}} 
 type tooBigError struct{ size uint64 }
 
 func (e *tooBigError) Error() string {
-	return fmt.Sprintf("a result of %d bytes, more than the %d a result may take", e.size, MaxResult)
+	return fmt.Sprintf("a result of %d bytes, more than the %d a result may take", e.size, maxResult)
 }
 
 // errTooManyDefs is a gob stream that defines more types than results
@@ -107,7 +107,7 @@ var errTooManyDefs = fmt.Errorf("more than %d bytes of gob type definitions in a
 
 // errNoRecordEnd is input read past MaxResult bytes without a record
 // ending: a line too long, or not results at all.
-var errNoRecordEnd = fmt.Errorf("no record ends within %d bytes", MaxResult)
+var errNoRecordEnd = fmt.Errorf("no record ends within %d bytes", maxResult)
 
 // recordBound is an io.Reader that lets a text decoder (JSON, CSV) read at
 // most MaxResult bytes, plus its read-ahead, before Next says a record
@@ -123,7 +123,7 @@ type recordBound struct {
 const readAhead = 64 << 10
 
 func (b *recordBound) Read(p []byte) (int, error) {
-	left := MaxResult + readAhead - b.n
+	left := maxResult + readAhead - b.n
 	if left <= 0 {
 		b.hit = true
 		return 0, errNoRecordEnd
@@ -204,7 +204,7 @@ type order struct {
 	worst  uint64 // the furthest a straggler was behind
 }
 
-func newOrder() *order { return &order{sorted: true, limit: uint64(MaxReorder)} }
+func newOrder() *order { return &order{sorted: true, limit: uint64(maxReorder)} }
 
 // mark is the send a result is judged against: the orderRank-th latest
 // send before it (none, math.MinInt64, before orderRank results).

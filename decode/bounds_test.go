@@ -81,7 +81,7 @@ func TestPipedInput(t *testing.T) {
 		}
 	}
 	just := func(r io.Reader) func() io.Reader { return func() io.Reader { return r } }
-	bound := int64(len(gob) + 2*MaxResult + 2<<20) // a record's worth past the end, and the buffers
+	bound := int64(len(gob) + 2*maxResult + 2<<20) // a record's worth past the end, and the buffers
 	tests := []struct {
 		name    string
 		r       func() io.Reader
@@ -203,18 +203,18 @@ func TestLabelsBounded(t *testing.T) {
 		labels, sources int // at most
 		other           int // results folded, at least
 	}{
-		{"a source per result", MaxSources + 3000, func(i int) string {
+		{"a source per result", maxSources + 3000, func(i int) string {
 			return fmt.Sprintf("surface=rest source=10.%d.%d.%d stream=flood", i>>16, i>>8&255, i&255)
-		}, MaxSources + maxFolded, MaxSources, 3000},
+		}, maxSources + maxFolded, maxSources, 3000},
 		{"labels too long", 3000, func(i int) string {
 			if i%3 == 0 {
 				return "surface=rest source=" + long + " stream=flood"
 			}
 			return "surface=rest source=127.0.0.1 stream=flood"
 		}, 1 + maxFolded, 1, 1000},
-		{"a fleet attempt per result", MaxLabels + 9000, func(i int) string {
+		{"a fleet attempt per result", maxLabels + 9000, func(i int) string {
 			return archive.FleetLabel("rest", "127.0.0.1", "flood", archive.FleetTag{Client: i, Request: 1, Attempt: 1 + i%4, Delay: time.Duration(i)})
-		}, MaxLabels + maxFolded, 1, 9000},
+		}, maxLabels + maxFolded, 1, 9000},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -264,7 +264,7 @@ func TestLabelsBounded(t *testing.T) {
 // reader keeps (Allow, an error kind) keeps at most MaxAnswers answers; the
 // rest keep their status alone, counted in Meta.Notes. Long values are cut.
 func TestAnswersBounded(t *testing.T) {
-	n := MaxAnswers + 500
+	n := maxAnswers + 500
 	rs := make([]vegeta.Result, n)
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	for i := range rs {
@@ -289,8 +289,8 @@ func TestAnswersBounded(t *testing.T) {
 			}
 		}
 	}
-	if answers > MaxAnswers || kept > MaxAnswers || kept < MaxAnswers-1 {
-		t.Errorf("%d answers in the tables, %d records keep one; want at most %d", answers, kept, MaxAnswers)
+	if answers > maxAnswers || kept > maxAnswers || kept < maxAnswers-1 {
+		t.Errorf("%d answers in the tables, %d records keep one; want at most %d", answers, kept, maxAnswers)
 	}
 	if notes := strings.Join(in.Notes, "\n"); !strings.Contains(notes, fmt.Sprintf("%d results had answers past", n-kept)) {
 		t.Errorf("notes %q do not count the %d results without their answer", notes, n-kept)

@@ -36,8 +36,8 @@ type gobBatch struct {
 // A batch is cut at gobBatchResults results or gobBatchBytes bytes (Vegeta
 // keeps whole bodies), whichever comes first.
 const (
-	gobBatchResults = 4096
-	gobBatchBytes   = 1 << 20
+	gobBatchResults = 1024
+	gobBatchBytes   = 1 << 18
 )
 
 // isGob reports whether br starts with a gob stream of Vegeta results: the
@@ -101,7 +101,7 @@ func readGobMessage(br *bufio.Reader, buf []byte, left int64) ([]byte, bool, err
 	switch {
 	case !ok || size == 0 || left < int64(w) || size > uint64(left-int64(w)):
 		return buf, false, io.ErrUnexpectedEOF
-	case size > MaxResult:
+	case size > maxResult:
 		return buf, false, &tooBigError{size}
 	}
 	at, need := len(buf), w+int(size)

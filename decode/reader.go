@@ -47,7 +47,7 @@ type Input struct {
 
 // NewInput returns an empty input with tables of its own, for records made
 // in memory (see Add).
-func NewInput() *Input { return &Input{tab: NewTables()} }
+func NewInput() *Input { return &Input{tab: newTables()} }
 
 // Tables returns the tables the input's records index.
 func (in *Input) Tables() *Tables { return in.tab }
@@ -199,10 +199,10 @@ func (rd *reader) readInputs(paths []string, meta *Meta, each func(file string, 
 				meta.Notes = append(meta.Notes, note)
 			}
 			if k := rd.folded.Load() - folded; k > 0 {
-				meta.Notes = append(meta.Notes, fmt.Sprintf("%s: %d results had labels past the %d distinct labels, %d distinct sources or %d bytes a reader keeps: counted under source %q, without their fleet tags", file, k, MaxLabels, MaxSources, maxLabelLen, OtherSources))
+				meta.Notes = append(meta.Notes, fmt.Sprintf("%s: %d results had labels past the %d distinct labels, %d distinct sources or %d bytes a reader keeps: counted under source %q, without their fleet tags", file, k, maxLabels, maxSources, maxLabelLen, OtherSources))
 			}
 			if k := rd.dropped.Load() - dropped; k > 0 {
-				meta.Notes = append(meta.Notes, fmt.Sprintf("%s: %d results had answers past the %d distinct answers a reader keeps: only their status was kept", file, k, MaxAnswers))
+				meta.Notes = append(meta.Notes, fmt.Sprintf("%s: %d results had answers past the %d distinct answers a reader keeps: only their status was kept", file, k, maxAnswers))
 			}
 			return o.depth(), nil
 		})
@@ -239,7 +239,7 @@ func (rd *reader) readFile(path string, add func(Record)) (int, bool, error) {
 // readStream reads the results file path from r, which holds size bytes
 // (0: unknown), as readFile does.
 func (rd *reader) readStream(r io.Reader, size int64, path string, add func(Record)) (int, bool, error) {
-	big := bufio.NewReaderSize(smallReads{r}, MaxResult+readAhead) // room to peek at a whole result
+	big := bufio.NewReaderSize(smallReads{r}, maxResult+readAhead) // room to peek at a whole result
 	format := detect(big)
 	// Only detect peeks at a whole result: gob messages are read in
 	// pieces, and the text decoders keep buffers of their own. What big
@@ -391,7 +391,7 @@ type result struct {
 	Allow, RetryAfter, RateLimit, RateLimitPolicy, ContentType string
 	// Advertised holds the first value of each AdvertFields header, in
 	// that order.
-	Advertised [len(AdvertFields)]string
+	Advertised [len(advertFields)]string
 }
 
 // fromVegeta reads a result Vegeta's decoder made.
@@ -447,11 +447,11 @@ func (it *interner) record(r *result) Record {
 	rec.label = id
 	l := it.tab.labels.at(id)
 	if r.ContentType != "" {
-		rec.SetJSON(IsJSONType(r.ContentType))
+		rec.SetJSON(isJSONType(r.ContentType))
 	}
 	var a Answer
 	if it.opts.KeepBody != nil && it.keepBody(id, l.Stream) {
-		a.Body = r.Body[:min(len(r.Body), MaxKeptBody)]
+		a.Body = r.Body[:min(len(r.Body), maxKeptBody)]
 		a.ContentType = r.ContentType
 	}
 	if r.Code == 429 {
@@ -506,7 +506,7 @@ func (it *interner) record(r *result) Record {
 // of them, then "other") under source OtherSources, without a fleet tag,
 // and is counted in reader.folded.
 func (it *interner) newLabel(r *result, key string, labelled bool) uint32 {
-	if len(key) <= maxLabelLen && it.tab.labels.len() < MaxLabels {
+	if len(key) <= maxLabelLen && it.tab.labels.len() < maxLabels {
 		attack := strings.Clone(r.Attack)
 		l := archive.ParseLabel(attack, r.URL)
 		if it.newSource(l.Source) {
@@ -516,7 +516,7 @@ func (it *interner) newLabel(r *result, key string, labelled bool) uint32 {
 		if !labelled {
 			k = strings.Clone(key)
 		}
-		if id, ok := it.tab.labels.addUnder(l, MaxLabels); ok {
+		if id, ok := it.tab.labels.addUnder(l, maxLabels); ok {
 			it.labels[k] = id
 			return id
 		}
@@ -532,7 +532,7 @@ func (it *interner) newSource(source string) bool {
 	if _, ok := it.sources[source]; ok {
 		return false
 	}
-	if len(it.sources) >= MaxSources {
+	if len(it.sources) >= maxSources {
 		return true
 	}
 	if it.sources == nil {
@@ -601,7 +601,7 @@ func pathOf(raw string) string {
 // judge judges a refusal's body (see Options.Judge), remembering the
 // verdicts of the first bodies seen.
 func (it *interner) judge(surface string, body []byte) bool {
-	b := body[:min(len(body), MaxKeptBody)]
+	b := body[:min(len(body), maxKeptBody)]
 	memo := it.judged[surface]
 	if memo == nil {
 		memo = &judgeMemo{m: map[string]judgeEntry{}}
@@ -709,7 +709,7 @@ func (it *interner) answer(a Answer) uint32 {
 			return id
 		}
 	}
-	if it.tab.answers.len() >= MaxAnswers {
+	if it.tab.answers.len() >= maxAnswers {
 		it.dropped.Add(1)
 		return 0
 	}
@@ -722,7 +722,7 @@ func (it *interner) answer(a Answer) uint32 {
 	}
 	v := Answer{Body: body, Allow: strings.Clone(a.Allow), RetryAfter: strings.Clone(a.RetryAfter),
 		RateLimit: strings.Clone(a.RateLimit), Err: strings.Clone(a.Err), ContentType: strings.Clone(a.ContentType), Advert: strings.Clone(a.Advert)}
-	id, ok := it.tab.answers.addUnder(v, MaxAnswers)
+	id, ok := it.tab.answers.addUnder(v, maxAnswers)
 	if !ok { // another interner filled the table meanwhile
 		it.dropped.Add(1)
 		return 0

@@ -49,7 +49,7 @@ func results(n int) []vegeta.Result {
 		case 6:
 			r.Timestamp = time.Date(1960, 1, 1, 0, 0, 0, 5, time.UTC) // before 1970
 		case 7:
-			r.Code, r.Body = 429, bytes.Repeat([]byte("x"), 3*MaxKeptBody)
+			r.Code, r.Body = 429, bytes.Repeat([]byte("x"), 3*maxKeptBody)
 		}
 		out[i] = r
 	}
@@ -89,7 +89,7 @@ var testOptions = Options{
 // send time, with the tables it indexes: every result but the stragglers
 // (see order; results(n) holds a few sent in year 1 or 1960).
 func want(rs []vegeta.Result) ([]Record, *Tables) {
-	rd := &reader{tab: NewTables(), opts: testOptions}
+	rd := &reader{tab: newTables(), opts: testOptions}
 	it := rd.newInterner()
 	o := newOrder()
 	var out []Record
@@ -450,7 +450,7 @@ func TestReadKeepsAdvertised(t *testing.T) {
 		{Code: 429, Timestamp: t0.Add(time.Millisecond), Latency: time.Millisecond, URL: "http://127.0.0.1:8080/api/public/search?q=x",
 			Headers: map[string][]string{"Ratelimit": {`"default";r=0;t=30`}, "Ratelimit-Policy": {`"default";q=240;w=60`}, "Retry-After": {"30"}}},
 		{Code: 200, Timestamp: t0.Add(2 * time.Millisecond), Latency: time.Millisecond, URL: "http://127.0.0.1:8080/api/public/search?q=x",
-			Headers: map[string][]string{"Ratelimit": {strings.Repeat("x", 4*MaxAdvert)}, "Retry-After": {"line\nbreak"}}},
+			Headers: map[string][]string{"Ratelimit": {strings.Repeat("x", 4*maxAdvert)}, "Retry-After": {"line\nbreak"}}},
 		{Code: 200, Timestamp: t0.Add(3 * time.Millisecond), Latency: time.Millisecond, URL: "http://127.0.0.1:8080/api/public/search?q=x"},
 	}
 	path := filepath.Join(t.TempDir(), "results.bin")

@@ -69,8 +69,8 @@ func (r *Record) SetJSON(json bool) {
 	}
 }
 
-// IsJSONType reports whether a Content-Type is JSON or an event stream.
-func IsJSONType(contentType string) bool {
+// isJSONType reports whether a Content-Type is JSON or an event stream.
+func isJSONType(contentType string) bool {
 	ct, _, _ := strings.Cut(strings.ToLower(contentType), ";")
 	ct = strings.TrimSpace(ct)
 	return ct == "application/json" || strings.HasSuffix(ct, "+json") || ct == "text/event-stream"
@@ -96,7 +96,7 @@ type Answer struct {
 	// is named by its type).
 	ContentType string
 	// Advert is the rate-limit fields the answer advertised (see
-	// AdvertFields), one "Name: value" line each in that order, each
+	// advertFields), one "Name: value" line each in that order, each
 	// value cut to maxText bytes and all to MaxAdvert; from a file, of
 	// every answer while distinct answers are few (see Advertised).
 	Advert string
@@ -121,8 +121,8 @@ type Sample struct {
 // MaxSample caps the bytes of body a sample keeps.
 const MaxSample = 64
 
-// MaxKeptBody caps the bytes of a body a record keeps.
-const MaxKeptBody = 1024
+// maxKeptBody caps the bytes of a body a record keeps.
+const maxKeptBody = 1024
 
 // Tables hold the labels and answers the records of one reader index.
 // Entries never move, so an index stays valid and reading one needs no
@@ -133,9 +133,9 @@ type Tables struct {
 	answers table[Answer]
 }
 
-// NewTables returns empty tables. Index 0 of each is blank, so that a zero
+// newTables returns empty tables. Index 0 of each is blank, so that a zero
 // Record reads as unlabelled with no answer.
-func NewTables() *Tables {
+func newTables() *Tables {
 	t := &Tables{}
 	t.labels.add(archive.Labels{})
 	t.answers.add(Answer{})

@@ -62,7 +62,7 @@ func Open(paths []string, opts Options) (*Spill, error) {
 	if err != nil {
 		return nil, fmt.Errorf("making a temporary directory for the analysis (set TMPDIR to choose another place): %w", err)
 	}
-	s := &Spill{dir: dir, tab: NewTables()}
+	s := &Spill{dir: dir, tab: newTables()}
 	rd := &reader{tab: s.tab, opts: opts}
 	err = rd.readInputs(paths, &s.Meta, func(file string, read func(add func(Record)) (int64, error)) error {
 		part := spillPart{path: filepath.Join(dir, fmt.Sprintf("%d.rec", len(s.parts)))}

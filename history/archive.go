@@ -24,10 +24,10 @@ import (
 // names no target.
 const Embedded = "embedded"
 
-// CapacityFile is the file of a capacity run folder its figures are read
+// capacityFile is the file of a capacity run folder its figures are read
 // from: capacity's result (capacity --json, docs/schema/capacity.json),
 // of which history reads the verdict, knee_rps and the surface.
-const CapacityFile = "capacity.json"
+const capacityFile = "capacity.json"
 
 // behindNote is how late a run must have sent a request to be marked as
 // having fallen behind its schedule (as analyze warns).
@@ -239,13 +239,13 @@ type capacityResult struct {
 
 // capacitySample reads a capacity run's knee from CapacityFile.
 func capacitySample(dir string, info *archive.RunInfo) (Sample, error) {
-	b, err := safefile.Read(filepath.Join(dir, CapacityFile), 1<<24)
+	b, err := safefile.Read(filepath.Join(dir, capacityFile), 1<<24)
 	if err != nil {
-		return Sample{}, fmt.Errorf("a capacity run without %s: %w", CapacityFile, err)
+		return Sample{}, fmt.Errorf("a capacity run without %s: %w", capacityFile, err)
 	}
 	var r capacityResult
 	if err := json.Unmarshal(b, &r); err != nil {
-		return Sample{}, fmt.Errorf("%s: %w", filepath.Join(dir, CapacityFile), err)
+		return Sample{}, fmt.Errorf("%s: %w", filepath.Join(dir, capacityFile), err)
 	}
 	s := Sample{Surface: cmp.Or(r.Surface, info.Policy.Surface, method.REST), Verdict: r.Verdict, Values: map[Figure]float64{}}
 	if r.KneeRPS != nil && !math.IsNaN(*r.KneeRPS) {

@@ -64,7 +64,7 @@ func TestCalibrationAA(t *testing.T) {
 			flagged, failed := 0, 0
 			for s := range calSeries {
 				xs := p99s(h.host, rand.New(rand.NewPCG(uint64(s), uint64(hi))), calRuns, h.n)
-				cs := Detect(xs, rand.New(rand.NewPCG(uint64(s), 99)), Options{})
+				cs := detect(xs, rand.New(rand.NewPCG(uint64(s), 99)), Options{})
 				if len(cs) > 0 {
 					flagged++
 				}
@@ -83,7 +83,7 @@ func TestCalibrationAA(t *testing.T) {
 // worse marks the changes for the worse of figure f, as Build does.
 func worse(cs []Change, f Figure) []Change {
 	for i := range cs {
-		cs[i].Worse = cs[i].Direction != None && cs[i].Direction == f.Worse()
+		cs[i].Worse = cs[i].Direction != none && cs[i].Direction == f.Worse()
 	}
 	return cs
 }
@@ -125,7 +125,7 @@ func TestCalibrationStep(t *testing.T) {
 				for i := at; i < len(xs); i++ {
 					xs[i] *= 1.2
 				}
-				r.add(Detect(xs, rand.New(rand.NewPCG(uint64(s), 99)), Options{}), P99, at)
+				r.add(detect(xs, rand.New(rand.NewPCG(uint64(s), 99)), Options{}), P99, at)
 			}
 			share := float64(r.found) / calSeries
 			t.Logf("%s: a 20 %% step in p99 found within 3 runs in %d of %d series (%.0f %%), mean distance %.2f runs; %d fail on regression",
@@ -149,7 +149,7 @@ func TestCalibrationDelay(t *testing.T) {
 	for s := range series {
 		rng := rand.New(rand.NewPCG(uint64(s), 30))
 		xs := append(p99s(hostsim.Busy, rng, at, calRequests), p99s(delayed, rng, calRuns-at, calRequests)...)
-		r.add(Detect(xs, rand.New(rand.NewPCG(uint64(s), 99)), Options{}), P99, at)
+		r.add(detect(xs, rand.New(rand.NewPCG(uint64(s), 99)), Options{}), P99, at)
 	}
 	t.Logf("busy, 20–40 ms from run 21: found within 3 runs in %d of %d series, mean distance %.2f runs", r.found, series, float64(r.delay)/float64(max(r.found, 1)))
 	if r.found != series || r.failed != series {
@@ -188,13 +188,13 @@ func TestCalibrationKnee(t *testing.T) {
 	flagged := 0
 	for s := range calSeries {
 		xs := knees(rand.New(rand.NewPCG(uint64(s), 40)), calRuns)
-		if len(Detect(xs, rand.New(rand.NewPCG(uint64(s), 99)), Options{})) > 0 {
+		if len(detect(xs, rand.New(rand.NewPCG(uint64(s), 99)), Options{})) > 0 {
 			flagged++
 		}
 		for i := at; i < len(xs); i++ {
 			xs[i] *= 0.8
 		}
-		r.add(Detect(xs, rand.New(rand.NewPCG(uint64(s), 99)), Options{}), Knee, at)
+		r.add(detect(xs, rand.New(rand.NewPCG(uint64(s), 99)), Options{}), Knee, at)
 	}
 	share := float64(r.found) / calSeries
 	t.Logf("knee: %d of %d A/A series flag a change; a 20 %% drop found within 3 runs in %d (%.0f %%), mean distance %.2f runs; %d fail on regression",

@@ -16,7 +16,7 @@ type Direction string
 const (
 	Up   Direction = "up"
 	Down Direction = "down"
-	None Direction = "none"
+	none Direction = "none"
 )
 
 // Change is a change point of a series, described. Before and After are
@@ -35,7 +35,7 @@ const (
 // and the shift agree in what they summarize. When the segments are too
 // short for the confidence asked, the interval is the range of the
 // differences. Run, Label and Worse are filled by Build and empty when
-// Detect returns a Change.
+// detect returns a Change.
 type Change struct {
 	Index             int       // the first value of the new segment
 	Run, Label        string    // of the run at Index
@@ -48,11 +48,11 @@ type Change struct {
 	QHat              float64   // the divergence at the split
 }
 
-// Detect finds the change points of xs (EDivisive on the scale of o) and
+// detect finds the change points of xs (EDivisive on the scale of o) and
 // describes each, in the order of the series.
-func Detect(xs []float64, rng *rand.Rand, o Options) []Change {
-	splits := EDivisive(scaled(xs, o.Scale), rng, o)
-	slices.SortFunc(splits, func(a, b Split) int { return cmp.Compare(a.Index, b.Index) })
+func detect(xs []float64, rng *rand.Rand, o Options) []Change {
+	splits := eDivisive(scaled(xs, o.Scale), rng, o)
+	slices.SortFunc(splits, func(a, b split) int { return cmp.Compare(a.Index, b.Index) })
 	out := make([]Change, len(splits))
 	for i, s := range splits {
 		from, to := 0, len(xs)
@@ -71,22 +71,22 @@ func Detect(xs []float64, rng *rand.Rand, o Options) []Change {
 // scaled returns xs on scale s.
 func scaled(xs []float64, s Scale) []float64 {
 	switch s {
-	case Values:
+	case values:
 		return xs
-	case Logs:
+	case logs:
 		ys := make([]float64, len(xs))
 		for i, x := range xs {
 			ys[i] = math.Log(x)
 		}
 		return ys
 	default:
-		return MidRanks(xs)
+		return midRanks(xs)
 	}
 }
 
-// MidRanks returns the rank of each value of xs from 1, ties sharing the
+// midRanks returns the rank of each value of xs from 1, ties sharing the
 // mean of their ranks.
-func MidRanks(xs []float64) []float64 {
+func midRanks(xs []float64) []float64 {
 	order := identity(0, len(xs))
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(xs[a], xs[b]) })
 	r := make([]float64, len(xs))
@@ -115,7 +115,7 @@ func describe(x, y []float64, conf float64) Change {
 	slices.Sort(diffs)
 	k := shiftRank(len(x), len(y), conf)
 	c := Change{Before: Median(x), After: Median(y), Size: median(diffs),
-		SizeLow: diffs[k], SizeHigh: diffs[len(diffs)-1-k], Direction: None}
+		SizeLow: diffs[k], SizeHigh: diffs[len(diffs)-1-k], Direction: none}
 	switch {
 	case c.SizeLow > 0:
 		c.Direction = Up

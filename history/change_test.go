@@ -86,7 +86,7 @@ func TestDescribe(t *testing.T) {
 	}{
 		{"up", []float64{1, 2, 3}, []float64{4, 5, 6}, 0.8, Change{Before: 2, After: 5, Size: 3, SizeLow: 2, SizeHigh: 4, Direction: Up}},
 		{"down, whole range", []float64{4, 5, 6}, []float64{1, 2, 3}, 0.95, Change{Before: 5, After: 2, Size: -3, SizeLow: -5, SizeHigh: -1, Direction: Down}},
-		{"spread", []float64{0, 1, 2}, []float64{-9, 1, 11}, 0.8, Change{Before: 1, After: 1, Size: 0, SizeLow: -10, SizeHigh: 10, Direction: None}},
+		{"spread", []float64{0, 1, 2}, []float64{-9, 1, 11}, 0.8, Change{Before: 1, After: 1, Size: 0, SizeLow: -10, SizeHigh: 10, Direction: none}},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, describe(tt.x, tt.y, tt.conf), approx); diff != "" {
@@ -98,7 +98,7 @@ func TestDescribe(t *testing.T) {
 // TestMidRanks checks ties share their ranks.
 func TestMidRanks(t *testing.T) {
 	t.Parallel()
-	got := MidRanks([]float64{3, 1, 3, 2, 3})
+	got := midRanks([]float64{3, 1, 3, 2, 3})
 	if diff := cmp.Diff([]float64{4, 1, 4, 2, 4}, got); diff != "" {
 		t.Errorf("MidRanks (-want +got):\n%s", diff)
 	}
@@ -119,7 +119,7 @@ func TestDetect(t *testing.T) {
 			xs[i] += 5
 		}
 	}
-	got := Detect(xs, rand.New(rand.NewPCG(1, 2)), Options{})
+	got := detect(xs, rand.New(rand.NewPCG(1, 2)), Options{})
 	var at []int
 	for _, c := range got {
 		at = append(at, c.Index)

@@ -12,8 +12,8 @@ import (
 const (
 	DefaultSignificance = 0.05
 	DefaultPermutations = 100
-	DefaultExponent     = 1.0
-	DefaultMinSize      = 2
+	defaultExponent     = 1.0
+	defaultMinSize      = 2
 	DefaultConfidence   = 0.95
 )
 
@@ -34,7 +34,7 @@ type Options struct {
 	// few far outliers less.
 	Exponent float64
 	// MinSize is the fewest runs a segment may hold (default
-	// DefaultMinSize): no change is placed nearer than that to either end
+	// defaultMinSize): no change is placed nearer than that to either end
 	// of its window. 1 lets a single run at the end of a series be a
 	// segment of its own.
 	MinSize int
@@ -56,36 +56,36 @@ type Scale int
 
 // The scales.
 const (
-	// Ranks are the values' mid-ranks within the series (the default):
+	// ranks are the values' mid-ranks within the series (the default):
 	// one frozen run counts as one run that was the slowest, not as a
 	// hundred times the others, so the heavy tails of a busy host's p99
 	// do not hide a shift of the bulk. Ranking commutes with permuting, so
 	// the permutation test stays exact.
-	Ranks Scale = iota
-	// Values are the values as given, MongoDB's choice.
-	Values
-	// Logs are the natural logarithms of the values (all must be
+	ranks Scale = iota
+	// values are the values as given, MongoDB's choice.
+	values
+	// logs are the natural logarithms of the values (all must be
 	// positive): a ratio counts alike at any level.
-	Logs
+	logs
 )
 
 func (o Options) significance() float64 { return cmp.Or(o.Significance, DefaultSignificance) }
 func (o Options) permutations() int     { return cmp.Or(o.Permutations, DefaultPermutations) }
-func (o Options) exponent() float64     { return cmp.Or(o.Exponent, DefaultExponent) }
-func (o Options) minSize() int          { return max(cmp.Or(o.MinSize, DefaultMinSize), 1) }
+func (o Options) exponent() float64     { return cmp.Or(o.Exponent, defaultExponent) }
+func (o Options) minSize() int          { return max(cmp.Or(o.MinSize, defaultMinSize), 1) }
 func (o Options) confidence() float64   { return cmp.Or(o.Confidence, DefaultConfidence) }
 
-// Split is a change point as E-divisive finds it, before it is described:
+// split is a change point as E-divisive finds it, before it is described:
 // Index is the first value of the new segment (the values before it and
 // from it on differ in distribution), QHat the divergence statistic at the
 // split, and P the permutation p-value of the test that accepted it.
-type Split struct {
+type split struct {
 	Index int
 	QHat  float64
 	P     float64
 }
 
-// EDivisive finds the change points of xs with E-divisive means and a
+// eDivisive finds the change points of xs with E-divisive means and a
 // permutation test of each candidate, as MongoDB's performance CI
 // published it (Daly et al., "The Use of Change Point Detection to Identify
 // Software Performance Regressions in a Continuous Integration System",
@@ -114,9 +114,9 @@ type Split struct {
 // The shuffles are drawn from rng, so one series and one seed give one
 // answer. The splits are returned in the order found (most divergent
 // first).
-func EDivisive(xs []float64, rng *rand.Rand, o Options) []Split {
+func eDivisive(xs []float64, rng *rand.Rand, o Options) []split {
 	d := distances(xs, o.exponent())
-	var found []Split
+	var found []split
 	memo := map[[2]int]cut{}
 	for {
 		bounds := windows(found, len(xs))
@@ -142,7 +142,7 @@ func EDivisive(xs []float64, rng *rand.Rand, o Options) []Split {
 		if p > o.significance() {
 			return found
 		}
-		found = append(found, Split{Index: best.at, QHat: best.q, P: p})
+		found = append(found, split{Index: best.at, QHat: best.q, P: p})
 	}
 }
 
@@ -171,7 +171,7 @@ func distances(xs []float64, alpha float64) [][]float64 {
 
 // windows returns the bounds of the windows between the splits found: 0,
 // the splits in order, n.
-func windows(found []Split, n int) []int {
+func windows(found []split, n int) []int {
 	b := []int{0, n}
 	for _, s := range found {
 		b = append(b, s.Index)

@@ -140,7 +140,7 @@ func TestEDivisive(t *testing.T) {
 		want []int // in the order found
 	}{
 		{"one step", slices.Concat(rep(0, 100), rep(1, 100)), Options{}, []int{100}},
-		{"three levels", slices.Concat(rep(0, 30), rep(1, 30), rep(20, 30)), Options{Scale: Values}, []int{60, 30}},
+		{"three levels", slices.Concat(rep(0, 30), rep(1, 30), rep(20, 30)), Options{Scale: values}, []int{60, 30}},
 		{"constant", rep(7, 30), Options{}, nil},
 		{"too short", []float64{1, 9, 9}, Options{}, nil},
 		{"four values cannot pass", []float64{0, 0, 1, 1}, Options{MinSize: 1}, nil},
@@ -150,7 +150,7 @@ func TestEDivisive(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var got []int
-			for _, s := range EDivisive(scaled(tt.xs, tt.o.Scale), rand.New(rand.NewPCG(1, 2)), tt.o) {
+			for _, s := range eDivisive(scaled(tt.xs, tt.o.Scale), rand.New(rand.NewPCG(1, 2)), tt.o) {
 				got = append(got, s.Index)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
@@ -168,8 +168,8 @@ func TestEDivisiveSeeded(t *testing.T) {
 	for i := range xs {
 		xs[i] = rng.NormFloat64() + float64(i/20)*0.8
 	}
-	a := EDivisive(xs, rand.New(rand.NewPCG(1, 2)), Options{})
-	b := EDivisive(xs, rand.New(rand.NewPCG(1, 2)), Options{})
+	a := eDivisive(xs, rand.New(rand.NewPCG(1, 2)), Options{})
+	b := eDivisive(xs, rand.New(rand.NewPCG(1, 2)), Options{})
 	if diff := cmp.Diff(a, b); diff != "" || len(a) == 0 {
 		t.Errorf("two searches with one seed differ or found nothing (-first +second):\n%s", diff)
 	}
@@ -182,6 +182,6 @@ func BenchmarkEDivisive30(b *testing.B) {
 		xs[i] = rng.NormFloat64()
 	}
 	for b.Loop() {
-		EDivisive(xs, rng, Options{})
+		eDivisive(xs, rng, Options{})
 	}
 }

@@ -8,10 +8,10 @@ import (
 	"github.com/connectbyjbrh/ratecheck/archive"
 )
 
-// Schema is the schema of Output, history's JSON
+// schema is the schema of Output, history's JSON
 // (docs/schema/history.json). Fields may be added within a schema, none
 // renamed or removed.
-const Schema = 1
+const schema = 1
 
 // Output is the history of an archive of runs, in the form of history
 // --json: every run read with its figures, the paths that could not be
@@ -130,9 +130,9 @@ func Trend(runs []Archived, unread []Unread, o Options) Output {
 		plain[i] = runs[i].Run
 		flagged[runs[i].ID] = runs[i].Flagged()
 	}
-	h := Build(plain, o)
+	h := build(plain, o)
 	per := o.PerSeries(len(h.Series))
-	out := Output{Schema: Schema, Regression: h.FailOnRegression(), Significance: o.significance(),
+	out := Output{Schema: schema, Regression: h.FailOnRegression(), Significance: o.significance(),
 		SeriesSignificance: per.significance(), Permutations: per.permutations(),
 		Confidence: o.confidence(), Runs: runsOut(runs), Unread: append([]Unread{}, unread...),
 		Series: []SeriesOut{}, Changes: []ChangeOut{}, Events: []EventOut{}}

@@ -24,8 +24,8 @@ const (
 	Knee          Figure = "knee_rps"   // capacity's knee, requests per second
 )
 
-// Figures lists the figures in the order series of one key are built.
-var Figures = []Figure{ObservedLimit, P50, P95, P99, ErrorRate, Knee}
+// figures lists the figures in the order series of one key are built.
+var figures = []Figure{ObservedLimit, P50, P95, P99, ErrorRate, Knee}
 
 // Worse returns the direction in which a change of f is for the worse:
 // Up for the latencies and the error rate, Down for the knee, None for
@@ -38,7 +38,7 @@ func (f Figure) Worse() Direction {
 	case Knee:
 		return Down
 	}
-	return None
+	return none
 }
 
 // Run is what history needs of one archived run, read by the caller.
@@ -96,9 +96,9 @@ type Series struct {
 	Changes []Change // in the order of the series
 }
 
-// Event is a change of verdict or model of one key from one run to the
+// event is a change of verdict or model of one key from one run to the
 // next (a change in kind, not a change point).
-type Event struct {
+type event struct {
 	Key
 	What       string // "verdict" or "model"
 	Index      int    // of the run in the key's runs in time order
@@ -106,20 +106,20 @@ type Event struct {
 	From, To   string
 }
 
-// History is the series and events of a set of runs.
-type History struct {
+// history is the series and events of a set of runs.
+type history struct {
 	Series []Series
-	Events []Event
+	Events []event
 }
 
-// Build groups runs into series, finds each series' change points with
-// Detect, and lists the changes of verdict and model. Runs are set in
+// build groups runs into series, finds each series' change points with
+// detect, and lists the changes of verdict and model. Runs are set in
 // order of Start (then ID); keys in order of kind, target, surface and
 // scheme; within a key, series in the order of Figures, one for each
 // figure some run has. Each series draws its permutations from its own
 // source, seeded with o.Seed and the series' key and figure, so a series'
 // answer does not depend on the other runs of the archive.
-func Build(runs []Run, o Options) History {
+func build(runs []Run, o Options) history {
 	runs = slices.Clone(runs)
 	slices.SortStableFunc(runs, byStart)
 	byKey := map[Key][]entry{}
@@ -138,10 +138,10 @@ func Build(runs []Run, o Options) History {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Target, b.Target),
 			cmp.Compare(a.Surface, b.Surface), cmp.Compare(a.Scheme, b.Scheme))
 	})
-	var h History
+	var h history
 	for _, k := range keys {
 		es := byKey[k]
-		for _, f := range Figures {
+		for _, f := range figures {
 			s := Series{Key: k, Figure: f}
 			for _, e := range es {
 				if v, ok := e.sample.Values[f]; ok && !math.IsNaN(v) {
@@ -189,14 +189,14 @@ type entry struct {
 
 // events returns the changes of verdict and model from each of a key's
 // runs to the next.
-func events(k Key, es []entry) []Event {
-	var out []Event
+func events(k Key, es []entry) []event {
+	var out []event
 	for i := 1; i < len(es); i++ {
 		prev, cur := es[i-1], es[i]
 		for _, ch := range []struct{ what, from, to string }{
 			{"verdict", prev.sample.Verdict, cur.sample.Verdict}, {"model", prev.sample.Model, cur.sample.Model}} {
 			if ch.from != ch.to {
-				out = append(out, Event{Key: k, What: ch.what, Index: i,
+				out = append(out, event{Key: k, What: ch.what, Index: i,
 					Run: cur.run.ID, Label: cur.run.Label, From: ch.from, To: ch.to})
 			}
 		}
@@ -210,11 +210,11 @@ func (s *Series) detect(o Options) {
 	for i, p := range s.Points {
 		xs[i] = p.Value
 	}
-	s.Changes = Detect(xs, rand.New(rand.NewPCG(o.Seed, s.seed())), o)
+	s.Changes = detect(xs, rand.New(rand.NewPCG(o.Seed, s.seed())), o)
 	for i := range s.Changes {
 		c := &s.Changes[i]
 		c.Run, c.Label = s.Points[c.Index].Run, s.Points[c.Index].Label
-		c.Worse = c.Direction != None && c.Direction == s.Figure.Worse()
+		c.Worse = c.Direction != none && c.Direction == s.Figure.Worse()
 	}
 }
 
@@ -237,6 +237,6 @@ func (s Series) FailOnRegression() bool {
 
 // FailOnRegression reports whether the newest runs of any series lie after
 // a significant change for the worse.
-func (h History) FailOnRegression() bool {
+func (h history) FailOnRegression() bool {
 	return slices.ContainsFunc(h.Series, Series.FailOnRegression)
 }

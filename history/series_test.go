@@ -55,7 +55,7 @@ func synthetic(n int) []Run {
 
 func TestBuild(t *testing.T) {
 	t.Parallel()
-	h := Build(synthetic(30), Options{})
+	h := build(synthetic(30), Options{})
 	type row struct {
 		Key
 		Figure  Figure
@@ -82,7 +82,7 @@ func TestBuild(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("series (-want +got):\n%s", diff)
 	}
-	wantEvents := []Event{
+	wantEvents := []event{
 		{Key: want[4].Key, What: "verdict", Index: 24, Run: "run25", Label: "v25", From: "pass", To: "fail"},
 		{Key: want[4].Key, What: "model", Index: 24, Run: "run25", Label: "v25", From: "sliding-log", To: "fixed-window"},
 		{Key: want[4].Key, What: "verdict", Index: 25, Run: "run26", Label: "v26", From: "fail", To: "pass"},
@@ -107,7 +107,7 @@ func TestBuild(t *testing.T) {
 // the other runs of the archive.
 func TestBuildSeedPerSeries(t *testing.T) {
 	t.Parallel()
-	all := Build(synthetic(30), Options{Seed: 4})
+	all := build(synthetic(30), Options{Seed: 4})
 	var restOnly []Run
 	for _, r := range synthetic(30) {
 		if r.Kind == "verify" && r.Label != "pr-3" {
@@ -115,8 +115,8 @@ func TestBuildSeedPerSeries(t *testing.T) {
 			restOnly = append(restOnly, r)
 		}
 	}
-	alone := Build(restOnly, Options{Seed: 4})
-	find := func(h History) Series {
+	alone := build(restOnly, Options{Seed: 4})
+	find := func(h history) Series {
 		for _, s := range h.Series {
 			if s.Surface == "rest" && s.Figure == P99 && s.Scheme == "v" {
 				return s
@@ -156,8 +156,8 @@ func TestFailOnRegression(t *testing.T) {
 
 func TestWorse(t *testing.T) {
 	t.Parallel()
-	want := map[Figure]Direction{ObservedLimit: None, P50: Up, P95: Up, P99: Up, ErrorRate: Up, Knee: Down}
-	for _, f := range Figures {
+	want := map[Figure]Direction{ObservedLimit: none, P50: Up, P95: Up, P99: Up, ErrorRate: Up, Knee: Down}
+	for _, f := range figures {
 		if got := f.Worse(); got != want[f] {
 			t.Errorf("%s.Worse() = %q, want %q", f, got, want[f])
 		}

@@ -15,9 +15,9 @@ const (
 
 // Check groups, as --checks selects them.
 const (
-	GroupLimits    = "limits"
-	GroupIsolation = "isolation"
-	GroupContract  = "contract"
+	groupLimits    = "limits"
+	groupIsolation = "isolation"
+	groupContract  = "contract"
 )
 
 // A Check is one check of a surface: its name, the group --checks selects
@@ -28,15 +28,15 @@ type Check struct {
 
 // checks lists the checks of a surface in report order.
 var checks = []Check{
-	{CheckOnset, GroupLimits, "L requests admitted and a refusal from one address within one window"},
-	{CheckRolling, GroupLimits, "a window's worth of requests from one address, admitted or refused, whose outcome the timing decides"},
-	{CheckRejectedCount, GroupLimits, "a request that only one reading of refused requests explains (the probe plan's flood of refusals)"},
-	{CheckShape, GroupLimits, "a 429 to inspect"},
-	{CheckHeaders, GroupLimits, "an advertised quota, remaining count, reset or Retry-After that a request of the limit address tests"},
-	{CheckIsolation, GroupIsolation, "a request from a second address while the first is provably over its limit"},
-	{CheckSpoof, GroupIsolation, "forged-header and plain probes from one address in one span, some refused, enough for the exact test to tell them apart"},
-	{CheckIndependence, GroupIsolation, "refusals, and traffic on the other surface from the limit address"},
-	{CheckContract, GroupContract, "an answer to each failure-table probe"},
+	{CheckOnset, groupLimits, "L requests admitted and a refusal from one address within one window"},
+	{CheckRolling, groupLimits, "a window's worth of requests from one address, admitted or refused, whose outcome the timing decides"},
+	{CheckRejectedCount, groupLimits, "a request that only one reading of refused requests explains (the probe plan's flood of refusals)"},
+	{CheckShape, groupLimits, "a 429 to inspect"},
+	{CheckHeaders, groupLimits, "an advertised quota, remaining count, reset or Retry-After that a request of the limit address tests"},
+	{CheckIsolation, groupIsolation, "a request from a second address while the first is provably over its limit"},
+	{CheckSpoof, groupIsolation, "forged-header and plain probes from one address in one span, some refused, enough for the exact test to tell them apart"},
+	{CheckIndependence, groupIsolation, "refusals, and traffic on the other surface from the limit address"},
+	{CheckContract, groupContract, "an answer to each failure-table probe"},
 }
 
 // Checks returns the checks of a surface in report order.

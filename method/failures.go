@@ -98,7 +98,7 @@ func JudgedBy(stream string) string {
 
 // forgedHeaders names the forwarding header each spoof stream forges.
 var forgedHeaders = map[string]string{
-	StreamSpoof:              "X-Forwarded-For, Forwarded or X-Real-IP",
+	streamSpoof:              "X-Forwarded-For, Forwarded or X-Real-IP",
 	StreamSpoofXForwardedFor: "X-Forwarded-For",
 	StreamSpoofForwarded:     "Forwarded",
 	StreamSpoofXRealIP:       "X-Real-IP",

@@ -9,8 +9,8 @@ import (
 // sent from, in the order verify is given its addresses. With fewer
 // addresses the last one given takes the later roles.
 const (
-	LimitSource     = 0 // the address whose limit is probed
-	IsolationSource = 1 // a second address, sent from while the first is over its limit
+	limitSource     = 0 // the address whose limit is probed
+	isolationSource = 1 // a second address, sent from while the first is over its limit
 	ContractSource  = 2 // the failure-table probes' own address
 )
 
@@ -93,7 +93,7 @@ func Plan(o PlanOptions) []Probe {
 		}
 		L := o.Limit(surface)
 		at := func(stream string, start float64) Probe {
-			return Probe{Stream: stream, Surface: surface, Source: LimitSource, Start: start}
+			return Probe{Stream: stream, Surface: surface, Source: limitSource, Start: start}
 		}
 		if o.Limits || o.Isolation {
 			onset, over, flood := at(StreamOnset, 0), at(StreamOver, 0.04), at(StreamFlood, 0.05)
@@ -105,7 +105,7 @@ func Plan(o PlanOptions) []Probe {
 			edge.PerWindow, edge.Duration = 200, 0.1
 			plan = append(plan, onset, over, flood, probe, edge)
 			if o.Discriminate {
-				d := at(StreamDiscriminate, 1.2)
+				d := at(streamDiscriminate, 1.2)
 				d.Burst, d.Over, d.ProbeFrom, d.ProbeEvery, d.Until = L, 0.03, 0.05, 0.005, 1
 				plan = append(plan, d)
 			}
@@ -114,7 +114,7 @@ func Plan(o PlanOptions) []Probe {
 			plan = append(plan, spoofProbes(surface, o.Seed)...)
 			if o.Sources >= 2 {
 				iso := at(StreamIsolation, 0.11)
-				iso.Source, iso.Count, iso.After = IsolationSource, 3, StreamOver
+				iso.Source, iso.Count, iso.After = isolationSource, 3, StreamOver
 				plan = append(plan, iso)
 			}
 		}
@@ -122,7 +122,7 @@ func Plan(o PlanOptions) []Probe {
 	return plan
 }
 
-// SpoofPerHeader is how many probes forge each header, and how many plain
+// spoofPerHeader is how many probes forge each header, and how many plain
 // probes go out per header in the same span. With 6 forged against 18
 // plain, the spoof check's exact test (one-sided, the smallest of three
 // p-values held to 0.01/3 by Holm's step-down) rejects whenever every
@@ -132,7 +132,7 @@ func Plan(o PlanOptions) []Probe {
 // per window gives back that share at this pace; 0.9998 at MCP's 0.033),
 // 0.97 at 0.1. 4 is the least that rejects at all when every forged probe
 // is admitted and every plain one refused.
-const SpoofPerHeader = 6
+const spoofPerHeader = 6
 
 // SpoofSpan is how long the spoof probes take, in windows: they go out from
 // 0.11w at an even pace, before the sparse probes begin at 0.12w.
@@ -150,7 +150,7 @@ func spoofProbes(surface string, seed uint64) []Probe {
 	g := SpoofSpan / float64(len(order))
 	plan := make([]Probe, 1+len(forged))
 	for k := range plan {
-		p := Probe{Stream: StreamSpoofControl, Surface: surface, Source: LimitSource, Start: 0.11, After: StreamOver}
+		p := Probe{Stream: StreamSpoofControl, Surface: surface, Source: limitSource, Start: 0.11, After: StreamOver}
 		if k > 0 {
 			h := forged[k-1]
 			p.Stream, p.Header, p.Value = h.stream, h.header, h.value
@@ -171,9 +171,9 @@ func spoofProbes(surface string, seed uint64) []Probe {
 // headers; SpoofPerHeader of each header and as many plain ones per header,
 // shuffled. The same seed gives the same order.
 func SpoofOrder(seed uint64, headers int) []int {
-	order := make([]int, 0, 2*headers*SpoofPerHeader)
+	order := make([]int, 0, 2*headers*spoofPerHeader)
 	for h := 1; h <= headers; h++ {
-		for range SpoofPerHeader {
+		for range spoofPerHeader {
 			order = append(order, 0, h)
 		}
 	}

@@ -20,16 +20,16 @@ const (
 	// runs before the headers were told apart, with any of them), and
 	// StreamSpoofControl without, between them: a forged probe proves
 	// something only against plain ones sent just before and after it.
-	StreamSpoof              = "spoof"
+	streamSpoof              = "spoof"
 	StreamSpoofXForwardedFor = "spoof-x-forwarded-for"
 	StreamSpoofForwarded     = "spoof-forwarded"
 	StreamSpoofXRealIP       = "spoof-x-real-ip"
 	StreamSpoofControl       = "spoof-control"
 	// StreamIsolation is sent from a second address meanwhile.
 	StreamIsolation = "isolation"
-	// StreamDiscriminate is verify's second burst and its dense probes
+	// streamDiscriminate is verify's second burst and its dense probes
 	// (--discriminate): they tell limiter families apart.
-	StreamDiscriminate = "discriminate"
+	streamDiscriminate = "discriminate"
 	// StreamPrime is the fleet's primer: the requests that spend the
 	// address's budget before the clients start.
 	StreamPrime = "prime"

@@ -1,6 +1,6 @@
 // Package redact is ratecheck's one credential policy: which header and
 // query parameter names carry credentials, and how their values are
-// replaced by [Redacted] wherever the tool would write them (archives,
+// replaced by redacted wherever the tool would write them (archives,
 // run.json, reports, verdicts, terminal output and Go's own log).
 //
 // The contract's surfaces authenticate nothing, so a credential sent to them
@@ -31,7 +31,7 @@
 // nothing. The rest are handled in the safe direction: a harmless name that
 // matches (Idempotency-Key, Sec-WebSocket-Key, cache_key) is treated as a
 // credential — it needs --allow-credentials and its value is written as
-// [Redacted] — because refusing a harmless header costs one flag while
+// redacted — because refusing a harmless header costs one flag while
 // writing a secret cannot be undone. Only these are exempt:
 //
 //   - words that merely contain a pattern: author, authors, authored,
@@ -54,8 +54,8 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
-// Redacted replaces every credential value the tool would otherwise write.
-const Redacted = "[redacted]"
+// redacted replaces every credential value the tool would otherwise write.
+const redacted = "[redacted]"
 
 // Patterns of the policy (see the package documentation).
 var (
@@ -98,9 +98,9 @@ func words(name string) []string {
 	return out
 }
 
-// Is reports whether a header or query parameter name names a credential
+// is reports whether a header or query parameter name names a credential
 // (see the package documentation for the list and its exemptions).
-func Is(name string) bool {
+func is(name string) bool {
 	if slices.Contains(notNames, strings.ToLower(name)) {
 		return false
 	}
@@ -121,7 +121,7 @@ func Is(name string) bool {
 func Names(h http.Header) []string {
 	var names []string
 	for k := range h {
-		if Is(k) {
+		if is(k) {
 			names = append(names, k)
 		}
 	}
@@ -133,7 +133,7 @@ func Names(h http.Header) []string {
 func ParamNames(q url.Values) []string {
 	var names []string
 	for k := range q {
-		if Is(k) {
+		if is(k) {
 			names = append(names, k)
 		}
 	}
@@ -142,12 +142,12 @@ func ParamNames(q url.Values) []string {
 }
 
 // Header returns a copy of h in which the values of every credential
-// header are [Redacted].
+// header are redacted.
 func Header(h http.Header) http.Header {
 	out := make(http.Header, len(h))
 	for k, vs := range h {
-		if Is(k) {
-			out[k] = []string{Redacted}
+		if is(k) {
+			out[k] = []string{redacted}
 			continue
 		}
 		out[k] = append([]string(nil), vs...)
@@ -156,30 +156,30 @@ func Header(h http.Header) http.Header {
 }
 
 // URL returns raw with its password, the values of its credential query
-// parameters and its fragment replaced by [Redacted]. A URL that does not
+// parameters and its fragment replaced by redacted. A URL that does not
 // parse is replaced whole: it cannot be shown to be free of credentials.
 func URL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return Redacted
+		return redacted
 	}
 	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), Redacted)
+		u.User = url.UserPassword(u.User.Username(), redacted)
 	}
 	if u.RawQuery != "" {
 		q, err := url.ParseQuery(u.RawQuery)
 		if err != nil {
-			return Redacted
+			return redacted
 		}
 		if names := ParamNames(q); len(names) > 0 {
 			for _, k := range names {
-				q[k] = []string{Redacted}
+				q[k] = []string{redacted}
 			}
 			u.RawQuery = q.Encode()
 		}
 	}
 	if u.Fragment != "" {
-		u.Fragment, u.RawFragment = Redacted, ""
+		u.Fragment, u.RawFragment = redacted, ""
 	}
 	return u.String()
 }
@@ -190,7 +190,7 @@ func URL(raw string) string {
 // fragment of its URL.
 func Result(r *vegeta.Result) {
 	for k := range r.Headers {
-		if Is(k) {
+		if is(k) {
 			r.Headers = Header(r.Headers)
 			break
 		}

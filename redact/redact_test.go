@@ -33,12 +33,12 @@ func TestIs(t *testing.T) {
 		"q", "limit", "page", "cursor", "author", "Authority", "design", "signal", "passenger", "bypass", "code", "",
 	}
 	for _, n := range credentials {
-		if !Is(n) {
+		if !is(n) {
 			t.Errorf("Is(%q) = false, want true", n)
 		}
 	}
 	for _, n := range harmless {
-		if Is(n) {
+		if is(n) {
 			t.Errorf("Is(%q) = true, want false", n)
 		}
 	}
@@ -63,7 +63,7 @@ func TestWords(t *testing.T) {
 func TestHeaderAndNames(t *testing.T) {
 	h := http.Header{"Authorization": {"Bearer S3CRET"}, "X-Client-Secret": {"S3CRET"}, "Accept": {"a"}, "Mcp-Session-Id": {"abc"}}
 	got := Header(h)
-	want := http.Header{"Authorization": {Redacted}, "X-Client-Secret": {Redacted}, "Accept": {"a"}, "Mcp-Session-Id": {"abc"}}
+	want := http.Header{"Authorization": {redacted}, "X-Client-Secret": {redacted}, "Accept": {"a"}, "Mcp-Session-Id": {"abc"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Header (-want +got):\n%s", diff)
 	}
@@ -84,8 +84,8 @@ func TestResult(t *testing.T) {
 		{"http://u:S3CRET@h:1/a", "http://u:%5Bredacted%5D@h:1/a"},
 		{"http://u@h:1/a?monkey=1", "http://u@h:1/a?monkey=1"},
 		{"http://h:1/a#S3CRET", "http://h:1/a#%5Bredacted%5D"},
-		{"http://h:1/%zz?key=S3CRET", Redacted},
-		{"http://h:1/a?key=%zzS3CRET", Redacted},
+		{"http://h:1/%zz?key=S3CRET", redacted},
+		{"http://h:1/a?key=%zzS3CRET", redacted},
 	} {
 		r := vegeta.Result{URL: tc.url, Headers: http.Header{
 			"Set-Cookie": {"s=S3CRET"}, "Www-Authenticate": {"Bearer realm=S3CRET"}, "X-Auth-Secret": {"S3CRET"}, "Content-Type": {"a"}}}
@@ -93,7 +93,7 @@ func TestResult(t *testing.T) {
 		if r.URL != tc.want {
 			t.Errorf("%s: redacted to %s, want %s", tc.url, r.URL, tc.want)
 		}
-		if fmt.Sprint(r.Headers) != fmt.Sprint(http.Header{"Set-Cookie": {Redacted}, "Www-Authenticate": {Redacted}, "X-Auth-Secret": {Redacted}, "Content-Type": {"a"}}) {
+		if fmt.Sprint(r.Headers) != fmt.Sprint(http.Header{"Set-Cookie": {redacted}, "Www-Authenticate": {redacted}, "X-Auth-Secret": {redacted}, "Content-Type": {"a"}}) {
 			t.Errorf("headers %v", r.Headers)
 		}
 	}
@@ -139,7 +139,7 @@ func TestText(t *testing.T) {
 		`cookie sid="S3CRET" and session_id=S3CRET;x=1`:       `cookie sid="S3CRET" and session_id=[redacted];x=1`,
 		"Content-Type: text/plain, limit=5, window 60s: fine": "Content-Type: text/plain, limit=5, window 60s: fine",
 	} {
-		if got := Text(in); got != want {
+		if got := text(in); got != want {
 			t.Errorf("Text(%q)\n got %q\nwant %q", in, got, want)
 		}
 	}
@@ -166,8 +166,8 @@ func FuzzText(f *testing.F) {
 	f.Fuzz(func(t *testing.T, before, name, value string, quote bool) {
 		// A name holds none of the delimiters of a header line or a query
 		// (it could not be one), nor a space.
-		if !Is(name) || strings.ContainsAny(name, ":=&;,?#/<>'\"\\") || strings.ContainsFunc(name, unicode.IsSpace) || len(value) < 8 || strings.ContainsAny(value, "\r\n") ||
-			strings.Contains(before, value) || strings.Contains(name, value) || strings.Contains(Redacted, value) {
+		if !is(name) || strings.ContainsAny(name, ":=&;,?#/<>'\"\\") || strings.ContainsFunc(name, unicode.IsSpace) || len(value) < 8 || strings.ContainsAny(value, "\r\n") ||
+			strings.Contains(before, value) || strings.Contains(name, value) || strings.Contains(redacted, value) {
 			return
 		}
 		for _, line := range []string{
@@ -181,7 +181,7 @@ func FuzzText(f *testing.F) {
 			if quote {
 				in = fmt.Sprintf("logged %q; err=<nil>", line)
 			}
-			if out := Text(in); strings.Contains(out, value) || strings.Contains(out, fmt.Sprintf("%q", value)[1:len(fmt.Sprintf("%q", value))-1]) {
+			if out := text(in); strings.Contains(out, value) || strings.Contains(out, fmt.Sprintf("%q", value)[1:len(fmt.Sprintf("%q", value))-1]) {
 				t.Fatalf("Text(%q) = %q keeps %q", in, out, value)
 			}
 		}

@@ -5,8 +5,8 @@ import (
 	"regexp"
 )
 
-// Text returns s, a line of free text such as a log message, with every
-// credential value it shows replaced by [Redacted]:
+// text returns s, a line of free text such as a log message, with every
+// credential value it shows replaced by redacted:
 //
 //   - the value of a header line ("Set-Cookie: a=b") whose name is a
 //     credential, up to the end of the line — a real line break, or one
@@ -19,23 +19,23 @@ import (
 //
 // It errs towards redacting too much: the rest of a line after a
 // credential header is gone too.
-func Text(s string) string {
+func text(s string) string {
 	s = headerLine.ReplaceAllStringFunc(s, func(m string) string {
 		sub := headerLine.FindStringSubmatch(m)
-		if !Is(unescaped(sub[2])) {
+		if !is(unescaped(sub[2])) {
 			return m
 		}
-		return sub[1] + sub[2] + sub[3] + Redacted
+		return sub[1] + sub[2] + sub[3] + redacted
 	})
 	s = pair.ReplaceAllStringFunc(s, func(m string) string {
 		sub := pair.FindStringSubmatch(m)
-		if !Is(unescaped(sub[1])) || sub[2] == "" {
+		if !is(unescaped(sub[1])) || sub[2] == "" {
 			return m
 		}
-		return sub[1] + "=" + Redacted
+		return sub[1] + "=" + redacted
 	})
-	s = userinfo.ReplaceAllString(s, "${1}"+Redacted+"@")
-	return scheme.ReplaceAllString(s, "${1} "+Redacted)
+	s = userinfo.ReplaceAllString(s, "${1}"+redacted+"@")
+	return scheme.ReplaceAllString(s, "${1} "+redacted)
 }
 
 // unescaped turns every escape sequence of quoted text (\x95, \u00e9, \t)
@@ -59,7 +59,7 @@ var (
 )
 
 // Writer returns a writer that writes to w every Write's text passed
-// through [Text]. It redacts each Write on its own, so a credential split
+// through text. It redacts each Write on its own, so a credential split
 // across two is missed: give it whole lines, as the standard log package
 // does (one Write per entry). main routes log's output through it, since
 // net/http logs there, and may log what a hostile target sent.
@@ -68,7 +68,7 @@ func Writer(w io.Writer) io.Writer { return textWriter{w} }
 type textWriter struct{ w io.Writer }
 
 func (t textWriter) Write(p []byte) (int, error) {
-	if _, err := io.WriteString(t.w, Text(string(p))); err != nil {
+	if _, err := io.WriteString(t.w, text(string(p))); err != nil {
 		return 0, err
 	}
 	return len(p), nil

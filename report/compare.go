@@ -45,7 +45,7 @@ func CompareTable(w io.Writer, c analyze.Comparison) error {
 		for _, row := range rows {
 			row = append([]string{b.Surface}, row...)
 			for i := range row {
-				row[i] = Safe(row[i])
+				row[i] = safe(row[i])
 			}
 			if err := t.Append(row); err != nil {
 				return err

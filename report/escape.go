@@ -8,14 +8,14 @@ import (
 	"unicode/utf8"
 )
 
-// Safe returns s fit to print on a terminal: every control character but
+// safe returns s fit to print on a terminal: every control character but
 // newline and tab (C0, DEL and C1), every bidi control (Unicode's
 // Bidi_Control: U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069) and
 // every byte that is not UTF-8 is written as a Go escape in hex (\x1b,
 // \x0d, \u202e, \xff). Text that came from a results file or a target then can neither
 // move the cursor, recolour or retitle the terminal, nor reorder what
 // follows it on the line. Safe(Safe(s)) == Safe(s).
-func Safe(s string) string {
+func safe(s string) string {
 	if !strings.ContainsFunc(s, unsafeRune) && utf8.ValidString(s) {
 		return s
 	}
@@ -45,5 +45,5 @@ func unsafeRune(r rune) bool {
 
 // printf writes the formatted text to w through Safe.
 func printf(w io.Writer, format string, args ...any) {
-	io.WriteString(w, Safe(fmt.Sprintf(format, args...)))
+	io.WriteString(w, safe(fmt.Sprintf(format, args...)))
 }

@@ -25,12 +25,12 @@ func TestSafe(t *testing.T) {
 		"arabic mark \u061c":         `arabic mark \u061c`,
 		"bad \xff\xfe utf-8":         `bad \xff\xfe utf-8`,
 	} {
-		got := Safe(in)
+		got := safe(in)
 		if got != want {
 			t.Errorf("Safe(%q) = %q, want %q", in, got, want)
 		}
-		if Safe(got) != got {
-			t.Errorf("Safe(Safe(%q)) = %q, not idempotent", in, Safe(got))
+		if safe(got) != got {
+			t.Errorf("Safe(Safe(%q)) = %q, not idempotent", in, safe(got))
 		}
 	}
 }
@@ -126,8 +126,8 @@ func FuzzSafe(f *testing.F) {
 	f.Add(hostile)
 	f.Add("plain\n\ttext ✓")
 	f.Fuzz(func(t *testing.T, s string) {
-		out := Safe(s)
-		if !utf8.ValidString(out) || strings.ContainsFunc(out, unsafeRune) || Safe(out) != out {
+		out := safe(s)
+		if !utf8.ValidString(out) || strings.ContainsFunc(out, unsafeRune) || safe(out) != out {
 			t.Fatalf("Safe(%q) = %q", s, out)
 		}
 		if !strings.ContainsFunc(s, unsafeRune) && utf8.ValidString(s) && out != s {

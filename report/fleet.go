@@ -38,7 +38,7 @@ func FleetTables(w io.Writer, rep *jitter.Report, strategy, run string) error {
 	t := tablewriter.NewWriter(w)
 	t.Header("check", "verdict", "evidence")
 	for _, c := range rep.Checks {
-		if err := t.Append(Safe(c.Name), Safe(c.Verdict), wrap(Safe(c.Detail), 90)); err != nil {
+		if err := t.Append(safe(c.Name), safe(c.Verdict), wrap(safe(c.Detail), 90)); err != nil {
 			return err
 		}
 	}
@@ -61,7 +61,7 @@ func waveTable(w io.Writer, waves []jitter.Wave) error {
 	row := func(name string, f func(jitter.Wave) string) error {
 		cells := []any{name}
 		for _, wv := range waves {
-			cells = append(cells, Safe(f(wv)))
+			cells = append(cells, safe(f(wv)))
 		}
 		return t.Append(cells...)
 	}

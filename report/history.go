@@ -39,7 +39,7 @@ func keyTitle(k history.Key) string {
 	if k.Scheme != "" {
 		scheme = "labels " + k.Scheme + "…"
 	}
-	return Safe(fmt.Sprintf("%s · %s · %s · %s", k.Kind, k.Target, k.Surface, scheme))
+	return safe(fmt.Sprintf("%s · %s · %s · %s", k.Kind, k.Target, k.Surface, scheme))
 }
 
 // HistoryTable writes a history for a terminal: the paths that could not
@@ -49,7 +49,7 @@ func keyTitle(k history.Key) string {
 // --fail-on regression.
 func HistoryTable(w io.Writer, out history.Output) error {
 	for _, u := range out.Unread {
-		printf(w, "unread: %s: %s\n", Safe(u.Path), Safe(u.Why))
+		printf(w, "unread: %s: %s\n", safe(u.Path), safe(u.Why))
 	}
 	runs := map[string]history.RunOut{}
 	for _, r := range out.Runs {
@@ -67,7 +67,7 @@ func HistoryTable(w io.Writer, out history.Output) error {
 	var worse []string
 	for _, s := range out.Series {
 		if s.Regression {
-			worse = append(worse, Safe(fmt.Sprintf("%s %s %s %s", s.Kind, s.Target, s.Surface, s.Figure)))
+			worse = append(worse, safe(fmt.Sprintf("%s %s %s %s", s.Kind, s.Target, s.Surface, s.Figure)))
 		}
 	}
 	if len(worse) > 0 {
@@ -103,7 +103,7 @@ func keyTable(w io.Writer, out history.Output, k historyKey, runs map[string]his
 	}
 	for _, e := range out.Events {
 		if (history.Key{Kind: e.Kind, Target: e.Target, Surface: e.Surface, Scheme: e.Scheme}) == k.Key {
-			lines = append(lines, Safe(fmt.Sprintf("%s changed at run %d (%s): %s → %s", e.What, e.Index+1, cmpOr(e.Label, e.Run), orNone(e.From), orNone(e.To))))
+			lines = append(lines, safe(fmt.Sprintf("%s changed at run %d (%s): %s → %s", e.What, e.Index+1, cmpOr(e.Label, e.Run), orNone(e.From), orNone(e.To))))
 		}
 	}
 	printf(w, "\n%s: %d runs\n", keyTitle(k.Key), len(order))
@@ -127,7 +127,7 @@ func keyTable(w io.Writer, out history.Output, k historyKey, runs map[string]his
 		}
 		row = append(row, flags(r))
 		for j := range row {
-			row[j] = Safe(row[j])
+			row[j] = safe(row[j])
 		}
 		if err := t.Append(row); err != nil {
 			return err
@@ -155,7 +155,7 @@ func changeLine(c history.ChangeOut) string {
 	if c.Worse {
 		verdict = ", for the worse"
 	}
-	return Safe(fmt.Sprintf("%s %s at run %d (%s): median %s → %s, shift %s [%s, %s], p = %.3f%s",
+	return safe(fmt.Sprintf("%s %s at run %d (%s): median %s → %s, shift %s [%s, %s], p = %.3f%s",
 		c.Figure, c.Direction, c.Index+1, cmpOr(c.Label, c.Run), figureText(c.Figure, c.Before), figureText(c.Figure, c.After),
 		signed(c.Figure, c.Size), signed(c.Figure, c.SizeLow), signed(c.Figure, c.SizeHigh), c.P, verdict))
 }

@@ -22,7 +22,7 @@ import (
 func HistoryHTML(w io.Writer, out history.Output) error {
 	page := historyPage{Out: out}
 	for _, u := range out.Unread {
-		page.Unread = append(page.Unread, Safe(u.Path)+": "+Safe(u.Why))
+		page.Unread = append(page.Unread, safe(u.Path)+": "+safe(u.Why))
 	}
 	for _, k := range historyKeys(out) {
 		hk := historyHTMLKey{Title: keyTitle(k.Key)}
@@ -40,7 +40,7 @@ func HistoryHTML(w io.Writer, out history.Output) error {
 		}
 		for _, e := range out.Events {
 			if (history.Key{Kind: e.Kind, Target: e.Target, Surface: e.Surface, Scheme: e.Scheme}) == k.Key {
-				hk.Changes = append(hk.Changes, Safe(fmt.Sprintf("%s changed at run %d (%s): %s → %s", e.What, e.Index+1, cmpOr(e.Label, e.Run), orNone(e.From), orNone(e.To))))
+				hk.Changes = append(hk.Changes, safe(fmt.Sprintf("%s changed at run %d (%s): %s → %s", e.What, e.Index+1, cmpOr(e.Label, e.Run), orNone(e.From), orNone(e.To))))
 			}
 		}
 		page.Keys = append(page.Keys, hk)
@@ -65,7 +65,7 @@ type historyHTMLKey struct {
 func seriesChart(out history.Output, si int) (template.HTML, error) {
 	s := out.Series[si]
 	p := plot.New()
-	p.Title.Text = Safe(fmt.Sprintf("%s: %s", s.Figure, keyTitle(s.Key())))
+	p.Title.Text = safe(fmt.Sprintf("%s: %s", s.Figure, keyTitle(s.Key())))
 	p.X.Label.Text = "run, in time order"
 	p.Y.Label.Text = string(s.Figure)
 	p.X.Min, p.X.Max = 0.5, float64(len(s.Points))+0.5

@@ -12,25 +12,25 @@ import (
 // The names of the metrics Metrics writes (docs/metrics.md describes
 // them); they are stable: new ones may be added, none is renamed.
 const (
-	MetricVerdict       = "ratecheck_verdict"
-	MetricObservedLimit = "ratecheck_observed_limit"
-	MetricExpectedLimit = "ratecheck_expected_limit"
-	MetricLatency       = "ratecheck_latency_seconds"
-	MetricErrorRatio    = "ratecheck_error_ratio"
-	MetricKnee          = "ratecheck_knee_rps"
-	MetricKneeLow       = "ratecheck_knee_low_rps"
-	MetricKneeHigh      = "ratecheck_knee_high_rps"
-	MetricRegression    = "ratecheck_regression"
-	MetricRunTimestamp  = "ratecheck_run_timestamp_seconds"
+	metricVerdict       = "ratecheck_verdict"
+	metricObservedLimit = "ratecheck_observed_limit"
+	metricExpectedLimit = "ratecheck_expected_limit"
+	metricLatency       = "ratecheck_latency_seconds"
+	metricErrorRatio    = "ratecheck_error_ratio"
+	metricKnee          = "ratecheck_knee_rps"
+	metricKneeLow       = "ratecheck_knee_low_rps"
+	metricKneeHigh      = "ratecheck_knee_high_rps"
+	metricRegression    = "ratecheck_regression"
+	metricRunTimestamp  = "ratecheck_run_timestamp_seconds"
 )
 
-// AllChecks is the value of the check label (and of the surface label)
+// allChecks is the value of the check label (and of the surface label)
 // of a verdict that sums up all checks (or all surfaces).
-const AllChecks = "all"
+const allChecks = "all"
 
-// VerdictStates are the verdicts a verdict metric has a series for when
+// verdictStates are the verdicts a verdict metric has a series for when
 // Metrics.States is empty: those of verify's checks.
-var VerdictStates = []string{"pass", "fail", "inconclusive", "skip"}
+var verdictStates = []string{"pass", "fail", "inconclusive", "skip"}
 
 // Metrics is what a run (or a history of runs) tells a dashboard, in
 // plain figures, so that every command that runs load can fill it without
@@ -43,7 +43,7 @@ type Metrics struct {
 	Start   time.Time // when the run began
 	Verdict string    // the run's verdict over all surfaces, or "" for none
 	// States are the verdicts a verdict of this kind can take (default
-	// VerdictStates); a verdict outside them gets a series of its own.
+	// verdictStates); a verdict outside them gets a series of its own.
 	States   []string
 	Surfaces []SurfaceMetrics
 }
@@ -82,10 +82,10 @@ type Regression struct {
 	Worse  bool
 }
 
-// WriteMetrics writes m in the Prometheus text exposition format (version
+// writeMetrics writes m in the Prometheus text exposition format (version
 // 0.0.4, which node_exporter's textfile collector and a Pushgateway
 // read), with no timestamps, families sorted by name.
-func WriteMetrics(w io.Writer, m Metrics) error {
+func writeMetrics(w io.Writer, m Metrics) error {
 	mfs, err := gatherer(m).Gather()
 	if err != nil {
 		return err
@@ -121,20 +121,20 @@ type collector struct{ ms []Metrics }
 var (
 	runLabels = []string{"kind", "label", "target"}
 	descs     = map[string]*prometheus.Desc{
-		MetricVerdict: prometheus.NewDesc(MetricVerdict,
+		metricVerdict: prometheus.NewDesc(metricVerdict,
 			"1 for the verdict the run reached, 0 for each other it could have (check and surface \"all\": the verdict over all).",
 			append(slices.Clone(runLabels), "surface", "check", "verdict"), nil),
-		MetricObservedLimit: prometheus.NewDesc(MetricObservedLimit, "The most requests admitted within one window before a refusal.", append(slices.Clone(runLabels), "surface"), nil),
-		MetricExpectedLimit: prometheus.NewDesc(MetricExpectedLimit, "The contract's limit: requests per window.", append(slices.Clone(runLabels), "surface"), nil),
-		MetricLatency:       prometheus.NewDesc(MetricLatency, "Latency of the surface's requests, in seconds.", append(slices.Clone(runLabels), "surface"), nil),
-		MetricErrorRatio:    prometheus.NewDesc(MetricErrorRatio, "Share of the surface's requests that failed (0 to 1).", append(slices.Clone(runLabels), "surface"), nil),
-		MetricKnee:          prometheus.NewDesc(MetricKnee, "The offered rate past which the surface stops keeping its objective, in requests per second.", append(slices.Clone(runLabels), "surface"), nil),
-		MetricKneeLow:       prometheus.NewDesc(MetricKneeLow, "Low end of the knee's interval, in requests per second.", append(slices.Clone(runLabels), "surface"), nil),
-		MetricKneeHigh:      prometheus.NewDesc(MetricKneeHigh, "High end of the knee's interval, in requests per second.", append(slices.Clone(runLabels), "surface"), nil),
-		MetricRegression: prometheus.NewDesc(MetricRegression,
+		metricObservedLimit: prometheus.NewDesc(metricObservedLimit, "The most requests admitted within one window before a refusal.", append(slices.Clone(runLabels), "surface"), nil),
+		metricExpectedLimit: prometheus.NewDesc(metricExpectedLimit, "The contract's limit: requests per window.", append(slices.Clone(runLabels), "surface"), nil),
+		metricLatency:       prometheus.NewDesc(metricLatency, "Latency of the surface's requests, in seconds.", append(slices.Clone(runLabels), "surface"), nil),
+		metricErrorRatio:    prometheus.NewDesc(metricErrorRatio, "Share of the surface's requests that failed (0 to 1).", append(slices.Clone(runLabels), "surface"), nil),
+		metricKnee:          prometheus.NewDesc(metricKnee, "The offered rate past which the surface stops keeping its objective, in requests per second.", append(slices.Clone(runLabels), "surface"), nil),
+		metricKneeLow:       prometheus.NewDesc(metricKneeLow, "Low end of the knee's interval, in requests per second.", append(slices.Clone(runLabels), "surface"), nil),
+		metricKneeHigh:      prometheus.NewDesc(metricKneeHigh, "High end of the knee's interval, in requests per second.", append(slices.Clone(runLabels), "surface"), nil),
+		metricRegression: prometheus.NewDesc(metricRegression,
 			"1 when the newest runs of the figure's series lie after a significant change for the worse, else 0.",
 			append(slices.Clone(runLabels), "surface", "figure"), nil),
-		MetricRunTimestamp: prometheus.NewDesc(MetricRunTimestamp, "When the run began, in seconds since the Unix epoch.", runLabels, nil),
+		metricRunTimestamp: prometheus.NewDesc(metricRunTimestamp, "When the run began, in seconds since the Unix epoch.", runLabels, nil),
 	}
 )
 
@@ -160,45 +160,45 @@ func collect(ch chan<- prometheus.Metric, m Metrics) {
 	}
 	verdict := func(surface, check, got string) {
 		for _, s := range states(m.States, got) {
-			gauge(MetricVerdict, b2f(s == got), surface, check, s)
+			gauge(metricVerdict, b2f(s == got), surface, check, s)
 		}
 	}
-	gauge(MetricRunTimestamp, float64(m.Start.UnixNano())/1e9)
+	gauge(metricRunTimestamp, float64(m.Start.UnixNano())/1e9)
 	if m.Verdict != "" {
-		verdict(AllChecks, AllChecks, m.Verdict)
+		verdict(allChecks, allChecks, m.Verdict)
 	}
 	for _, s := range m.Surfaces {
 		if s.Verdict != "" {
-			verdict(s.Surface, AllChecks, s.Verdict)
+			verdict(s.Surface, allChecks, s.Verdict)
 		}
 		for _, k := range s.Checks {
 			verdict(s.Surface, k.Name, k.Verdict)
 		}
-		for name, v := range map[string]*float64{MetricObservedLimit: s.ObservedLimit, MetricExpectedLimit: s.ExpectedLimit, MetricErrorRatio: s.ErrorRatio} {
+		for name, v := range map[string]*float64{metricObservedLimit: s.ObservedLimit, metricExpectedLimit: s.ExpectedLimit, metricErrorRatio: s.ErrorRatio} {
 			if v != nil {
 				gauge(name, *v, s.Surface)
 			}
 		}
 		if l := s.Latency; l != nil {
-			ch <- prometheus.MustNewConstSummary(descs[MetricLatency], l.Count, l.Sum, l.Quantiles, append(slices.Clone(run), s.Surface)...)
+			ch <- prometheus.MustNewConstSummary(descs[metricLatency], l.Count, l.Sum, l.Quantiles, append(slices.Clone(run), s.Surface)...)
 		}
 		if k := s.Knee; k != nil {
-			gauge(MetricKnee, k.RPS, s.Surface)
-			gauge(MetricKneeLow, k.Low, s.Surface)
-			gauge(MetricKneeHigh, k.High, s.Surface)
+			gauge(metricKnee, k.RPS, s.Surface)
+			gauge(metricKneeLow, k.Low, s.Surface)
+			gauge(metricKneeHigh, k.High, s.Surface)
 		}
 		for _, r := range s.Regressions {
-			gauge(MetricRegression, b2f(r.Worse), s.Surface, r.Figure)
+			gauge(metricRegression, b2f(r.Worse), s.Surface, r.Figure)
 		}
 	}
 }
 
 // states returns the verdicts to write a series for: those given (or
-// VerdictStates) and got, if it is not among them.
+// verdictStates) and got, if it is not among them.
 func states(given []string, got string) []string {
 	s := given
 	if len(s) == 0 {
-		s = VerdictStates
+		s = verdictStates
 	}
 	if !slices.Contains(s, got) {
 		s = append(slices.Clone(s), got)

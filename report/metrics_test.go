@@ -88,7 +88,7 @@ func samples(mfs map[string]*dto.MetricFamily) []string {
 func TestMetrics(t *testing.T) {
 	t.Parallel()
 	var b bytes.Buffer
-	if err := WriteMetrics(&b, sampleMetrics()); err != nil {
+	if err := writeMetrics(&b, sampleMetrics()); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "testdata/metrics.golden.prom", b.Bytes())
@@ -97,7 +97,7 @@ func TestMetrics(t *testing.T) {
 	tgt := "target=http://127.0.0.1:8080"
 	verdicts := func(surface, check, got string) []string {
 		var out []string
-		for _, s := range VerdictStates {
+		for _, s := range verdictStates {
 			v := "0"
 			if s == got {
 				v = "1"
@@ -137,9 +137,9 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s has no HELP", name)
 		}
 	}
-	wantTypes := map[string]dto.MetricType{MetricVerdict: dto.MetricType_GAUGE, MetricObservedLimit: dto.MetricType_GAUGE,
-		MetricExpectedLimit: dto.MetricType_GAUGE, MetricLatency: dto.MetricType_SUMMARY, MetricErrorRatio: dto.MetricType_GAUGE,
-		MetricRegression: dto.MetricType_GAUGE, MetricRunTimestamp: dto.MetricType_GAUGE}
+	wantTypes := map[string]dto.MetricType{metricVerdict: dto.MetricType_GAUGE, metricObservedLimit: dto.MetricType_GAUGE,
+		metricExpectedLimit: dto.MetricType_GAUGE, metricLatency: dto.MetricType_SUMMARY, metricErrorRatio: dto.MetricType_GAUGE,
+		metricRegression: dto.MetricType_GAUGE, metricRunTimestamp: dto.MetricType_GAUGE}
 	if diff := cmp.Diff(wantTypes, types); diff != "" {
 		t.Errorf("types (-want +got):\n%s", diff)
 	}
@@ -153,7 +153,7 @@ func TestMetricsKnee(t *testing.T) {
 		Verdict: "found", States: []string{"found", "not-found", "client", "inconclusive"},
 		Surfaces: []SurfaceMetrics{{Surface: "rest", Knee: &Knee{RPS: 950, Low: 900, High: 1010}, ErrorRatio: ptr(0.002)}}}
 	var b bytes.Buffer
-	if err := WriteMetrics(&b, m); err != nil {
+	if err := writeMetrics(&b, m); err != nil {
 		t.Fatal(err)
 	}
 	run := "kind=capacity,label=,"
@@ -175,7 +175,7 @@ func TestMetricsKnee(t *testing.T) {
 }
 
 // TestMetricsFile checks the file is written whole, in the same text as
-// WriteMetrics, and readable by others (a textfile collector).
+// writeMetrics, and readable by others (a textfile collector).
 func TestMetricsFile(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ratecheck.prom")
@@ -187,7 +187,7 @@ func TestMetricsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want bytes.Buffer
-	if err := WriteMetrics(&want, sampleMetrics()); err != nil {
+	if err := writeMetrics(&want, sampleMetrics()); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want.String(), string(got)); diff != "" {

@@ -64,7 +64,7 @@ func Tables(w io.Writer, rep *analyze.Report) error {
 		t := tablewriter.NewWriter(w)
 		t.Header("check", "verdict", "evidence")
 		for _, c := range s.Checks {
-			if err := t.Append(Safe(c.Name), Safe(c.Verdict), wrap(Safe(c.Detail), 90)); err != nil {
+			if err := t.Append(safe(c.Name), safe(c.Verdict), wrap(safe(c.Detail), 90)); err != nil {
 				return err
 			}
 		}

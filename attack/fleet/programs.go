@@ -156,12 +156,12 @@ func (p *Programs) Run(ctx context.Context, target string, sink func(*vegeta.Res
 // 503 or a reset as the first answer of some logical requests (see
 // refserver.Clients), and labels them answer=fault.
 func (p *Programs) ScriptedFault(r *vegeta.Result) bool {
-	return strings.Contains(r.Attack, " "+ScriptedFaultLabel)
+	return strings.Contains(r.Attack, " "+scriptedFaultLabel)
 }
 
-// ScriptedFaultLabel is the label part of a result the harness scripted
+// scriptedFaultLabel is the label part of a result the harness scripted
 // as a fault.
-const ScriptedFaultLabel = "answer=fault"
+const scriptedFaultLabel = "answer=fault"
 
 // runOne runs client program n to its end or its timeout.
 func (p *Programs) runOne(ctx context.Context, nice, target string, n int) archive.ProgramOutcome {

@@ -70,16 +70,16 @@ func safeName(base string) string {
 // The run's ceilings ([Ceilings]) are far lower by default
 // and are checked again at the run's window.
 const (
-	// MaxRate is the highest rate any pacer field may name, in requests
+	// maxRate is the highest rate any pacer field may name, in requests
 	// per second.
-	MaxRate = 1e6
-	// MaxSpan is the longest span (start, duration, period, until, ...).
-	MaxSpan = 366 * 24 * time.Hour
-	// MinSpan is the shortest span that is not zero: a shorter one would
+	maxRate = 1e6
+	// maxSpan is the longest span (start, duration, period, until, ...).
+	maxSpan = 366 * 24 * time.Hour
+	// minSpan is the shortest span that is not zero: a shorter one would
 	// round to nothing (a probe_every of 0 sends no probes).
-	MinSpan = time.Microsecond
-	// MaxCount bounds count and burst.
-	MaxCount = 1_000_000_000
+	minSpan = time.Microsecond
+	// maxCount bounds count and burst.
+	maxCount = 1_000_000_000
 )
 
 // checkSpan says what is wrong with a span of a profile whose window is w.
@@ -92,10 +92,10 @@ func checkSpan(field string, s Span, w time.Duration) error {
 		ns = s.W * float64(w)
 	}
 	switch {
-	case !(ns <= float64(MaxSpan)):
-		return fmt.Errorf("%s %v is longer than %d days (at the profile's window %v)", field, s, MaxSpan/(24*time.Hour), w)
-	case ns < float64(MinSpan):
-		return fmt.Errorf("%s %v is shorter than %v (at the profile's window %v): it would round to nothing", field, s, MinSpan, w)
+	case !(ns <= float64(maxSpan)):
+		return fmt.Errorf("%s %v is longer than %d days (at the profile's window %v)", field, s, maxSpan/(24*time.Hour), w)
+	case ns < float64(minSpan):
+		return fmt.Errorf("%s %v is shorter than %v (at the profile's window %v): it would round to nothing", field, s, minSpan, w)
 	}
 	return nil
 }
@@ -105,8 +105,8 @@ func checkRate(field string, r Rate, w time.Duration) error {
 	if r.N == 0 {
 		return nil
 	}
-	if ps := r.N / (r.Per.W*float64(w) + float64(r.Per.D)) * 1e9; !(ps <= MaxRate) {
-		return fmt.Errorf("%s %v is %.3g requests per second (at the profile's window %v), above the most a profile may name, %g/s", field, r, ps, w, float64(MaxRate))
+	if ps := r.N / (r.Per.W*float64(w) + float64(r.Per.D)) * 1e9; !(ps <= maxRate) {
+		return fmt.Errorf("%s %v is %.3g requests per second (at the profile's window %v), above the most a profile may name, %g/s", field, r, ps, w, float64(maxRate))
 	}
 	return nil
 }
@@ -144,11 +144,11 @@ func (ps *PacerSpec) checkNumbers(w time.Duration, bad func(field, format string
 			return bad(f.field, "%v", err)
 		}
 	}
-	if ps.Count > MaxCount {
-		return bad("count", "count %d is above %d", ps.Count, MaxCount)
+	if ps.Count > maxCount {
+		return bad("count", "count %d is above %d", ps.Count, maxCount)
 	}
-	if ps.Burst > MaxCount {
-		return bad("burst", "burst %d is above %d", ps.Burst, MaxCount)
+	if ps.Burst > maxCount {
+		return bad("burst", "burst %d is above %d", ps.Burst, maxCount)
 	}
 	return nil
 }

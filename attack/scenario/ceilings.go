@@ -6,7 +6,7 @@ import (
 )
 
 // Ceilings are an operator's bounds on one run, far below the format's
-// own limits ([MaxRate], [MaxSpan]) and checked at the run's window: a
+// own limits (maxRate, maxSpan) and checked at the run's window: a
 // profile, or a window that compresses it, that would send more or run
 // longer does not start. The zero value allows nothing; start from
 // DefaultCeilings.

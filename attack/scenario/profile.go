@@ -136,13 +136,13 @@ func (e *ProfileError) Error() string {
 
 var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
-// MaxProfileSize is the largest profile read: far above any real one, so
+// maxProfileSize is the largest profile read: far above any real one, so
 // that a name such as /dev/zero cannot take the machine's memory.
-const MaxProfileSize = 1 << 20
+const maxProfileSize = 1 << 20
 
 // ReadProfile reads a profile's file, refusing anything but a regular file
 // of at most MaxProfileSize (a FIFO is refused without blocking).
-func ReadProfile(path string) ([]byte, error) { return safefile.Read(path, MaxProfileSize) }
+func ReadProfile(path string) ([]byte, error) { return safefile.Read(path, maxProfileSize) }
 
 // LoadProfile reads and validates a profile strictly: unknown fields, bad
 // values and inconsistent pacers are errors naming the file and line.
@@ -163,7 +163,7 @@ func ParseProfile(file string, data []byte) (*Profile, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&p); err != nil {
-		var le *LineError
+		var le *lineError
 		var te *yaml.TypeError
 		switch {
 		case errors.As(err, &le):
@@ -187,7 +187,7 @@ func ParseProfile(file string, data []byte) (*Profile, error) {
 	_ = yaml.Unmarshal(data, &root)
 	lines := nodeLines(&root)
 	if err := p.validate(func(path string) int { return lines(path) }); err != nil {
-		var le *LineError
+		var le *lineError
 		if errors.As(err, &le) {
 			return nil, perr(le.Line, "%s", le.Msg)
 		}
@@ -242,7 +242,7 @@ type badFunc func(path, format string, args ...any) error
 // offending field: the policy, the profile's own fields, then each stream.
 func (p *Profile) validate(line func(string) int) error {
 	bad := func(path, format string, args ...any) error {
-		return &LineError{Line: line(path), Msg: fmt.Sprintf(format, args...)}
+		return &lineError{Line: line(path), Msg: fmt.Sprintf(format, args...)}
 	}
 	if err := p.Policy.validate(bad); err != nil {
 		return err
@@ -401,12 +401,12 @@ func checkHeaderName(k string) error {
 	return nil
 }
 
-// PacerTypes lists the pacer types a profile may name.
-var PacerTypes = []string{"constant", "linear", "sine", "steps", "burst-then-probe"}
+// pacerTypes lists the pacer types a profile may name.
+var pacerTypes = []string{"constant", "linear", "sine", "steps", "burst-then-probe"}
 
 func (ps *PacerSpec) validate(line func(string) int) error {
 	bad := func(field, format string, args ...any) error {
-		return &LineError{Line: line(field), Msg: fmt.Sprintf(format, args...)}
+		return &lineError{Line: line(field), Msg: fmt.Sprintf(format, args...)}
 	}
 	need := func(ok bool, field, what string) error {
 		if !ok {
@@ -441,12 +441,12 @@ func (ps *PacerSpec) validate(line func(string) int) error {
 		err = errors.Join(need(ps.Burst > 0, "burst", "a burst above zero"),
 			need(ps.ProbeEvery.IsZero() == ps.Until.IsZero(), "probe_every", "probe_every and until together (or neither)"))
 	case "":
-		return bad("", "the stream needs a pacer type (%s)", strings.Join(PacerTypes, ", "))
+		return bad("", "the stream needs a pacer type (%s)", strings.Join(pacerTypes, ", "))
 	default:
-		return bad("type", "pacer type %q: want one of %s", ps.Type, strings.Join(PacerTypes, ", "))
+		return bad("type", "pacer type %q: want one of %s", ps.Type, strings.Join(pacerTypes, ", "))
 	}
 	if err != nil {
-		var le *LineError
+		var le *lineError
 		if errors.As(err, &le) {
 			return le
 		}

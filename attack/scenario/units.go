@@ -72,7 +72,7 @@ func (s Span) String() string {
 func (s *Span) UnmarshalYAML(n *yaml.Node) error {
 	v, err := ParseSpan(n.Value)
 	if err != nil || n.Kind != yaml.ScalarNode {
-		return &LineError{Line: n.Line, Msg: fmt.Sprintf("bad duration %v", errOr(err, "want a scalar"))}
+		return &lineError{Line: n.Line, Msg: fmt.Sprintf("bad duration %v", errOr(err, "want a scalar"))}
 	}
 	*s = v
 	return nil
@@ -133,7 +133,7 @@ func (r Rate) String() string {
 func (r *Rate) UnmarshalYAML(n *yaml.Node) error {
 	v, err := ParseRate(n.Value)
 	if err != nil || n.Kind != yaml.ScalarNode {
-		return &LineError{Line: n.Line, Msg: fmt.Sprintf("bad rate %v", errOr(err, "want a scalar"))}
+		return &lineError{Line: n.Line, Msg: fmt.Sprintf("bad rate %v", errOr(err, "want a scalar"))}
 	}
 	*r = v
 	return nil
@@ -146,10 +146,10 @@ func errOr(err error, msg string) string {
 	return msg
 }
 
-// LineError is an error at a line of a profile.
-type LineError struct {
+// lineError is an error at a line of a profile.
+type lineError struct {
 	Line int
 	Msg  string
 }
 
-func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+func (e *lineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }

@@ -87,8 +87,8 @@ func (i *Info) shard() (attack.Shard, error) {
 	return attack.ParseShard(i.Shard)
 }
 
-// ErrNotCapacity says a run folder holds no capacity search.
-var ErrNotCapacity = errors.New("not a capacity run: run.json has no capacity section")
+// errNotCapacity says a run folder holds no capacity search.
+var errNotCapacity = errors.New("not a capacity run: run.json has no capacity section")
 
 // ReadInfo reads the capacity section of a run folder's run.json.
 func ReadInfo(dir string) (*archive.RunInfo, *Info, error) {
@@ -97,7 +97,7 @@ func ReadInfo(dir string) (*archive.RunInfo, *Info, error) {
 		return nil, nil, err
 	}
 	if run == nil || len(run.Capacity) == 0 { // nil: no run.json at all
-		return run, nil, ErrNotCapacity
+		return run, nil, errNotCapacity
 	}
 	var ci Info
 	if err := json.Unmarshal(run.Capacity, &ci); err != nil {

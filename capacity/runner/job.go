@@ -304,12 +304,12 @@ type senders struct {
 
 func newSenders(cfg Config, target string) *senders {
 	return &senders{cfg: cfg, target: target, clients: map[string]*http.Client{}, targeters: map[string]vegeta.Targeter{},
-		stream: &scenario.Stream{Name: "capacity", Surface: cfg.Surface, Requests: Requests(cfg.Surface)}}
+		stream: &scenario.Stream{Name: "capacity", Surface: cfg.Surface, Requests: requests(cfg.Surface)}}
 }
 
-// Requests are what a search sends on a surface, in turn: the REST
+// requests are what a search sends on a surface, in turn: the REST
 // search and a page; on MCP the same as tools.
-func Requests(surface string) []scenario.Request {
+func requests(surface string) []scenario.Request {
 	if surface == method.MCP {
 		return []scenario.Request{
 			{RPC: "tools/call", Params: map[string]any{"name": "search", "arguments": map[string]any{"query": "rate limits", "limit": 5}}},

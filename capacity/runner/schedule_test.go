@@ -45,7 +45,7 @@ func TestStreamNames(t *testing.T) {
 // TestReadInfoWithoutRunJSON: a folder or file without run.json is not a
 // capacity run, and saying so does not fail.
 func TestReadInfoWithoutRunJSON(t *testing.T) {
-	if _, _, err := ReadInfo(t.TempDir()); err != ErrNotCapacity {
+	if _, _, err := ReadInfo(t.TempDir()); err != errNotCapacity {
 		t.Errorf("ReadInfo of an empty folder: %v, want ErrNotCapacity", err)
 	}
 }

@@ -84,6 +84,7 @@ func checkOf(v verdictJSON, surface, name string) (string, string) {
 // cannot tell it from one), rejected-count never passes (it would claim
 // refusals count), and no shared counter or address leak is claimed.
 func TestVerifyAgainstXTimeRate(t *testing.T) {
+	t.Parallel()
 	window := verifyWindow
 	code, v, stderr := verifyForeign(t, window, bySurface(func(l int) func(http.Handler) http.Handler {
 		return func(next http.Handler) http.Handler {
@@ -116,6 +117,7 @@ func TestVerifyAgainstXTimeRate(t *testing.T) {
 // the model is a sliding-window counter or the run cannot tell it from
 // one (never a sliding log the run decided), rejected-count never passes.
 func TestVerifyAgainstHttprate(t *testing.T) {
+	t.Parallel()
 	window := verifyWindow
 	code, v, stderr := verifyForeign(t, window, bySurface(func(l int) func(http.Handler) http.Handler {
 		return httprate.LimitBy(l, window, func(r *http.Request) (string, error) { return peer(r), nil }, httprate.WithLimitHandler(contract429))

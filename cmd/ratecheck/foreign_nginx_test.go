@@ -92,7 +92,9 @@ func TestVerifyAgainstNginxBurstDelay(t *testing.T) {
 // names 2 replicas of a sliding log (one sliding log of 2L where the
 // interleaving left the assignment alternating), or leaves the model
 // undecided; never another family decided; rejected-count never says refusals do not count
-// (each replica counts them).
+// (each replica counts them). Not parallel: on a host loaded by the
+// package's other tests, the fit has named one sliding-window counter,
+// decided.
 func TestVerifyAgainstNginxRoundRobin(t *testing.T) {
 	window := verifyWindow
 	// Each replica keys on the X-Forwarded-For nginx sets (the client's

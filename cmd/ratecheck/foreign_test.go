@@ -139,6 +139,7 @@ func TestVerifyAgainstNginx(t *testing.T) {
 // answers time out as transport errors, and the run ends as a failing
 // target (exit 3) rather than one without the API.
 func TestVerifyAgainstAStaticFileServer(t *testing.T) {
+	t.Parallel()
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("no python3 here")

@@ -31,6 +31,9 @@ func headersOf(v verdictJSON) map[string][2]string {
 // draft and legacy tell the truth: pass. lying advertises the configured
 // limit while enforcing five sixths of it, a positive remaining count on
 // a 429 and Retry-After: 0: fail, naming each field and its evidence.
+// Its cases run side by side, but not beside the package's other tests:
+// a loaded host leaves more requests in flight than the quota's
+// contradiction can be proved through (correctly unjudged, but unnamed).
 func TestVerifyHeaders(t *testing.T) {
 	tests := []struct {
 		advertise string
@@ -44,6 +47,7 @@ func TestVerifyHeaders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run("advertise="+tt.advertise, func(t *testing.T) {
+			t.Parallel()
 			var args []string
 			if tt.advertise != "" {
 				base, _ := startServe(t, "--window", verifyWindow.String(), "--advertise", tt.advertise, "--quiet")
@@ -82,6 +86,7 @@ func TestVerifyHeaders(t *testing.T) {
 // and refuses until that window ends (the weighted count of an empty
 // previous window is nothing).
 func TestVerifyHeadersHTTPRate(t *testing.T) {
+	t.Parallel()
 	w := verifyWindow
 	cfg := refserver.DefaultConfig()
 	cfg.Window, cfg.RESTLimit, cfg.MCPLimit = w, 1<<20, 1<<20 // the target's own limiter never refuses

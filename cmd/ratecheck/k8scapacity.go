@@ -62,7 +62,7 @@ func checkCapacityShards(extra []string, shards int, window time.Duration) error
 	switch {
 	case errors.As(err, &few):
 		need := capacity.SourcesNeeded(so.MaxRate, limit, window, 0)
-		most := float64(shards) * capacity.DefaultShare * float64(limit) / window.Seconds()
+		most := float64(shards) * float64(limit) / window.Seconds() / 2 // half the limit an address
 		return fmt.Errorf("--max-rate %g needs %d source addresses (each at most half its limit of %d per %v), %d for each of the %d shards, but a pod sends from its one address: pass -- --max-rate %g or lower, or --shards %d",
 			so.MaxRate, need, limit, window, few.Need, shards, most, need)
 	case err != nil:

@@ -16,6 +16,7 @@ import (
 // chance, no answer is retried, every fault is. A run the host stalled
 // (the target check inconclusive, nothing else amiss) is run again.
 func TestFleetNodeClient(t *testing.T) {
+	t.Parallel()
 	if raceEnabled {
 		t.Skip("client processes on 2 cores, checked by the plain run")
 	}
@@ -24,6 +25,7 @@ func TestFleetNodeClient(t *testing.T) {
 	}
 	for _, surface := range []string{"rest", "mcp"} {
 		t.Run(surface, func(t *testing.T) {
+			t.Parallel()
 			code, rep, stderr := runProgramsJSON(t, "node ../../examples/clients/node/full_jitter.js", "--clients", "12", "--surface", surface)
 			for try := 2; try <= 3 && hostStalled(rep); try++ {
 				t.Logf("inconclusive, the host's doing (%s): run %d", checkNamed(rep, "target").Detail, try)

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -11,11 +14,14 @@ import (
 	"github.com/connectbyjbrh/ratecheck/analyze/jitter"
 )
 
-// runPrograms runs fleet --client-cmd cmd --json and decodes the verdict.
+// runProgramsJSON runs fleet --client-cmd cmd --json in a process of its
+// own and decodes the verdict. In its own process the harness's target
+// shares neither a heap nor a scheduler with the tests beside it, whose
+// collections and bursts would otherwise stall it for longer than ε.
 func runProgramsJSON(t *testing.T, cmd string, args ...string) (int, jitter.Report, string) {
 	t.Helper()
 	out := t.TempDir()
-	code, stdout, stderr := runCmd(t, append([]string{"fleet", "--client-cmd", cmd, "--json", "--out", out}, args...)...)
+	code, stdout, stderr := runProcess(t, append([]string{"fleet", "--client-cmd", cmd, "--json", "--out", out}, args...)...)
 	var rep jitter.Report
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("exit %d; stdout is not the fleet's JSON: %v\n%s\nstderr: %s", code, err, stdout, stderr)
@@ -35,10 +41,10 @@ func runProgramsJSON(t *testing.T, cmd string, args ...string) (int, jitter.Repo
 // one URL with 5 attempts passes --attempts 5: its next request, the same
 // bytes after it gave up on one, is not read as a sixth attempt.
 //
-// Not parallel, nor are its fleets: beside other tests (its own fleets
-// too) the embedded target stalls for longer than ε while the clients
-// retry, and the verdict is inconclusive.
+// A run the host stalled (the target check inconclusive, nothing else
+// amiss) is run again, as TestFleetNodeClient does.
 func TestFleetClientCmd(t *testing.T) {
+	t.Parallel()
 	if raceEnabled {
 		t.Skip("client processes on 2 cores, checked by the plain run")
 	}
@@ -78,7 +84,16 @@ func TestFleetClientCmd(t *testing.T) {
 			if tt.python && python == "" {
 				t.Skip("no python3 here")
 			}
-			code, rep, stderr := runProgramsJSON(t, tt.cmd, append([]string{"--clients", "12"}, tt.args...)...)
+			t.Parallel()
+			args := append([]string{"--clients", "12"}, tt.args...)
+			code, rep, stderr := runProgramsJSON(t, tt.cmd, args...)
+			for try := 2; try <= 3 && hostStalled(rep); try++ {
+				t.Logf("inconclusive, the host's doing (%s): run %d", checkNamed(rep, "target").Detail, try)
+				code, rep, stderr = runProgramsJSON(t, tt.cmd, args...)
+			}
+			if hostStalled(rep) {
+				t.Skipf("the host stalled the target in 3 runs, too loaded to judge jitter: %s", checkNamed(rep, "target").Detail)
+			}
 			if rep.Verdict != tt.verdict || code != verdictExit(tt.verdict) {
 				t.Fatalf("exit %d, verdict %s, want %s\n%+v\n%s", code, rep.Verdict, tt.verdict, rep.Checks, stderr)
 			}
@@ -93,6 +108,22 @@ func TestFleetClientCmd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runProcess runs the command line args in a process of its own (this
+// test binary, as main) and returns exit code, stdout and stderr.
+func runProcess(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "RATECHECK_TEST_MAIN=1")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("running %v: %v", args, err)
+	}
+	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
 }
 
 // recollides: lockstep copies re-collide at least ten times as often as

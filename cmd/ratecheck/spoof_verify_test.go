@@ -20,6 +20,7 @@ const spoofWindow = 6 * time.Second
 // spoof and independence inconclusive (onset and rolling fail, as they
 // should: 240 is not enforced).
 func TestVerifySpoofAgainstOtherLimiters(t *testing.T) {
+	t.Parallel()
 	if raceEnabled {
 		t.Skip("end-to-end verdicts, checked by the plain run")
 	}
@@ -33,6 +34,7 @@ func TestVerifySpoofAgainstOtherLimiters(t *testing.T) {
 		})
 	}
 	t.Run("x/time/rate", func(t *testing.T) {
+		t.Parallel()
 		url := startTarget(t, spoofWindow, unlimited, func(h http.Handler) http.Handler { return tokenBucketLimit(h, 240, spoofWindow) })
 		_, v, stderr := runVerifyJSON(t, spoofWindow, "--target", url, "--surfaces", "rest", "--checks", "isolation")
 		if verdict, detail := checkOf(v, "rest", "spoof"); verdict == "fail" || verdict == "" {
@@ -42,6 +44,7 @@ func TestVerifySpoofAgainstOtherLimiters(t *testing.T) {
 		}
 	})
 	t.Run("trusts X-Forwarded-For", func(t *testing.T) {
+		t.Parallel()
 		url := startTarget(t, spoofWindow, nil, xff)
 		code, v, stderr := runVerifyJSON(t, spoofWindow, "--target", url, "--checks", "isolation")
 		for _, sf := range []string{"rest", "mcp"} {
@@ -52,6 +55,7 @@ func TestVerifySpoofAgainstOtherLimiters(t *testing.T) {
 		}
 	})
 	t.Run("nothing refused", func(t *testing.T) {
+		t.Parallel()
 		url := startTarget(t, spoofWindow, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1000, 500 }, nil)
 		_, v, stderr := runVerifyJSON(t, spoofWindow, "--target", url)
 		for _, sf := range []string{"rest", "mcp"} {
@@ -70,40 +74,46 @@ func TestVerifySpoofAgainstOtherLimiters(t *testing.T) {
 // target whose budget for the limit address was spent before the run is
 // inconclusive, never failed.
 func TestVerifyFreshStart(t *testing.T) {
+	t.Parallel()
 	if raceEnabled {
 		t.Skip("end-to-end verdicts, checked by the plain run")
 	}
-	url := startTarget(t, spoofWindow, nil, nil)
-	out := t.TempDir()
-	verify := func(extra ...string) (int, string, string) {
-		args := append([]string{"verify", "--json", "--out", out, "--window", spoofWindow.String(), "--target", url, "--checks", "limits,isolation"}, extra...)
-		return runCmd(t, args...)
-	}
-	if code, _, stderr := verify(); code == exitCheckFailed {
-		t.Fatalf("first run failed\n%s", stderr)
-	}
-	code, _, stderr := verify("--no-wait")
-	if code == exitCheckFailed || !strings.Contains(stderr, "starting anyway (--no-wait)") {
-		t.Errorf("--no-wait right after a run: exit %d\n%s", code, stderr)
-	}
-	code, _, stderr = verify()
-	if code == exitCheckFailed || !strings.Contains(stderr, "waiting") {
-		t.Errorf("a run right after a run: exit %d, want a wait and no failure\n%s", code, stderr)
-	}
-
-	// Spent before the run: the limit address sent 100 requests just
-	// before verify, which does not know of them.
-	url = startTarget(t, spoofWindow, nil, nil)
-	for range 100 {
-		resp, err := http.Get(url + "/api/public/search?q=x")
-		if err != nil {
-			t.Fatal(err)
+	t.Run("back to back", func(t *testing.T) {
+		t.Parallel()
+		url := startTarget(t, spoofWindow, nil, nil)
+		out := t.TempDir()
+		verify := func(extra ...string) (int, string, string) {
+			args := append([]string{"verify", "--json", "--out", out, "--window", spoofWindow.String(), "--target", url, "--checks", "limits,isolation"}, extra...)
+			return runCmd(t, args...)
 		}
-		resp.Body.Close()
-	}
-	code, v, stderr := runVerifyJSON(t, spoofWindow, "--target", url, "--surfaces", "rest", "--checks", "limits")
-	verdict, detail := checkOf(v, "rest", "onset")
-	if code != exitInconclusive || verdict != "inconclusive" || !strings.Contains(detail, "budget was already spent") || !strings.Contains(detail, "wait a window or use other --sources") {
-		t.Errorf("spent budget: exit %d, onset %s: %s\n%s", code, verdict, detail, stderr)
-	}
+		if code, _, stderr := verify(); code == exitCheckFailed {
+			t.Fatalf("first run failed\n%s", stderr)
+		}
+		code, _, stderr := verify("--no-wait")
+		if code == exitCheckFailed || !strings.Contains(stderr, "starting anyway (--no-wait)") {
+			t.Errorf("--no-wait right after a run: exit %d\n%s", code, stderr)
+		}
+		code, _, stderr = verify()
+		if code == exitCheckFailed || !strings.Contains(stderr, "waiting") {
+			t.Errorf("a run right after a run: exit %d, want a wait and no failure\n%s", code, stderr)
+		}
+	})
+	t.Run("spent before the run", func(t *testing.T) {
+		t.Parallel()
+		// Spent before the run: the limit address sent 100 requests just
+		// before verify, which does not know of them.
+		url := startTarget(t, spoofWindow, nil, nil)
+		for range 100 {
+			resp, err := http.Get(url + "/api/public/search?q=x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		code, v, stderr := runVerifyJSON(t, spoofWindow, "--target", url, "--surfaces", "rest", "--checks", "limits")
+		verdict, detail := checkOf(v, "rest", "onset")
+		if code != exitInconclusive || verdict != "inconclusive" || !strings.Contains(detail, "budget was already spent") || !strings.Contains(detail, "wait a window or use other --sources") {
+			t.Errorf("spent budget: exit %d, onset %s: %s\n%s", code, verdict, detail, stderr)
+		}
+	})
 }

@@ -107,7 +107,7 @@ func FuzzWrite(f *testing.F) {
 		}
 		wantTarget := target
 		if target == "" {
-			wantTarget = "http://" + o.Name + "-target:" + strconv.Itoa(TargetPort)
+			wantTarget = "http://" + o.Name + "-target:" + strconv.Itoa(targetPort)
 		}
 		i := slices.Index(args, "--target")
 		if c["image"] != image || i < 0 || i+1 >= len(args) || args[i+1] != wantTarget || !slices.Equal(args[len(args)-2:], []string{arg1, arg2}) {

@@ -47,7 +47,7 @@ type Options struct {
 	// --max-rate 5000.
 	Args []string
 	// Capacity makes every pod a shard of the knee search ("ratecheck
-	// capacity --shard i/n"), meeting the others in RendezvousDir on the
+	// capacity --shard i/n"), meeting the others in rendezvousDir on the
 	// claim, instead of a shard of an attack: no profile (ProfileFile and
 	// Profile are unused, and no ConfigMap is written); Args carry the
 	// search's flags.
@@ -57,9 +57,9 @@ type Options struct {
 	TargetArgs []string
 }
 
-// RendezvousDir is the folder, under the Job's folder on the claim, where
+// rendezvousDir is the folder, under the Job's folder on the claim, where
 // the shards of a capacity search meet after every step.
-const RendezvousDir = "rendezvous"
+const rendezvousDir = "rendezvous"
 
 // Limits on the free-form options: each is written into the manifests by
 // the YAML encoder, so none can add an object, but a line break or a
@@ -70,11 +70,11 @@ const (
 	maxArgLen = 1024
 )
 
-// TargetPort is the port the reference target listens on when deployed.
-const TargetPort = 8080
+// targetPort is the port the reference target listens on when deployed.
+const targetPort = 8080
 
-// ResultsDir is where the shared volume is mounted in a shard.
-const ResultsDir = "/results"
+// resultsDir is where the shared volume is mounted in a shard.
+const resultsDir = "/results"
 
 var (
 	dnsLabel  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -231,8 +231,8 @@ func targetObjects(o Options, meta func(name, component string) objectMeta) (str
 	target := o.Target
 	if target == "" {
 		svc := o.Name + "-target"
-		target = fmt.Sprintf("http://%s:%d", svc, TargetPort)
-		args := []string{"serve", "--addr", fmt.Sprintf(":%d", TargetPort)}
+		target = fmt.Sprintf("http://%s:%d", svc, targetPort)
+		args := []string{"serve", "--addr", fmt.Sprintf(":%d", targetPort)}
 		if o.Window > 0 {
 			args = append(args, "--window", o.Window.String())
 		}
@@ -244,10 +244,10 @@ func targetObjects(o Options, meta func(name, component string) objectMeta) (str
 				Template: podTemplate{Metadata: objectMeta{Labels: tm.Labels}, Spec: podSpec{
 					SecurityContext: &podSecurity{RunAsNonRoot: true, RunAsUser: 65532},
 					Containers: []container{{Name: "target", Image: o.Image, Command: []string{"ratecheck"}, Args: args,
-						Ports:          []containerPort{{Name: "http", ContainerPort: TargetPort}},
-						ReadinessProbe: &probe{TCPSocket: tcpSocket{Port: TargetPort}}}}}}}},
+						Ports:          []containerPort{{Name: "http", ContainerPort: targetPort}},
+						ReadinessProbe: &probe{TCPSocket: tcpSocket{Port: targetPort}}}}}}}},
 			service{APIVersion: "v1", Kind: "Service", Metadata: tm, Spec: serviceSpec{Selector: tm.Labels,
-				Ports: []servicePort{{Name: "http", Port: TargetPort, TargetPort: TargetPort}}}})
+				Ports: []servicePort{{Name: "http", Port: targetPort, TargetPort: targetPort}}}})
 	}
 	return target, docs
 }
@@ -257,12 +257,12 @@ func targetObjects(o Options, meta func(name, component string) objectMeta) (str
 func shardArgs(o Options, target string) []string {
 	shard := fmt.Sprintf("$(JOB_COMPLETION_INDEX)/%d", o.Shards)
 	at := o.StartAt.UTC().Format(time.RFC3339Nano)
-	out := path.Join(ResultsDir, o.Name)
+	out := path.Join(resultsDir, o.Name)
 	args := []string{"attack", "--profile", path.Join("/etc/ratecheck", o.ProfileFile), "--target", kubeletLiteral(target),
 		"--shard", shard, "--start-at", at, "--sources", "own", "--out", out}
 	if o.Capacity {
 		args = []string{"capacity", "--target", kubeletLiteral(target), "--shard", shard, "--start-at", at,
-			"--rendezvous", path.Join(out, RendezvousDir), "--out", out}
+			"--rendezvous", path.Join(out, rendezvousDir), "--out", out}
 	}
 	if o.Window > 0 {
 		args = append(args, "--window", o.Window.String())
@@ -277,7 +277,7 @@ func shardArgs(o Options, target string) []string {
 // attack (with the profile of ConfigMap cm) or of the capacity search
 // (cm empty) on target.
 func shardJob(o Options, jm objectMeta, target, cm string) job {
-	mounts := []volumeMount{{Name: "results", MountPath: ResultsDir}}
+	mounts := []volumeMount{{Name: "results", MountPath: resultsDir}}
 	volumes := []volume{{Name: "results", PersistentVolumeClaim: &claimVolume{ClaimName: o.Claim}}}
 	name := "capacity"
 	if cm != "" {

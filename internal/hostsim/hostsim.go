@@ -102,7 +102,7 @@ func (h Host) Run(rng *rand.Rand, n int) (lat, sent []time.Duration) {
 			}
 		}
 	}
-	for k := Poisson(rng, h.Stalls); k > 0; k-- {
+	for k := poisson(rng, h.Stalls); k > 0; k-- {
 		stall(time.Duration(rng.Int64N(int64(span))), 2*time.Millisecond+time.Duration(rng.Int64N(int64(h.Stall))))
 	}
 	if rng.Float64() < h.Freeze {
@@ -111,8 +111,8 @@ func (h Host) Run(rng *rand.Rand, n int) (lat, sent []time.Duration) {
 	return lat, sent
 }
 
-// Poisson draws from a Poisson distribution of the given mean.
-func Poisson(rng *rand.Rand, mean float64) int {
+// poisson draws from a Poisson distribution of the given mean.
+func poisson(rng *rand.Rand, mean float64) int {
 	k, p, l := 0, rng.Float64(), math.Exp(-mean)
 	for p > l {
 		k++

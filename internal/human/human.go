@@ -7,13 +7,13 @@ import (
 	"time"
 )
 
-// Round is d rounded to three significant digits, never finer than a
+// round is d rounded to three significant digits, never finer than a
 // microsecond (the timing of a request is no finer): 333.333333ms is
 // 333ms, 1.9902s is 1.99s, 44.2µs is 44µs. Durations of an hour or more
 // are rounded to the second.
-func Round(d time.Duration) time.Duration {
+func round(d time.Duration) time.Duration {
 	if d < 0 {
-		return -Round(-d)
+		return -round(-d)
 	}
 	for u := time.Microsecond; u < time.Second; u *= 10 {
 		if d < 1000*u {
@@ -24,7 +24,7 @@ func Round(d time.Duration) time.Duration {
 }
 
 // Duration is Round(d) as text.
-func Duration(d time.Duration) string { return Round(d).String() }
+func Duration(d time.Duration) string { return round(d).String() }
 
 // Count is n with noun, plural unless n is 1: "1 request", "2 requests".
 // plural is the plural form, or "" for noun+"s".

@@ -88,11 +88,11 @@ func regular(path string, fi fs.FileInfo) error {
 }
 
 func tooLarge(path string, limit int64) error {
-	return &Error{Path: path, Problem: fmt.Sprintf("larger than the %s such a file may be", Size(limit))}
+	return &Error{Path: path, Problem: fmt.Sprintf("larger than the %s such a file may be", size(limit))}
 }
 
-// Size is a byte count in words: "1 MiB", "64 KiB", "300 bytes".
-func Size(n int64) string {
+// size is a byte count in words: "1 MiB", "64 KiB", "300 bytes".
+func size(n int64) string {
 	switch {
 	case n >= 1<<20 && n%(1<<20) == 0:
 		return fmt.Sprintf("%d MiB", n>>20)

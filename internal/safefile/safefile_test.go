@@ -67,7 +67,7 @@ func TestRead(t *testing.T) {
 func TestSize(t *testing.T) {
 	t.Parallel()
 	for n, want := range map[int64]string{1 << 20: "1 MiB", 64 << 10: "64 KiB", 300: "300 bytes", 1<<20 + 1: "1048577 bytes"} {
-		if got := Size(n); got != want {
+		if got := size(n); got != want {
 			t.Errorf("Size(%d) = %q, want %q", n, got, want)
 		}
 	}

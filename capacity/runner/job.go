@@ -178,7 +178,8 @@ func (j *Job) Finish(info *archive.RunInfo) {
 // Run implements attack.Job: it runs the search step by step until it is
 // done or ctx ends (a step cut short is recorded as not judged). A shard
 // of a sharded search judges every segment from all the shards' reports,
-// and returns a *ShardError when one of them fails it.
+// and returns an error naming the shard and the step when one of them
+// fails it (missing at the deadline, stopped, or running another search).
 func (j *Job) Run(ctx context.Context, target string, sink func(*vegeta.Result) error) (err error) {
 	s := newSenders(j.cfg, target)
 	var st *capacity.Stats

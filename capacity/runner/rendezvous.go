@@ -54,9 +54,9 @@ type report struct {
 	Error string `json:"error,omitempty"`
 }
 
-// ShardError ends a sharded search when another shard did not report a
+// shardError ends a sharded search when another shard did not report a
 // segment in time, stopped, or runs another search.
-type ShardError struct {
+type shardError struct {
 	// Shard is the shard at fault.
 	Shard attack.Shard
 	// Step and Stream name the step and the segment it did not report.
@@ -67,7 +67,7 @@ type ShardError struct {
 }
 
 // Error names the shard, the step and the problem.
-func (e *ShardError) Error() string {
+func (e *shardError) Error() string {
 	return fmt.Sprintf("shard %v, step %d (segment %s): %s", e.Shard, e.Step, e.Stream, e.Problem)
 }
 
@@ -125,7 +125,7 @@ func (rv *rendezvous) write(r report) error {
 // wait waits until every shard reported segment own.Segment, until
 // deadline or until ctx ends, and returns the reports in shard order. A
 // report of another search (another agreed start) is not yet there; one
-// that stopped, or ran another segment, is a *ShardError, and so is a
+// that stopped, or ran another segment, is a *shardError, and so is a
 // shard still missing at the deadline.
 func (rv *rendezvous) wait(ctx context.Context, own report, deadline time.Time) ([]report, error) {
 	now, poll := rv.now, rv.poll
@@ -156,7 +156,7 @@ func (rv *rendezvous) wait(ctx context.Context, own report, deadline time.Time) 
 		if !now().Before(deadline) {
 			for i := range have {
 				if !have[i] {
-					return nil, &ShardError{Shard: attack.Shard{I: i, N: rv.shard.N}, Step: own.Step, Stream: own.Stream,
+					return nil, &shardError{Shard: attack.Shard{I: i, N: rv.shard.N}, Step: own.Step, Stream: own.Stream,
 						Problem: fmt.Sprintf("no report in %s by %s: is it running, and does it share this rendezvous folder?",
 							rv.dir, deadline.UTC().Format("15:04:05.000Z"))}
 				}
@@ -181,7 +181,7 @@ func (rv *rendezvous) read(own report, i int) (report, bool, error) {
 		return report{}, false, nil
 	}
 	fault := func(format string, args ...any) (report, bool, error) {
-		return report{}, false, &ShardError{Shard: attack.Shard{I: i, N: rv.shard.N}, Step: own.Step, Stream: own.Stream, Problem: fmt.Sprintf(format, args...)}
+		return report{}, false, &shardError{Shard: attack.Shard{I: i, N: rv.shard.N}, Step: own.Step, Stream: own.Stream, Problem: fmt.Sprintf(format, args...)}
 	}
 	if err != nil {
 		return fault("its report: %v", err)

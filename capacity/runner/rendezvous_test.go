@@ -98,9 +98,9 @@ func TestRendezvousFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err := rv.wait(context.Background(), own, fake.Add(time.Second))
-			var se *ShardError
+			var se *shardError
 			if !errors.As(err, &se) || se.Shard.I != 1 || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("%v, want a *ShardError %q", err, tc.want)
+				t.Errorf("%v, want a *shardError %q", err, tc.want)
 			}
 		})
 	}
@@ -113,7 +113,7 @@ func TestRendezvousFaults(t *testing.T) {
 
 // TestAbandonTellsTheOthers: a shard that stops before the search is done
 // leaves, in place of the report it owed, why it stopped; the others read
-// it as a *ShardError with that reason.
+// it as a *shardError with that reason.
 func TestAbandonTellsTheOthers(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

@@ -72,10 +72,16 @@ type Options struct {
 	// Share is the share of its limit one address may send at; 0 means
 	// defaultShare.
 	Share float64
-	// Sources is how many source addresses the caller has; 0 means as
-	// many as needed. With fewer than MaxRate needs, [NewSearch] refuses
-	// with a [*TooFewSourcesError].
+	// Sources is how many source addresses the caller has (over all its
+	// shards); 0 means as many as needed. With fewer than MaxRate needs,
+	// [NewSearch] refuses with a [*TooFewSourcesError].
 	Sources int
+	// Shards is how many processes send every step together, each an
+	// equal share of its rate from addresses of its own; 0 means 1. A
+	// step's Sources is then a multiple of Shards, so that every shard
+	// sends from Sources/Shards addresses and none sends more than its
+	// share of the limit.
+	Shards int
 	// Seed seeds the bootstrap of the USL model.
 	Seed uint64
 	// Resamples is the number of bootstrap resamples of the USL model; 0
@@ -112,6 +118,9 @@ func (o Options) withDefaults() Options {
 	if o.Share == 0 {
 		o.Share = defaultShare
 	}
+	if o.Shards == 0 {
+		o.Shards = 1
+	}
 	if o.Resamples == 0 {
 		o.Resamples = 1000
 	}
@@ -140,11 +149,23 @@ func (o Options) validate() error {
 		return fmt.Errorf("max steps %d: want at least 1", o.MaxSteps)
 	case o.Share < 0 || o.Share > 1:
 		return fmt.Errorf("share %v: want a share of the limit above 0 and at most 1", o.Share)
+	case o.Shards < 1:
+		return fmt.Errorf("shards %d: want at least 1", o.Shards)
 	}
-	if need := SourcesNeeded(o.MaxRate, o.Limit, o.Window, o.Share); o.Sources > 0 && need > o.Sources {
+	if need := o.sourcesFor(o.MaxRate); o.Sources > 0 && need > o.Sources {
+		if o.Shards > 1 {
+			return &TooFewSourcesError{Rate: o.MaxRate, Need: need / o.Shards, Have: o.Sources / o.Shards, Shards: o.Shards}
+		}
 		return &TooFewSourcesError{Rate: o.MaxRate, Need: need, Have: o.Sources}
 	}
 	return nil
+}
+
+// sourcesFor is how many source addresses a step at rate is spread
+// over: as many as it needs, rounded up to a multiple of the shards.
+func (o Options) sourcesFor(rate float64) int {
+	n := SourcesNeeded(rate, o.Limit, o.Window, o.Share)
+	return (n + o.Shards - 1) / o.Shards * o.Shards
 }
 
 // criteria is what every step of the search is judged by.
@@ -171,7 +192,8 @@ type Step struct {
 	// keep sending at its rate without a pause or a warm-up, and add the
 	// samples to the same Stats, which is recorded again.
 	Continue bool
-	// Sources is how many source addresses to spread the step over.
+	// Sources is how many source addresses to spread the step over, a
+	// multiple of the search's shards: each sends from Sources/Shards.
 	Sources int
 }
 
@@ -210,7 +232,7 @@ func NewSearch(o Options) (*Search, error) {
 // plan makes a fresh step at rate the next.
 func (s *Search) plan(phase string, rate float64) {
 	s.next = &Step{Index: len(s.steps), Phase: phase, Rate: rate, Warmup: s.o.Warmup, Duration: s.o.Step,
-		Sources: SourcesNeeded(rate, s.o.Limit, s.o.Window, s.o.Share)}
+		Sources: s.o.sourcesFor(rate)}
 }
 
 // Next returns the step to run, and false when the search is done.

@@ -303,6 +303,10 @@ func TestNewSearchRefuses(t *testing.T) {
 		{"max step below step", Options{Objective: obj, StartRate: 1, MaxRate: 2, Step: time.Second, MaxStep: time.Millisecond}, "max step"},
 		{"too few sources", Options{Objective: obj, StartRate: 100, MaxRate: 2500, Limit: 240, Window: time.Minute, Sources: 3},
 			"2500 requests per second need 1250 source addresses (each at most its share of the limit), but 3 are given"},
+		// 1250 addresses over 3 shards: 417 each, and a shard has 3.
+		{"too few sources a shard", Options{Objective: obj, StartRate: 100, MaxRate: 2500, Limit: 240, Window: time.Minute, Sources: 9, Shards: 3},
+			"2500 requests per second over 3 shards need 417 source addresses a shard (each at most its share of the limit), but this shard is given 3"},
+		{"negative shards", Options{Objective: obj, StartRate: 1, MaxRate: 2, Shards: -1}, "shards -1: want at least 1"},
 	} {
 		_, err := NewSearch(tc.o)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -325,6 +329,20 @@ func TestSearchPlansSources(t *testing.T) {
 	for _, st := range res.Steps {
 		if st.Sources != SourcesNeeded(st.OfferedRPS, 240, time.Minute, defaultShare) || st.OfferedRPS/float64(st.Sources) > 2+1e-9 {
 			t.Errorf("step at %v/s over %d sources", st.OfferedRPS, st.Sources)
+		}
+	}
+}
+
+// TestSearchPlansShardedSources: a sharded step is spread over a multiple
+// of the shards, the fewest that leave no address above its share.
+func TestSearchPlansShardedSources(t *testing.T) {
+	t.Parallel()
+	o := Options{Objective: p99(t, "100ms"), StartRate: 100, MaxRate: 10000, Limit: 240, Window: time.Minute, Shards: 3}
+	res, _, _ := drive(t, o, &ddc{c: 50, service: 20 * time.Millisecond})
+	for _, st := range res.Steps {
+		need := SourcesNeeded(st.OfferedRPS, 240, time.Minute, defaultShare)
+		if st.Sources%3 != 0 || st.Sources < need || st.Sources >= need+3 {
+			t.Errorf("step at %v/s over %d sources: want the multiple of 3 at or above %d", st.OfferedRPS, st.Sources, need)
 		}
 	}
 }

@@ -53,13 +53,18 @@ func LoopbackSources(n int) ([]string, error) {
 type TooFewSourcesError struct {
 	// Rate is the highest rate of the search, per second.
 	Rate float64
-	// Need is how many addresses that rate needs.
-	Need int
-	// Have is how many the search was given.
-	Have int
+	// Need is how many addresses that rate needs; Have how many the
+	// search was given. Of a sharded search, both count one shard's.
+	Need, Have int
+	// Shards is how many shards send the search (0 or 1: one process).
+	Shards int
 }
 
 // Error says how many addresses are needed and how many there are.
 func (e *TooFewSourcesError) Error() string {
+	if e.Shards > 1 {
+		return fmt.Sprintf("%g requests per second over %d shards need %d source addresses a shard (each at most its share of the limit), but this shard is given %d",
+			e.Rate, e.Shards, e.Need, e.Have)
+	}
 	return fmt.Sprintf("%g requests per second need %d source addresses (each at most its share of the limit), but %d are given", e.Rate, e.Need, e.Have)
 }

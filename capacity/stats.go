@@ -1,6 +1,10 @@
 package capacity
 
-import "time"
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
 
 // Sample is one request of a step, as the generator saw it.
 type Sample struct {
@@ -119,4 +123,48 @@ func (c criteria) withDefaults() criteria {
 		c.MaxLateness = 10 * time.Millisecond
 	}
 	return c
+}
+
+// statsJSON is the serialised form of a Stats: every duration in
+// nanoseconds, every instant in RFC 3339 with nanoseconds.
+type statsJSON struct {
+	Corrected      []time.Duration `json:"corrected_ns"`
+	Uncorrected    []time.Duration `json:"uncorrected_ns"`
+	Lateness       []time.Duration `json:"lateness_ns"`
+	SumUncorrected time.Duration   `json:"sum_uncorrected_ns"`
+	Failed         int             `json:"failed"`
+	Refused        int             `json:"refused"`
+	FirstSent      time.Time       `json:"first_sent"`
+	LastSent       time.Time       `json:"last_sent"`
+	FirstDone      time.Time       `json:"first_done"`
+	LastDone       time.Time       `json:"last_done"`
+}
+
+// MarshalJSON writes every sample and sum of s, so that the shards of a
+// step can hand their Stats to each other: a Stats read back with
+// [Stats.UnmarshalJSON] is judged, and merges, exactly as s (instants
+// keep their nanoseconds, though not their monotonic clock readings).
+func (s *Stats) MarshalJSON() ([]byte, error) {
+	return json.Marshal(statsJSON{Corrected: s.corrected, Uncorrected: s.uncorrected, Lateness: s.lateness,
+		SumUncorrected: s.sumUncorr, Failed: s.failed, Refused: s.refused,
+		FirstSent: s.firstSent, LastSent: s.lastSent, FirstDone: s.firstDone, LastDone: s.lastDone})
+}
+
+// UnmarshalJSON reads what [Stats.MarshalJSON] wrote into s, replacing
+// what s held, and refuses a form whose parts do not agree.
+func (s *Stats) UnmarshalJSON(b []byte) error {
+	var j statsJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	n := len(j.Corrected)
+	switch {
+	case len(j.Uncorrected) != n || len(j.Lateness) != n:
+		return fmt.Errorf("stats: %d corrected, %d uncorrected and %d lateness samples: want as many of each", n, len(j.Uncorrected), len(j.Lateness))
+	case j.Failed < 0 || j.Failed > n || j.Refused < 0 || j.Refused > j.Failed:
+		return fmt.Errorf("stats: %d failed and %d refused of %d: want 0 <= refused <= failed <= samples", j.Failed, j.Refused, n)
+	}
+	*s = Stats{corrected: j.Corrected, uncorrected: j.Uncorrected, lateness: j.Lateness, sumUncorr: j.SumUncorrected,
+		failed: j.Failed, refused: j.Refused, firstSent: j.FirstSent, lastSent: j.LastSent, firstDone: j.FirstDone, lastDone: j.LastDone}
+	return nil
 }

@@ -13,4 +13,13 @@
 // statistics from the archive alone. Memory is bounded by steps: only the
 // samples of the step being judged are kept; every result streams to the
 // archive.
+//
+// Beyond one machine, the same search is sharded over N processes that
+// step in lockstep ([Config].Shard): each runs the same search, sends its
+// 1/N of every step from sources of its own (its source j is source
+// i + N·j of the step, so the shards' requests interleave into the one
+// stream), reports its samples of every segment in a rendezvous folder
+// the shards share, and records the merge of every shard's report in its
+// search. Every shard thus judges each step alike and picks the same next
+// one, which starts at an instant all compute from the same reports.
 package runner

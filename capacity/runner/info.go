@@ -13,13 +13,19 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/capacity"
 )
 
 // Info is run.json's capacity section: what the search was held to, the
 // schedule of every segment, and the result. Durations are in
-// milliseconds, rates per second.
+// milliseconds, rates per second. Of one shard of a sharded search,
+// Shard says which ("i/N"), Sources counts the addresses of all shards as
+// if each had this one's, the segments are this shard's share and the
+// result is the shards' merged one.
 type Info struct {
+	Shard         string           `json:"shard,omitempty"`
+	Rendezvous    string           `json:"rendezvous,omitempty"`
 	Surface       string           `json:"surface"`
 	ThroughLimit  bool             `json:"through_limit,omitempty"`
 	SLO           string           `json:"slo"`
@@ -62,11 +68,23 @@ func (i *Info) options() (capacity.Options, error) {
 		return capacity.Options{}, err
 	}
 	d := func(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
-	return capacity.Options{Objective: capacity.Objective{SLO: slo, ErrorBudget: i.ErrorBudget}, Confidence: i.Confidence,
+	shard, err := i.shard()
+	if err != nil {
+		return capacity.Options{}, err
+	}
+	return capacity.Options{Shards: shard.N, Objective: capacity.Objective{SLO: slo, ErrorBudget: i.ErrorBudget}, Confidence: i.Confidence,
 		StartRate: i.StartRPS, MaxRate: i.MaxRPS, Factor: i.Factor, Precision: i.Precision, Step: d(i.StepMS),
 		Warmup: d(i.WarmupMS), MaxStep: d(i.MaxStepMS), MaxSteps: i.MaxSteps, MinAchieved: i.MinAchieved,
 		MaxLateness: d(i.MaxLatenessMS), Limit: i.Limit, Window: d(i.WindowMS), Share: i.Share, Sources: i.Sources,
 		Seed: i.Seed, Resamples: i.Resamples}, nil
+}
+
+// shard is the shard i records: the whole search (1/1) when none.
+func (i *Info) shard() (attack.Shard, error) {
+	if i.Shard == "" {
+		return attack.Shard{N: 1}, nil
+	}
+	return attack.ParseShard(i.Shard)
 }
 
 // errNotCapacity says a run folder holds no capacity search.
@@ -91,14 +109,17 @@ func ReadInfo(dir string) (*archive.RunInfo, *Info, error) {
 // Replay judges a capacity run again from its folder alone: the schedule
 // in run.json and every result in results.bin (each request's intended
 // send time recomputed from its step's schedule and its sequence number)
-// drive a new search through the same steps. It returns the recorded
-// section and the result, which is the recorded one when nothing in the
-// folder changed.
-func Replay(dir string) (*Info, capacity.Result, error) {
-	_, ci, err := ReadInfo(dir)
+// drive a new search through the same steps. A sharded search is judged
+// again from the folders of all its shards, in any order: every segment's
+// samples merged over the shards, as the shards merged them. It returns
+// the recorded section (shard 0's) and the result, which is the recorded
+// one when nothing in the folders changed.
+func Replay(dirs ...string) (*Info, capacity.Result, error) {
+	infos, stats, err := readShards(dirs)
 	if err != nil {
 		return nil, capacity.Result{}, err
 	}
+	ci := infos[0]
 	o, err := ci.options()
 	if err != nil {
 		return ci, capacity.Result{}, err
@@ -107,16 +128,12 @@ func Replay(dir string) (*Info, capacity.Result, error) {
 	if err != nil {
 		return ci, capacity.Result{}, err
 	}
-	stats, err := readStats(filepath.Join(dir, archive.ResultsFile), ci)
-	if err != nil {
-		return ci, capacity.Result{}, err
-	}
 	var st *capacity.Stats
 	for i := range ci.Segments {
-		g := &ci.Segments[i]
-		if g.Unjudged {
+		if unjudged(infos, i) {
 			break
 		}
+		g := &ci.Segments[i]
 		step, ok := s.Next()
 		if !ok || step.Index != g.Step || step.Rate != g.RateRPS || step.Continue != g.Continue {
 			return ci, capacity.Result{}, fmt.Errorf("segment %s: the search would have run another step (%+v): the archive does not replay", g.Stream, step)
@@ -124,12 +141,67 @@ func Replay(dir string) (*Info, capacity.Result, error) {
 		if !g.Continue {
 			st = capacity.NewStats()
 		}
-		st.Merge(stats[i])
+		for k := range stats {
+			st.Merge(stats[k][i])
+		}
 		if _, err := s.Record(st); err != nil {
 			return ci, capacity.Result{}, err
 		}
 	}
 	return ci, s.Result(), nil
+}
+
+// unjudged reports whether segment i is missing from, or was not judged
+// in, any shard's folder.
+func unjudged(infos []*Info, i int) bool {
+	for _, ci := range infos {
+		if i >= len(ci.Segments) || ci.Segments[i].Unjudged {
+			return true
+		}
+	}
+	return false
+}
+
+// readShards reads the capacity section and the samples of every segment
+// of each folder, in shard order, and refuses folders that are not the
+// shards of one search, each once.
+func readShards(dirs []string) ([]*Info, [][]*capacity.Stats, error) {
+	if len(dirs) == 0 {
+		return nil, nil, errors.New("no capacity run folder to judge")
+	}
+	infos := make([]*Info, len(dirs))
+	stats := make([][]*capacity.Stats, len(dirs))
+	for _, dir := range dirs {
+		_, ci, err := ReadInfo(dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		shard, err := ci.shard()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", dir, err)
+		}
+		switch {
+		case shard.N != len(dirs):
+			return nil, nil, fmt.Errorf("%s is shard %v of a search sharded %d ways: judge the run folders of all %d shards together, and nothing else", dir, shard, shard.N, shard.N)
+		case infos[shard.I] != nil:
+			return nil, nil, fmt.Errorf("%s: shard %v given twice", dir, shard)
+		}
+		st, err := readStats(filepath.Join(dir, archive.ResultsFile), ci)
+		if err != nil {
+			return nil, nil, err
+		}
+		infos[shard.I], stats[shard.I] = ci, st
+	}
+	for _, ci := range infos[1:] {
+		for i := range min(len(ci.Segments), len(infos[0].Segments)) {
+			a, b := &infos[0].Segments[i], &ci.Segments[i]
+			if a.Step != b.Step || a.RateRPS != b.RateRPS || a.Continue != b.Continue || !a.Start.Equal(b.Start) {
+				return nil, nil, fmt.Errorf("segment %d: shard %s ran %s at %g/s from %v, shard 0 %s at %g/s from %v: not the shards of one search",
+					i, ci.Shard, b.Stream, b.RateRPS, b.Start, a.Stream, a.RateRPS, a.Start)
+			}
+		}
+	}
+	return infos, stats, nil
 }
 
 // readStats streams results.bin into one Stats per segment.

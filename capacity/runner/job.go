@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"sync"
@@ -46,7 +47,26 @@ type Config struct {
 	ClientVersion string
 	// Events, when set, is told of every judged step.
 	Events func(StepDone)
+	// Shard, when split (N > 1), makes this job shard I of a search sent
+	// by N processes in lockstep: each runs the same search with the same
+	// options, sends every step's 1/N from Sources (its own), and judges
+	// the step from every shard's samples, handed over in Rendezvous. The
+	// zero value is the whole search in one process.
+	Shard attack.Shard
+	// Rendezvous is the folder the shards share (required with Shard).
+	Rendezvous string
+	// StartAt is the instant the shards agreed on (required with Shard):
+	// the first segment starts Gap after it, and every next one Gap after
+	// the latest shard finished the one before.
+	StartAt time.Time
+	// Gap is that pause (0: DefaultGap); Slack is how long past a
+	// segment's scheduled end and Timeout a shard waits for the others'
+	// reports before it gives up on them (0: DefaultSlack).
+	Gap, Slack time.Duration
 }
+
+// sharded reports whether cfg is one shard of a search split over several.
+func (cfg *Config) sharded() bool { return cfg.Shard.Split() }
 
 // StepDone says a step (or one lengthening of it) was judged.
 type StepDone struct {
@@ -65,22 +85,33 @@ type Job struct {
 	search   *capacity.Search
 	segments []Segment
 	result   capacity.Result
+	meet     *rendezvous // nil: not sharded
+	reported int         // segments this shard reported to the others
 }
 
 // New returns the job of cfg, or what makes cfg unusable (a
-// *capacity.TooFewSourcesError when Sources cannot spread the highest rate).
+// *capacity.TooFewSourcesError when Sources cannot spread the highest
+// rate, or this shard's share of it).
 func New(cfg Config) (*Job, error) {
 	o := cfg.Search
-	o.Sources = max(len(cfg.Sources), 1)
+	o.Shards = max(cfg.Shard.N, 1)
+	o.Sources = max(len(cfg.Sources), 1) * o.Shards
 	if cfg.ThroughLimit {
 		o.Limit, o.Window = 0, 0
+	}
+	if cfg.sharded() && (cfg.Rendezvous == "" || cfg.StartAt.IsZero()) {
+		return nil, fmt.Errorf("shard %v: a sharded search needs a rendezvous folder and an agreed start", cfg.Shard)
 	}
 	s, err := capacity.NewSearch(o)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Search = o
-	return &Job{cfg: cfg, search: s, result: s.Result()}, nil
+	cfg.Search, cfg.StartAt = o, cfg.StartAt.Round(0) // the wall-clock instant every shard agreed on
+	j := &Job{cfg: cfg, search: s, result: s.Result()}
+	if cfg.sharded() {
+		j.meet = &rendezvous{dir: cfg.Rendezvous, shard: cfg.Shard, startAt: cfg.StartAt}
+	}
+	return j, nil
 }
 
 // Result returns the search's outcome (inconclusive before it ran).
@@ -98,19 +129,21 @@ func (j *Job) Duration() time.Duration {
 }
 
 // or is v, or d when v is zero.
-func or(v, d float64) float64 {
-	if v == 0 {
+func or[T comparable](v, d T) T {
+	var zero T
+	if v == zero {
 		return d
 	}
 	return v
 }
 
 // Descriptors implements attack.DescriptorUser: a connection per source,
-// and as many more as the highest rate keeps in flight at twice the
-// objective, doubled when the target is in this process too.
+// and as many more as the highest rate (this shard's share of it) keeps in
+// flight at twice the objective, doubled when the target is in this
+// process too.
 func (j *Job) Descriptors(embedded bool) int {
 	o := j.cfg.Search
-	conns := len(j.cfg.Sources) + int(math.Ceil(o.MaxRate*2*o.Objective.SLO.Max.Seconds()))
+	conns := len(j.cfg.Sources) + int(math.Ceil(o.MaxRate/float64(max(o.Shards, 1))*2*o.Objective.SLO.Max.Seconds()))
 	if embedded {
 		conns *= 2
 	}
@@ -136,14 +169,25 @@ func (j *Job) Finish(info *archive.RunInfo) {
 	res := j.result
 	ci := infoOf(j.cfg)
 	ci.Segments, ci.Result = j.segments, &res
+	if j.cfg.sharded() {
+		ci.Shard, ci.Rendezvous = j.cfg.Shard.String(), j.cfg.Rendezvous
+	}
 	info.Capacity, _ = json.Marshal(ci)
 }
 
 // Run implements attack.Job: it runs the search step by step until it is
-// done or ctx ends (a step cut short is recorded as not judged).
-func (j *Job) Run(ctx context.Context, target string, sink func(*vegeta.Result) error) error {
+// done or ctx ends (a step cut short is recorded as not judged). A shard
+// of a sharded search judges every segment from all the shards' reports,
+// and returns an error naming the shard and the step when one of them
+// fails it (missing at the deadline, stopped, or running another search).
+func (j *Job) Run(ctx context.Context, target string, sink func(*vegeta.Result) error) (err error) {
 	s := newSenders(j.cfg, target)
 	var st *capacity.Stats
+	var start time.Time // zero: as soon as the attackers are set up
+	if j.meet != nil {
+		start = j.cfg.StartAt.Add(or(j.cfg.Gap, DefaultGap))
+		defer func() { j.abandon(ctx, err) }()
+	}
 	k := 0
 	for step, ok := j.search.Next(); ok && ctx.Err() == nil; step, ok = j.search.Next() {
 		if step.Continue {
@@ -153,15 +197,14 @@ func (j *Job) Run(ctx context.Context, target string, sink func(*vegeta.Result) 
 		}
 		j.segments = append(j.segments, j.segment(step, k))
 		seg := &j.segments[len(j.segments)-1]
-		if err := s.send(ctx, seg, st, sink); err != nil {
+		got, err := j.runSegment(ctx, s, seg, start, sink)
+		if err != nil || got == nil {
 			seg.Unjudged = true
 			j.result = j.search.Result()
 			return err
 		}
-		if ctx.Err() != nil {
-			seg.Unjudged = true
-			break
-		}
+		st.Merge(got.stats)
+		start = got.next
 		r, _ := j.search.Record(st)
 		next, more := j.search.Next()
 		if j.cfg.Events != nil {
@@ -172,16 +215,78 @@ func (j *Job) Run(ctx context.Context, target string, sink func(*vegeta.Result) 
 	return nil
 }
 
+// judged is a segment's samples to judge, of every shard, and when the
+// next segment starts (zero: as soon as its attackers are set up).
+type judged struct {
+	stats *capacity.Stats
+	next  time.Time
+}
+
+// runSegment sends seg from start (zero: at once) and returns what to
+// judge of it: its own samples, or in a sharded search every shard's.
+// Neither (nil, nil) when ctx ended.
+func (j *Job) runSegment(ctx context.Context, s *senders, seg *Segment, start time.Time, sink func(*vegeta.Result) error) (*judged, error) {
+	own := capacity.NewStats()
+	if err := s.send(ctx, seg, own, sink, start); err != nil || ctx.Err() != nil {
+		return nil, err
+	}
+	if j.meet == nil {
+		return &judged{stats: own}, nil
+	}
+	r := report{Segment: len(j.segments) - 1, Step: seg.Step, Stream: seg.Stream, RateRPS: seg.RateRPS, Continue: seg.Continue,
+		Finished: time.Now().Round(0), Stats: own}
+	if err := j.meet.write(r); err != nil {
+		return nil, err
+	}
+	j.reported++
+	deadline := seg.Start.Add(seg.length() + or(j.cfg.Timeout, 10*time.Second) + or(j.cfg.Slack, DefaultSlack))
+	reports, err := j.meet.wait(ctx, r, deadline)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		return nil, err
+	}
+	st, next := merge(reports, or(j.cfg.Gap, DefaultGap))
+	return &judged{stats: st, next: next}, nil
+}
+
+// abandon tells the other shards, when this one stops before the search
+// is done, why: a report with the reason in place of the segment it did
+// not report, so that they stop at once rather than wait it out.
+func (j *Job) abandon(ctx context.Context, err error) {
+	if j.search.Done() {
+		return
+	}
+	reason := "interrupted"
+	if err != nil {
+		reason = err.Error()
+	} else if ctx.Err() == nil {
+		return
+	}
+	r := report{Segment: j.reported, Error: reason}
+	if j.reported < len(j.segments) {
+		g := j.segments[j.reported]
+		r.Step, r.Stream, r.RateRPS, r.Continue = g.Step, g.Stream, g.RateRPS, g.Continue
+	}
+	j.meet.write(r) // best effort: without it, the others wait out their deadline
+}
+
 // segment plans the segment of step, the k-th lengthening when k > 0.
 func (j *Job) segment(step capacity.Step, k int) Segment {
-	n := max(step.Sources, 1)
+	n := max(step.Sources/max(j.cfg.Shard.N, 1), 1)
 	srcs := append([]string{}, j.cfg.Sources[:min(n, len(j.cfg.Sources))]...)
 	if len(srcs) == 0 {
 		srcs = []string{""}
 	}
-	return Segment{Step: step.Index, Phase: step.Phase, Continue: step.Continue, Stream: streamName(step.Index, k),
+	g := Segment{Step: step.Index, Phase: step.Phase, Continue: step.Continue, Stream: streamName(step.Index, k),
 		RateRPS: step.Rate, WarmupMS: msOf(step.Warmup), DurationMS: msOf(step.Duration),
 		Sources: srcs, PerSourceRPS: step.Rate / float64(len(srcs))}
+	if j.cfg.sharded() {
+		g.ShardIndex, g.Shards = j.cfg.Shard.I, j.cfg.Shard.N
+		g.PerSourceRPS /= float64(g.Shards)
+	}
+	return g
 }
 
 // msOf returns d in milliseconds.
@@ -243,14 +348,19 @@ type indexed struct {
 
 // send runs one segment: an attacker per source, each paced at its share
 // with its offset; every result goes to sink and, past the warm-up, to st.
-// It returns once every result is in.
-func (s *senders) send(ctx context.Context, seg *Segment, st *capacity.Stats, sink func(*vegeta.Result) error) error {
+// The schedule begins at begin (zero: once every attacker is set up). It
+// returns once every result is in.
+func (s *senders) send(ctx context.Context, seg *Segment, st *capacity.Stats, sink func(*vegeta.Result) error, begin time.Time) error {
 	stop := make(chan struct{})
 	var once sync.Once
 	halt := func() { once.Do(func() { close(stop) }) }
 	out := make(chan indexed, 1024)
 	var wg sync.WaitGroup
 	start := time.Now().Add(20 * time.Millisecond) // every attacker set up before the first hit
+	if !begin.IsZero() {
+		now := time.Now()
+		start = now.Add(begin.Sub(now)) // the agreed instant to the nanosecond, with a monotonic reading
+	}
 	seg.Start = start.Round(0)
 	for i, src := range seg.Sources {
 		c, tr, err := s.of(src)

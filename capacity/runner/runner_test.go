@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -258,4 +259,66 @@ func quantileOf(ds []time.Duration, q float64) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[max(0, int(math.Ceil(q*float64(len(s))))-1)]
+}
+
+// TestShardsJudgeAsOne runs a short search as two shard jobs in this
+// process, each from addresses of its own, meeting in one rendezvous: both
+// come to the same result, each sent half of every step, and the two run
+// folders together replay to that result (one alone is refused).
+func TestShardsJudgeAsOne(t *testing.T) {
+	cfg := refserver.DefaultConfig()
+	cfg.Window = time.Second
+	cfg.Pool = refserver.Pool{Workers: 10, ServiceMin: 20 * time.Millisecond, ServiceMax: 20 * time.Millisecond, Queue: 5000}
+	url := target(t, cfg)
+	c := poolSearch(t)
+	c.Search.StartRate, c.Search.MaxRate, c.Search.Step, c.Search.Warmup = 400, 400, time.Second, 200*time.Millisecond
+	c.Search.MaxLateness = -1 // the judgement of the host is not under test
+	rv, at := t.TempDir(), time.Now().Add(300*time.Millisecond)
+	jobs, runs := make([]*Job, 2), make([]*attack.Run, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		ci := c
+		ci.Sources = []string{[]string{"127.0.1.1", "127.0.2.1"}[i], []string{"127.0.1.2", "127.0.2.2"}[i]}
+		ci.Shard, ci.Rendezvous, ci.StartAt = attack.Shard{I: i, N: 2}, rv, at
+		job, err := New(ci)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs[i] = job
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runs[i], errs[i] = attack.Execute(context.Background(), job, attack.Options{Command: "capacity", Target: url, Out: t.TempDir(), Folder: "capacity", StartAt: at})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("shard %d: %v", i, err)
+		}
+	}
+	res := jobs[0].Result()
+	if !reflect.DeepEqual(res, jobs[1].Result()) || len(res.Steps) == 0 {
+		t.Fatalf("the shards disagree or judged nothing:\n0: %+v\n1: %+v", res, jobs[1].Result())
+	}
+	for k, st := range res.Steps {
+		if st.Sources != 4 || st.Requests < 390 || st.Requests > 410 {
+			t.Errorf("step %d: %d requests from %d sources, want 400 from 4", k, st.Requests, st.Sources)
+		}
+	}
+	for i, job := range jobs {
+		for k, g := range job.segments {
+			if g.Shards != 2 || g.ShardIndex != i || g.PerSourceRPS != 100 || !g.Start.Equal(jobs[0].segments[k].Start) {
+				t.Errorf("shard %d segment %+v: want shard %d of 2 at 100/s a source, started with the others", i, g, i)
+			}
+		}
+	}
+	_, again, err := Replay(runs[1].Dir, runs[0].Dir)
+	if err != nil || !reflect.DeepEqual(again, res) {
+		t.Errorf("Replay of both shards: %v\nlive   %+v\nreplay %+v", err, res, again)
+	}
+	if _, _, err := Replay(runs[0].Dir); err == nil || !strings.Contains(err.Error(), "judge the run folders of all 2 shards together") {
+		t.Errorf("Replay of one shard alone: %v", err)
+	}
 }

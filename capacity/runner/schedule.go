@@ -19,10 +19,13 @@ type Segment struct {
 	// Stream names the segment's results in their labels: step-07, and
 	// step-07.1 for the first lengthening of step 7.
 	Stream string `json:"stream"`
-	// RateRPS is the step's rate over all its sources, per second.
+	// RateRPS is the step's rate over all its sources (of every shard),
+	// per second.
 	RateRPS float64 `json:"rate_rps"`
 	// Start is when the schedule begins: source j's hit h is due at
-	// Start + (j + h·n)/RateRPS seconds, n the number of sources.
+	// Start + (j + h·n)/RateRPS seconds, n the number of sources. Of a
+	// sharded search, every shard's segment has the same Start, and
+	// source j of shard i of N is source i + N·j of the step's N·n.
 	Start time.Time `json:"start"`
 	// WarmupMS is the unjudged start of the schedule; DurationMS the
 	// judged rest, both in milliseconds.
@@ -31,8 +34,14 @@ type Segment struct {
 	// Sources are the step's source addresses, in the order of their
 	// offsets ("" is the system's choice).
 	Sources []string `json:"sources"`
-	// PerSourceRPS is the rate of each source: RateRPS / len(Sources).
+	// PerSourceRPS is the rate of each source: RateRPS / len(Sources)
+	// (over every shard's sources when sharded).
 	PerSourceRPS float64 `json:"per_source_rps"`
+	// ShardIndex and Shards place a sharded search's segment: this is
+	// shard ShardIndex of Shards, sending its share, len(Sources) of the
+	// step's sources (Shards 0: not sharded).
+	ShardIndex int `json:"shard_index,omitempty"`
+	Shards     int `json:"shards,omitempty"`
 	// Unjudged reports whether the segment was cut short (the run was
 	// interrupted) and so never judged.
 	Unjudged bool `json:"unjudged,omitempty"`
@@ -54,19 +63,27 @@ func (g *Segment) length() time.Duration {
 	return g.warmup() + time.Duration(math.Round(g.DurationMS*float64(time.Millisecond)))
 }
 
+// place is where source j of the segment stands among the step's sources
+// (of every shard), and how many those are.
+func (g *Segment) place(j int) (at, of float64) {
+	shards := max(g.Shards, 1)
+	return float64(g.ShardIndex + shards*j), float64(shards * len(g.Sources))
+}
+
 // Due returns when hit h of source j is due, after Start. Replay and the
 // live run compute it alike, to the nanosecond.
 func (g *Segment) Due(j int, h uint64) time.Duration {
-	n := float64(len(g.Sources))
-	return time.Duration(math.Round((float64(j) + float64(h)*n) / g.RateRPS * 1e9))
+	at, n := g.place(j)
+	return time.Duration(math.Round((at + float64(h)*n) / g.RateRPS * 1e9))
 }
 
 // Count returns how many hits source j sends: those due before the end
 // of the segment.
 func (g *Segment) Count(j int) uint64 {
 	end := g.length()
+	at, n := g.place(j)
 	// first guess from the rate, then exact by Due
-	c := uint64(max(0, math.Ceil((end.Seconds()*g.RateRPS-float64(j))/float64(len(g.Sources)))))
+	c := uint64(max(0, math.Ceil((end.Seconds()*g.RateRPS-at)/n)))
 	for c > 0 && g.Due(j, c-1) >= end {
 		c--
 	}

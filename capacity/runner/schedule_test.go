@@ -49,3 +49,30 @@ func TestReadInfoWithoutRunJSON(t *testing.T) {
 		t.Errorf("ReadInfo of an empty folder: %v, want ErrNotCapacity", err)
 	}
 }
+
+// TestShardedScheduleInterleaves: the shards' segments of a step, each
+// with its own sources, interleave into the one even stream the step
+// would be from one process with all their sources.
+func TestShardedScheduleInterleaves(t *testing.T) {
+	whole := Segment{RateRPS: 600, WarmupMS: 250, DurationMS: 1000, Sources: []string{"a", "b", "c", "d", "e", "f"}}
+	var want, got []time.Duration
+	for j := range whole.Sources {
+		for h := range whole.Count(j) {
+			want = append(want, whole.Due(j, h))
+		}
+	}
+	for i := range 3 {
+		g := whole
+		g.ShardIndex, g.Shards, g.Sources = i, 3, []string{"x", "y"}
+		for j := range g.Sources {
+			for h := range g.Count(j) {
+				got = append(got, g.Due(j, h))
+			}
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if len(want) != 750 || !slices.Equal(got, want) {
+		t.Errorf("three shards of two sources: %d hits, one process of six: %d (want 750, the same instants)", len(got), len(want))
+	}
+}

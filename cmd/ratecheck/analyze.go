@@ -36,7 +36,8 @@ of results at a time.
 A fleet's run folder (fleet, or fleet --client-cmd) is judged again as
 fleet judged it, by the backoff, ε and seed its run.json recorded: the
 same tables, --json and --junit as fleet (--checks and --window do not
-apply); a capacity run folder, step by step from the schedule in run.json.
+apply); a capacity run folder, step by step from the schedule in run.json,
+and the run folders of every shard of a sharded capacity search together.
 
 Input that holds no request to /api/public/ or /mcp (results of another
 API, or not results at all) is an error.
@@ -85,8 +86,12 @@ func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		if info, err := archive.ReadRunInfo(dir); err == nil && info != nil && info.Fleet != nil {
 			return analyzeFleet(dir, *info, asJSON, junit, stdout, stderr)
 		} else if err == nil && info != nil && len(info.Capacity) > 0 {
-			return analyzeCapacity(dir, asJSON, junit, stdout, stderr)
+			return analyzeCapacity([]string{dir}, asJSON, junit, stdout, stderr)
 		}
+	}
+	// The shards of a sharded capacity search are judged together.
+	if fs.NArg() > 1 && capacityRuns(fs.Args()) {
+		return analyzeCapacity(fs.Args(), asJSON, junit, stdout, stderr)
 	}
 	// On disk, not in memory: a results file of any size is analyzed in
 	// about one window's worth of memory. The collector keeps the heap

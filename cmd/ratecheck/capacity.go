@@ -31,11 +31,20 @@ schedule is the generator's limit (client), never the API's. The run is
 archived as results/<time>-capacity/; analyze re-judges it, compare of two
 capacity runs says how the knee moved. See docs/capacity.md.
 
+--shard i/n runs shard i of the same search sent by n processes in
+lockstep (on machines of their own, each from its own --sources): every
+shard sends 1/n of each step, reports its samples in the shared
+--rendezvous directory and waits for the others', and all judge the merged
+step alike; steps start at agreed times from --start-at. A shard missing
+at a step's end (plus --timeout and --rendezvous-slack) ends the run with
+exit 2. analyze of all the shards' run folders judges them again.
+
 Without --target the embedded reference target is started with a pool of
 10 workers of 20 ms each (capacity 500/s) and a 1 s window.
 
 Exit codes: 0 found (and at or above --expect-rate), 1 below --expect-rate
-or not found, 2 bad usage or too few --sources, 3 target unreachable or
+or not found, 2 bad usage, too few --sources or a shard that did not
+report, 3 target unreachable or
 failing from the start, 4 inconclusive (the generator's limit, a 429, or
 undecided).
 `
@@ -44,6 +53,7 @@ undecided).
 type capacityOptions struct {
 	runFlags
 	capacityOut
+	capacityShard
 	slo, errorBudget, sources   string
 	startRate, maxRate, prec    float64
 	step, warmup, maxStep, wind time.Duration
@@ -98,6 +108,7 @@ func (o *capacityOptions) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.maxLateness, "max-lateness", 10*time.Millisecond, "a step counts only if the p99 of its requests' lateness is within this (negative: off, all lateness charged to the API)")
 	fs.Uint64Var(&o.maxWorkers, "max-workers", 0, "cap on the requests each source has in flight (0: none, the open model)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the model's bootstrap, recorded with the run")
+	o.capacityShard.declare(fs)
 	return fs
 }
 

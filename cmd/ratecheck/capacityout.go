@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/capacity"
 	"github.com/connectbyjbrh/ratecheck/capacity/runner"
 	"github.com/connectbyjbrh/ratecheck/report"
@@ -18,6 +19,7 @@ import (
 // JSON, as JUnit and report.html, with the exit code --expect-rate sets.
 type capacityOut struct {
 	surface, junit, dir, target string
+	shard                       string // "i/n" of a sharded search; "": the whole
 	json, report                bool
 	expectRate                  float64
 	command                     string // "" means capacity
@@ -35,7 +37,11 @@ func (o *capacityOut) print(res capacity.Result, stdout, stderr io.Writer) int {
 		enc.SetIndent("", "  ")
 		err = enc.Encode(res)
 	} else {
-		fmt.Fprintf(stdout, "capacity of %s (%s) · run %s\n", o.target, o.surface, o.dir)
+		shard := ""
+		if o.shard != "" {
+			shard = " · shard " + o.shard + " (the table: all shards)"
+		}
+		fmt.Fprintf(stdout, "capacity of %s (%s)%s · run %s\n", o.target, o.surface, shard, o.dir)
 		err = report.CapacityTable(stdout, res)
 	}
 	if err != nil {
@@ -120,16 +126,21 @@ func capacityNotes(res capacity.Result) []string {
 	return notes
 }
 
-// stepEvents says each judged step on stderr as one line.
-func stepEvents(stderr io.Writer, q string) func(runner.StepDone) {
+// stepEvents says each judged step on stderr as one line; a shard's
+// line says its own share too.
+func stepEvents(stderr io.Writer, q string, shard attack.Shard) func(runner.StepDone) {
 	return func(ev runner.StepDone) {
 		r := ev.Result
 		verdict := r.Verdict
 		if ev.Lengthen {
 			verdict = "undecided, lengthened"
 		}
-		fmt.Fprintf(stderr, "ratecheck capacity: step %d (%s) %.1f/s from %d sources: %s %.1fms [%s, %s] (uncorrected %.1fms), errors %.2f%%, %s\n",
-			ev.Segment.Step, ev.Segment.Phase, r.OfferedRPS, len(ev.Segment.Sources), q, r.QuantileMs,
+		own := ""
+		if g := ev.Segment; shard.Split() {
+			own = fmt.Sprintf(" (shard %v: %.1f/s from %d)", shard, g.PerSourceRPS*float64(len(g.Sources)), len(g.Sources))
+		}
+		fmt.Fprintf(stderr, "ratecheck capacity: step %d (%s) %.1f/s from %d sources%s: %s %.1fms [%s, %s] (uncorrected %.1fms), errors %.2f%%, %s\n",
+			ev.Segment.Step, ev.Segment.Phase, r.OfferedRPS, r.Sources, own, q, r.QuantileMs,
 			report.Bound(r.QuantileLowMs), report.Bound(r.QuantileHighMs), r.UncorrectedQuantileMs, 100*r.ErrorRate, verdict)
 	}
 }

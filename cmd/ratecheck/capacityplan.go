@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/connectbyjbrh/ratecheck/analyze"
 	"io"
 	"strings"
 	"time"
@@ -14,7 +12,6 @@ import (
 	"github.com/connectbyjbrh/ratecheck/capacity/runner"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/refserver"
-	"github.com/connectbyjbrh/ratecheck/report"
 )
 
 // capacityPool is the embedded target's pool in a capacity run: 10
@@ -39,21 +36,31 @@ func (o *capacityOptions) prepare(stderr io.Writer) (*runner.Job, attack.Options
 	}
 	window := o.runFlags.window(o.wind, method.Window, time.Second)
 	so.Limit, so.Window = method.Limit(o.surface), window
-	cfg := embeddedWith(window, 0, 0)
-	cfg.Pool = capacityPool
-	opts, err := o.runFlags.options("capacity", stderr, embeddedTarget(cfg))
+	pool := embeddedWith(window, 0, 0)
+	pool.Pool = capacityPool
+	opts, err := o.runFlags.options("capacity", stderr, embeddedTarget(pool))
 	if err != nil {
 		return fail("%v", err)
 	}
 	opts.Folder, opts.Seed = "capacity", o.seed
-	srcs, err := o.sourceList(so, opts.Target)
-	if err != nil {
+	cfg := runner.Config{Search: so, Surface: o.surface, ThroughLimit: o.throughLimit, Window: window, Timeout: o.timeout,
+		MaxWorkers: o.maxWorkers, ClientVersion: version}
+	if opts.StartAt, err = o.capacityShard.schedule(&cfg, o.runFlags.target); err != nil {
 		return fail("%v", err)
 	}
-	job, err := runner.New(runner.Config{Search: so, Surface: o.surface, Sources: srcs, ThroughLimit: o.throughLimit,
-		Window: window, Timeout: o.timeout, MaxWorkers: o.maxWorkers, ClientVersion: version, Events: stepEvents(stderr, quantileOf(so.Objective.SLO))})
+	if cfg.Shard.Split() {
+		opts.Folder += fmt.Sprintf("-shard%dof%d", cfg.Shard.I, cfg.Shard.N)
+		o.capacityOut.shard = cfg.Shard.String()
+	}
+	if cfg.Sources, err = o.sourceList(so, opts.Target, cfg.Shard); err != nil {
+		return fail("%v", err)
+	}
+	cfg.Events = stepEvents(stderr, quantileOf(so.Objective.SLO), cfg.Shard)
+	job, err := runner.New(cfg)
 	var few *capacity.TooFewSourcesError
 	switch {
+	case errors.As(err, &few) && few.Shards > 1:
+		return fail("--sources: %v; give this shard at least %d addresses, or run more shards, or lower --max-rate", err, few.Need)
 	case errors.As(err, &few):
 		return fail("--sources: %v; give at least %d addresses, or lower --max-rate", err, few.Need)
 	case err != nil:
@@ -62,11 +69,13 @@ func (o *capacityOptions) prepare(stderr io.Writer) (*runner.Job, attack.Options
 	return job, opts, -1
 }
 
-// sourceList is the source addresses of the search: --sources, or on a
-// loopback target as many 127.0.x.y as the highest rate needs, or the
-// system's own address for a remote target that needs only one.
-func (o *capacityOptions) sourceList(so capacity.Options, target string) ([]string, error) {
-	need := capacity.SourcesNeeded(so.MaxRate, so.Limit, so.Window, so.Share)
+// sourceList is the source addresses of the search (of shard s's share
+// of it): --sources, or on a loopback target as many 127.0.x.y as the
+// highest rate needs (the shard's own of them), or the system's own
+// address for a remote target that needs only one.
+func (o *capacityOptions) sourceList(so capacity.Options, target string, s attack.Shard) ([]string, error) {
+	n := max(s.N, 1)
+	need := (capacity.SourcesNeeded(so.MaxRate, so.Limit, so.Window, so.Share) + n - 1) / n // a shard's
 	if o.throughLimit {
 		need = 1
 	}
@@ -80,62 +89,15 @@ func (o *capacityOptions) sourceList(so capacity.Options, target string) ([]stri
 		return srcs, nil
 	}
 	if target == "" || attack.IsLoopback(target) {
-		return capacity.LoopbackSources(need)
+		return shardSources(need*n, s)
 	}
-	if need > 1 {
+	switch {
+	case need > 1 && n > 1:
+		return nil, fmt.Errorf("--sources: %g requests per second over %d shards need %d source addresses a shard (each at most half its limit of %d per %v), and none are given; give this shard at least %d addresses, or run more shards, or lower --max-rate",
+			so.MaxRate, n, need, so.Limit, so.Window, need)
+	case need > 1:
 		return nil, fmt.Errorf("--sources: %g requests per second need %d source addresses (each at most half its limit of %d per %v), and none are given; give at least %d addresses, or lower --max-rate",
 			so.MaxRate, need, so.Limit, so.Window, need)
 	}
 	return []string{""}, nil
-}
-
-// analyzeCapacity judges a capacity run folder again from its archive.
-func analyzeCapacity(dir string, asJSON bool, junit string, stdout, stderr io.Writer) int {
-	info, res, err := runner.Replay(dir)
-	if err != nil {
-		fmt.Fprintf(stderr, "ratecheck analyze: %v\n", err)
-		return exitUsage
-	}
-	run, _, _ := runner.ReadInfo(dir)
-	o := capacityOut{surface: info.Surface, junit: junit, dir: dir, target: run.Target, json: asJSON, command: "analyze"}
-	return o.print(res, stdout, stderr)
-}
-
-// compareCapacity compares the knees of two capacity run folders.
-func compareCapacity(paths []string, asJSON bool, stdout, stderr io.Writer) int {
-	var sums [2]analyze.KneeSummary
-	for i, p := range paths {
-		_, res, err := runner.Replay(p)
-		if err != nil {
-			fmt.Fprintf(stderr, "ratecheck compare: %v\n", err)
-			return exitUsage
-		}
-		sums[i] = analyze.KneeSummary{Run: p, Verdict: res.Verdict, KneeRPS: res.KneeRPS, LowRPS: res.KneeLowRPS, HighRPS: res.KneeHighRPS}
-	}
-	c := analyze.CompareKnees(sums[0], sums[1])
-	var err error
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(c)
-	} else {
-		err = report.KneeCompareTable(stdout, c)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "ratecheck compare: writing the comparison: %v\n", err)
-		return exitUsage
-	}
-	switch c.Verdict {
-	case analyze.Pass:
-		return exitOK
-	case analyze.Fail:
-		return exitCheckFailed
-	}
-	return exitInconclusive
-}
-
-// isCapacityRun reports whether path is a capacity run's folder.
-func isCapacityRun(path string) bool {
-	_, _, err := runner.ReadInfo(path)
-	return err == nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -27,84 +28,78 @@ Arguments after -- are passed to every shard's attack, such as
 
   ratecheck k8s-job --profile profiles/capacity.yaml --shards 3 --target http://api.internal | kubectl apply -f -
 
+--capacity prints instead the Job of a knee search sharded over N pods in
+lockstep: pod i runs "ratecheck capacity --shard i/N" from its own address
+and meets the others after every step in /results/<name>/rendezvous; the
+search's flags (--slo among them) go after --. Each pod sends from one
+address, so every step's addresses must fit the shards: a search whose
+--max-rate needs more is refused. Without --target the reference target
+is deployed with a pool of 10 workers of 20 ms (500/s).
+
+  ratecheck k8s-job --capacity --shards 6 --window 1s -- --slo 'p99<=100ms' --max-rate 700 | kubectl apply -f -
+
 deploy/kubernetes/README.md has the image to build, and the commands to
 wait for the Job, copy the run folders out and merge them with analyze.
 
 Exit codes: 0 printed, 2 bad usage or profile (one a shard would refuse:
-its ceilings are checked per shard), 130 or 143 interrupted (SIGINT or
-SIGTERM).
+its ceilings are checked per shard), or with --capacity a search a shard
+would refuse, 130 or 143 interrupted (SIGINT or SIGTERM).
 `
 
 func runK8sJob(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
 		profile, image, target, name, namespace, claim, claimSize, startAt, shardsArg string
 		window, startIn                                                               time.Duration
+		search                                                                        bool
 	)
-	fs := newFlagSet("k8s-job", "--profile FILE --shards N [flags] [-- attack flags]", k8sJobHelp, stderr)
-	fs.StringVar(&profile, "profile", "", "scenario `file` (required)")
+	fs := newFlagSet("k8s-job", "--profile FILE --shards N [flags] [-- attack flags]\n       ratecheck k8s-job --capacity --shards N [flags] -- --slo OBJECTIVE [capacity flags]", k8sJobHelp, stderr)
+	fs.StringVar(&profile, "profile", "", "scenario `file` (required, but with --capacity)")
+	fs.BoolVar(&search, "capacity", false, "run the knee search (ratecheck capacity --shard i/N, the shards in lockstep) instead of an attack: no --profile; its flags after --")
 	fs.StringVar(&shardsArg, "shards", "", "`number` of shards, one pod each, 1 to 1000 (required)")
 	fs.StringVar(&image, "image", "ratecheck:"+version, "container `image` with ratecheck on PATH (see deploy/kubernetes/Dockerfile)")
 	fs.StringVar(&target, "target", "", "base `URL` the shards attack (default: deploy the reference target alongside)")
-	fs.StringVar(&name, "name", "", "name of the Job, prefix of every object (default: ratecheck-<profile name>)")
+	fs.StringVar(&name, "name", "", "name of the Job, prefix of every object (default: ratecheck-<profile name>, or ratecheck-knee with --capacity)")
 	fs.StringVar(&namespace, "namespace", "", "namespace of every object (default: kubectl's)")
 	fs.StringVar(&claim, "claim", "", "existing PersistentVolumeClaim for the results (default: create <name>-results, ReadWriteMany)")
 	fs.StringVar(&claimSize, "claim-size", "1Gi", "size of the claim created when --claim is not given")
-	fs.DurationVar(&window, "window", 0, "the run's window (default: the profile's)")
+	fs.DurationVar(&window, "window", 0, "the run's window (default: the profile's; with --capacity the documented 60s)")
 	fs.DurationVar(&startIn, "start-in", 2*time.Minute, "start the shards this long after now (time to apply, schedule and pull the image)")
 	fs.StringVar(&startAt, "start-at", "", "start the shards at this RFC 3339 `instant` instead of --start-in")
 	if code := parseArgs(fs, args); code >= 0 {
 		return code
 	}
 	extra := fs.Args()
-	if profile == "" {
-		return usageErr(stderr, "k8s-job", "--profile is required")
-	}
 	shards, err := parseShards(shardsArg)
-	if err != nil {
-		return usageErr(stderr, "k8s-job", "%v", err)
+	if err == nil && (window < 0 || startIn < 0) {
+		err = errors.New("--window and --start-in must not be negative")
 	}
-	if window < 0 || startIn < 0 {
-		return usageErr(stderr, "k8s-job", "--window and --start-in must not be negative")
-	}
-	if err := checkPassed(extra); err != nil {
-		return usageErr(stderr, "k8s-job", "%v", err)
+	if err == nil {
+		err = checkPassed(extra, search)
 	}
 	start := time.Now().Add(startIn).Truncate(time.Second)
-	if startAt != "" {
-		if start, err = parseInstant("--start-at", startAt); err != nil {
-			return usageErr(stderr, "k8s-job", "%v", err)
-		}
+	if err == nil && startAt != "" {
+		start, err = parseInstant("--start-at", startAt)
 	}
-	if target != "" {
-		if target, err = checkTarget(target); err != nil {
-			return usageErr(stderr, "k8s-job", "%v", err)
-		}
+	if err == nil && target != "" {
+		target, err = checkTarget(target)
 	}
-	text, err := scenario.ReadProfile(profile)
 	if err != nil {
-		return usageErr(stderr, "k8s-job", "--profile: %v", err)
-	}
-	prof, err := scenario.ParseProfile(profile, text)
-	if err != nil {
-		fmt.Fprintf(stderr, "ratecheck k8s-job: %v\n", err)
-		return exitUsage
-	}
-	if names := append(prof.HeaderCredentials(), scenario.QueryCredentials(prof)...); len(names) > 0 {
-		return usageErr(stderr, "k8s-job", "%s carries credentials (%s): a ConfigMap is no place for them", profile, strings.Join(names, ", "))
-	}
-	if err := checkShards(prof, profile, window, shards, extra); err != nil {
 		return usageErr(stderr, "k8s-job", "%v", err)
 	}
-	if name == "" {
-		name = kubernetes.DefaultName(prof.Name)
+	o := kubernetes.Options{Name: name, Namespace: namespace, Shards: shards, Image: image, Target: target, Window: window,
+		StartAt: start, Claim: claim, NewClaim: claim == "", ClaimSize: claimSize, Args: extra}
+	if search {
+		err = capacityJob(&o, profile)
+	} else {
+		err = profileJob(&o, profile)
 	}
-	newClaim := claim == ""
-	if newClaim {
-		claim = name + "-results"
+	if err == nil && o.NewClaim {
+		o.Claim = o.Name + "-results"
 	}
-	o := kubernetes.Options{Name: name, Namespace: namespace, ProfileFile: filepath.Base(profile), Profile: text,
-		Shards: shards, Image: image, Target: target, Window: window, StartAt: start, Claim: claim, NewClaim: newClaim, ClaimSize: claimSize, Args: extra}
-	if err := o.Check(); err != nil {
+	if err == nil {
+		err = o.Check()
+	}
+	if err != nil {
 		return usageErr(stderr, "k8s-job", "%v", err)
 	}
 	if err := kubernetes.Write(stdout, o); err != nil {
@@ -112,4 +107,31 @@ func runK8sJob(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	return exitOK
+}
+
+// profileJob sets the profile of the attack's Job o, and its default
+// name, refusing a profile with credentials or one a shard would refuse.
+func profileJob(o *kubernetes.Options, profile string) error {
+	if profile == "" {
+		return errors.New("--profile is required")
+	}
+	text, err := scenario.ReadProfile(profile)
+	if err != nil {
+		return fmt.Errorf("--profile: %v", err)
+	}
+	prof, err := scenario.ParseProfile(profile, text)
+	if err != nil {
+		return err
+	}
+	if names := append(prof.HeaderCredentials(), scenario.QueryCredentials(prof)...); len(names) > 0 {
+		return fmt.Errorf("%s carries credentials (%s): a ConfigMap is no place for them", profile, strings.Join(names, ", "))
+	}
+	if err := checkShards(prof, profile, o.Window, o.Shards, o.Args); err != nil {
+		return err
+	}
+	if o.Name == "" {
+		o.Name = kubernetes.DefaultName(prof.Name)
+	}
+	o.ProfileFile, o.Profile = filepath.Base(profile), text
+	return nil
 }

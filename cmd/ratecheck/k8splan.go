@@ -35,11 +35,15 @@ func parseShards(s string) (int, error) {
 }
 
 // checkPassed refuses, among the arguments after --, a flag k8s-job sets
-// itself.
-func checkPassed(extra []string) error {
+// itself (in a capacity search's pods, when search).
+func checkPassed(extra []string, search bool) error {
+	own := []string{"profile", "target", "shard", "start-at", "sources", "out", "window"}
+	if search {
+		own = append(own, "rendezvous")
+	}
 	for _, a := range extra {
 		flagName, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if strings.HasPrefix(a, "-") && slices.Contains([]string{"profile", "target", "shard", "start-at", "sources", "out", "window"}, flagName) {
+		if strings.HasPrefix(a, "-") && slices.Contains(own, flagName) {
 			return fmt.Errorf("after --: %s is set by k8s-job itself (use its own flag, if it has one)", a)
 		}
 	}

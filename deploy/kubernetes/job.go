@@ -43,10 +43,23 @@ type Options struct {
 	Claim     string
 	NewClaim  bool
 	ClaimSize string
-	// Args are extra arguments for every shard's attack, such as
+	// Args are extra arguments for every shard's command, such as
 	// --max-rate 5000.
 	Args []string
+	// Capacity makes every pod a shard of the knee search ("ratecheck
+	// capacity --shard i/n"), meeting the others in rendezvousDir on the
+	// claim, instead of a shard of an attack: no profile (ProfileFile and
+	// Profile are unused, and no ConfigMap is written); Args carry the
+	// search's flags.
+	Capacity bool
+	// TargetArgs are extra arguments of the deployed reference target's
+	// serve, such as a worker pool of known capacity for a search.
+	TargetArgs []string
 }
+
+// rendezvousDir is the folder, under the Job's folder on the claim, where
+// the shards of a capacity search meet after every step.
+const rendezvousDir = "rendezvous"
 
 // Limits on the free-form options: each is written into the manifests by
 // the YAML encoder, so none can add an object, but a line break or a
@@ -93,9 +106,9 @@ func (o Options) Check() error {
 		return fmt.Errorf("--image %q: want an image reference such as registry.example.com/ratecheck:v1", o.Image)
 	case len(o.Claim) > 63 || !dnsLabel.MatchString(o.Claim):
 		return fmt.Errorf("--claim %q is not a valid PersistentVolumeClaim name", o.Claim)
-	case !configKey.MatchString(o.ProfileFile):
+	case !o.Capacity && !configKey.MatchString(o.ProfileFile):
 		return fmt.Errorf("profile file name %q cannot be a ConfigMap key: rename it to letters, digits, '-', '_' and '.'", o.ProfileFile)
-	case !utf8.Valid(o.Profile):
+	case !o.Capacity && !utf8.Valid(o.Profile):
 		return fmt.Errorf("the profile is not UTF-8 text: a ConfigMap's data cannot hold it")
 	case o.StartAt.IsZero():
 		return fmt.Errorf("no start instant")
@@ -103,8 +116,8 @@ func (o Options) Check() error {
 		return fmt.Errorf("--image %s: want an image reference such as registry.example.com/ratecheck:v1", quote(o.Image))
 	case o.NewClaim && !quantity.MatchString(o.ClaimSize):
 		return fmt.Errorf("--claim-size %s: want a storage size such as 1Gi or 500Mi", quote(o.ClaimSize))
-	case len(o.Args) > maxArgs:
-		return fmt.Errorf("%d extra arguments: want at most %d", len(o.Args), maxArgs)
+	case len(o.Args) > maxArgs || len(o.TargetArgs) > maxArgs:
+		return fmt.Errorf("%d extra arguments: want at most %d", max(len(o.Args), len(o.TargetArgs)), maxArgs)
 	}
 	if o.Target != "" {
 		if err := redact.CheckBaseURL(o.Target); err != nil {
@@ -114,7 +127,7 @@ func (o Options) Check() error {
 			return fmt.Errorf("--target: want a base URL such as http://127.0.0.1:8080, without spaces or control characters")
 		}
 	}
-	for _, a := range o.Args {
+	for _, a := range append(o.Args[:len(o.Args):len(o.Args)], o.TargetArgs...) {
 		if !printable(a, maxArgLen) {
 			return fmt.Errorf("extra argument %s: want at most %d characters, none of them a line break or control character", quote(a), maxArgLen)
 		}
@@ -155,8 +168,8 @@ func quote(s string) string {
 }
 
 // Write writes the manifests, as YAML documents, to w: the profile's
-// ConfigMap, the claim if new, the reference target if no Target is set,
-// and the Job.
+// ConfigMap (not for a capacity search), the claim if new, the reference
+// target if no Target is set, and the Job.
 func Write(w io.Writer, o Options) error {
 	if err := o.Check(); err != nil {
 		return err
@@ -170,9 +183,12 @@ func Write(w io.Writer, o Options) error {
 		return objectMeta{Name: name, Namespace: o.Namespace, Labels: l}
 	}
 	var docs []any
-	cm := o.Name + "-profile"
-	docs = append(docs, configMap{APIVersion: "v1", Kind: "ConfigMap", Metadata: meta(cm, "profile"),
-		Data: map[string]string{o.ProfileFile: string(o.Profile)}})
+	cm := "" // no profile for a capacity search
+	if !o.Capacity {
+		cm = o.Name + "-profile"
+		docs = append(docs, configMap{APIVersion: "v1", Kind: "ConfigMap", Metadata: meta(cm, "profile"),
+			Data: map[string]string{o.ProfileFile: string(o.Profile)}})
+	}
 	if o.NewClaim {
 		docs = append(docs, claim{APIVersion: "v1", Kind: "PersistentVolumeClaim", Metadata: meta(o.Claim, "results"),
 			Spec: claimSpec{AccessModes: []string{"ReadWriteMany"}, Resources: claimResources{Requests: map[string]string{"storage": o.ClaimSize}}}})
@@ -184,8 +200,12 @@ func Write(w io.Writer, o Options) error {
 	// Every value goes through the YAML encoder, the header comment too:
 	// it holds only numbers and an instant, never a name, a target or an
 	// argument (those are in the objects, quoted as the encoder sees fit).
-	header := fmt.Sprintf("ratecheck k8s-job: %d shards, starting at %s.\nApply before then: kubectl apply -f THIS_FILE. Merge: see deploy/kubernetes/README.md.",
-		o.Shards, o.StartAt.UTC().Format(time.RFC3339))
+	what := "shards"
+	if o.Capacity {
+		what = "shards of a capacity search"
+	}
+	header := fmt.Sprintf("ratecheck k8s-job: %d %s, starting at %s.\nApply before then: kubectl apply -f THIS_FILE. Merge: see deploy/kubernetes/README.md.",
+		o.Shards, what, o.StartAt.UTC().Format(time.RFC3339))
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)
 	for i, d := range docs {
@@ -216,6 +236,7 @@ func targetObjects(o Options, meta func(name, component string) objectMeta) (str
 		if o.Window > 0 {
 			args = append(args, "--window", o.Window.String())
 		}
+		args = append(args, o.TargetArgs...)
 		tm := meta(svc, "target")
 		docs = append(docs,
 			deployment{APIVersion: "apps/v1", Kind: "Deployment", Metadata: tm, Spec: deploymentSpec{
@@ -231,21 +252,38 @@ func targetObjects(o Options, meta func(name, component string) objectMeta) (str
 	return target, docs
 }
 
-// shardJob is the Indexed Job of o.Shards pods, each one shard of the
-// attack on target, with the profile of ConfigMap cm.
-func shardJob(o Options, jm objectMeta, target, cm string) job {
-	args := []string{"attack",
-		"--profile", path.Join("/etc/ratecheck", o.ProfileFile),
-		"--target", kubeletLiteral(target),
-		"--shard", fmt.Sprintf("$(JOB_COMPLETION_INDEX)/%d", o.Shards),
-		"--start-at", o.StartAt.UTC().Format(time.RFC3339Nano),
-		"--sources", "own",
-		"--out", path.Join(resultsDir, o.Name)}
+// shardArgs are the arguments of pod $(JOB_COMPLETION_INDEX)'s ratecheck:
+// one shard of the attack, or of the capacity search, on target.
+func shardArgs(o Options, target string) []string {
+	shard := fmt.Sprintf("$(JOB_COMPLETION_INDEX)/%d", o.Shards)
+	at := o.StartAt.UTC().Format(time.RFC3339Nano)
+	out := path.Join(resultsDir, o.Name)
+	args := []string{"attack", "--profile", path.Join("/etc/ratecheck", o.ProfileFile), "--target", kubeletLiteral(target),
+		"--shard", shard, "--start-at", at, "--sources", "own", "--out", out}
+	if o.Capacity {
+		args = []string{"capacity", "--target", kubeletLiteral(target), "--shard", shard, "--start-at", at,
+			"--rendezvous", path.Join(out, rendezvousDir), "--out", out}
+	}
 	if o.Window > 0 {
 		args = append(args, "--window", o.Window.String())
 	}
 	for _, a := range o.Args {
 		args = append(args, kubeletLiteral(a))
+	}
+	return args
+}
+
+// shardJob is the Indexed Job of o.Shards pods, each one shard of the
+// attack (with the profile of ConfigMap cm) or of the capacity search
+// (cm empty) on target.
+func shardJob(o Options, jm objectMeta, target, cm string) job {
+	mounts := []volumeMount{{Name: "results", MountPath: resultsDir}}
+	volumes := []volume{{Name: "results", PersistentVolumeClaim: &claimVolume{ClaimName: o.Claim}}}
+	name := "capacity"
+	if cm != "" {
+		name = "attack"
+		mounts = append([]volumeMount{{Name: "profile", MountPath: "/etc/ratecheck", ReadOnly: true}}, mounts...)
+		volumes = append([]volume{{Name: "profile", ConfigMap: &configMapVolume{Name: cm}}}, volumes...)
 	}
 	zero := 0
 	return job{APIVersion: "batch/v1", Kind: "Job", Metadata: jm, Spec: jobSpec{
@@ -259,13 +297,11 @@ func shardJob(o Options, jm objectMeta, target, cm string) job {
 			// Spread the shards over nodes: more machines, more addresses.
 			TopologySpreadConstraints: []spread{{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname",
 				WhenUnsatisfiable: "ScheduleAnyway", LabelSelector: selector{MatchLabels: jm.Labels}}},
-			Containers: []container{{Name: "attack", Image: o.Image, Command: []string{"ratecheck"}, Args: args,
+			Containers: []container{{Name: name, Image: o.Image, Command: []string{"ratecheck"}, Args: shardArgs(o, target),
 				Env: []envVar{{Name: "JOB_COMPLETION_INDEX", ValueFrom: &envSource{FieldRef: fieldRef{
 					FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}},
-				VolumeMounts: []volumeMount{{Name: "profile", MountPath: "/etc/ratecheck", ReadOnly: true}, {Name: "results", MountPath: resultsDir}}}},
-			Volumes: []volume{
-				{Name: "profile", ConfigMap: &configMapVolume{Name: cm}},
-				{Name: "results", PersistentVolumeClaim: &claimVolume{ClaimName: o.Claim}}}}}}}
+				VolumeMounts: mounts}},
+			Volumes: volumes}}}}
 }
 
 // kubeletLiteral escapes s for a container's args, where the kubelet

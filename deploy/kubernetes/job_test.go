@@ -102,6 +102,13 @@ func TestManifest(t *testing.T) {
 			o.Shards, o.Window, o.Args = 1, 6*time.Second, []string{"--max-rate", "5000"}
 		}},
 		{"many shards", func(o *Options) { o.Shards = 50 }},
+		{"capacity search", func(o *Options) {
+			o.Capacity, o.Name, o.ProfileFile, o.Profile, o.Args = true, "ratecheck-knee", "", nil, []string{"--slo", "p99<=100ms"}
+			o.TargetArgs = []string{"--workers", "10", "--service", "20ms"}
+		}},
+		{"capacity search of a remote target", func(o *Options) {
+			o.Capacity, o.Target, o.Window = true, "https://api.example.com", time.Second
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := options()
@@ -111,7 +118,7 @@ func TestManifest(t *testing.T) {
 				t.Fatal(err)
 			}
 			o := decode(t, b.Bytes())
-			if o.configMap == nil || o.job == nil || (o.claim != nil) != opts.NewClaim || (o.deployment != nil) != (opts.Target == "") || (o.service != nil) != (opts.Target == "") {
+			if (o.configMap == nil) != opts.Capacity || o.job == nil || (o.claim != nil) != opts.NewClaim || (o.deployment != nil) != (opts.Target == "") || (o.service != nil) != (opts.Target == "") {
 				t.Fatalf("objects %+v for %+v", o, opts)
 			}
 			checkMeta := func(kind, name, namespace string, labels map[string]string) {
@@ -127,9 +134,11 @@ func TestManifest(t *testing.T) {
 					}
 				}
 			}
-			checkMeta("ConfigMap", o.configMap.Name, o.configMap.Namespace, o.configMap.Labels)
-			if string(o.configMap.Data[opts.ProfileFile]) != string(opts.Profile) {
-				t.Errorf("ConfigMap data %v does not hold the profile as %s", o.configMap.Data, opts.ProfileFile)
+			if o.configMap != nil {
+				checkMeta("ConfigMap", o.configMap.Name, o.configMap.Namespace, o.configMap.Labels)
+				if string(o.configMap.Data[opts.ProfileFile]) != string(opts.Profile) {
+					t.Errorf("ConfigMap data %v does not hold the profile as %s", o.configMap.Data, opts.ProfileFile)
+				}
 			}
 			if o.claim != nil {
 				checkMeta("PersistentVolumeClaim", o.claim.Name, o.claim.Namespace, o.claim.Labels)
@@ -155,6 +164,15 @@ func TestManifest(t *testing.T) {
 			checkPod("Job", t, pod, o, opts)
 			args := strings.Join(c.Args, " ")
 			want := "attack --profile /etc/ratecheck/" + opts.ProfileFile
+			if opts.Capacity {
+				want = "capacity --target "
+				if !strings.Contains(args, " --rendezvous /results/"+opts.Name+"/rendezvous ") || strings.Contains(args, "--sources") || len(pod.Volumes) != 1 {
+					t.Errorf("args %q, volumes %+v: want the rendezvous on the claim, each pod's own address, no profile", args, pod.Volumes)
+				}
+				if d := o.deployment; d != nil && !strings.HasSuffix(strings.Join(d.Spec.Template.Spec.Containers[0].Args, " "), strings.Join(opts.TargetArgs, " ")) {
+					t.Errorf("target args %q, want them to end with %q", d.Spec.Template.Spec.Containers[0].Args, opts.TargetArgs)
+				}
+			}
 			if !strings.HasPrefix(args, want) || !strings.Contains(args, " --shard $(JOB_COMPLETION_INDEX)/"+strconv.Itoa(opts.Shards)+" ") ||
 				!strings.Contains(args, " --start-at 2026-11-30T09:00:00Z ") || !strings.Contains(args, " --out /results/"+opts.Name) {
 				t.Errorf("args %q", args)
@@ -246,6 +264,33 @@ func TestManifestGolden(t *testing.T) {
 	}
 }
 
+// TestCapacityManifestGolden pins the manifests of a capacity search
+// against the reference target deployed alongside with a worker pool.
+func TestCapacityManifestGolden(t *testing.T) {
+	opts := options()
+	opts.Name, opts.Claim, opts.Capacity, opts.ProfileFile, opts.Profile = "ratecheck-knee", "ratecheck-knee-results", true, "", nil
+	opts.Window = time.Second
+	opts.TargetArgs = []string{"--workers", "10", "--service", "20ms", "--queue", "1000"}
+	opts.Args = []string{"--slo", "p99<=100ms", "--start-rate", "100", "--max-rate", "360"}
+	var b bytes.Buffer
+	if err := Write(&b, opts); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "knee-3.golden.yaml")
+	if *update {
+		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != string(want) {
+		t.Errorf("manifests differ from %s (go test -update to accept):\n%s", golden, b.String())
+	}
+}
+
 func TestCheck(t *testing.T) {
 	for _, tc := range []struct {
 		change func(*Options)
@@ -266,6 +311,8 @@ func TestCheck(t *testing.T) {
 		{func(o *Options) { o.Args = []string{"--header", "X: y\n---\nkind: Secret"} }, `extra argument "X: y\n---\nkind: Secret": want at most 1024 characters`},
 		{func(o *Options) { o.Args = []string{"\u202e"} }, `extra argument "\u202e"`},
 		{func(o *Options) { o.Args = make([]string, 65) }, `65 extra arguments: want at most 64`},
+		{func(o *Options) { o.TargetArgs = []string{"--queue", "1\n---\nkind: Secret"} }, `extra argument "1\n---\nkind: Secret"`},
+		{func(o *Options) { o.Capacity, o.ProfileFile, o.Image = true, "", "" }, `--image "": want an image reference`},
 	} {
 		opts := options()
 		tc.change(&opts)

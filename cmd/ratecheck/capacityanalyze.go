@@ -1,0 +1,74 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/capacity/runner"
+	"github.com/connectbyjbrh/ratecheck/report"
+)
+
+// analyzeCapacity judges a capacity run folder again from its archive, or
+// the folders of every shard of a sharded search together.
+func analyzeCapacity(dirs []string, asJSON bool, junit string, stdout, stderr io.Writer) int {
+	info, res, err := runner.Replay(dirs...)
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecheck analyze: %v\n", err)
+		return exitUsage
+	}
+	run, _, _ := runner.ReadInfo(dirs[0])
+	o := capacityOut{surface: info.Surface, junit: junit, dir: strings.Join(dirs, ", "), target: run.Target, json: asJSON, command: "analyze"}
+	return o.print(res, stdout, stderr)
+}
+
+// compareCapacity compares the knees of two capacity run folders.
+func compareCapacity(paths []string, asJSON bool, stdout, stderr io.Writer) int {
+	var sums [2]analyze.KneeSummary
+	for i, p := range paths {
+		_, res, err := runner.Replay(p)
+		if err != nil {
+			fmt.Fprintf(stderr, "ratecheck compare: %v\n", err)
+			return exitUsage
+		}
+		sums[i] = analyze.KneeSummary{Run: p, Verdict: res.Verdict, KneeRPS: res.KneeRPS, LowRPS: res.KneeLowRPS, HighRPS: res.KneeHighRPS}
+	}
+	c := analyze.CompareKnees(sums[0], sums[1])
+	var err error
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(c)
+	} else {
+		err = report.KneeCompareTable(stdout, c)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecheck compare: writing the comparison: %v\n", err)
+		return exitUsage
+	}
+	switch c.Verdict {
+	case analyze.Pass:
+		return exitOK
+	case analyze.Fail:
+		return exitCheckFailed
+	}
+	return exitInconclusive
+}
+
+// isCapacityRun reports whether path is a capacity run's folder.
+func isCapacityRun(path string) bool {
+	_, _, err := runner.ReadInfo(path)
+	return err == nil
+}
+
+// capacityRuns reports whether every path is a capacity run's folder.
+func capacityRuns(paths []string) bool {
+	for _, p := range paths {
+		if !isCapacityRun(p) {
+			return false
+		}
+	}
+	return len(paths) > 0
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/capacity"
+	"github.com/connectbyjbrh/ratecheck/deploy/kubernetes"
+	"github.com/connectbyjbrh/ratecheck/method"
+)
+
+// capacityJob makes o the Job of a capacity search: no profile, the
+// reference target (when deployed) with the pool of capacity's embedded
+// target, and the search's flags checked as every shard will read them.
+func capacityJob(o *kubernetes.Options, profile string) error {
+	if profile != "" {
+		return errors.New("--profile is for an attack: a --capacity search has none (its flags go after --)")
+	}
+	if err := checkCapacityShards(o.Args, o.Shards, o.Window); err != nil {
+		return err
+	}
+	if o.Name == "" {
+		o.Name = kubernetes.DefaultName("knee")
+	}
+	p := capacityPool
+	o.Capacity = true
+	o.TargetArgs = []string{"--workers", fmt.Sprint(p.Workers), "--service", p.ServiceMin.String(), "--queue", fmt.Sprint(p.Queue)}
+	return nil
+}
+
+// checkCapacityShards refuses a search that every shard would refuse: the
+// flags after -- as capacity reads them, and a highest rate that needs
+// more source addresses than the shards have, one a pod.
+func checkCapacityShards(extra []string, shards int, window time.Duration) error {
+	c := capacityOptions{runFlags: runFlags{abortAt: "0", mcpRevision: "auto"}}
+	fs := c.flagSet(io.Discard)
+	if err := fs.Parse(extra); err != nil {
+		return fmt.Errorf("after --: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("after --: unexpected argument %q", fs.Arg(0))
+	}
+	so, err := c.search()
+	if err != nil {
+		return fmt.Errorf("after --: %v", err)
+	}
+	if c.surface != method.REST && c.surface != method.MCP {
+		return fmt.Errorf("after --: --surface %q: want rest or mcp", c.surface)
+	}
+	if window == 0 {
+		window = method.Window
+	}
+	limit := method.Limit(c.surface)
+	so.Limit, so.Window, so.Shards, so.Sources = limit, window, shards, shards // one address a pod
+	if c.throughLimit {
+		so.Limit, so.Window = 0, 0
+	}
+	_, err = capacity.NewSearch(so)
+	var few *capacity.TooFewSourcesError
+	switch {
+	case errors.As(err, &few):
+		need := capacity.SourcesNeeded(so.MaxRate, limit, window, 0)
+		most := float64(shards) * float64(limit) / window.Seconds() / 2 // half the limit an address
+		return fmt.Errorf("--max-rate %g needs %d source addresses (each at most half its limit of %d per %v), %d for each of the %d shards, but a pod sends from its one address: pass -- --max-rate %g or lower, or --shards %d",
+			so.MaxRate, need, limit, window, few.Need, shards, most, need)
+	case err != nil:
+		return fmt.Errorf("after --: %v", err)
+	}
+	return nil
+}

@@ -41,3 +41,54 @@ func TestFreshStartSpentOnBothSurfaces(t *testing.T) {
 		})
 	}
 }
+
+// refuseAll is a limiter that admits nothing.
+type refuseAll struct{}
+
+func (refuseAll) allow(string, int64) bool { return false }
+
+// TestNothingAdmittedIsNoSpentBudget: a target that refuses every request
+// has its first burst refused before L were admitted, as a spent budget
+// would; but probes a window after the run began, whose window no request
+// sent before the run can be in and that provably held fewer than L, are
+// refused too: the onset fails (the limit is not honoured) and the rest
+// stays inconclusive, saying why. Where the timing proves no such probe,
+// the onset stays inconclusive; a correct limiter with a spent budget
+// admits again, and is never failed.
+func TestNothingAdmittedIsNoSpentBudget(t *testing.T) {
+	t.Parallel()
+	onsetOf := func(rep *Report, surface string) Check {
+		for _, s := range rep.Verdict.Surfaces {
+			for _, c := range s.Checks {
+				if s.Surface == surface && c.Name == "onset" {
+					return c
+				}
+			}
+		}
+		return Check{}
+	}
+	rep := judge(simulate(server{refuseAll{}, refuseAll{}, perAddress}, quiet))
+	if got := failed(rep); len(got) != 2 || got[0] != "rest/onset" || got[1] != "mcp/onset" {
+		t.Errorf("failed %v, want rest/onset and mcp/onset", got)
+	}
+	for _, s := range rep.Verdict.Surfaces {
+		if c := onsetOf(rep, s.Surface); !strings.Contains(c.Detail, "nothing was admitted in the whole run") || !strings.Contains(c.Detail, "the limit is not honoured") {
+			t.Errorf("%s onset: %s", s.Surface, c.Detail)
+		}
+		if s.ObservedLimit == nil || *s.ObservedLimit != 0 || s.Model != familyUnknown {
+			t.Errorf("%s: observed_limit %v, model %s, want 0 and unknown", s.Surface, s.ObservedLimit, s.Model)
+		}
+		for _, c := range s.Checks {
+			if c.Name != "onset" && (c.Verdict != Inconclusive || !strings.Contains(c.Detail, "which a budget spent before the run does not explain (see onset)")) {
+				t.Errorf("%s/%s %s: %s", s.Surface, c.Name, c.Verdict, c.Detail)
+			}
+		}
+	}
+	// Latency of a window blurs every probe: nothing is proven.
+	rep = judge(simulate(server{refuseAll{}, refuseAll{}, perAddress}, func(int) time.Duration { return synthW }))
+	for _, s := range rep.Verdict.Surfaces {
+		if s.Verdict != Inconclusive || !strings.Contains(s.Missing, "budget was already spent") {
+			t.Errorf("blurred: %s %s, missing %q, want inconclusive naming the spent budget", s.Surface, s.Verdict, s.Missing)
+		}
+	}
+}

@@ -206,7 +206,11 @@ func contradictsFit(verdict, detail string) string {
 func logVerdict(t *testing.T, v verdictJSON) {
 	t.Helper()
 	for _, s := range v.Surfaces {
-		t.Logf("%s: %s, model %s ×%d decided %v alternatives %v, observed %v", s.Surface, s.Verdict, s.Model, s.Replicas, s.Decided, s.Alternatives, s.ObservedLimit)
+		observed := "null"
+		if s.ObservedLimit != nil {
+			observed = fmt.Sprint(*s.ObservedLimit)
+		}
+		t.Logf("%s: %s, model %s ×%d decided %v alternatives %v, observed_limit %s", s.Surface, s.Verdict, s.Model, s.Replicas, s.Decided, s.Alternatives, observed)
 		for _, c := range s.Checks {
 			t.Logf("  %s %s: %s", c.Name, c.Verdict, c.Detail)
 		}

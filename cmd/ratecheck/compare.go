@@ -18,10 +18,10 @@ Compare a run with a baseline run, for capacity planning and release gates:
 side by side per surface, request rate, throughput, latency percentiles,
 observed limit, limiter model and verdict.
 
-It exits 1 when something regressed: a verdict that went from pass to fail,
-an observed limit or a limiter model that changed, a surface missing from
-the run (all exact), or a p99 that rose by more than --max-p99-increase
-beyond what chance explains. The p99 of a few hundred requests is a
+It exits 1 when something regressed: a verdict that went from pass to
+fail or inconclusive, an observed limit or a limiter model that changed, a
+surface missing from the run (all exact), or a p99 that rose by more than
+--max-p99-increase beyond what chance explains. The p99 of a few hundred requests is a
 handful of them, often sent at one moment (a burst, a stall of the host),
 and two runs of one build against one target differ by tens of percent
 and more. So each run's timeline is cut into 32 slices, slice k of the run

@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 
+	"github.com/connectbyjbrh/ratecheck/internal/human"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -15,10 +16,20 @@ type onsetCheck struct {
 	// primary request: what the run proved the target held.
 	mostSure                           int
 	onsetLeaks, onsetFalse, onsetIndet int
+	// False throttles of requests sent a window or more after the
+	// surface's first request (no request sent before the run can be in
+	// their window), and the first of them.
+	lateFalse int
+	late      string
 }
 
 func (c *onsetCheck) judgedPrimary(s *surfaceRun, p sighting) {
 	c.mostSure = max(c.mostSure, 1+int(p.Definite))
+	if p.FalseThrottle && !p.forged && p.Start >= s.t0+int64(s.W) {
+		if c.lateFalse++; c.late == "" {
+			c.late = fmt.Sprintf("%s refused with at most %d others in its window", at(&p.Record, s.t0), p.Definite+p.Ambiguous)
+		}
+	}
 	// A forged-header probe is judged by the spoof check alone.
 	if p.Start <= p.g.firstRefusalEnd && !p.forged {
 		switch {
@@ -47,4 +58,18 @@ func (c *onsetCheck) judge(e *evidence) (string, string) {
 		return Pass, fmt.Sprintf("from %s the first 429 came after exactly %d admitted in one window (observed_limit %d)", p, L, obs)
 	}
 	return Pass, fmt.Sprintf("from %s observed_limit %d, within the timing uncertainty: %d requests of the onset could be counted in either window; none provably broke %d", p, obs, c.onsetIndet, L)
+}
+
+// judgeSpent judges the onset of a run whose first burst says the budget
+// was spent before it (see freshStart). A spent budget explains refusals
+// only while requests sent before the run can be in the window: when the
+// limit address had nothing admitted in the whole run, and requests sent a
+// window or more after it began were refused though their window provably
+// held fewer than L, the limit is not honoured, whatever came before.
+func (c *onsetCheck) judgeSpent(e *evidence) (string, string, bool) {
+	if e.primaryAdmitted() > 0 || c.lateFalse == 0 {
+		return "", "", false
+	}
+	return Fail, fmt.Sprintf("from %s nothing was admitted in the whole run: %s sent a window or more after it began were refused with fewer than %d in their window (%s), where no request sent before the run can be, so no budget spent before it explains them: the limit is not honoured",
+		e.primary, human.Count(c.lateFalse, "request", ""), e.L, c.late), true
 }

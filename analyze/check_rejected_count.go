@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 
+	"github.com/connectbyjbrh/ratecheck/internal/human"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -66,16 +67,16 @@ func (c *rejectedCountCheck) judge(e *evidence) (string, string) {
 	switch {
 	case forgets > 0:
 		if why := rival(e, false); why != "" {
-			return Inconclusive, fmt.Sprintf("%d requests were admitted while refused requests filled the window past %d, which a limiter forgetting refusals would explain, but %s", forgets, L, why)
+			return Inconclusive, fmt.Sprintf("%s admitted while refused requests filled the window past %d, which a limiter forgetting refusals would explain, but %s", were(forgets, "request"), L, why)
 		}
 		e.sv.RejectedCount = boolPtr(false)
-		return Fail, fmt.Sprintf("%d requests were admitted while refused requests filled the window past %d: refusals do not count (the contract says they do); best fit %s", forgets, L, best)
+		return Fail, fmt.Sprintf("%s admitted while refused requests filled the window past %d: refusals do not count (the contract says they do); best fit %s", were(forgets, "request"), L, best)
 	case counts > 0:
 		if why := rival(e, true); why != "" {
-			return Inconclusive, fmt.Sprintf("%d refusals are explained by counting refused requests, but %s", counts, why)
+			return Inconclusive, fmt.Sprintf("%s explained by counting refused requests, but %s", are(counts, "refusal"), why)
 		}
 		e.sv.RejectedCount = boolPtr(true)
-		return Pass, fmt.Sprintf("%d refusals are explained only by counting refused requests, as documented; best fit %s", counts, best)
+		return Pass, fmt.Sprintf("%s explained only by counting refused requests, as documented; best fit %s", are(counts, "refusal"), best)
 	}
 	return Inconclusive, fmt.Sprintf("no request proves either way whether refusals count (timing too uncertain, or the run did not send refused requests while under the limit); best fit %s", best)
 }
@@ -101,4 +102,20 @@ func rival(e *evidence, counting bool) string {
 		return fmt.Sprintf("%s explains the run at least as well as %s, within what the run's timing can move: the run cannot tell which", r, claim)
 	}
 	return ""
+}
+
+// were is "n nouns were", or "1 noun was".
+func were(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun + " was"
+	}
+	return human.Count(n, noun, "") + " were"
+}
+
+// are is "n nouns are", or "1 noun is".
+func are(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun + " is"
+	}
+	return human.Count(n, noun, "") + " are"
 }

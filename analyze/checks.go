@@ -54,6 +54,14 @@ type otherObserver interface {
 	other(s *surfaceRun, r *decode.Record)
 }
 
+// A spentJudge judges, in a run whose first burst says the limit
+// address's budget was spent before it (see freshStart), what no request
+// sent before the run explains; ok is false when nothing is left to
+// judge, and the check is inconclusive.
+type spentJudge interface {
+	judgeSpent(e *evidence) (verdict, detail string, ok bool)
+}
+
 // A fitWatcher tells the family fit, before the third pass, which of the
 // primary's requests it wants the candidates' decisions on.
 type fitWatcher interface {
@@ -137,9 +145,10 @@ type evidence struct {
 func (s *surfaceRun) verdict(meta *decode.Meta) (SurfaceVerdict, SurfaceDetail) {
 	sv, sd := s.summary()
 	e := &evidence{surfaceRun: s, sv: &sv, sd: &sd, meta: meta}
-	missing := s.missing(meta, &sd)
+	missing, spent := s.missing(meta, &sd), false
 	if missing == "" && s.primary != nil {
 		missing = s.fresh.spent(s)
+		spent = missing != ""
 	}
 	if s.primary != nil {
 		e.primary = s.primary.source
@@ -150,12 +159,18 @@ func (s *surfaceRun) verdict(meta *decode.Meta) (SurfaceVerdict, SurfaceDetail) 
 	if selected == nil {
 		selected = method.CheckNames()
 	}
+	var judgedSpent map[string]Check
+	if spent {
+		judgedSpent, missing = s.judgeSpent(e, selected, missing)
+	}
 	for _, c := range s.checks {
 		if !slices.Contains(selected, c.Name) {
 			continue
 		}
 		verdict, detail := Inconclusive, missing
-		if missing == "" {
+		if j, ok := judgedSpent[c.Name]; ok {
+			verdict, detail = j.Verdict, j.Detail
+		} else if missing == "" {
 			verdict, detail = c.run.judge(e)
 		}
 		if verdict == Inconclusive {
@@ -177,6 +192,29 @@ func (s *surfaceRun) verdict(meta *decode.Meta) (SurfaceVerdict, SurfaceDetail) 
 		}
 	}
 	return sv, sd
+}
+
+// judgeSpent asks the selected checks that can (spentJudge) to judge a
+// run whose first burst says the budget was spent before it (missing says
+// so). Where one judged, a spent budget is one of two explanations of the
+// first burst, the other a limit not honoured, and the missing evidence
+// of the rest is said so.
+func (s *surfaceRun) judgeSpent(e *evidence, selected []string, missing string) (map[string]Check, string) {
+	judged := map[string]Check{}
+	var names []string
+	for _, c := range s.checks {
+		if j, ok := c.run.(spentJudge); ok && slices.Contains(selected, c.Name) {
+			if v, d, ok := j.judgeSpent(e); ok {
+				judged[c.Name] = Check{Name: c.Name, Verdict: v, Detail: d}
+				names = append(names, c.Name)
+			}
+		}
+	}
+	if len(judged) > 0 {
+		missing = fmt.Sprintf("the first burst from %s on %s was refused before %d were admitted, which a budget spent before the run does not explain (see %s): the run cannot show what the limiter does with a whole budget",
+			e.primary, s.name, s.L, strings.Join(names, ", "))
+	}
+	return judged, missing
 }
 
 // summary starts the surface's verdict and detail from the counts: every

@@ -74,7 +74,11 @@ func (f *freshStart) spent(s *surfaceRun) string {
 
 // short says how g's first burst, on surface s, was refused before L of it
 // were admitted or left unanswered, even counting the admissions of the
-// other surface's first burst from the same address (og, nil: none).
+// other surface's first burst from the same address (og, nil: none). Those
+// count only where one counter for both surfaces could have admitted them
+// all beside this burst's: such a counter admits no more than the larger
+// of the two limits in a window, so more admitted than that is no shared
+// counter, and the budget was spent before the run.
 func (f *freshStart) short(s *surfaceRun, g, og *groupRun) string {
 	t := f.byGroup[g]
 	if t == nil || t.refused == 0 {
@@ -83,6 +87,9 @@ func (f *freshStart) short(s *surfaceRun, g, og *groupRun) string {
 	shared := 0
 	if og != nil && og.surface.fresh != nil && og.surface.fresh.byGroup[og] != nil {
 		shared = og.surface.fresh.byGroup[og].admitted
+		if t.admitted+shared > max(s.L, og.surface.L) {
+			shared = 0
+		}
 	}
 	if t.sent-t.refused+shared >= s.L {
 		return ""

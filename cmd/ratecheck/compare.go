@@ -18,21 +18,21 @@ Compare a run with a baseline run, for capacity planning and release gates:
 side by side per surface, request rate, throughput, latency percentiles,
 observed limit, limiter model and verdict.
 
-It exits 1 when something regressed: a verdict that went from pass to fail,
-an observed limit or a limiter model that changed, a surface missing from
-the run (all exact), or a p99 that rose by more than --max-p99-increase
-beyond what chance explains. The p99 of a few hundred requests is a
-handful of them, often sent at one moment (a burst, a stall of the host),
-and two runs of one build against one target differ by tens of percent
-and more. So each run's timeline is cut into 32 slices, slice k of the run
-is paired with slice k of the baseline, and the p99 ratio is set against
-those of runs made by swapping random pairs (2000, seeded: one pair of runs
-gets one answer). Its 98 % interval holds the ratios θ for which "the run
-is the baseline × θ" is not rejected; a rise counts only when the interval
-lies above 1 + --max-p99-increase and the rise it is sure of, (lower end −
-1) × the baseline's p99, is at least --p99-floor. Each run is judged with
-the window its run.json recorded and the documented limits. Keep
-baselines as results/README.md explains.
+It exits 1 when something regressed: a verdict that went from pass to fail
+or inconclusive, an observed limit or a limiter model that changed, a
+surface missing from the run (all exact), or a p99 that rose by more than
+--max-p99-increase beyond what chance explains. The p99 of a few hundred
+requests is a handful of them, often sent at one moment (a burst, a stall
+of the host), and two runs of one build against one target differ by tens
+of percent and more. So each run's timeline is cut into 32 slices, slice k
+of the run is paired with slice k of the baseline, and the p99 ratio is
+set against those of runs made by swapping random pairs (2000, seeded: one
+pair of runs gets one answer). Its 98 % interval holds the ratios θ for
+which "the run is the baseline × θ" is not rejected; a rise counts only
+when the interval lies above 1 + --max-p99-increase and the rise it is
+sure of, (lower end − 1) × the baseline's p99, is at least --p99-floor.
+Each run is judged with the window its run.json recorded and the
+documented limits. Keep baselines as results/README.md explains.
 
 Two capacity run folders are compared by their knees: the change, and
 whether the two brackets separate (a lower knee apart from the baseline's

@@ -26,7 +26,7 @@ func startNginx(t *testing.T, body string, args ...any) string {
 	if raceEnabled {
 		t.Skip("timing against an outside server, checked by the plain run")
 	}
-	dir, listen := t.TempDir(), freePort(t)
+	dir := t.TempDir()
 	head := `daemon off;
 master_process off;
 error_log %[1]s/error.log warn;
@@ -37,19 +37,19 @@ http {
   client_body_temp_path %[1]s; proxy_temp_path %[1]s; fastcgi_temp_path %[1]s; uwsgi_temp_path %[1]s; scgi_temp_path %[1]s;
 `
 	conf := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(conf, fmt.Appendf(nil, head+body+"\n}\n", append([]any{dir, listen}, args...)...), 0o644); err != nil {
-		t.Fatal(err)
+	write := func(listen string) {
+		if err := os.WriteFile(conf, fmt.Appendf(nil, head+body+"\n}\n", append([]any{dir, listen}, args...)...), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
+	write(freePort(t))
 	if out, err := exec.Command(nginx, "-t", "-c", conf, "-p", dir).CombinedOutput(); err != nil {
 		t.Skipf("nginx cannot run here: %v\n%s", err, out)
 	}
-	cmd := exec.Command(nginx, "-c", conf, "-p", dir)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitListening(t, listen)
-	return "http://" + listen
+	return "http://" + startOnFreePort(t, "nginx", func(listen string) *exec.Cmd {
+		write(listen)
+		return exec.Command(nginx, "-c", conf, "-p", dir)
+	})
 }
 
 // nginx429 are the contract's 429 bodies, as nginx answers them.
@@ -156,4 +156,95 @@ func interleave(t *testing.T, addr string) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
+}
+
+// TestVerifyAgainstNginxSlowRefill: nginx's limit_req with the documented
+// limit in its first burst and a refill of one request per window. At
+// W = 60 s that is "rate=1r/m burst=239 nodelay"; nginx's rates are whole
+// requests per second or per minute, so under the compressed window W it
+// is rate=(60/W)r/m (W = 4 s: 15r/m). By ngx_http_limit_req_module.c the
+// zone keeps rate × 1000 / 60 per 1000 s (15r/m: 250) and, per key, an
+// excess: a new key's first request is admitted with excess 0, each later
+// one adds 1000 less rate × elapsed ms / 1000 since the last admitted one,
+// and is refused once excess would pass burst × 1000. So 1 + 239 = 240 are
+// admitted at once, then one more per 1000 × 1000 / 250 ms = 4 s = W. A
+// refused request returns before excess and last are stored: refusals
+// never count. The run sees 240 admitted and then refusals, but for one
+// probe a window later: no sliding log (rolling fails, and the model is no
+// sliding log decided), and rejected-count never passes (it would say
+// refusals count): it says they do not, or is inconclusive.
+func TestVerifyAgainstNginxSlowRefill(t *testing.T) {
+	t.Parallel()
+	window := verifyWindow
+	upstream := startTarget(t, time.Minute, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil)
+	addr := startNginx(t, `
+  limit_req_zone $binary_remote_addr zone=rest:10m rate=%[3]dr/m;
+  limit_req_zone $binary_remote_addr zone=mcp:10m rate=%[3]dr/m;
+  limit_req_status 429;
+  server {
+    listen %[2]s;
+    location /api/public/ { limit_req zone=rest burst=239 nodelay; error_page 429 = @rest429; proxy_pass http://%[4]s; }
+    location = /mcp { limit_req zone=mcp burst=119 nodelay; error_page 429 = @mcp429; proxy_pass http://%[4]s; }`+nginx429+`
+  }`, int(time.Minute/window), strings.TrimPrefix(upstream, "http://"))
+	code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--checks", "limits,isolation")
+	logVerdict(t, v)
+	skipIfBlurred(t, code, v, window)
+	if got := failing(v); code != exitCheckFailed || !contains(got, "rest/rolling") && !contains(got, "mcp/rolling") {
+		t.Fatalf("exit %d, failing %v, want rolling to fail\n%s", code, got, stderr)
+	}
+	for _, s := range v.Surfaces {
+		if s.Model == "sliding-log" && s.Decided && s.Replicas <= 1 {
+			t.Errorf("%s: a sliding log decided, for a bucket", s.Surface)
+		}
+		verdict, detail := checkOf(v, s.Surface, "rejected-count")
+		if verdict == "pass" || verdict == "fail" && !strings.Contains(detail, "refusals do not count") {
+			t.Errorf("%s: rejected-count %s against a limiter that never counts a refusal: %s", s.Surface, verdict, detail)
+		}
+		if why := contradictsFit(verdict, detail); why != "" {
+			t.Errorf("%s: rejected-count %s: %s", s.Surface, why, detail)
+		}
+		for _, name := range []string{"independence", "isolation", "spoof"} {
+			if verdict, detail := checkOf(v, s.Surface, name); verdict == "fail" {
+				t.Errorf("%s/%s failed against zones per address and per surface: %s", s.Surface, name, detail)
+			}
+		}
+	}
+}
+
+// TestVerifyAgainstNginxAlways429: an nginx that answers every request
+// with the contract's 429 ("return 429") admits nothing, where the
+// contract admits L per window. Its first burst is refused as a spent
+// budget's would be, but so are the probes a window later, whose window
+// no request sent before the run can be in: the run fails on the onset
+// (the limit is not honoured), observed_limit is 0, rejected-count does
+// not pass, and nothing else is judged.
+func TestVerifyAgainstNginxAlways429(t *testing.T) {
+	t.Parallel()
+	addr := startNginx(t, `
+  server {
+    listen %[2]s;
+    location /api/public/ { default_type application/json; return 429 '{"error":{"code":"rate_limited"}}'; }
+    location = /mcp { default_type application/json; return 429 '{"jsonrpc":"2.0","error":{"code":-32603,"message":"rate limited"}}'; }
+  }`)
+	code, v, stderr := runVerifyJSON(t, verifyWindow, "--target", addr, "--checks", "limits,isolation")
+	logVerdict(t, v)
+	skipIfBlurred(t, code, v, verifyWindow)
+	if got := failing(v); code != exitCheckFailed || v.Verdict != "fail" || len(got) != 2 || !contains(got, "rest/onset") || !contains(got, "mcp/onset") {
+		t.Fatalf("exit %d, verdict %s, failing %v, want 1, fail and the onset of both surfaces\n%s", code, v.Verdict, got, stderr)
+	}
+	for _, s := range v.Surfaces {
+		if s.ObservedLimit != nil && *s.ObservedLimit != 0 || s.Admitted != 0 {
+			observed := "null"
+			if s.ObservedLimit != nil {
+				observed = fmt.Sprint(*s.ObservedLimit)
+			}
+			t.Errorf("%s: observed_limit %s, admitted %d, want 0 (or null) and 0", s.Surface, observed, s.Admitted)
+		}
+		if verdict, detail := checkOf(v, s.Surface, "rejected-count"); verdict == "pass" {
+			t.Errorf("%s: rejected-count passes with nothing admitted: %s", s.Surface, detail)
+		}
+		if _, detail := checkOf(v, s.Surface, "onset"); !strings.Contains(detail, "the limit is not honoured") {
+			t.Errorf("%s: onset %s", s.Surface, detail)
+		}
+	}
 }

@@ -39,6 +39,53 @@ func waitListening(t *testing.T, addr string) {
 	t.Fatalf("nothing listens on %s", addr)
 }
 
+// startOnFreePort starts the server start makes to listen on a free
+// loopback address, and returns the address once it accepts connections.
+// A port freePort found free can be taken, before the server binds it, as
+// the source port of another test's connection: when the server exits
+// before it listens, it is started again on another port (three tries).
+func startOnFreePort(t *testing.T, name string, start func(listen string) *exec.Cmd) string {
+	t.Helper()
+	for try := 1; ; try++ {
+		listen := freePort(t)
+		cmd := start(listen)
+		out := &strings.Builder{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("starting %s: %v", name, err)
+		}
+		var err error
+		done := make(chan struct{})
+		go func() { err = cmd.Wait(); close(done) }()
+		if listening(listen, done) {
+			t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+			return listen
+		}
+		_ = cmd.Process.Kill()
+		<-done
+		if try == 3 {
+			t.Fatalf("%s did not listen on %s (%v):\n%s", name, listen, err, out)
+		}
+	}
+}
+
+// listening reports whether addr accepts connections within 10 s, and
+// before done is closed (the server exited).
+func listening(addr string, done <-chan struct{}) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-done:
+			return false
+		default:
+		}
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return true
+		}
+	}
+	return false
+}
+
 // nginxConf is an nginx in front of upstream whose limit_req zones, keyed
 // on the client address, one per surface, hold L per window W as a token
 // bucket (burst L, refilled L per W, nodelay), and refuse with the

@@ -1,0 +1,94 @@
+package analyze
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestFreshStartSpentOnBothSurfaces: the limit address sent a few requests
+// to each surface of a correct target just before the run (an earlier run,
+// another job). The first bursts are refused early on both surfaces, and
+// the other surface's onset does not explain it (more was admitted on the
+// two than one counter for both would admit): every check is inconclusive
+// and names the spent budget, none fails.
+func TestFreshStartSpentOnBothSurfaces(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano() // simulatePlan's
+	for _, spent := range []int{1, 20, 60, 150} {
+		t.Run(fmt.Sprint(spent), func(t *testing.T) {
+			t.Parallel()
+			srv := documented(1, 0)
+			for key, n := range map[string]int{"rest|" + srcA: spent, "mcp|" + srcA: spent / 2} {
+				log := srv.rest.(*slidingLogSim).log
+				if strings.HasPrefix(key, "mcp") {
+					log = srv.mcp.(*slidingLogSim).log
+				}
+				for i := range n {
+					log[key] = append(log[key], t0-int64(time.Second)+int64(i))
+				}
+			}
+			rep := judge(simulate(srv, quiet))
+			if got := failed(rep); len(got) > 0 {
+				t.Errorf("failed %v, want none: the budget was spent before the run", got)
+			}
+			for _, s := range rep.Verdict.Surfaces {
+				if s.Verdict != Inconclusive || !strings.Contains(s.Missing, "budget was already spent") {
+					t.Errorf("%s: %s, missing %q, want inconclusive naming the spent budget", s.Surface, s.Verdict, s.Missing)
+				}
+			}
+		})
+	}
+}
+
+// refuseAll is a limiter that admits nothing.
+type refuseAll struct{}
+
+func (refuseAll) allow(string, int64) bool { return false }
+
+// TestNothingAdmittedIsNoSpentBudget: a target that refuses every request
+// has its first burst refused before L were admitted, as a spent budget
+// would; but probes a window after the run began, whose window no request
+// sent before the run can be in and that provably held fewer than L, are
+// refused too: the onset fails (the limit is not honoured) and the rest
+// stays inconclusive, saying why. Where the timing proves no such probe,
+// the onset stays inconclusive; a correct limiter with a spent budget
+// admits again, and is never failed.
+func TestNothingAdmittedIsNoSpentBudget(t *testing.T) {
+	t.Parallel()
+	onsetOf := func(rep *Report, surface string) Check {
+		for _, s := range rep.Verdict.Surfaces {
+			for _, c := range s.Checks {
+				if s.Surface == surface && c.Name == "onset" {
+					return c
+				}
+			}
+		}
+		return Check{}
+	}
+	rep := judge(simulate(server{refuseAll{}, refuseAll{}, perAddress}, quiet))
+	if got := failed(rep); len(got) != 2 || got[0] != "rest/onset" || got[1] != "mcp/onset" {
+		t.Errorf("failed %v, want rest/onset and mcp/onset", got)
+	}
+	for _, s := range rep.Verdict.Surfaces {
+		if c := onsetOf(rep, s.Surface); !strings.Contains(c.Detail, "nothing was admitted in the whole run") || !strings.Contains(c.Detail, "the limit is not honoured") {
+			t.Errorf("%s onset: %s", s.Surface, c.Detail)
+		}
+		if s.ObservedLimit == nil || *s.ObservedLimit != 0 || s.Model != familyUnknown {
+			t.Errorf("%s: observed_limit %v, model %s, want 0 and unknown", s.Surface, s.ObservedLimit, s.Model)
+		}
+		for _, c := range s.Checks {
+			if c.Name != "onset" && (c.Verdict != Inconclusive || !strings.Contains(c.Detail, "which a budget spent before the run does not explain (see onset)")) {
+				t.Errorf("%s/%s %s: %s", s.Surface, c.Name, c.Verdict, c.Detail)
+			}
+		}
+	}
+	// Latency of a window blurs every probe: nothing is proven.
+	rep = judge(simulate(server{refuseAll{}, refuseAll{}, perAddress}, func(int) time.Duration { return synthW }))
+	for _, s := range rep.Verdict.Surfaces {
+		if s.Verdict != Inconclusive || !strings.Contains(s.Missing, "budget was already spent") {
+			t.Errorf("blurred: %s %s, missing %q, want inconclusive naming the spent budget", s.Surface, s.Verdict, s.Missing)
+		}
+	}
+}

@@ -288,6 +288,15 @@ func (c *headersCheck) lastAnswered(start int64) (bool, answered) {
 	return ok, last
 }
 
+// judgeSpent judges the advertisement of a run whose first burst says the
+// budget was spent before it (see freshStart) as any other: no
+// contradiction it names depends on a whole budget at the start (a quota
+// refused early is held only where an answer showed the window empty).
+func (c *headersCheck) judgeSpent(e *evidence) (string, string, bool) {
+	v, d := c.judge(e)
+	return v, d, v != Inconclusive
+}
+
 func (c *headersCheck) judge(e *evidence) (string, string) {
 	if c.with == 0 {
 		return Skip, fmt.Sprintf("nothing advertised: none of the %d answers to %s carried RateLimit-Policy, RateLimit, RateLimit-Limit/-Remaining/-Reset, X-RateLimit-* or Retry-After", c.answers, e.primary)

@@ -62,14 +62,18 @@ func (c *onsetCheck) judge(e *evidence) (string, string) {
 
 // judgeSpent judges the onset of a run whose first burst says the budget
 // was spent before it (see freshStart). A spent budget explains refusals
-// only while requests sent before the run can be in the window: when the
-// limit address had nothing admitted in the whole run, and requests sent a
-// window or more after it began were refused though their window provably
-// held fewer than L, the limit is not honoured, whatever came before.
+// only while requests sent before the run can be in the window: where
+// requests sent a window or more after it began were refused though their
+// window provably held fewer than L, the limit is not honoured, whatever
+// came before (a lower limit than documented, or none admitted at all).
 func (c *onsetCheck) judgeSpent(e *evidence) (string, string, bool) {
-	if e.primaryAdmitted() > 0 || c.lateFalse == 0 {
+	if c.lateFalse == 0 {
 		return "", "", false
 	}
-	return Fail, fmt.Sprintf("from %s nothing was admitted in the whole run: %s sent a window or more after it began were refused with fewer than %d in their window (%s), where no request sent before the run can be, so no budget spent before it explains them: the limit is not honoured",
-		e.primary, human.Count(c.lateFalse, "request", ""), e.L, c.late), true
+	nothing := ""
+	if e.primaryAdmitted() == 0 {
+		nothing = "nothing was admitted in the whole run: "
+	}
+	return Fail, fmt.Sprintf("from %s %s%s sent a window or more after it began were refused with fewer than %d in their window (%s), where no request sent before the run can be, so no budget spent before it explains them: the limit is not honoured",
+		e.primary, nothing, human.Count(c.lateFalse, "request", ""), e.L, c.late), true
 }

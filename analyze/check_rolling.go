@@ -60,6 +60,18 @@ func (c *rollingCheck) judge(e *evidence) (string, string) {
 	return Pass, fmt.Sprintf("%s from %s: 0 leaks, 0 false throttles (%d indeterminate); %s", human.Count(c.judgedN, "request", ""), e.primary, c.indet, ew)
 }
 
+// judgeSpent judges a run whose first burst says the budget was spent
+// before it (see freshStart) on its leaks alone: requests sent before the
+// run only make a limiter refuse more, so no spent budget explains an
+// admission with more than L surely in its window.
+func (c *rollingCheck) judgeSpent(e *evidence) (string, string, bool) {
+	if e.sd.Leaks == 0 {
+		return "", "", false
+	}
+	return Fail, fmt.Sprintf("%s against %d per %v, which no budget spent before the run explains (it only makes a limiter refuse more)",
+		withExamples(human.Count(e.sd.Leaks, "leak", ""), c.leaks), e.L, e.W), true
+}
+
 // withExamples is a count followed by its examples in parentheses, when
 // there are any.
 func withExamples(count string, examples []string) string {

@@ -206,11 +206,13 @@ func (s *surfaceRun) judgeSpent(e *evidence, selected []string, missing string) 
 		if j, ok := c.run.(spentJudge); ok && slices.Contains(selected, c.Name) {
 			if v, d, ok := j.judgeSpent(e); ok {
 				judged[c.Name] = Check{Name: c.Name, Verdict: v, Detail: d}
-				names = append(names, c.Name)
+				if v == Fail {
+					names = append(names, c.Name)
+				}
 			}
 		}
 	}
-	if len(judged) > 0 {
+	if len(names) > 0 {
 		missing = fmt.Sprintf("the first burst from %s on %s was refused before %d were admitted, which a budget spent before the run does not explain (see %s): the run cannot show what the limiter does with a whole budget",
 			e.primary, s.name, s.L, strings.Join(names, ", "))
 	}

@@ -110,6 +110,11 @@ type Options struct {
 	// Network is how the reachability check reaches the target (nil:
 	// HTTP/1.1, the system's roots); give it the job's.
 	Network *client.Network
+	// ReachFrom is the source address the reachability check sends its
+	// HEAD / from ("": the system's choice). Verify gives its contract
+	// address, so that the check spends nothing of the limit address's
+	// budget at a target whose limiter counts every path.
+	ReachFrom string
 	// Events, when set, receives what happens during the run (see
 	// [Event]); nil drops it.
 	Events func(Event)

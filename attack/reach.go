@@ -82,7 +82,7 @@ func (e *engine) reachableBy(ctx context.Context, target string) error {
 		timeout = 25 * time.Second
 	}
 	for said := false; ; said = true {
-		err := reachable(ctx, e.Network, target, timeout)
+		err := reachable(ctx, e.Network, e.ReachFrom, target, timeout)
 		left := time.Until(e.StartAt)
 		if _, tlsErr := err.(*TLSError); err == nil || tlsErr || left <= 0 || ctx.Err() != nil {
 			return err
@@ -106,14 +106,14 @@ func (e *engine) reachableBy(ctx context.Context, target string) error {
 // answer, and one to another scheme, host or port is an error that names
 // it (*RedirectError): every request of the attack would get that redirect
 // instead of an answer.
-func reachable(ctx context.Context, nw *client.Network, base string, timeout time.Duration) error {
+func reachable(ctx context.Context, nw *client.Network, from, base string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodHead, base+"/", nil)
 	if err != nil {
 		return err
 	}
-	hc := nw.Client("", 0)
+	hc := nw.Client(from, 0)
 	defer hc.CloseIdleConnections()
 	resp, err := hc.Do(req)
 	_, isTLS := client.TLSHint(err)

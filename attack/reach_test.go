@@ -41,7 +41,7 @@ func TestReachableFollowsNoRedirect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := reachable(context.Background(), nil, tt.base, 5*time.Second)
+			err := reachable(context.Background(), nil, "", tt.base, 5*time.Second)
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("error %v, want an answer", err)

@@ -66,16 +66,16 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 	if err != nil {
 		return fail("%v", err)
 	}
+	contract := "" // the contract address: the last of the three, or the only one
+	if len(sources) > 0 {
+		contract = sources[min(2, len(sources)-1)]
+	}
 	plan := attack.Plan{Profile: prof, Window: window, Timeout: o.timeout, ClientVersion: version, Network: nw, MaxWorkers: o.maxWorkers, Behind: &attack.Behind{}}
 	if slices.Contains(surfaces, method.MCP) {
 		// Negotiation goes out from the contract address, as the profile
 		// sends the contract probes; when that is the limit address too,
 		// the run waits a window for the handshake to leave it.
-		from := ""
-		if len(sources) > 0 {
-			from = sources[min(2, len(sources)-1)]
-		}
-		plan.MCP = o.mcpSession(from, o.timeout, nw)
+		plan.MCP = o.mcpSession(contract, o.timeout, nw)
 		if len(sources) < 2 && (slices.Contains(groups, "limits") || slices.Contains(groups, "isolation")) {
 			plan.MCP.Settle = window
 		}
@@ -85,6 +85,7 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 		return fail("%v", err)
 	}
 	opts.Folder, opts.Seed, opts.Network, opts.Fresh, opts.NoWait = prof.Name, seed, nw, window, o.noWait
+	opts.ReachFrom = contract // the reachability check spends nothing of the limit address's budget
 	opts.Events = engineEvents(stderr, "verify", fmt.Sprintf("probing %s for about %v (window %v)", strings.Join(surfaces, " and "), plan.Duration().Round(100*time.Millisecond), window))
 	return verifyRun{plan: plan, opts: opts, checks: checks, surfaces: surfaces}, -1
 }

@@ -107,6 +107,7 @@ func poolSearch(t *testing.T) Config {
 // closes to the precision p, so low ≥ μ_real·(1−δ)/(1+p), and low ≤
 // μ_nominal·(1 + (SLO−S)/(0.99·T)).
 func TestKneeOfPool(t *testing.T) {
+	t.Parallel()
 	meter := &serviceMeter{}
 	cfg := refserver.DefaultConfig()
 	cfg.Window = time.Second
@@ -162,6 +163,7 @@ func TestKneeOfPool(t *testing.T) {
 // send sees the freeze in one request, and hides it, while the latency
 // from the intended send time charges it to every request due in it.
 func TestFreezeShowsInIntendedTime(t *testing.T) {
+	t.Parallel()
 	cfg := refserver.DefaultConfig()
 	cfg.Window = time.Second
 	cfg.Faults = refserver.Faults{FreezeFor: time.Second, FreezeEvery: 4 * time.Second}
@@ -201,6 +203,7 @@ func TestFreezeShowsInIntendedTime(t *testing.T) {
 // T from an empty queue, no warm-up) is beyond it. The bracket closes to
 // the precision p: low·(1−δ)/(1+p) ≤ knee < high.
 func TestKneeOfUniformPool(t *testing.T) {
+	t.Parallel()
 	const lo, hi, nominal = 5 * time.Millisecond, 35 * time.Millisecond, 20 * time.Millisecond
 	meter := &serviceMeter{}
 	cfg := refserver.DefaultConfig()
@@ -266,6 +269,7 @@ func quantileOf(ds []time.Duration, q float64) time.Duration {
 // come to the same result, each sent half of every step, and the two run
 // folders together replay to that result (one alone is refused).
 func TestShardsJudgeAsOne(t *testing.T) {
+	t.Parallel()
 	cfg := refserver.DefaultConfig()
 	cfg.Window = time.Second
 	cfg.Pool = refserver.Pool{Workers: 10, ServiceMin: 20 * time.Millisecond, ServiceMax: 20 * time.Millisecond, Queue: 5000}

@@ -44,6 +44,7 @@ func TestCapacityUsage(t *testing.T) {
 // schema, the exit code to the verdict, the JUnit case to the exit code,
 // and analyze's re-judgement of the archive to the live result.
 func TestCapacityEndToEnd(t *testing.T) {
+	t.Parallel() // its forms hold whatever the knee a busy host leaves
 	out := t.TempDir()
 	junit := filepath.Join(out, "capacity.xml")
 	code, stdout, stderr := runCmd(t, "capacity", "--slo", "p99<=100ms", "--start-rate", "300", "--max-rate", "2000",

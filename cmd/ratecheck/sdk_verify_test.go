@@ -243,7 +243,6 @@ func TestAttackAgainstSDKServers(t *testing.T) {
 // Not parallel: beside the other tests its runs, the longer window's too,
 // were blurred into an inconclusive verdict.
 func TestSDKServerOfRevision20251125(t *testing.T) {
-	t.Parallel()
 	for i, window := range verifyWindows {
 		url, _ := startSDKServer(t, sdkserver.Stateful20251125, slidingLog, sdkLimit, window)
 		code, v, stderr := runVerifyJSON(t, window, "--target", url, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits,isolation")

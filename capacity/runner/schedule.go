@@ -102,8 +102,9 @@ func (g *Segment) Intended(j int, h uint64) time.Time { return g.Start.Add(g.Due
 // pacer sends the hits of source j of a segment at their due times,
 // measured from the segment's start (not from when Vegeta began), and
 // stops at the segment's end or when stop closes. It waits inside Pace,
-// in slices of at most 50 ms, so that a stop is seen soon: Vegeta sends a
-// hit as soon as the wait it is given is over.
+// in slices of at most 50 ms, so that a stop is seen soon, and sleeps the
+// last of each wait precisely (see fineSleep): Vegeta sends a hit as soon
+// as the wait it is given is over.
 type pacer struct {
 	seg   *Segment
 	j     int
@@ -120,10 +121,14 @@ func (p *pacer) Pace(_ time.Duration, hits uint64) (time.Duration, bool) {
 	due := p.seg.Due(p.j, hits)
 	for {
 		wait := due - time.Since(p.start)
-		if wait <= 0 {
+		switch {
+		case wait <= 0:
 			return 0, false
+		case wait <= fineWait:
+			fineSleep(wait)
+			continue
 		}
-		t := time.NewTimer(min(wait, 50*time.Millisecond))
+		t := time.NewTimer(min(wait-fineWait/2, 50*time.Millisecond))
 		select {
 		case <-p.stop:
 			t.Stop()
@@ -132,6 +137,11 @@ func (p *pacer) Pace(_ time.Duration, hits uint64) (time.Duration, bool) {
 		}
 	}
 }
+
+// fineWait is how close to a request's due time the pacer stops waiting
+// on a timer (which may fire up to a millisecond late) and sleeps the
+// rest precisely (see fineSleep).
+const fineWait = 2 * time.Millisecond
 
 // Rate implements vegeta.Pacer.
 func (p *pacer) Rate(time.Duration) float64 { return p.seg.PerSourceRPS }

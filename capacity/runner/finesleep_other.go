@@ -1,0 +1,8 @@
+//go:build !linux
+
+package runner
+
+import "time"
+
+// fineSleep sleeps for d: on this system with the runtime's timers.
+func fineSleep(d time.Duration) { time.Sleep(d) }

@@ -277,14 +277,16 @@ func (s *Search) Record(st *Stats) (StepResult, error) {
 // or ends the search.
 func (s *Search) advance(r StepResult) {
 	rate := r.OfferedRPS
-	switch r.Verdict {
-	case StepClient:
+	switch {
+	case r.Verdict == StepClient && !s.passed:
+		// Not even the first rate went out on schedule: nothing here
+		// can be measured from this machine.
 		s.finish(VerdictClient, causeClient)
 		return
-	case StepLimits:
+	case r.Verdict == StepLimits:
 		s.finish(verdictInconclusive, causeLimits)
 		return
-	case stepPass:
+	case r.Verdict == stepPass:
 		s.passed = true
 		if r.Phase == phaseRemeasure {
 			cause := s.highCause
@@ -295,7 +297,9 @@ func (s *Search) advance(r StepResult) {
 			return
 		}
 		s.low = max(s.low, rate)
-	default: // fail, or undecided at its longest: not sustained
+	default: // fail, undecided at its longest, or a rate this machine
+		// could not send on schedule: not sustained, or not measurable
+		// here; the search goes on below it
 		if r.Phase == phaseRemeasure {
 			s.low = s.highestPassBelow(rate)
 		}

@@ -209,7 +209,11 @@ func TestSearchOutcomes(t *testing.T) {
 			// It sends at 1000/s: request i goes out at i/1000 s.
 			late := time.Duration(float64(i)*(1/1000.0-1/rate)*1e9) * time.Nanosecond
 			return late, fast, false, false
-		}, verdict: VerdictClient, cause: causeClient, knee: func(k float64) bool { return k <= 1000 }, lastStep: StepClient},
+		}, verdict: VerdictFound, cause: causeClient, knee: func(k float64) bool { return k <= 1000 && k >= 1000/1.05 }, lastStep: stepPass},
+		{name: "generator tops out below the start rate", o: func(o Options) Options { o.StartRate = 2000; return o }, api: func(rate float64, i int) (time.Duration, time.Duration, bool, bool) {
+			late := time.Duration(float64(i)*(1/1000.0-1/rate)*1e9) * time.Nanosecond
+			return late, fast, false, false
+		}, verdict: VerdictClient, cause: causeClient, lastStep: StepClient},
 		{name: "429 above 600/s: limits, never capacity", api: func(rate float64, i int) (time.Duration, time.Duration, bool, bool) {
 			refused := rate > 600 && i%100 == 0
 			return 0, fast, refused, refused

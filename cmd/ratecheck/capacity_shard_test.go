@@ -241,7 +241,7 @@ func TestCapacityShards(t *testing.T) {
 	low, high := muReal*(1-delta)/(1+p), 500*(1+(SLO-S)/(0.99*T))
 	stalled := worst > time.Duration((SLO-S)/2*float64(time.Second))
 	switch {
-	case res.Verdict == capacity.VerdictClient:
+	case res.Verdict == capacity.VerdictClient, res.LimitedBy == "client" && res.KneeRPS != nil && *res.KneeRPS <= high:
 		t.Logf("the generators fell behind (a loaded host): the knee is not held to the pool")
 	case res.Verdict != capacity.VerdictFound || res.KneeRPS == nil:
 		t.Errorf("verdict %s (limited by %s), want found", res.Verdict, res.LimitedBy)

@@ -33,6 +33,19 @@ func orderStatRanks(n int, q, confidence float64) (lo, hi int) {
 	return lo, hi
 }
 
+// Fails reports whether a step of n samples, over of them beyond the
+// objective, fails it whatever the others are: its q-quantile's lower
+// confidence bound (at confidence, 0 meaning DefaultConfidence's) is then
+// the lo-th smallest sample, one of the over. A caller sending a step can
+// stop once it holds, counting as samples every request already sent.
+func Fails(over, n int, q, confidence float64) bool {
+	if confidence == 0 {
+		confidence = defaultConfidence
+	}
+	lo, _ := orderStatRanks(n, q, confidence)
+	return lo >= 1 && over > n-lo
+}
+
 // searchInts is the smallest k in [0, n) with f(k) true (n if none), f
 // false then true over the range.
 func searchInts(n int, f func(int) bool) int {

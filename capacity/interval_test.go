@@ -179,3 +179,38 @@ func TestClopperPearsonClosedForm(t *testing.T) {
 		}
 	}
 }
+
+// TestFails: a step fails outright once more of its samples are beyond the
+// objective than sit above its quantile's lower bound, and never before:
+// the judgement of the whole step agrees, whatever the other samples are.
+func TestFails(t *testing.T) {
+	t.Parallel()
+	const q, conf = 0.99, 0.95
+	for _, n := range []int{100, 367, 1000, 5000} {
+		least := -1
+		for over := 0; over <= n; over++ {
+			if Fails(over, n, q, conf) {
+				least = over
+				break
+			}
+		}
+		if least < 0 {
+			t.Fatalf("n=%d: never fails", n)
+		}
+		// least samples at 2 s and the rest at 1 ms: the lower bound is
+		// beyond a 100 ms objective; one fewer, and it is not.
+		for _, k := range []int{least, least - 1} {
+			s := make([]time.Duration, n)
+			for i := range s {
+				s[i] = time.Millisecond
+				if i >= n-k {
+					s[i] = 2 * time.Second
+				}
+			}
+			ci := quantileInterval(s, q, conf)
+			if got, want := ci.HasLow && ci.Low > 100*time.Millisecond, k == least; got != want {
+				t.Errorf("n=%d, %d beyond: lower bound %v (has %v), beyond %v, want %v", n, k, ci.Low, ci.HasLow, got, want)
+			}
+		}
+	}
+}

@@ -336,8 +336,32 @@ func (s *senders) of(src string) (*http.Client, vegeta.Targeter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	s.clients[src], s.targeters[src] = s.cfg.Network.Client(src, timeout), tr
+	s.clients[src], s.targeters[src] = s.network().Client(src, timeout), tr
 	return s.clients[src], tr, nil
+}
+
+// network is the job's network with, unless the caller capped them, the
+// connections per source capped at what its highest rate keeps in flight
+// at twice the objective (L/W per source at most, or the highest rate from
+// one address through the limit), as Descriptors counts them: an
+// overloaded step's requests then wait for a connection, and fail the
+// objective, instead of opening one each until memory and descriptors
+// run out.
+func (s *senders) network() *client.Network {
+	var nw client.Network
+	if s.cfg.Network != nil {
+		nw = *s.cfg.Network
+	}
+	if nw.MaxConnections > 0 {
+		return &nw
+	}
+	o := s.cfg.Search
+	perSource := o.MaxRate
+	if o.Limit > 0 && o.Window > 0 {
+		perSource = min(perSource, float64(o.Limit)/o.Window.Seconds())
+	}
+	nw.MaxConnections = int(math.Ceil(perSource*2*o.Objective.SLO.Max.Seconds())) + 2
+	return &nw
 }
 
 // indexed is a result with the index of its source in the segment.
@@ -362,6 +386,7 @@ func (s *senders) send(ctx context.Context, seg *Segment, st *capacity.Stats, si
 		start = now.Add(begin.Sub(now)) // the agreed instant to the nanosecond, with a monotonic reading
 	}
 	seg.Start = start.Round(0)
+	cut := newCutter(seg, s.cfg.Search, s.cfg.sharded())
 	for i, src := range seg.Sources {
 		c, tr, err := s.of(src)
 		if err != nil {
@@ -397,6 +422,10 @@ func (s *senders) send(ctx context.Context, seg *Segment, st *capacity.Stats, si
 			}
 			if smp, judged := sampleOf(seg, x.j, x.r, s.cfg.ThroughLimit); judged {
 				st.Add(smp)
+				if cut.came(smp) && seg.CutMS == 0 {
+					seg.CutMS = max(msOf(time.Since(start)), 1e-3)
+					halt()
+				}
 			}
 			if sinkErr == nil {
 				if sinkErr = sink(x.r); sinkErr != nil {

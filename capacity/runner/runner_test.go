@@ -96,6 +96,9 @@ func poolSearch(t *testing.T) Config {
 			Limit: method.RESTLimit, Window: time.Second, Seed: 1}}
 }
 
+// The searches against a pool run one at a time: side by side, each
+// blurs the other's latencies past what the knee's bounds allow.
+
 // TestKneeOfPool holds the found knee to queueing truth. With evenly
 // spaced arrivals (D/D/c) a rate λ below the pool's real capacity μ keeps
 // latency at the service time S, so every rate below μ·(1−δ) passes
@@ -107,7 +110,6 @@ func poolSearch(t *testing.T) Config {
 // closes to the precision p, so low ≥ μ_real·(1−δ)/(1+p), and low ≤
 // μ_nominal·(1 + (SLO−S)/(0.99·T)).
 func TestKneeOfPool(t *testing.T) {
-	t.Parallel()
 	meter := &serviceMeter{}
 	cfg := refserver.DefaultConfig()
 	cfg.Window = time.Second
@@ -166,7 +168,6 @@ func TestKneeOfPool(t *testing.T) {
 // send sees the freeze in one request, and hides it, while the latency
 // from the intended send time charges it to every request due in it.
 func TestFreezeShowsInIntendedTime(t *testing.T) {
-	t.Parallel()
 	cfg := refserver.DefaultConfig()
 	cfg.Window = time.Second
 	cfg.Faults = refserver.Faults{FreezeFor: time.Second, FreezeEvery: 4 * time.Second}
@@ -206,7 +207,6 @@ func TestFreezeShowsInIntendedTime(t *testing.T) {
 // T from an empty queue, no warm-up) is beyond it. The bracket closes to
 // the precision p: low·(1−δ)/(1+p) ≤ knee < high.
 func TestKneeOfUniformPool(t *testing.T) {
-	t.Parallel()
 	const lo, hi, nominal = 5 * time.Millisecond, 35 * time.Millisecond, 20 * time.Millisecond
 	meter := &serviceMeter{}
 	cfg := refserver.DefaultConfig()
@@ -327,5 +327,42 @@ func TestShardsJudgeAsOne(t *testing.T) {
 	}
 	if _, _, err := Replay(runs[0].Dir); err == nil || !strings.Contains(err.Error(), "judge the run folders of all 2 shards together") {
 		t.Errorf("Replay of one shard alone: %v", err)
+	}
+}
+
+// TestOverloadedStepIsCut: a step three times the pool's capacity fails
+// its objective within a fraction of its length (the queue grows by 1 000
+// requests a second, so the p99 passes 100 ms in well under a second of
+// judged load); the runner stops sending once no answer still to come can
+// save the step, judges what was sent as the failure it is, and the
+// archive replays to the same result.
+func TestOverloadedStepIsCut(t *testing.T) {
+	t.Parallel()
+	cfg := refserver.DefaultConfig()
+	cfg.Window = time.Second
+	cfg.Pool = refserver.Pool{Workers: 10, ServiceMin: 20 * time.Millisecond, ServiceMax: 20 * time.Millisecond, Queue: 100000}
+	url := target(t, cfg)
+	c := poolSearch(t)
+	c.Search.StartRate, c.Search.MaxRate, c.Search.MaxSteps = 1500, 1500, 1
+	c.Search.Step, c.Search.MaxStep = 4*time.Second, 4*time.Second
+	job, run := search(t, url, c)
+	res := job.Result()
+	if len(res.Steps) != 1 || len(job.segments) != 1 {
+		t.Fatalf("%d steps, %d segments, want 1 of each", len(res.Steps), len(job.segments))
+	}
+	seg, s := job.segments[0], res.Steps[0]
+	t.Logf("cut at %.0f ms of %.0f; %d requests judged of %.0f planned; p99 %.1f ms; %s %s",
+		seg.CutMS, seg.WarmupMS+seg.DurationMS, s.Requests, seg.DurationMS/1000*seg.RateRPS, s.QuantileMs, s.Verdict, s.LimitedBy)
+	if seg.CutMS <= seg.WarmupMS || seg.CutMS >= seg.WarmupMS+seg.DurationMS {
+		t.Errorf("cut at %v ms, want after the warm-up (%v ms) and before the end (%v ms)", seg.CutMS, seg.WarmupMS, seg.WarmupMS+seg.DurationMS)
+	}
+	if s.Verdict != capacity.StepFail && s.Verdict != capacity.StepClient {
+		t.Errorf("verdict %s (%s), want fail, or client on a starved host", s.Verdict, s.LimitedBy)
+	}
+	if s.Verdict == capacity.StepFail && (s.QuantileLowMs == nil || *s.QuantileLowMs <= 100) {
+		t.Errorf("failed with a p99 lower bound of %v ms, want beyond 100", s.QuantileLowMs)
+	}
+	if _, again, err := Replay(run.Dir); err != nil || !reflect.DeepEqual(again, res) {
+		t.Errorf("Replay: %v\nlive   %+v\nreplay %+v", err, res, again)
 	}
 }

@@ -45,6 +45,10 @@ type Segment struct {
 	// Unjudged reports whether the segment was cut short (the run was
 	// interrupted) and so never judged.
 	Unjudged bool `json:"unjudged,omitempty"`
+	// CutMS, when set, is when sending stopped, in milliseconds after
+	// Start: the step had already failed its objective whatever the rest
+	// of its answers would be (see cutter); what was sent is judged.
+	CutMS float64 `json:"cut_ms,omitempty"`
 }
 
 // streamName names the segment of step i, lengthened k times before.

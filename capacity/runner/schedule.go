@@ -3,6 +3,8 @@ package runner
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"sync/atomic"
 	"time"
 )
 
@@ -128,11 +130,16 @@ func (p *pacer) Pace(_ time.Duration, hits uint64) (time.Duration, bool) {
 		switch {
 		case wait <= 0:
 			return 0, false
-		case wait <= fineWait:
+		case wait <= fineWait && fine.take():
 			fineSleep(wait)
+			fine.give()
 			continue
 		}
-		t := time.NewTimer(min(wait-fineWait/2, 50*time.Millisecond))
+		d := wait // the whole wait, when another pacer holds the fine sleep
+		if wait > fineWait {
+			d = wait - fineWait/2 // to within fineWait, whatever the timer's lateness
+		}
+		t := time.NewTimer(min(d, 50*time.Millisecond))
 		select {
 		case <-p.stop:
 			t.Stop()
@@ -146,6 +153,28 @@ func (p *pacer) Pace(_ time.Duration, hits uint64) (time.Duration, bool) {
 // on a timer (which may fire up to a millisecond late) and sleeps the
 // rest precisely (see fineSleep).
 const fineWait = 2 * time.Millisecond
+
+// fine counts the pacers in fineSleep. A thread asleep in a system call
+// keeps its P (the runtime's right to run Go code) until the runtime's
+// monitor takes it back, which can take milliseconds; so at most
+// GOMAXPROCS−1 pacers sleep finely at once, one P always left to run
+// everything else, and the others wait on a timer as before.
+var fine sleepers
+
+// sleepers counts pacers in fineSleep against a cap of GOMAXPROCS−1.
+type sleepers struct{ n atomic.Int32 }
+
+// take reports whether one more pacer may sleep finely, and counts it.
+func (s *sleepers) take() bool {
+	if s.n.Add(1) <= int32(runtime.GOMAXPROCS(0)-1) {
+		return true
+	}
+	s.n.Add(-1)
+	return false
+}
+
+// give counts a pacer out of fineSleep.
+func (s *sleepers) give() { s.n.Add(-1) }
 
 // Rate implements vegeta.Pacer.
 func (p *pacer) Rate(time.Duration) float64 { return p.seg.PerSourceRPS }

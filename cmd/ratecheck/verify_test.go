@@ -221,11 +221,21 @@ func TestVerifyEmbeddedPasses(t *testing.T) {
 		t.Errorf("compare with itself: exit %d\n%s%s", code, stdout, stderr)
 	}
 	slow := slowCopy(t, filepath.Join(v.Run, "results.bin"), 50*time.Millisecond)
-	if code, stdout, stderr := runCmd(t, "compare", "--window", verifyWindow.String(), v.Run, slow); code != exitCheckFailed || !strings.Contains(stdout, "regression: rest: p99") {
+	// A run whose own p99 is beyond the 50 ms added (the race detector's,
+	// or a loaded host's) has a tail too wide for the shift to be proved:
+	// compare's interval then rightly leaves it open.
+	tail := 0.0
+	for _, s := range v.Surfaces {
+		tail = max(tail, s.Latency.P99MS)
+	}
+	separable := tail <= 50
+	if code, stdout, stderr := runCmd(t, "compare", "--window", verifyWindow.String(), v.Run, slow); separable && (code != exitCheckFailed || !strings.Contains(stdout, "regression: rest: p99")) {
 		t.Errorf("compare with a slower run: exit %d, want 1\n%s%s", code, stdout, stderr)
+	} else if !separable {
+		t.Logf("the run's own p99 is %.0f ms: a 50 ms shift is not held to be a regression (compare exit %d)", tail, code)
 	}
 	code, stdout, stderr := runCmd(t, "compare", "--json", "--window", verifyWindow.String(), v.Run, slow)
-	if code != exitCheckFailed || !strings.Contains(stdout, `"rest: p99`) {
+	if separable && (code != exitCheckFailed || !strings.Contains(stdout, `"rest: p99`)) {
 		t.Errorf("compare --json with a slower run: exit %d, want 1\n%s%s", code, stdout, stderr)
 	}
 	matchSchema(t, "compare.json", stdout)

@@ -96,6 +96,30 @@ func poolSearch(t *testing.T) Config {
 			Limit: method.RESTLimit, Window: time.Second, Seed: 1}}
 }
 
+// searchPool runs the tests' search (poolSearch) against the reference
+// target's pool, logs its steps and returns what the pool really gave
+// (meter), the search, its run and the longest stall of this process
+// meanwhile.
+func searchPool(t *testing.T, pool refserver.Pool) (*serviceMeter, Config, *Job, *attack.Run, time.Duration) {
+	t.Helper()
+	meter := &serviceMeter{}
+	cfg := refserver.DefaultConfig()
+	cfg.Window = time.Second
+	cfg.Pool = pool
+	cfg.Sleep = meter.sleep
+	url := target(t, cfg)
+	c := poolSearch(t)
+	stall := refserver.NewStallMeter()
+	began := time.Now()
+	job, run := search(t, url, c)
+	worst := stall.Stop(began)
+	for _, s := range job.Result().Steps {
+		t.Logf("%-9s %7.1f/s  achieved %7.1f  p99 %6.1fms (uncorrected %6.1fms)  late p99 %5.1fms  n=%d  %s %s",
+			s.Phase, s.OfferedRPS, s.AchievedRPS, s.QuantileMs, s.UncorrectedQuantileMs, s.LatenessP99Ms, s.Requests, s.Verdict, s.LimitedBy)
+	}
+	return meter, c, job, run, worst
+}
+
 // The searches against a pool run one at a time: side by side, each
 // blurs the other's latencies past what the knee's bounds allow.
 
@@ -110,22 +134,8 @@ func poolSearch(t *testing.T) Config {
 // closes to the precision p, so low ≥ μ_real·(1−δ)/(1+p), and low ≤
 // μ_nominal·(1 + (SLO−S)/(0.99·T)).
 func TestKneeOfPool(t *testing.T) {
-	meter := &serviceMeter{}
-	cfg := refserver.DefaultConfig()
-	cfg.Window = time.Second
-	cfg.Pool = refserver.Pool{Workers: 10, ServiceMin: 20 * time.Millisecond, ServiceMax: 20 * time.Millisecond, Queue: 5000}
-	cfg.Sleep = meter.sleep
-	url := target(t, cfg)
-	c := poolSearch(t)
-	stall := refserver.NewStallMeter()
-	began := time.Now()
-	job, run := search(t, url, c)
-	worst := stall.Stop(began)
+	meter, c, job, run, worst := searchPool(t, refserver.Pool{Workers: 10, ServiceMin: 20 * time.Millisecond, ServiceMax: 20 * time.Millisecond, Queue: 5000})
 	res := job.Result()
-	for _, s := range res.Steps {
-		t.Logf("%-9s %7.1f/s  achieved %7.1f  p99 %6.1fms (uncorrected %6.1fms)  late p99 %5.1fms  n=%d  %s %s",
-			s.Phase, s.OfferedRPS, s.AchievedRPS, s.QuantileMs, s.UncorrectedQuantileMs, s.LatenessP99Ms, s.Requests, s.Verdict, s.LimitedBy)
-	}
 	const S, SLO, p, delta = 0.020, 0.100, 0.05, 0.05
 	if worst > time.Duration((SLO-S)/2*float64(time.Second)) {
 		t.Skipf("this process stalled for %v during the search (a loaded host): the latencies measure the host, not the pool", worst)
@@ -208,22 +218,9 @@ func TestFreezeShowsInIntendedTime(t *testing.T) {
 // the precision p: low·(1−δ)/(1+p) ≤ knee < high.
 func TestKneeOfUniformPool(t *testing.T) {
 	const lo, hi, nominal = 5 * time.Millisecond, 35 * time.Millisecond, 20 * time.Millisecond
-	meter := &serviceMeter{}
-	cfg := refserver.DefaultConfig()
-	cfg.Window = time.Second
-	cfg.Pool = refserver.Pool{Workers: 10, ServiceMin: lo, ServiceMax: hi, Queue: 5000}
-	cfg.Sleep = meter.sleep
-	url := target(t, cfg)
-	c := poolSearch(t)
-	stall := refserver.NewStallMeter()
-	began := time.Now()
-	job, _ := search(t, url, c)
-	worst := stall.Stop(began)
+	meter, c, job, _, worst := searchPool(t, refserver.Pool{Workers: 10, ServiceMin: lo, ServiceMax: hi, Queue: 5000})
 	res := job.Result()
 	slo := c.Search.Objective.SLO.Max
-	for _, s := range res.Steps {
-		t.Logf("%-9s %7.1f/s  p99 %6.1fms  n=%d  %s %s", s.Phase, s.OfferedRPS, s.QuantileMs, s.Requests, s.Verdict, s.LimitedBy)
-	}
 	over := meter.mean() - nominal // what the pool's timers added
 	figure := func(rate float64, warm, judged time.Duration, seed uint64) time.Duration {
 		draw := hostsim.Uniform(lo+over, hi+over, seed)

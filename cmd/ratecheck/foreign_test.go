@@ -1,13 +1,9 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -25,18 +21,6 @@ func freePort(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// waitListening waits until addr accepts connections.
-func waitListening(t *testing.T, addr string) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return
-		}
-	}
-	t.Fatalf("nothing listens on %s", addr)
 }
 
 // startOnFreePort starts the server start makes to listen on a free
@@ -86,24 +70,18 @@ func listening(addr string, done <-chan struct{}) bool {
 	return false
 }
 
-// nginxConf is an nginx in front of upstream whose limit_req zones, keyed
-// on the client address, one per surface, hold L per window W as a token
-// bucket (burst L, refilled L per W, nodelay), and refuse with the
-// contract's 429 bodies. Expectations come from nginx's documentation of
-// limit_req (the leaky bucket with burst and nodelay), not from ratecheck.
-const nginxConf = `daemon off;
-master_process off;
-error_log %[1]s/error.log warn;
-pid %[1]s/nginx.pid;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path %[1]s; proxy_temp_path %[1]s; fastcgi_temp_path %[1]s; uwsgi_temp_path %[1]s; scgi_temp_path %[1]s;
-  limit_req_zone $binary_remote_addr zone=rest:10m rate=%[2]dr/s;
-  limit_req_zone $binary_remote_addr zone=mcp:10m rate=%[3]dr/s;
+// nginxLimitReq is the server part of an nginx (see startNginx) in front
+// of upstream whose limit_req zones, keyed on the client address, one per
+// surface, hold L per window W as a token bucket (burst L, refilled L per
+// W, nodelay), and refuse with the contract's 429 bodies. Expectations
+// come from nginx's documentation of limit_req (the leaky bucket with
+// burst and nodelay), not from ratecheck.
+const nginxLimitReq = `
+  limit_req_zone $binary_remote_addr zone=rest:10m rate=%[3]dr/s;
+  limit_req_zone $binary_remote_addr zone=mcp:10m rate=%[4]dr/s;
   limit_req_status 429;
   server {
-    listen %[4]s;
+    listen %[2]s;
     location /api/public/ {
       limit_req zone=rest burst=240 nodelay;
       error_page 429 = @rest429;
@@ -113,12 +91,8 @@ http {
       limit_req zone=mcp burst=120 nodelay;
       error_page 429 = @mcp429;
       proxy_pass http://%[5]s;
-    }
-    location @rest429 { default_type application/json; return 429 '{"error":{"code":"rate_limited"}}'; }
-    location @mcp429 { default_type application/json; return 429 '{"jsonrpc":"2.0","error":{"code":-32603,"message":"rate limited"}}'; }
-  }
-}
-`
+    }` + nginx429 + `
+  }`
 
 // TestVerifyAgainstNginx: nginx's limit_req (a token bucket keyed on the
 // remote address, one zone per surface) is not the documented sliding
@@ -130,33 +104,11 @@ http {
 // Not parallel: on a machine busy with the other tests, the timing of
 // nginx's answers blurs until the fit names another limiter.
 func TestVerifyAgainstNginx(t *testing.T) {
-	nginx, err := exec.LookPath("nginx")
-	if err != nil {
-		t.Skip("no nginx here (apt-get install nginx-light)")
-	}
-	if raceEnabled {
-		t.Skip("timing against an outside server, checked by the plain run")
-	}
 	window := 2 * time.Second
 	// The upstream: the reference target with limits it never reaches.
 	upstream := startTarget(t, time.Minute, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil)
-	dir := t.TempDir()
-	listen := freePort(t)
-	conf := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(conf, fmt.Appendf(nil, nginxConf, dir, int(240/window.Seconds()), int(120/window.Seconds()), listen,
-		strings.TrimPrefix(upstream, "http://")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(nginx, "-c", conf, "-p", dir)
-	if out, err := exec.Command(nginx, "-t", "-c", conf, "-p", dir).CombinedOutput(); err != nil {
-		t.Skipf("nginx cannot run here: %v\n%s", err, out)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitListening(t, listen)
-	code, v, stderr := runVerifyJSON(t, window, "--target", "http://"+listen, "--checks", "limits,isolation")
+	addr := startNginx(t, nginxLimitReq, int(240/window.Seconds()), int(120/window.Seconds()), strings.TrimPrefix(upstream, "http://"))
+	code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--checks", "limits,isolation")
 	got := failing(v)
 	if code != exitCheckFailed {
 		t.Fatalf("exit %d, want 1; failing %v\n%s", code, got, stderr)
@@ -186,20 +138,15 @@ func TestVerifyAgainstNginx(t *testing.T) {
 // answers time out as transport errors, and the run ends as a failing
 // target (exit 3) rather than one without the API.
 func TestVerifyAgainstAStaticFileServer(t *testing.T) {
-	t.Parallel()
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("no python3 here")
 	}
-	addr := freePort(t)
-	_, port, _ := net.SplitHostPort(addr)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, python, "-m", "http.server", port, "--bind", "127.0.0.1", "--directory", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	waitListening(t, addr)
+	dir := t.TempDir()
+	addr := startOnFreePort(t, "python3 -m http.server", func(listen string) *exec.Cmd {
+		_, port, _ := net.SplitHostPort(listen)
+		return exec.Command(python, "-m", "http.server", port, "--bind", "127.0.0.1", "--directory", dir)
+	})
 	if resp, err := http.Get("http://" + addr + "/"); err == nil {
 		resp.Body.Close()
 	}

@@ -2,9 +2,10 @@ package analyze
 
 import (
 	"fmt"
-	"github.com/connectbyjbrh/ratecheck/internal/human"
 	"math"
 	"time"
+
+	"github.com/connectbyjbrh/ratecheck/internal/human"
 
 	"github.com/connectbyjbrh/ratecheck/decode"
 )
@@ -138,6 +139,15 @@ type familyFit struct {
 	decided map[int32][]bool
 	// leaks is what the model proved of the admissions (see LeakProof).
 	leaks leakProof
+	// decidedWithin, when set, is the longest any refusal took to come
+	// back. The replay on responses stands for requests that queued before
+	// the limiter counted them; such a queue holds refusals as long. Where
+	// refusals come back at once and admissions late, the limiter decided
+	// on arrival and the admissions were held after it (nginx's delay, the
+	// service behind it): a request is then replayed no later than
+	// decidedWithin after its send, not at its response, which would let
+	// a family fit a stream the limiter itself smoothed.
+	decidedWithin int64
 }
 
 // leakProof is what the uncertainty-interval model proved of a group's
@@ -190,6 +200,10 @@ func (f *familyFit) add(r *decode.Record, index int32) {
 	for _, rp := range f.starts {
 		rp.add(r.Start, admitted(r))
 	}
+	end := r.End
+	if f.decidedWithin > 0 {
+		end = min(end, r.Start+f.decidedWithin)
+	}
 	if f.watch[index] {
 		var d []bool
 		for _, rp := range f.starts {
@@ -197,7 +211,7 @@ func (f *familyFit) add(r *decode.Record, index int32) {
 		}
 		f.decided[index] = d
 	}
-	f.byEnd.push(endItem{end: r.End, index: index, ok: admitted(r)})
+	f.byEnd.push(endItem{end: end, index: index, ok: admitted(r)})
 }
 
 // result replays what is left and returns the fit.
@@ -238,7 +252,7 @@ func (f *familyFit) result() Fit {
 			}
 		}
 	}
-	fit.choose(f.leaks)
+	fit.choose(f.leaks, f.starts[0].limit)
 	return fit
 }
 
@@ -267,14 +281,25 @@ func (p leakProof) ruledOut(c Candidate) bool {
 
 // choose names the best candidate the leaks do not rule out (the fewest
 // mismatches; on a tie the simplest family (rank), at any limit, then
-// the documented limit, replayed first) and the alternatives the
-// run's timing cannot tell from it.
-func (fit *Fit) choose(leaks leakProof) {
+// the documented limit, replayed first) and the alternatives the run's
+// timing cannot tell from it. At a limit other than the documented one
+// (the observed limit: the most admitted surely in one window) only a
+// sliding log is named: it is the one limiter that admits at most its
+// limit in every window, so the only one whose limit the observed limit
+// is. A token bucket of C admits up to 2C in a window, a fixed window
+// 2L across a boundary, a counter more than L where the previous
+// window's requests came late: replayed at the observed limit they stand
+// for no limiter the target could be, and with a limit fitted to the run
+// (and dozens of phases besides) a counter could fit one flood of
+// refusals better, by a request or two, than the token bucket that
+// produced it.
+func (fit *Fit) choose(leaks leakProof, documented int) {
 	var open []Candidate
 	for i, c := range fit.Candidates {
-		if leaks.ruledOut(c) {
+		switch {
+		case leaks.ruledOut(c):
 			fit.Candidates[i].ruled = true
-		} else {
+		case c.Limit == documented || c.Family == familySlidingLog && c.Replicas <= 1:
 			open = append(open, c)
 		}
 	}

@@ -21,7 +21,10 @@ type groupRun struct {
 	answered        int
 	first, second   int64 // the two earliest sends
 	firstRefusalEnd int64
-	model           *groupModel
+	// slowestRefusal is the longest a refusal took to come back: how long
+	// the target took to decide, at most, where it decided fast.
+	slowestRefusal int64
+	model          *groupModel
 }
 
 // add takes the group's next request in send order (second pass).
@@ -152,6 +155,7 @@ func (s *surfaceRun) count(g *groupRun, r *decode.Record, seq int) {
 		g.refusals++
 		g.answered++
 		g.firstRefusalEnd = min(g.firstRefusalEnd, r.End)
+		g.slowestRefusal = max(g.slowestRefusal, r.End-r.Start)
 		s.sd.Refused++
 	case admitted(r):
 		g.answered++
@@ -345,6 +349,9 @@ func (s *surfaceRun) endModels() {
 	}
 	s.fit = newFamilyFit(limits, s.W, s.primary.answered, s.origins)
 	s.fit.leaks = s.leaks
+	if s.primary.refusals > 0 {
+		s.fit.decidedWithin = s.primary.slowestRefusal
+	}
 	for _, w := range s.fitWatchers {
 		w.watchFit(s.fit)
 	}

@@ -64,8 +64,11 @@ const nginx429 = `
 // excessive ones pass at once; the limiter is "the leaky bucket" method.
 // With rate L per window and burst L it holds about L at once and then
 // admits one per W/L: a leaky (token) bucket that never counts a refused
-// request. So: the model is a token bucket (or the run cannot tell it
-// from one), rejected-count never passes, no shared counter is claimed.
+// request. nginx decides on arrival and holds what it delays afterwards,
+// answering refusals at once: the fit replays on arrival, and names the
+// token bucket. So: the model is a token bucket (on a loaded host the run
+// may not tell it from a counter, and says so), rejected-count never
+// passes, no shared counter is claimed.
 func TestVerifyAgainstNginxBurstDelay(t *testing.T) {
 	window := 2 * time.Second
 	upstream := startTarget(t, time.Minute, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil)

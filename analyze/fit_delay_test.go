@@ -1,0 +1,122 @@
+package analyze
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
+	"github.com/connectbyjbrh/ratecheck/method"
+)
+
+// delayingBucket is nginx's limit_req with burst and delay, as
+// ngx_http_limit_req_module.c computes it per key: excess = max(excess −
+// rate·elapsed + 1, 0) at each arrival (a new key starts at 0), refused
+// once it would pass burst (nothing stored), else admitted and held for
+// (excess − delay)/rate when excess passes delay. It decides on arrival
+// and holds admissions afterwards.
+type delayingBucket struct {
+	burst, delay float64
+	rate         float64 // requests per ns
+	excess       map[string]float64
+	last         map[string]int64
+}
+
+// arrive decides a request of key arriving at t and says how long an
+// admitted one is held.
+func (b *delayingBucket) arrive(key string, t int64) (ok bool, hold time.Duration) {
+	e := 0.0
+	if last, seen := b.last[key]; seen {
+		e = math.Max(b.excess[key]-b.rate*float64(t-last)+1, 0)
+	}
+	if e > b.burst {
+		return false, 0
+	}
+	b.excess[key], b.last[key] = e, t
+	if e > b.delay {
+		hold = time.Duration((e - b.delay) / b.rate)
+	}
+	return true, hold
+}
+
+// TestFitOfADelayingBucket: a leaky bucket of L that admits the first
+// L/2 of a burst at once and holds the rest (nginx's burst=L delay=L/2)
+// answers its refusals at once and its admissions up to half a window
+// late. The plan's flood waits for the over request's answer, so it goes
+// out only once the bucket let that request through. Replayed on those
+// responses, the stream the bucket smoothed looks like a counter's and
+// the admissions it held look like timing the run cannot vouch for, so
+// that nothing was decided. The refusals came back at once: it decided
+// on arrival, and the fit names the token bucket, decided.
+func TestFitOfADelayingBucket(t *testing.T) {
+	t.Parallel()
+	W := float64(synthW)
+	newBuckets := func() map[string]*delayingBucket {
+		b := map[string]*delayingBucket{}
+		for surface, l := range map[string]float64{method.REST: 240, method.MCP: 120} {
+			b[surface] = &delayingBucket{burst: l, delay: l / 2, rate: l / W, excess: map[string]float64{}, last: map[string]int64{}}
+		}
+		return b
+	}
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano()
+	type sent struct {
+		planned
+		at int64
+	}
+	var ps []sent
+	for _, p := range plan() {
+		ps = append(ps, sent{p, t0 + int64(p.at*W)})
+	}
+	// The onset and the over request go out first, on their own: when the
+	// over request is answered opens the gate of what waits for it.
+	gate := map[string]int64{}
+	b := newBuckets()
+	for _, p := range ps {
+		if p.source == srcA && (p.stream == method.StreamOnset || p.stream == method.StreamOver) {
+			_, hold := b[p.surface].arrive(perAddress(p.planned), p.at)
+			if p.stream == method.StreamOver {
+				gate[p.surface] = p.at + int64(time.Millisecond+hold)
+			}
+		}
+	}
+	for i, p := range ps {
+		switch {
+		case p.stream == method.StreamFlood, p.stream == method.StreamIsolation, method.IsForged(p.stream), p.stream == method.StreamSpoofControl:
+			ps[i].at = max(p.at, gate[p.surface]+p.at-t0-int64(0.05*W))
+		}
+	}
+	slices.SortStableFunc(ps, func(a, b sent) int { return cmp.Compare(a.at, b.at) })
+	in := decode.NewInput()
+	b = newBuckets()
+	for _, p := range ps {
+		ok, hold := b[p.surface].arrive(perAddress(p.planned), p.at)
+		rec := in.Add(archive.Labels{Surface: p.surface, Source: p.source, Stream: p.stream}, p.at, p.at+int64(time.Millisecond+hold), 0, nil)
+		row, isRow := rowOf(p.stream)
+		switch {
+		case !ok:
+			rec.Code = 429
+			in.Tables().SetAnswer(rec, refusals[p.surface])
+		case isRow:
+			var a decode.Answer
+			rec.Code, a.Body, a.Allow = answer(row)
+			in.Tables().SetAnswer(rec, &a)
+		default:
+			rec.Code = 200
+			in.Tables().SetAnswer(rec, &decode.Answer{Body: []byte(`{"result":{}}`)})
+		}
+	}
+	rep := judge(in)
+	for i, s := range rep.Verdict.Surfaces {
+		if s.Model != familyTokenBucket || !s.ModelDecided {
+			t.Errorf("%s: model %s (decided %v, alternatives %v), want %s decided\nfit: %v", s.Surface, s.Model, s.ModelDecided, s.ModelAlternatives, familyTokenBucket, rep.Surfaces[i].Fit.Candidates)
+		}
+		for _, c := range s.Checks {
+			if c.Name == "rejected-count" && c.Verdict == Pass {
+				t.Errorf("%s: rejected-count passes against a bucket that spends nothing on refusals: %s", s.Surface, c.Detail)
+			}
+		}
+	}
+}

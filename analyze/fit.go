@@ -32,6 +32,10 @@ type Candidate struct {
 	// Phase is how long before the first request a fixed window starts
 	// (modulo the window).
 	Phase time.Duration
+	// Refill, for a token bucket, is how long it takes to refill Limit
+	// tokens: Window as documented, longer for a bucket that refills more
+	// slowly (nginx's rate=1r/m burst=239 refills 240 in 240 minutes).
+	Refill time.Duration
 	// Replicas, when 2 or more, is how many limiters of Limit (each a
 	// sliding log counting refusals) stand behind an assignment the client
 	// cannot predict (a balancer interleaving every client's requests); 0
@@ -45,7 +49,7 @@ type Candidate struct {
 	Mismatches, TimingSpread int
 
 	slot   int    // its place among a replay's decisions (see replay.decided)
-	phases [2]int // the slots of every phase replayed, for a family scanned over phases
+	phases [2]int // the slots of every variant replayed, for a family scanned over phases or refills
 	ruled  bool   // ruled out by the leaks the model proved (see LeakProof)
 }
 
@@ -65,6 +69,9 @@ func (c Candidate) String() string {
 	s := c.Family
 	if c.Replicas > 1 {
 		s = fmt.Sprintf("%d replicas of %s", c.Replicas, s)
+	}
+	if c.Family == familyTokenBucket && c.Refill > c.Window {
+		s += fmt.Sprintf(" refilled one per %v", (c.Refill / time.Duration(max(c.Limit, 1))).Round(time.Millisecond))
 	}
 	if c.CountsRefused != nil {
 		if *c.CountsRefused {
@@ -311,13 +318,23 @@ func (fit *Fit) choose(leaks leakProof, documented int) {
 	}
 	seen := map[string]bool{fit.Best.key(): true}
 	for _, c := range open {
-		if c.Mismatches <= fit.Best.worst() && !seen[c.key()] && c.Family != familyNone {
+		if c.Mismatches <= fit.Best.worst()+oneMisplaced && !seen[c.key()] && c.Family != familyNone {
 			seen[c.key()] = true
 			fit.Alternatives = append(fit.Alternatives, c)
 		}
 	}
 	fit.Decided = len(fit.Alternatives) == 0
 }
+
+// oneMisplaced is what one admission replayed in the bin next to the
+// target's costs a candidate: 2 mismatches, one where it is missing and
+// one where it is extra. A request sent at a bin's edge costs that with
+// any jitter at all, and so does a server whose clock is coarser than a
+// bin (nginx reads its clock once per event-loop turn), so no family is
+// named by a margin of one misplaced admission: a rival within it is an
+// alternative. (The causes' rivals need no such allowance: a rival
+// decides the very request a cause rests on, whatever its score.)
+const oneMisplaced = 2
 
 // rank is how simple the candidate's family is, the tie order of the fit:
 // none, sliding log, token bucket, fixed window, sliding-window counter,
@@ -379,7 +396,8 @@ func explainsRun(c Candidate, admitted int) bool {
 // limiter the fit considers explains the evidence); a fixed window or
 // counter the run's timing could have made fit as well as the best, in
 // every phase it was replayed at (a boundary elsewhere explains as
-// well); replicas, whose decision is a probability (more likely admitted
+// well), and such a token bucket at every refill (a slower one explains
+// as well); replicas, whose decision is a probability (more likely admitted
 // than not), only when the timing could have made them fit as well as
 // the best. A check that asks of a refusal whether something other than
 // its cause explains it, or the spoof check of a forged probe's
@@ -473,8 +491,8 @@ type replay struct {
 	t0, bin, cur int64
 	obs          int // observed admissions in the current bin
 	none         score
-	logs         []slidingLog // counting refusals, not; then the window scan; then the forgetting scan
-	bucket       tokenBucket
+	logs         []slidingLog  // counting refusals, not; then the window scan; then the forgetting scan
+	buckets      []tokenBucket // refilled L per W, then more slowly (see refillScan)
 	fixed        []fixedWindow
 	counters     []slidingCounter // counting refusals (phases), then not
 	recent       window           // the requests of the last w, for the replicas (at most recentCap)
@@ -526,7 +544,9 @@ func (r *replay) start(t int64) {
 		r.reps = append(r.reps, newReplicas(k, r.limit))
 		r.recentCap = max(r.recentCap, r.reps[len(r.reps)-1].certain())
 	}
-	r.bucket = tokenBucket{limit: r.limit, W: W, tokens: float64(r.limit), at: t}
+	for _, k := range refillScan(r.limit) {
+		r.buckets = append(r.buckets, tokenBucket{limit: r.limit, W: W * k, tokens: float64(r.limit), at: t})
+	}
 	origins := make([]int64, 0, r.phases+len(r.origins))
 	for p := range r.phases {
 		origins = append(origins, t-W*int64(p)/int64(r.phases))
@@ -558,7 +578,9 @@ func (r *replay) add(t int64, ok bool) {
 	for i := range r.logs {
 		r.logs[i].add(t)
 	}
-	r.bucket.add(t)
+	for i := range r.buckets {
+		r.buckets[i].add(t)
+	}
 	for i := range r.fixed {
 		r.fixed[i].add(t)
 	}
@@ -573,12 +595,17 @@ func (r *replay) add(t int64, ok bool) {
 
 // slots is how many decisions decisions appends: one per candidate that
 // can be named (the window scan is not).
-func (r *replay) slots() int { return 4 + len(r.fixed) + len(r.counters) + len(r.reps) }
+func (r *replay) slots() int {
+	return 3 + len(r.buckets) + len(r.fixed) + len(r.counters) + len(r.reps)
+}
 
 // decisions appends whether each candidate admitted the last request, in
 // the order fit lists them (see Candidate.slot).
 func (r *replay) decisions(d []bool) []bool {
-	d = append(d, r.none.last, r.logs[0].last, r.logs[1].last, r.bucket.last)
+	d = append(d, r.none.last, r.logs[0].last, r.logs[1].last)
+	for i := range r.buckets {
+		d = append(d, r.buckets[i].last)
+	}
 	for i := range r.fixed {
 		d = append(d, r.fixed[i].last)
 	}
@@ -596,7 +623,9 @@ func (r *replay) closeBin() {
 	for i := range r.logs {
 		r.logs[i].close(r.obs)
 	}
-	r.bucket.close(r.obs)
+	for i := range r.buckets {
+		r.buckets[i].close(r.obs)
+	}
 	for i := range r.fixed {
 		r.fixed[i].close(r.obs)
 	}
@@ -620,30 +649,39 @@ func (r *replay) fit() Fit {
 	for i, cr := range []bool{true, false} {
 		cands = append(cands, cand(familySlidingLog, boolPtr(cr), r.logs[i].mis, 1+i))
 	}
-	cands = append(cands, cand(familyTokenBucket, boolPtr(false), r.bucket.mis, 3))
+	nb := len(r.buckets)
+	bucket := cand(familyTokenBucket, boolPtr(false), math.MaxInt, 0)
+	bucket.phases = [2]int{3, 3 + nb}
+	for i, b := range r.buckets {
+		if b.mis < bucket.Mismatches {
+			bucket.Mismatches, bucket.Refill, bucket.slot = b.mis, time.Duration(b.W), 3+i
+		}
+	}
+	cands = append(cands, bucket)
 	phase := func(origin int64) time.Duration { // how long before the first request a window starts
 		return time.Duration(((r.t0-origin)%r.w + r.w) % r.w)
 	}
 	n := len(r.fixed)
+	first := 3 + nb // the first fixed window's slot
 	best := cand(familyFixedWindow, nil, math.MaxInt, 0)
-	best.phases = [2]int{4, 4 + n}
+	best.phases = [2]int{first, first + n}
 	for p, f := range r.fixed {
 		if f.mis < best.Mismatches {
-			best.Mismatches, best.Phase, best.slot = f.mis, phase(f.origin), 4+p
+			best.Mismatches, best.Phase, best.slot = f.mis, phase(f.origin), first+p
 		}
 	}
 	cands = append(cands, best)
 	for i, cr := range []bool{true, false} {
 		best := cand(familySlidingWindow, boolPtr(cr), math.MaxInt, 0)
-		best.phases = [2]int{4 + n + i*n, 4 + n + (i+1)*n}
+		best.phases = [2]int{first + n + i*n, first + n + (i+1)*n}
 		for p, c := range r.counters[i*n : (i+1)*n] {
 			if c.mis < best.Mismatches {
-				best.Mismatches, best.Phase, best.slot = c.mis, phase(c.origin), 4+n+i*n+p
+				best.Mismatches, best.Phase, best.slot = c.mis, phase(c.origin), first+n+i*n+p
 			}
 		}
 		cands = append(cands, best)
 	}
-	slot := 4 + n + len(r.counters)
+	slot := first + n + len(r.counters)
 	for i, rp := range r.reps {
 		c := cand(familySlidingLog, boolPtr(true), int(math.Round(rp.mis)), slot+i)
 		c.Replicas = rp.k
@@ -850,6 +888,20 @@ func (q *window) add(t, w int64, most int) int {
 	n := len(q.ts) - q.head
 	q.ts = append(q.ts, t)
 	return n
+}
+
+// refillScan lists how many windows the token buckets take to refill
+// their L tokens: the documented one (1), then 2, 4, 8, … below L, and L
+// (one token per window).
+func refillScan(limit int) []int64 {
+	ks := []int64{1}
+	for k := int64(2); k < int64(limit); k *= 2 {
+		ks = append(ks, k)
+	}
+	if limit > 1 {
+		ks = append(ks, int64(limit))
+	}
+	return ks
 }
 
 // tokenBucket holds L tokens refilled at L per W; refusals cost nothing.

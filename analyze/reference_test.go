@@ -725,8 +725,21 @@ func refFitOn(ts []int64, obs []bool, limit int, w time.Duration) Fit {
 		r.slidingLog(limit, int64(w), *cr)
 		cands = append(cands, Candidate{Family: familySlidingLog, CountsRefused: cr, Limit: limit, Window: w, Mismatches: score()})
 	}
-	r.tokenBucket(limit, int64(w))
-	cands = append(cands, Candidate{Family: familyTokenBucket, CountsRefused: boolPtr(false), Limit: limit, Window: w, Mismatches: score()})
+	// Token buckets refilling L in W, 2W, 4W, … below L windows, and in L.
+	bestBucket := Candidate{Family: familyTokenBucket, CountsRefused: boolPtr(false), Limit: limit, Window: w, Mismatches: math.MaxInt}
+	for k := 1; ; k *= 2 {
+		if k >= limit {
+			k = max(limit, 1)
+		}
+		r.tokenBucket(limit, int64(w)*int64(k))
+		if m := score(); m < bestBucket.Mismatches {
+			bestBucket.Mismatches, bestBucket.Refill = m, w*time.Duration(k)
+		}
+		if k >= limit {
+			break
+		}
+	}
+	cands = append(cands, bestBucket)
 	bestFixed := Candidate{Family: familyFixedWindow, Limit: limit, Window: w, Mismatches: math.MaxInt}
 	for p := range phases {
 		ph := int64(w) * int64(p) / int64(phases)

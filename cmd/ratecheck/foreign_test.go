@@ -94,16 +94,16 @@ const nginxLimitReq = `
     }` + nginx429 + `
   }`
 
-// TestVerifyAgainstNginx: nginx's limit_req (a token bucket keyed on the
+// testVerifyAgainstNginx: nginx's limit_req (a token bucket keyed on the
 // remote address, one zone per surface) is not the documented sliding
 // log: verify fails it on the limits and names a token bucket, and names
 // no cause the evidence does not prove — no spoofing (nginx ignores
 // forwarding headers here), no shared counter (the zones are apart).
 // Skipped where nginx is not installed (.ci/run installs it).
 //
-// Not parallel: on a machine busy with the other tests, the timing of
-// nginx's answers blurs until the fit names another limiter.
-func TestVerifyAgainstNginx(t *testing.T) {
+// One of quietTests: on a machine busy with the other tests, the timing
+// of nginx's answers blurs until the fit names another limiter.
+func testVerifyAgainstNginx(t *testing.T) {
 	window := 2 * time.Second
 	// The upstream: the reference target with limits it never reaches.
 	upstream := startTarget(t, time.Minute, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil)

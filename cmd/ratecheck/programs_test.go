@@ -77,7 +77,7 @@ func TestFleetClientCmd(t *testing.T) {
 			if c := checkNamed(rep, "attempt-cap"); c.Verdict != analyze.Pass || !strings.Contains(c.Detail, "within 5 attempts") {
 				t.Errorf("attempt-cap %+v, want a pass within 5 attempts", c)
 			}
-		}, []string{"--attempts", "5"}},
+		}, []string{"--attempts", "5", "--requests", "2"}}, // two read as one would take 10 attempts; five take 35 s
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

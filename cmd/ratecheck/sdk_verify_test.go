@@ -139,20 +139,27 @@ func tokenBucketLimit(next http.Handler, limit int, window time.Duration) http.H
 	})
 }
 
-// TestVerifyAgainstSDKServers: verify --surfaces mcp judges go-sdk
+// testVerifyAgainstSDKServers: verify --surfaces mcp judges go-sdk
 // servers (revision 2026-07-28, stateless, in both answer forms) as the
 // limiter in front of them deserves: the contract's sliding log passes
 // with the configured limit observed; a token bucket fails and is named.
 //
-// Not parallel with the other tests (its four runs are parallel with each
-// other): beside them even the longer window's timing was blurred enough
-// for the fit to name a sliding-window counter for the sliding log.
-func TestVerifyAgainstSDKServers(t *testing.T) {
+// One of quietTests (its four runs are parallel with each other): beside
+// the other tests even the longer window's timing was blurred enough for
+// the fit to name a sliding-window counter for the sliding log. The
+// sliding log's runs start at the longer window: at 4 s four go-sdk
+// servers side by side answered with p99 130-216 ms, too blurred for a
+// verdict, every time.
+func testVerifyAgainstSDKServers(t *testing.T) {
 	for _, mode := range []sdkserver.Mode{sdkserver.StatelessJSON, sdkserver.StatelessSSE} {
 		for _, kind := range []limiterKind{slidingLog, tokenBucket} {
 			t.Run(fmt.Sprintf("%s/%s", mode, kind), func(t *testing.T) {
 				t.Parallel()
-				for i, window := range verifyWindows {
+				windows := verifyWindows
+				if kind == slidingLog {
+					windows = verifyWindows[1:]
+				}
+				for i, window := range windows {
 					url, rec := startSDKServer(t, mode, kind, sdkLimit, window)
 					code, v, stderr := runVerifyJSON(t, window, "--target", url, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits,isolation")
 					if len(v.Surfaces) != 1 {
@@ -176,7 +183,7 @@ func TestVerifyAgainstSDKServers(t *testing.T) {
 						return
 					}
 					b := blurOf(t, v.Run, window)
-					if i < len(verifyWindows)-1 && b.blurred() {
+					if i < len(windows)-1 && b.blurred() {
 						t.Logf("window %v: exit %d, %s model %s observed %d (%s); trying a longer window", window, code, s.Verdict, s.Model, observed, b)
 						continue
 					}
@@ -236,13 +243,13 @@ func TestAttackAgainstSDKServers(t *testing.T) {
 	}
 }
 
-// TestSDKServerOfRevision20251125: against a stateful go-sdk server that
+// testSDKServerOfRevision20251125: against a stateful go-sdk server that
 // speaks only 2025-11-25, verify's limit and isolation checks pass, in
 // that revision.
 //
-// Not parallel: beside the other tests its runs, the longer window's too,
-// were blurred into an inconclusive verdict.
-func TestSDKServerOfRevision20251125(t *testing.T) {
+// One of quietTests: beside the other tests its runs, the longer
+// window's too, were blurred into an inconclusive verdict.
+func testSDKServerOfRevision20251125(t *testing.T) {
 	for i, window := range verifyWindows {
 		url, _ := startSDKServer(t, sdkserver.Stateful20251125, slidingLog, sdkLimit, window)
 		code, v, stderr := runVerifyJSON(t, window, "--target", url, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits,isolation")

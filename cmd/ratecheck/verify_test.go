@@ -151,11 +151,12 @@ func failing(v verdictJSON) []string {
 	return out
 }
 
-// TestVerifyEmbeddedPasses: verify passes the embedded target, and the
-// run it archives is analyzed, reported and compared as documented. Not
-// parallel: its analyze and compare steps need the pass itself, and beside
-// the other tests the in-process target's latency can blur a 4s window.
-func TestVerifyEmbeddedPasses(t *testing.T) {
+// testVerifyEmbeddedPasses: verify passes the embedded target, and the
+// run it archives is analyzed, reported and compared as documented. One
+// of quietTests: its analyze and compare steps need the pass itself, and
+// beside the other tests the in-process target's latency can blur a 4s
+// window.
+func testVerifyEmbeddedPasses(t *testing.T) {
 	prom := filepath.Join(t.TempDir(), "verify.prom")
 	code, v, stderr := runVerifyJSON(t, verifyWindow, "--label", "v1.4.2", "--metrics", prom)
 	switch {

@@ -94,19 +94,7 @@ func TestFitOfADelayingBucket(t *testing.T) {
 	for _, p := range ps {
 		ok, hold := b[p.surface].arrive(perAddress(p.planned), p.at)
 		rec := in.Add(archive.Labels{Surface: p.surface, Source: p.source, Stream: p.stream}, p.at, p.at+int64(time.Millisecond+hold), 0, nil)
-		row, isRow := rowOf(p.stream)
-		switch {
-		case !ok:
-			rec.Code = 429
-			in.Tables().SetAnswer(rec, refusals[p.surface])
-		case isRow:
-			var a decode.Answer
-			rec.Code, a.Body, a.Allow = answer(row)
-			in.Tables().SetAnswer(rec, &a)
-		default:
-			rec.Code = 200
-			in.Tables().SetAnswer(rec, &decode.Answer{Body: []byte(`{"result":{}}`)})
-		}
+		answerAs(in, rec, p.planned, ok)
 	}
 	rep := judge(in)
 	for i, s := range rep.Verdict.Surfaces {

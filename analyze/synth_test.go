@@ -238,22 +238,29 @@ func simulatePlan(srv server, ps []planned, latency func(i int) time.Duration) *
 		if p.surface == method.MCP {
 			lim = srv.mcp
 		}
-		row, isRow := rowOf(p.stream)
-		switch {
-		case !lim.allow(srv.key(p), tau(i)):
-			rec.Code = 429
-			in.Tables().SetAnswer(rec, refusals[p.surface])
-		case isRow:
-			var a decode.Answer
-			rec.Code, a.Body, a.Allow = answer(row)
-			in.Tables().SetAnswer(rec, &a)
-		default:
-			rec.Code = 200
-			in.Tables().SetAnswer(rec, &decode.Answer{Body: []byte(`{"result":{}}`)})
-		}
+		answerAs(in, rec, p, lim.allow(srv.key(p), tau(i)))
 	}
 	sort.SliceStable(in.Records, func(i, j int) bool { return in.Records[i].Start < in.Records[j].Start })
 	return in
+}
+
+// answerAs sets what the target answered p's record: the documented 429
+// unless its limiter admitted it (ok), else the failure-table row's
+// answer, or a 200.
+func answerAs(in *decode.Input, rec *decode.Record, p planned, ok bool) {
+	row, isRow := rowOf(p.stream)
+	switch {
+	case !ok:
+		rec.Code = 429
+		in.Tables().SetAnswer(rec, refusals[p.surface])
+	case isRow:
+		var a decode.Answer
+		rec.Code, a.Body, a.Allow = answer(row)
+		in.Tables().SetAnswer(rec, &a)
+	default:
+		rec.Code = 200
+		in.Tables().SetAnswer(rec, &decode.Answer{Body: []byte(`{"result":{}}`)})
+	}
 }
 
 // refusals are the documented 429 answers of each surface.

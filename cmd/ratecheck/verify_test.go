@@ -19,6 +19,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
@@ -360,24 +361,29 @@ func TestVerifyFailsOnWrongTargets(t *testing.T) {
 }
 
 // blur is how much a run's timing could hide: its worst latency relative
-// to the window, and the share of requests left unanswered. The analyzer
+// to the window, how late its requests went out (the run's warning that
+// it fell behind its schedule), and the share of requests left
+// unanswered. The analyzer
 // proves a deviation only where latency leaves no doubt, so a run on a
 // starved machine (latency a tenth of the window, say) may prove nothing;
 // the synthetic tests of package analyze show on fake time that every
 // deviation is found when latency is small.
 type blur struct {
-	p99        time.Duration
+	p99, late  time.Duration
 	window     time.Duration
 	unanswered float64
 }
 
-// blurred reports whether the run's latency was too large for its window
-// to expect a proof: over 2% of the window at p99, or over 1% unanswered.
-func (b blur) blurred() bool { return b.p99 > b.window/50 || b.unanswered > 0.01 }
+// blurred reports whether the run's timing was too loose for its window
+// to expect a proof: a p99 latency or a request sent late by over 2% of
+// the window, or over 1% unanswered.
+func (b blur) blurred() bool {
+	return b.p99 > b.window/50 || b.late > b.window/50 || b.unanswered > 0.01
+}
 
 func (b blur) String() string {
-	return fmt.Sprintf("p99 latency %v (%.1f%% of the window), %.0f%% of requests unanswered",
-		b.p99.Round(time.Millisecond), 100*float64(b.p99)/float64(b.window), 100*b.unanswered)
+	return fmt.Sprintf("p99 latency %v (%.1f%% of the window), latest send %v late, %.0f%% of requests unanswered",
+		b.p99.Round(time.Millisecond), 100*float64(b.p99)/float64(b.window), b.late, 100*b.unanswered)
 }
 
 // blurOf analyzes a run folder for how much its timing could hide.
@@ -392,6 +398,9 @@ func blurOf(t *testing.T, run string, window time.Duration) blur {
 		t.Fatal(err)
 	}
 	b := blur{window: window}
+	if info, err := archive.ReadRunInfo(run); err == nil { // how late its latest request went out
+		b.late = time.Duration(info.BehindMS * float64(time.Millisecond))
+	}
 	faults, all := 0, 0
 	for _, d := range rep.Surfaces {
 		if d.Latency != nil {

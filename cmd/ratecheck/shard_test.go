@@ -19,8 +19,8 @@ import (
 // shards, three processes started at an agreed instant, each sending from
 // one address, then as one process; both against a fresh reference target.
 // Analyzing the three archives together gives the totals of the shards, the
-// requests and answers per address the target saw, and the verdict of the
-// single-machine run.
+// requests and answers per address the target saw, the requests per
+// address of the single-machine run, and its verdict.
 func TestShardsMergeLikeOneMachine(t *testing.T) {
 	t.Parallel()
 	type perSource map[string]map[int]int // source → status → count
@@ -104,11 +104,25 @@ func TestShardsMergeLikeOneMachine(t *testing.T) {
 	if n != oneN || len(sources) != 3 {
 		t.Errorf("three shards sent %d requests from %d addresses; one machine %d from 3", n, len(sources), oneN)
 	}
+	// Per address the shards archived every answer the target gave, and
+	// sent what one machine sent. How those split into admissions and
+	// refusals is the timing's: a request at the edge of a window can
+	// fall on either side in two runs (241 and 11 against 240 and 12 on
+	// CI), which only the verdict below is held to.
+	total := func(codes map[int]int) (n int) {
+		for _, c := range codes {
+			n += c
+		}
+		return n
+	}
 	for src, codes := range sources {
 		for code, c := range codes {
-			if seen[src][code] != c || oneSources[src][code] != c {
-				t.Errorf("%s, status %d: %d archived by the shards, the target answered %d, one machine got %d", src, code, c, seen[src][code], oneSources[src][code])
+			if seen[src][code] != c {
+				t.Errorf("%s, status %d: %d archived by the shards, the target answered %d", src, code, c, seen[src][code])
 			}
+		}
+		if a, b := total(codes), total(oneSources[src]); a != b {
+			t.Errorf("%s: the shards sent %d requests, one machine %d", src, a, b)
 		}
 	}
 	if len(merged.Notes) != 1 || !strings.Contains(merged.Notes[0], "merged 3 shards of shards") {

@@ -139,18 +139,20 @@ func tokenBucketLimit(next http.Handler, limit int, window time.Duration) http.H
 	})
 }
 
-// testVerifyAgainstSDKServers: verify --surfaces mcp judges go-sdk
+// TestVerifyAgainstSDKServers: verify --surfaces mcp judges go-sdk
 // servers (revision 2026-07-28, stateless, in both answer forms) as the
 // limiter in front of them deserves: the contract's sliding log passes
 // with the configured limit observed; a token bucket fails and is named.
 //
-// One of quietTests (its four runs are parallel with each other): beside
-// the other tests even the longer window's timing was blurred enough for
-// the fit to name a sliding-window counter for the sliding log. The
-// sliding log's runs start at the longer window: at 4 s four go-sdk
-// servers side by side answered with p99 130-216 ms, too blurred for a
-// verdict, every time.
-func testVerifyAgainstSDKServers(t *testing.T) {
+// Not parallel with the other tests (its four runs are parallel with each
+// other): beside them even the longer window's timing was blurred enough
+// for the fit to name a sliding-window counter for the sliding log, and
+// beside the headers test's four runs it came out inconclusive (278 ms
+// behind its schedule): a blurred run at the longest window that is
+// inconclusive is skipped, as elsewhere. The sliding log's runs start at
+// the longer window: at 4 s four go-sdk servers side by side answered
+// with p99 130-216 ms, too blurred for a verdict, every time.
+func TestVerifyAgainstSDKServers(t *testing.T) {
 	for _, mode := range []sdkserver.Mode{sdkserver.StatelessJSON, sdkserver.StatelessSSE} {
 		for _, kind := range []limiterKind{slidingLog, tokenBucket} {
 			t.Run(fmt.Sprintf("%s/%s", mode, kind), func(t *testing.T) {
@@ -186,6 +188,9 @@ func testVerifyAgainstSDKServers(t *testing.T) {
 					if i < len(windows)-1 && b.blurred() {
 						t.Logf("window %v: exit %d, %s model %s observed %d (%s); trying a longer window", window, code, s.Verdict, s.Model, observed, b)
 						continue
+					}
+					if b.blurred() && code == exitInconclusive {
+						t.Skipf("window %v: inconclusive on a blurred run (%s)", window, b)
 					}
 					t.Fatalf("window %v, %s: exit %d, verdict %s, model %s, observed %d; want %s\n%+v\nstderr: %s",
 						window, kind, code, s.Verdict, s.Model, observed, map[limiterKind]string{slidingLog: "exit 0, pass, sliding-log, observed " + fmt.Sprint(sdkLimit), tokenBucket: "exit 1, fail, token-bucket"}[kind], s.Checks, stderr)

@@ -5,9 +5,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/connectbyjbrh/ratecheck/internal/human"
-
 	"github.com/connectbyjbrh/ratecheck/decode"
+	"github.com/connectbyjbrh/ratecheck/internal/human"
 )
 
 // Limiter families the fit can name, simplest first (the tie order).

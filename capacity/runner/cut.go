@@ -11,9 +11,10 @@ import (
 // beyond the objective (from their intended time) than the quantile's
 // lower confidence bound allows over every judged request the segment
 // plans, so that nothing still to come, answers in flight or requests not
-// yet sent, can save it (capacity.Fails). An overloaded step then lasts as long as its
-// failure takes to prove, and its requests in flight, which the open model
-// lets grow without bound while the API falls behind, stay that many.
+// yet sent, can save it (capacity.Fails). An overloaded step then lasts as
+// long as its failure takes to prove, and its requests in flight, which
+// the open model lets grow without bound while the API falls behind, stay
+// that many.
 // A nil cutter never cuts: a lengthening's verdict depends on the samples
 // before it, and a shard's on the others'.
 type cutter struct {

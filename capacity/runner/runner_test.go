@@ -96,6 +96,18 @@ func poolSearch(t *testing.T) Config {
 			Limit: method.RESTLimit, Window: time.Second, Seed: 1}}
 }
 
+// pool500 is the tests' pool of known capacity: 10 workers of 20 ms, 500/s.
+var pool500 = refserver.Pool{Workers: 10, ServiceMin: 20 * time.Millisecond, ServiceMax: 20 * time.Millisecond, Queue: 5000}
+
+// poolConfig is the reference target of the tests' searches: a window of
+// 1 s in front of pool.
+func poolConfig(pool refserver.Pool) refserver.Config {
+	cfg := refserver.DefaultConfig()
+	cfg.Window = time.Second
+	cfg.Pool = pool
+	return cfg
+}
+
 // searchPool runs the tests' search (poolSearch) against the reference
 // target's pool, logs its steps and returns what the pool really gave
 // (meter), the search, its run and the longest stall of this process
@@ -103,9 +115,7 @@ func poolSearch(t *testing.T) Config {
 func searchPool(t *testing.T, pool refserver.Pool) (*serviceMeter, Config, *Job, *attack.Run, time.Duration) {
 	t.Helper()
 	meter := &serviceMeter{}
-	cfg := refserver.DefaultConfig()
-	cfg.Window = time.Second
-	cfg.Pool = pool
+	cfg := poolConfig(pool)
 	cfg.Sleep = meter.sleep
 	url := target(t, cfg)
 	c := poolSearch(t)
@@ -134,7 +144,7 @@ func searchPool(t *testing.T, pool refserver.Pool) (*serviceMeter, Config, *Job,
 // closes to the precision p, so low ≥ μ_real·(1−δ)/(1+p), and low ≤
 // μ_nominal·(1 + (SLO−S)/(0.99·T)).
 func TestKneeOfPool(t *testing.T) {
-	meter, c, job, run, worst := searchPool(t, refserver.Pool{Workers: 10, ServiceMin: 20 * time.Millisecond, ServiceMax: 20 * time.Millisecond, Queue: 5000})
+	meter, c, job, run, worst := searchPool(t, pool500)
 	res := job.Result()
 	const S, SLO, p, delta = 0.020, 0.100, 0.05, 0.05
 	if worst > time.Duration((SLO-S)/2*float64(time.Second)) {
@@ -270,10 +280,7 @@ func quantileOf(ds []time.Duration, q float64) time.Duration {
 // folders together replay to that result (one alone is refused).
 func TestShardsJudgeAsOne(t *testing.T) {
 	t.Parallel()
-	cfg := refserver.DefaultConfig()
-	cfg.Window = time.Second
-	cfg.Pool = refserver.Pool{Workers: 10, ServiceMin: 20 * time.Millisecond, ServiceMax: 20 * time.Millisecond, Queue: 5000}
-	url := target(t, cfg)
+	url := target(t, poolConfig(pool500))
 	c := poolSearch(t)
 	c.Search.StartRate, c.Search.MaxRate, c.Search.Step, c.Search.Warmup = 400, 400, time.Second, 200*time.Millisecond
 	c.Search.MaxLateness = -1 // the judgement of the host is not under test
@@ -335,10 +342,9 @@ func TestShardsJudgeAsOne(t *testing.T) {
 // archive replays to the same result.
 func TestOverloadedStepIsCut(t *testing.T) {
 	t.Parallel()
-	cfg := refserver.DefaultConfig()
-	cfg.Window = time.Second
-	cfg.Pool = refserver.Pool{Workers: 10, ServiceMin: 20 * time.Millisecond, ServiceMax: 20 * time.Millisecond, Queue: 100000}
-	url := target(t, cfg)
+	pool := pool500
+	pool.Queue = 100000
+	url := target(t, poolConfig(pool))
 	c := poolSearch(t)
 	c.Search.StartRate, c.Search.MaxRate, c.Search.MaxSteps = 1500, 1500, 1
 	c.Search.Step, c.Search.MaxStep = 4*time.Second, 4*time.Second

@@ -29,6 +29,7 @@ const portsEnv = "RATECHECK_PORTS_NETNS"
 // of the test's own whose ephemeral range is narrowed to 64 ports (the
 // machine's range and every other process are untouched): root only.
 func TestUsedUpPorts(t *testing.T) {
+	t.Parallel() // the runs are in a process and a network namespace of their own
 	if os.Getenv(portsEnv) != "" {
 		t.Skip("inside the namespace")
 	}

@@ -72,7 +72,9 @@ func TestVerifySpoofAgainstOtherLimiters(t *testing.T) {
 // the same --out right after the first waits for the first run's requests
 // to leave the window, or with --no-wait starts at once; neither fails. A
 // target whose budget for the limit address was spent before the run is
-// inconclusive, never failed.
+// inconclusive, never failed. At verifyWindow, not spoofWindow: no run
+// here sends the spoof probes, and the back-to-back pairs wait out a window
+// between their runs.
 func TestVerifyFreshStart(t *testing.T) {
 	t.Parallel()
 	if raceEnabled {
@@ -92,10 +94,10 @@ func TestVerifyFreshStart(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			url := startTarget(t, spoofWindow, nil, nil)
+			url := startTarget(t, verifyWindow, nil, nil)
 			out := t.TempDir()
 			verify := func(extra ...string) (int, string, string) {
-				args := append([]string{"verify", "--json", "--out", out, "--window", spoofWindow.String(), "--target", url, "--checks", "limits,isolation"}, extra...)
+				args := append([]string{"verify", "--json", "--out", out, "--window", verifyWindow.String(), "--target", url, "--checks", "limits,isolation"}, extra...)
 				return runCmd(t, args...)
 			}
 			if code, _, stderr := verify(); code == exitCheckFailed {
@@ -110,7 +112,7 @@ func TestVerifyFreshStart(t *testing.T) {
 		t.Parallel()
 		// Spent before the run: the limit address sent 100 requests just
 		// before verify, which does not know of them.
-		url := startTarget(t, spoofWindow, nil, nil)
+		url := startTarget(t, verifyWindow, nil, nil)
 		for range 100 {
 			resp, err := http.Get(url + "/api/public/search?q=x")
 			if err != nil {
@@ -118,7 +120,7 @@ func TestVerifyFreshStart(t *testing.T) {
 			}
 			resp.Body.Close()
 		}
-		code, v, stderr := runVerifyJSON(t, spoofWindow, "--target", url, "--surfaces", "rest", "--checks", "limits")
+		code, v, stderr := runVerifyJSON(t, verifyWindow, "--target", url, "--surfaces", "rest", "--checks", "limits")
 		verdict, detail := checkOf(v, "rest", "onset")
 		if code != exitInconclusive || verdict != "inconclusive" || !strings.Contains(detail, "budget was already spent") || !strings.Contains(detail, "wait a window or use other --sources") {
 			t.Errorf("spent budget: exit %d, onset %s: %s\n%s", code, verdict, detail, stderr)

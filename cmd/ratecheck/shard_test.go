@@ -131,11 +131,11 @@ func TestShardsMergeLikeOneMachine(t *testing.T) {
 	// The limiter family is the best fit to the timings: when either run
 	// was slow enough to blur them (a p99 over 2 % of the window, as on a
 	// starved host or under the race detector), the fit proves nothing
-	// either way and the families are not compared.
+	// either way and the families and observed limits are not compared.
 	sharp := !blurred(one, 4*time.Second) && !blurred(merged, 4*time.Second)
 	a, b := verdictSummary(one, sharp), verdictSummary(merged, sharp)
 	if !sharp {
-		t.Logf("timings blurred: limiter families not compared (%s against %s)", verdictSummary(one, true), verdictSummary(merged, true))
+		t.Logf("timings blurred: limiter families and observed limits not compared (%s against %s)", verdictSummary(one, true), verdictSummary(merged, true))
 	}
 	if a != b {
 		t.Errorf("verdicts differ:\none machine:  %s\nthree shards: %s", a, b)
@@ -143,19 +143,22 @@ func TestShardsMergeLikeOneMachine(t *testing.T) {
 }
 
 // verdictSummary is what must agree between two runs of one profile: the
-// verdicts, per surface the observed limit and (withModel) the limiter
-// family, and which checks failed. Whether a check that did not fail passed or was skipped depends
-// on how much timing evidence a run happened to gather (two runs on one
-// machine differ in it too), and evidence texts carry timings.
-func verdictSummary(rep *analyze.Report, withModel bool) string {
+// verdicts, which checks failed and, when the timings are sharp, per
+// surface the limiter family and the observed limit (the most admitted
+// surely within one window: on a blurred run what is sure shrinks, to 2
+// of 240 once on CI). Whether a check that did not fail passed or was
+// skipped depends on how much timing evidence a run happened to gather
+// (two runs on one machine differ in it too), and evidence texts carry
+// timings.
+func verdictSummary(rep *analyze.Report, sharp bool) string {
 	var b strings.Builder
 	b.WriteString(rep.Verdict.Verdict)
 	for _, s := range rep.Verdict.Surfaces {
 		fmt.Fprintf(&b, " %s:%s", s.Surface, s.Verdict)
-		if withModel {
+		if sharp {
 			fmt.Fprintf(&b, ":%s", s.Model)
 		}
-		if s.ObservedLimit != nil {
+		if s.ObservedLimit != nil && sharp {
 			fmt.Fprintf(&b, ":%d", *s.ObservedLimit)
 		}
 		for _, c := range s.Checks {

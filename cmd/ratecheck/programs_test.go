@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
@@ -44,13 +43,6 @@ func runProgramsJSON(t *testing.T, cmd string, args ...string) (int, jitter.Repo
 //
 // A run the host stalled (the target check inconclusive, nothing else
 // amiss) is run again, as TestFleetNodeClient does.
-//
-// The cases run side by side in this test's one parallel slot, started
-// together, not as parallel subtests: their programs spend the run asleep
-// in their backoff, and as parallel subtests they waited behind every
-// other test of the package, then ran nearly alone for its last 15 s. (At
-// the lowest priority, under nice, the Go example's timers fired late
-// together on the loaded machine, and its correct jitter failed.)
 func TestFleetClientCmd(t *testing.T) {
 	t.Parallel()
 	if raceEnabled {
@@ -89,38 +81,35 @@ func TestFleetClientCmd(t *testing.T) {
 			}
 		}, []string{"--attempts", "5", "--requests", "2"}}, // two read as one would take 10 attempts; five take 35 s
 	}
-	var wg sync.WaitGroup
 	for _, tt := range tests {
-		wg.Go(func() {
-			t.Run(tt.name, func(t *testing.T) {
-				if tt.python && python == "" {
-					t.Skip("no python3 here")
-				}
-				args := append([]string{"--clients", "12"}, tt.args...)
-				code, rep, stderr := runProgramsJSON(t, tt.cmd, args...)
-				for try := 2; try <= 3 && hostStalled(rep); try++ {
-					t.Logf("inconclusive, the host's doing (%s): run %d", checkNamed(rep, "target").Detail, try)
-					code, rep, stderr = runProgramsJSON(t, tt.cmd, args...)
-				}
-				if hostStalled(rep) {
-					t.Skipf("the host stalled the target in 3 runs, too loaded to judge jitter: %s", checkNamed(rep, "target").Detail)
-				}
-				if rep.Verdict != tt.verdict || code != verdictExit(tt.verdict) {
-					t.Fatalf("exit %d, verdict %s, want %s\n%+v\n%s", code, rep.Verdict, tt.verdict, rep.Checks, stderr)
-				}
-				if c := checkNamed(rep, "clients"); c.Verdict != analyze.Pass {
-					t.Errorf("clients %+v", c)
-				}
-				if rep.EpsilonMS < 50 || !strings.Contains(rep.EpsilonBasis, "from the data") {
-					t.Errorf("ε %vms (%s), want from the data, at least 50ms", rep.EpsilonMS, rep.EpsilonBasis)
-				}
-				if tt.check != nil {
-					tt.check(t, rep)
-				}
-			})
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.python && python == "" {
+				t.Skip("no python3 here")
+			}
+			t.Parallel()
+			args := append([]string{"--clients", "12"}, tt.args...)
+			code, rep, stderr := runProgramsJSON(t, tt.cmd, args...)
+			for try := 2; try <= 3 && hostStalled(rep); try++ {
+				t.Logf("inconclusive, the host's doing (%s): run %d", checkNamed(rep, "target").Detail, try)
+				code, rep, stderr = runProgramsJSON(t, tt.cmd, args...)
+			}
+			if hostStalled(rep) {
+				t.Skipf("the host stalled the target in 3 runs, too loaded to judge jitter: %s", checkNamed(rep, "target").Detail)
+			}
+			if rep.Verdict != tt.verdict || code != verdictExit(tt.verdict) {
+				t.Fatalf("exit %d, verdict %s, want %s\n%+v\n%s", code, rep.Verdict, tt.verdict, rep.Checks, stderr)
+			}
+			if c := checkNamed(rep, "clients"); c.Verdict != analyze.Pass {
+				t.Errorf("clients %+v", c)
+			}
+			if rep.EpsilonMS < 50 || !strings.Contains(rep.EpsilonBasis, "from the data") {
+				t.Errorf("ε %vms (%s), want from the data, at least 50ms", rep.EpsilonMS, rep.EpsilonBasis)
+			}
+			if tt.check != nil {
+				tt.check(t, rep)
+			}
 		})
 	}
-	wg.Wait()
 }
 
 // runProcess runs the command line args in a process of its own (this

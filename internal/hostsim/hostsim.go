@@ -71,17 +71,20 @@ func (h Host) Run(rng *rand.Rand, n int) (lat, sent []time.Duration) {
 		}
 		inBurst[i] = true
 	}
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
+	// In send order: each send time with its burst flag in the low bit,
+	// sorted as plain integers, not through a comparison of indices.
+	keys := make([]int64, n)
+	for i, s := range sent {
+		keys[i] = int64(s) << 1
+		if inBurst[i] {
+			keys[i] |= 1
+		}
 	}
-	slices.SortFunc(order, func(a, b int) int { return int(sent[a] - sent[b]) })
+	slices.Sort(keys)
+	for i, k := range keys {
+		sent[i], inBurst[i] = time.Duration(k>>1), k&1 == 1
+	}
 	lat = make([]time.Duration, n)
-	s2, b2 := make([]time.Duration, n), make([]bool, n)
-	for i, j := range order {
-		s2[i], b2[i] = sent[j], inBurst[j]
-	}
-	sent, inBurst = s2, b2
 	for i := range lat {
 		d := float64(h.Median) * math.Exp(h.Sigma*rng.NormFloat64())
 		if inBurst[i] {

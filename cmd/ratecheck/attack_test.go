@@ -325,11 +325,13 @@ func scanForSecret(t *testing.T, dir, secret string) {
 // testAttackAbortsOnFailingTarget: when the target starts failing mid-run
 // (every answer a 503; every request left hanging; the server gone), the
 // attack stops adding load, keeps what it received, says why and exits 3;
-// run.json records it. Every request that reached the target is archived.
+// run.json records it. Every request that reached the target is archived,
+// and every other one archived went unanswered.
 //
 // One of quietTests (its modes run in parallel with each other): on a
 // host busy with the other tests, a stalled request can time out before
-// the target's handler counts it, and more are archived than it received.
+// the target's handler counts it, and more are archived than it received
+// (each unanswered, which the test allows).
 func testAttackAbortsOnFailingTarget(t *testing.T) {
 	for _, mode := range []string{"503", "stall", "die"} {
 		t.Run(mode, func(t *testing.T) {
@@ -367,10 +369,22 @@ func testAttackAbortsOnFailingTarget(t *testing.T) {
 			if len(rs) >= 360 || len(rs) < 80 || info["aborted"] == nil {
 				t.Errorf("%d of 360 planned results archived (want the ~81 before the abort); run.json aborted: %v", len(rs), info["aborted"])
 			}
-			// The target saw the reachability probe too. Once it is gone,
-			// requests are archived as refused connections it never saw.
-			if got := n.Load() - 1; got > int64(len(rs)) || mode != "die" && got != int64(len(rs)) {
-				t.Errorf("%d requests reached the target, %d archived", got, len(rs))
+			// The target saw the reachability probe too. Every request it
+			// saw is archived; the others archived went unanswered: sent
+			// once it was gone (refused connections), or timed out (300ms)
+			// before its handler counted them, as on a host busy with
+			// another package's load tests.
+			unanswered := 0
+			for _, r := range rs {
+				if r.Code == 0 {
+					unanswered++
+				}
+			}
+			switch got := n.Load() - 1; {
+			case got > int64(len(rs)):
+				t.Errorf("%d requests reached the target, %d archived: some were lost", got, len(rs))
+			case int64(len(rs))-got > int64(unanswered):
+				t.Errorf("%d requests reached the target, %d archived, but only %d of those went unanswered", got, len(rs), unanswered)
 			}
 		})
 	}

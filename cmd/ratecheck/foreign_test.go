@@ -128,16 +128,17 @@ func testVerifyAgainstNginx(t *testing.T) {
 	}
 }
 
-// testVerifyAgainstAStaticFileServer: a plain static file server
+// TestVerifyAgainstAStaticFileServer: a plain static file server
 // (Python's http.server) has no API: every surface is inconclusive with
 // one line saying what came back instead, and the run exits 4, even though
 // the failure guard stops the run (its 501s and timeouts are its answers).
 // Skipped where python3 is absent.
 //
-// One of quietTests: on a machine busy with the other tests, the server's
+// Not parallel, nor one of quietTests: on a machine busy with other tests
+// (beside the burst-delay nginx test in TestQuiet, once), the server's
 // slow answers time out as transport errors, and the run ends as a
 // failing target (exit 3) rather than one without the API.
-func testVerifyAgainstAStaticFileServer(t *testing.T) {
+func TestVerifyAgainstAStaticFileServer(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("no python3 here")

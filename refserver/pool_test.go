@@ -121,8 +121,11 @@ func TestPoolAdmitsQueuesAndRefuses(t *testing.T) {
 		!strings.Contains(body.Error.Message, "2 workers are busy and 2 requests are waiting") {
 		t.Errorf("fifth request: %d %s (%v), want 503 queue_full", full.Code, full.Body, err)
 	}
-	for range names {
+	for i := range names {
 		g.gate <- struct{}{}
+		if i < 2 { // a worker is freed: the first still queued takes it
+			waitFor(t, names[i+2]+" in service", func() bool { _, _, e := g.state(); return len(e) == i+3 })
+		}
 	}
 	wg.Wait()
 	_, most, entered := g.state()

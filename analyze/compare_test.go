@@ -398,3 +398,21 @@ func TestCompareKnees(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkP99Test: compare's p99 judgement of two verify-sized runs and
+// of two 5000-request ones on a busy host: the test at θ, then the
+// interval.
+func BenchmarkP99Test(b *testing.B) {
+	for _, n := range []int{560, 5000} {
+		rng := rand.New(rand.NewPCG(1, uint64(n)))
+		base, baseSent := hostsim.Busy.Run(rng, n)
+		run, runSent := hostsim.Busy.Run(rng, n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				t, _ := newP99Test(base, baseSent, run, runSent)
+				t.pUpper(1.1)
+				t.interval(p99Confidence)
+			}
+		})
+	}
+}

@@ -45,13 +45,18 @@ func p99Rank(n int) int { return min(max(int(float64(n)*0.99+0.5)-1, 0), n-1) }
 // swapped half the time; a slower build is slower in every pair. Inverting
 // the test over θ gives an interval of the ratio. The swaps are drawn once
 // (common to every θ), from a fixed seed. Only the largest latencies of a
-// slice can be a p99, so each slice keeps those alone, and a split's p99
-// is found by merging its slices'.
+// slice can be a p99, so each slice keeps those alone; a split's two p99s
+// are found in one walk down every slice's kept latencies, largest first.
 type p99Test struct {
 	run, base []block  // per slice
 	swaps     []uint64 // per split: bit k swaps pair k
-	heap      []head
 	ratios    []float64
+	observed  float64 // the ratio of the runs as they are
+	// runTop and baseTop are every slice's kept latencies, largest first;
+	// merged is both, the baseline's scaled by mergedTheta.
+	runTop, baseTop []kept
+	merged          []kept
+	mergedTheta     float64
 }
 
 // block is a slice's largest latencies, descending, and its size.
@@ -60,11 +65,12 @@ type block struct {
 	n   int
 }
 
-// head is the largest not yet taken of one slice in a merge.
-type head struct {
-	v      float64
-	block  int32 // the pair, plus p99Slices for the baseline's slice
-	offset int32
+// kept is one kept latency (scaled by θ if the baseline's), and the pair
+// its slice belongs to.
+type kept struct {
+	v    float64
+	pair int32
+	base bool
 }
 
 // newP99Test prepares the test from both runs' latencies and send times
@@ -83,14 +89,27 @@ func newP99Test(base, baseSent, run, runSent []time.Duration) (t *p99Test, ok bo
 	}
 	keep := largest - p99Rank(largest)
 	t = &p99Test{base: blocks(bs, keep), run: blocks(rs, keep)}
+	t.runTop, t.baseTop = descending(t.run, false), descending(t.base, true)
 	rng := rand.New(rand.NewPCG(p99Seed1, p99Seed2))
 	t.swaps = make([]uint64, p99Splits)
 	for s := range t.swaps {
 		t.swaps[s] = rng.Uint64() & (1<<p99Slices - 1)
 	}
-	t.heap = make([]head, 0, 2*p99Slices)
 	t.ratios = make([]float64, p99Splits)
+	t.observed = t.splitRatio(0, 1)
 	return t, true
+}
+
+// descending returns the kept latencies of every block, largest first.
+func descending(bs []block, base bool) []kept {
+	var out []kept
+	for k, b := range bs {
+		for _, d := range b.top {
+			out = append(out, kept{v: float64(d), pair: int32(k), base: base})
+		}
+	}
+	slices.SortFunc(out, func(x, y kept) int { return cmp.Compare(y.v, x.v) })
+	return out
 }
 
 // thin keeps every k-th of a run longer than p99MaxN, in order.
@@ -127,12 +146,13 @@ func blocks(sl [][]time.Duration, keep int) []block {
 }
 
 // ratio is the observed p99 ratio, run over baseline.
-func (t *p99Test) ratio() float64 { return t.splitRatio(0, 1) }
+func (t *p99Test) ratio() float64 { return t.observed }
 
 // splitRatio is the p99 ratio of the two runs made by swapping the pairs
 // of swap, with the baseline's latencies scaled by theta.
 func (t *p99Test) splitRatio(swap uint64, theta float64) float64 {
-	return t.splitP99(swap, theta) / math.Max(t.splitP99(^swap, theta), 1)
+	run, base := t.splitP99s(swap, theta)
+	return run / math.Max(base, 1)
 }
 
 // splitRatios returns, for every split, its p99 ratio when the baseline's
@@ -194,67 +214,67 @@ func bisect(a, b float64, above func(float64) bool) float64 {
 	return math.Exp(lb)
 }
 
-// splitP99 returns the p99 of the run made of the run's slices, but for
-// the pairs of swap, which take the baseline's slice scaled by theta: the
-// r-th largest of their lists, by popping a max-heap of their heads.
-func (t *p99Test) splitP99(swap uint64, theta float64) float64 {
-	h, n := t.heap[:0], 0
+// splitP99s returns the p99 of the run made of the run's slices, but for
+// the pairs of swap, which take the baseline's slice scaled by theta, and
+// the p99 of the baseline made of the other slice of every pair. Each kept
+// latency belongs to one of the two; walking them largest first, a run's
+// p99 is its r-th, r its count of latencies above its p99's rank.
+func (t *p99Test) splitP99s(swap uint64, theta float64) (run, base float64) {
+	n1, n2 := 0, 0
 	for k := range p99Slices {
-		id := int32(k)
 		if swap&(1<<k) != 0 {
-			id += p99Slices
-		}
-		if b, scale := t.blockOf(id, theta); len(b.top) > 0 {
-			n += b.n
-			h = append(h, head{v: float64(b.top[0]) * scale, block: id})
-		}
-	}
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		siftDown(h, i)
-	}
-	if n == 0 {
-		return 0
-	}
-	r := n - p99Rank(n)
-	for taken := 1; ; taken++ {
-		top := h[0]
-		if taken == r {
-			return top.v
-		}
-		b, scale := t.blockOf(top.block, theta)
-		if next := top.offset + 1; int(next) < len(b.top) {
-			h[0] = head{v: float64(b.top[next]) * scale, block: top.block, offset: next}
+			n1, n2 = n1+t.base[k].n, n2+t.run[k].n
 		} else {
-			h[0] = h[len(h)-1]
-			h = h[:len(h)-1]
+			n1, n2 = n1+t.run[k].n, n2+t.base[k].n
 		}
-		siftDown(h, 0)
 	}
+	r1, r2 := 0, 0
+	if n1 > 0 {
+		r1 = n1 - p99Rank(n1)
+	}
+	if n2 > 0 {
+		r2 = n2 - p99Rank(n2)
+	}
+	c1, c2 := 0, 0
+	for _, e := range t.mergedAt(theta) {
+		if (swap>>uint(e.pair)&1 != 0) == e.base {
+			if c1++; c1 == r1 {
+				run = e.v
+			}
+		} else if c2++; c2 == r2 {
+			base = e.v
+		}
+		if c1 >= r1 && c2 >= r2 {
+			break
+		}
+	}
+	return run, base
 }
 
-// blockOf returns slice id (the run's below p99Slices, else the
-// baseline's) and the factor its latencies take.
-func (t *p99Test) blockOf(id int32, theta float64) (block, float64) {
-	if id < p99Slices {
-		return t.run[id], 1
-	}
-	return t.base[id-p99Slices], theta
+// splitP99 is the first of splitP99s: the p99 of the run of swap.
+func (t *p99Test) splitP99(swap uint64, theta float64) float64 {
+	run, _ := t.splitP99s(swap, theta)
+	return run
 }
 
-// siftDown restores the max-heap order of h below i.
-func siftDown(h []head, i int) {
-	for {
-		big, l, r := i, 2*i+1, 2*i+2
-		if l < len(h) && h[l].v > h[big].v {
-			big = l
-		}
-		if r < len(h) && h[r].v > h[big].v {
-			big = r
-		}
-		if big == i {
-			return
-		}
-		h[i], h[big] = h[big], h[i]
-		i = big
+// mergedAt returns every kept latency, largest first, the baseline's
+// scaled by theta: a merge of the two runs' (scaling keeps their order).
+func (t *p99Test) mergedAt(theta float64) []kept {
+	if t.merged != nil && t.mergedTheta == theta {
+		return t.merged
 	}
+	t.merged, t.mergedTheta = t.merged[:0], theta
+	i, j := 0, 0
+	for i < len(t.runTop) || j < len(t.baseTop) {
+		if j == len(t.baseTop) || (i < len(t.runTop) && t.runTop[i].v >= t.baseTop[j].v*theta) {
+			t.merged = append(t.merged, t.runTop[i])
+			i++
+			continue
+		}
+		e := t.baseTop[j]
+		e.v *= theta
+		t.merged = append(t.merged, e)
+		j++
+	}
+	return t.merged
 }

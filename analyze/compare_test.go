@@ -317,7 +317,7 @@ func TestP99OneMoment(t *testing.T) {
 	}
 }
 
-// TestSplitP99MatchesSort: the heap merge of the slices' largest finds
+// TestSplitP99MatchesSort: the walk down the slices' largest finds
 // the p99 a sort of the split run's latencies finds.
 func TestSplitP99MatchesSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 8))

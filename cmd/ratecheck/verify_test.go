@@ -159,20 +159,37 @@ func failing(v verdictJSON) []string {
 // window.
 func testVerifyEmbeddedPasses(t *testing.T) {
 	prom := filepath.Join(t.TempDir(), "verify.prom")
-	code, v, stderr := runVerifyJSON(t, verifyWindow, "--label", "v1.4.2", "--metrics", prom)
+	// At 4 s the latency of a quiet run can still be too large a part of
+	// the window for a check to decide (rejected-count on MCP, 2 of 4
+	// runs of the package alone): an inconclusive run is tried again at
+	// the longer window, which must pass.
+	var (
+		code   int
+		v      verdictJSON
+		stderr string
+		window time.Duration
+	)
+	for i, w := range verifyWindows {
+		window = w
+		code, v, stderr = runVerifyJSON(t, window, "--label", "v1.4.2", "--metrics", prom)
+		if code != exitInconclusive || len(failing(v)) != 0 || i == len(verifyWindows)-1 {
+			break
+		}
+		t.Logf("window %v: inconclusive (%s); trying a longer window: %+v", window, blurOf(t, v.Run, window), v.Surfaces)
+	}
 	switch {
-	case code == exitInconclusive && len(failing(v)) == 0 && blurOf(t, v.Run, verifyWindow).blurred():
+	case code == exitInconclusive && len(failing(v)) == 0 && blurOf(t, v.Run, window).blurred():
 		// A starved machine (or the race detector's slowed run) can leave
 		// a check without its evidence; that is inconclusive, never a pass
 		// and never a failure. The steps below need the pass itself.
-		t.Skipf("inconclusive on a blurred run (%s), so there is no pass to analyze, report and compare: %+v", blurOf(t, v.Run, verifyWindow), v.Surfaces)
+		t.Skipf("inconclusive on a blurred run (%s), so there is no pass to analyze, report and compare: %+v", blurOf(t, v.Run, window), v.Surfaces)
 	case code != exitOK || v.Verdict != "pass":
 		t.Fatalf("exit %d, verdict %s, failing %v\nstderr: %s\n%+v", code, v.Verdict, failing(v), stderr, v)
 	}
-	if v.Schema != 1 || v.WindowMS != verifyWindow.Milliseconds() || len(v.Surfaces) != 2 || !strings.Contains(v.Run, "-verify") {
+	if v.Schema != 1 || v.WindowMS != window.Milliseconds() || len(v.Surfaces) != 2 || !strings.Contains(v.Run, "-verify") {
 		t.Errorf("verdict %+v", v)
 	}
-	b := blurOf(t, v.Run, verifyWindow)
+	b := blurOf(t, v.Run, window)
 	for _, s := range v.Surfaces {
 		want := map[string]int{"rest": 240, "mcp": 120}[s.Surface]
 		if s.ExpectedLimit != want {
@@ -231,12 +248,12 @@ func testVerifyEmbeddedPasses(t *testing.T) {
 		tail = max(tail, s.Latency.P99MS)
 	}
 	separable := tail <= 50
-	if code, stdout, stderr := runCmd(t, "compare", "--window", verifyWindow.String(), v.Run, slow); separable && (code != exitCheckFailed || !strings.Contains(stdout, "regression: rest: p99")) {
+	if code, stdout, stderr := runCmd(t, "compare", "--window", window.String(), v.Run, slow); separable && (code != exitCheckFailed || !strings.Contains(stdout, "regression: rest: p99")) {
 		t.Errorf("compare with a slower run: exit %d, want 1\n%s%s", code, stdout, stderr)
 	} else if !separable {
 		t.Logf("the run's own p99 is %.0f ms: a 50 ms shift is not held to be a regression (compare exit %d)", tail, code)
 	}
-	code, stdout, stderr := runCmd(t, "compare", "--json", "--window", verifyWindow.String(), v.Run, slow)
+	code, stdout, stderr := runCmd(t, "compare", "--json", "--window", window.String(), v.Run, slow)
 	if separable && (code != exitCheckFailed || !strings.Contains(stdout, `"rest: p99`)) {
 		t.Errorf("compare --json with a slower run: exit %d, want 1\n%s%s", code, stdout, stderr)
 	}
@@ -245,7 +262,7 @@ func testVerifyEmbeddedPasses(t *testing.T) {
 	// window): a warning, no regression, exit 2.
 	unlike := unlikeCopy(t, v.Run)
 	code, stdout, stderr = runCmd(t, "compare", "--json", v.Run, unlike)
-	if code != exitUsage || !strings.Contains(stderr, "were made in different ways (kind verify → fleet; window "+verifyWindow.String()+" → 30s)") || !strings.Contains(stdout, `"verdict": "incomparable"`) {
+	if code != exitUsage || !strings.Contains(stderr, "were made in different ways (kind verify → fleet; window "+window.String()+" → 30s)") || !strings.Contains(stdout, `"verdict": "incomparable"`) {
 		t.Errorf("compare with an unlike run: exit %d, want 2\n%s%s", code, stdout, stderr)
 	}
 	matchSchema(t, "compare.json", stdout)

@@ -14,7 +14,8 @@ import (
 // passes on both surfaces, judged from the server's records alone as the
 // other examples are: independent full jitter re-collides no more than
 // chance, no answer is retried, every fault is. A run the host stalled
-// (the target check inconclusive, nothing else amiss) is run again.
+// (the target check inconclusive, nothing else amiss) is run again, and
+// so is one whose jitter alone failed (see judgePrograms).
 func TestFleetNodeClient(t *testing.T) {
 	t.Parallel()
 	if raceEnabled {
@@ -26,11 +27,7 @@ func TestFleetNodeClient(t *testing.T) {
 	for _, surface := range []string{"rest", "mcp"} {
 		t.Run(surface, func(t *testing.T) {
 			t.Parallel()
-			code, rep, stderr := runProgramsJSON(t, "node ../../examples/clients/node/full_jitter.js", "--clients", "12", "--surface", surface)
-			for try := 2; try <= 3 && hostStalled(rep); try++ {
-				t.Logf("inconclusive, the host's doing (%s): run %d", checkNamed(rep, "target").Detail, try)
-				code, rep, stderr = runProgramsJSON(t, "node ../../examples/clients/node/full_jitter.js", "--clients", "12", "--surface", surface)
-			}
+			code, rep, stderr := judgePrograms(t, "node ../../examples/clients/node/full_jitter.js", true, "--clients", "12", "--surface", surface)
 			if hostStalled(rep) {
 				t.Skipf("the host stalled the target in 3 runs, too loaded to judge jitter: %s", checkNamed(rep, "target").Detail)
 			}
@@ -47,6 +44,41 @@ func TestFleetNodeClient(t *testing.T) {
 			}
 		})
 	}
+}
+
+// judgePrograms runs client programs cmd as runProgramsJSON does, again
+// while the host stalled the target (three runs at most), and, for
+// programs that should pass, once more when jitter alone failed: the
+// jitter check's false-alarm rate is 1 % by design, so a correct client
+// fails it twice in a row once in 10 000 runs, as
+// TestFleetFullPassesLockstepFails allows its own fleet.
+func judgePrograms(t *testing.T, cmd string, wantPass bool, args ...string) (int, jitter.Report, string) {
+	t.Helper()
+	code, rep, stderr := runProgramsJSON(t, cmd, args...)
+	stalls, jitterRetried := 0, false
+	for {
+		switch {
+		case hostStalled(rep) && stalls < 2:
+			stalls++
+			t.Logf("inconclusive, the host's doing (%s): run again", checkNamed(rep, "target").Detail)
+		case wantPass && !jitterRetried && onlyJitterFailed(rep):
+			jitterRetried = true
+			t.Logf("jitter alone failed (%s), as it may in 1 %% of a correct client's runs: run again", checkNamed(rep, "jitter").Detail)
+		default:
+			return code, rep, stderr
+		}
+		code, rep, stderr = runProgramsJSON(t, cmd, args...)
+	}
+}
+
+// onlyJitterFailed says whether jitter is the one check that failed.
+func onlyJitterFailed(rep jitter.Report) bool {
+	for _, c := range rep.Checks {
+		if (c.Verdict == analyze.Fail) != (c.Name == "jitter") {
+			return false
+		}
+	}
+	return rep.Verdict == analyze.Fail
 }
 
 // hostStalled says whether a run is inconclusive only because the target

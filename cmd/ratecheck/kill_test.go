@@ -38,7 +38,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if exampleDir != "" {
+		os.RemoveAll(exampleDir)
+	}
+	os.Exit(code)
 }
 
 // e2eParallel is how many parallel tests run at once unless -parallel

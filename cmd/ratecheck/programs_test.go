@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
@@ -31,81 +34,126 @@ func runProgramsJSON(t *testing.T, cmd string, args ...string) (int, jitter.Repo
 	return code, rep, stderr
 }
 
-// TestFleetClientCmd: client programs this project did not write, judged
-// from the server's records alone. The Go example (package client) and the
-// standard-library Python one with full jitter pass; one retrying at a
-// fixed interval fails, re-colliding at least ten times as often as
-// independent jitter would, run with 50 copies as the README runs it (the
-// harness's own scripted faults never stop the run as a failing target);
-// one that retries a 422 fails naming it. The Go example polling
-// one URL with 5 attempts passes --attempts 5: its next request, the same
-// bytes after it gave up on one, is not read as a sixth attempt.
+// The TestFleetClientCmd tests: client programs this project did not
+// write, judged from the server's records alone. The Go example (package
+// client) and the standard-library Python one with full jitter pass; one
+// retrying at a fixed interval fails, re-colliding at least ten times as
+// often as independent jitter would, run with 50 copies as the README
+// runs it (the harness's own scripted faults never stop the run as a
+// failing target); one that retries a 422 fails naming it. The Go example
+// polling one URL with 5 attempts passes --attempts 5: its next request,
+// the same bytes after it gave up on one, is not read as a sixth attempt.
 //
 // A run the host stalled (the target check inconclusive, nothing else
 // amiss) is run again, and so is a passing program's run whose jitter
 // alone failed, as TestFleetNodeClient does (see judgePrograms).
-func TestFleetClientCmd(t *testing.T) {
+//
+// Each is a test of its own, not a subtest: a parallel test's subtests
+// queue behind every parallel test not yet started, so these runs of 10
+// to 20 s came last, and the package's parallel tests waited for them.
+func TestFleetClientCmdGoExample(t *testing.T) { testClientProgram(t, "go example") }
+func TestFleetClientCmdGoExamplePolls(t *testing.T) {
+	testClientProgram(t, "go example polling one URL, 5 attempts")
+}
+func TestFleetClientCmdPythonFullJitter(t *testing.T) {
+	testClientProgram(t, "python full jitter")
+}
+func TestFleetClientCmdPythonFixedInterval(t *testing.T) {
+	testClientProgram(t, "python fixed interval, 50 copies")
+}
+func TestFleetClientCmdPythonRetries422(t *testing.T) { testClientProgram(t, "python retries a 422") }
+
+// clientProgram is one program the TestFleetClientCmd tests judge: its
+// command line (example stands for the Go example's binary, python for
+// the interpreter), the verdict it deserves, and what else to check.
+type clientProgram struct {
+	name, cmd string
+	verdict   string
+	check     func(t *testing.T, rep jitter.Report)
+	args      []string
+}
+
+// Two requests per client show every check (the first request's waves,
+// the pause before the next one); the fleet's five take 4 s longer.
+var two = []string{"--requests", "2"}
+
+var clientPrograms = []clientProgram{
+	{"go example", "{example}", analyze.Pass, nil, two},
+	{"python full jitter", "{python} ../../examples/clients/python/full_jitter.py", analyze.Pass, nil, two},
+	{"python fixed interval, 50 copies", "{python} ../../examples/clients/python/fixed_interval.py", analyze.Fail, recollides, []string{"--clients", "50"}}, // as the README runs it
+	{"python retries a 422", "{python} ../../examples/clients/python/retries_answers.py", analyze.Fail, func(t *testing.T, rep jitter.Report) {
+		if c := checkNamed(rep, "retry-answers"); c.Verdict != analyze.Fail || !strings.Contains(c.Detail, "a 422") {
+			t.Errorf("retry-answers %+v, want a failure naming the 422", c)
+		}
+	}, two},
+	{"go example polling one URL, 5 attempts", "{example} -poll -attempts 5", analyze.Pass, func(t *testing.T, rep jitter.Report) {
+		if c := checkNamed(rep, "attempt-cap"); c.Verdict != analyze.Pass || !strings.Contains(c.Detail, "within 5 attempts") {
+			t.Errorf("attempt-cap %+v, want a pass within 5 attempts", c)
+		}
+	}, []string{"--attempts", "5", "--requests", "2"}}, // two read as one would take 10 attempts; five take 35 s
+}
+
+// goExample builds the Go example client once for the tests that run it,
+// in exampleDir, which TestMain removes.
+var goExample = sync.OnceValues(func() (string, error) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return "", err
+	}
+	if exampleDir, err = os.MkdirTemp("", "ratecheck-go-example"); err != nil {
+		return "", err
+	}
+	example := filepath.Join(exampleDir, "client")
+	if out, err := exec.Command(goBin, "build", "-o", example, "../../examples/clients/go").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the Go example: %v\n%s", err, out)
+	}
+	return example, nil
+})
+
+var exampleDir string
+
+// testClientProgram judges the client program of clientPrograms named name
+// with 12 copies (unless it says otherwise).
+func testClientProgram(t *testing.T, name string) {
 	t.Parallel()
 	if raceEnabled {
 		t.Skip("client processes on 2 cores, checked by the plain run")
 	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command to build the Go example")
+	i := slices.IndexFunc(clientPrograms, func(p clientProgram) bool { return p.name == name })
+	tt := clientPrograms[i]
+	cmd := tt.cmd
+	if strings.HasPrefix(cmd, "{python}") {
+		python := pythonInterpreter()
+		if python == "" {
+			t.Skip("no python3 here")
+		}
+		cmd = strings.Replace(cmd, "{python}", python, 1)
 	}
-	example := filepath.Join(t.TempDir(), "client")
-	if out, err := exec.Command(goBin, "build", "-o", example, "../../examples/clients/go").CombinedOutput(); err != nil {
-		t.Fatalf("building the Go example: %v\n%s", err, out)
+	if strings.HasPrefix(cmd, "{example}") {
+		example, err := goExample()
+		if errors.Is(err, exec.ErrNotFound) {
+			t.Skip("no go command to build the Go example")
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		cmd = strings.Replace(cmd, "{example}", example, 1)
 	}
-	python := pythonInterpreter()
-	// Two requests per client show every check (the first request's waves,
-	// the pause before the next one); the fleet's five take 4 s longer.
-	two := []string{"--requests", "2"}
-	tests := []struct {
-		name, cmd string
-		python    bool
-		verdict   string
-		check     func(t *testing.T, rep jitter.Report)
-		args      []string
-	}{
-		{"go example", example, false, analyze.Pass, nil, two},
-		{"python full jitter", python + " ../../examples/clients/python/full_jitter.py", true, analyze.Pass, nil, two},
-		{"python fixed interval, 50 copies", python + " ../../examples/clients/python/fixed_interval.py", true, analyze.Fail, recollides, []string{"--clients", "50"}}, // as the README runs it
-		{"python retries a 422", python + " ../../examples/clients/python/retries_answers.py", true, analyze.Fail, func(t *testing.T, rep jitter.Report) {
-			if c := checkNamed(rep, "retry-answers"); c.Verdict != analyze.Fail || !strings.Contains(c.Detail, "a 422") {
-				t.Errorf("retry-answers %+v, want a failure naming the 422", c)
-			}
-		}, two},
-		{"go example polling one URL, 5 attempts", example + " -poll -attempts 5", false, analyze.Pass, func(t *testing.T, rep jitter.Report) {
-			if c := checkNamed(rep, "attempt-cap"); c.Verdict != analyze.Pass || !strings.Contains(c.Detail, "within 5 attempts") {
-				t.Errorf("attempt-cap %+v, want a pass within 5 attempts", c)
-			}
-		}, []string{"--attempts", "5", "--requests", "2"}}, // two read as one would take 10 attempts; five take 35 s
+	args := append([]string{"--clients", "12"}, tt.args...)
+	code, rep, stderr := judgePrograms(t, cmd, tt.verdict == analyze.Pass, args...)
+	if hostStalled(rep) {
+		t.Skipf("the host stalled the target in 3 runs, too loaded to judge jitter: %s", checkNamed(rep, "target").Detail)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if tt.python && python == "" {
-				t.Skip("no python3 here")
-			}
-			t.Parallel()
-			args := append([]string{"--clients", "12"}, tt.args...)
-			code, rep, stderr := judgePrograms(t, tt.cmd, tt.verdict == analyze.Pass, args...)
-			if hostStalled(rep) {
-				t.Skipf("the host stalled the target in 3 runs, too loaded to judge jitter: %s", checkNamed(rep, "target").Detail)
-			}
-			if rep.Verdict != tt.verdict || code != verdictExit(tt.verdict) {
-				t.Fatalf("exit %d, verdict %s, want %s\n%+v\n%s", code, rep.Verdict, tt.verdict, rep.Checks, stderr)
-			}
-			if c := checkNamed(rep, "clients"); c.Verdict != analyze.Pass {
-				t.Errorf("clients %+v", c)
-			}
-			if rep.EpsilonMS < 50 || !strings.Contains(rep.EpsilonBasis, "from the data") {
-				t.Errorf("ε %vms (%s), want from the data, at least 50ms", rep.EpsilonMS, rep.EpsilonBasis)
-			}
-			if tt.check != nil {
-				tt.check(t, rep)
-			}
-		})
+	if rep.Verdict != tt.verdict || code != verdictExit(tt.verdict) {
+		t.Fatalf("exit %d, verdict %s, want %s\n%+v\n%s", code, rep.Verdict, tt.verdict, rep.Checks, stderr)
+	}
+	if c := checkNamed(rep, "clients"); c.Verdict != analyze.Pass {
+		t.Errorf("clients %+v", c)
+	}
+	if rep.EpsilonMS < 50 || !strings.Contains(rep.EpsilonBasis, "from the data") {
+		t.Errorf("ε %vms (%s), want from the data, at least 50ms", rep.EpsilonMS, rep.EpsilonBasis)
+	}
+	if tt.check != nil {
+		tt.check(t, rep)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"os/exec"
@@ -102,30 +103,51 @@ const nginxLimitReq = `
 // Skipped where nginx is not installed (.ci/run installs it).
 //
 // One of quietTests: on a machine busy with the other tests, the timing
-// of nginx's answers blurs until the fit names another limiter.
+// of nginx's answers blurs until the fit names another limiter. A blurred
+// run that does not come out as above is tried again at a window three
+// times as long (beside capacity/runner's load tests, at p99 246 ms, a
+// 2 s run's MCP fit named a sliding-window counter).
 func testVerifyAgainstNginx(t *testing.T) {
-	window := 2 * time.Second
-	// The upstream: the reference target with limits it never reaches.
-	upstream := startTarget(t, time.Minute, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil)
-	addr := startNginx(t, nginxLimitReq, int(240/window.Seconds()), int(120/window.Seconds()), strings.TrimPrefix(upstream, "http://"))
-	code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--checks", "limits,isolation")
+	windows := []time.Duration{2 * time.Second, 6 * time.Second}
+	for i, window := range windows {
+		// The upstream: the reference target with limits it never reaches.
+		upstream := startTarget(t, time.Minute, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil)
+		addr := startNginx(t, nginxLimitReq, int(240/window.Seconds()), int(120/window.Seconds()), strings.TrimPrefix(upstream, "http://"))
+		code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--checks", "limits,isolation")
+		problems := nginxProblems(code, v)
+		if len(problems) == 0 {
+			return
+		}
+		if b := blurOf(t, v.Run, window); i < len(windows)-1 && b.blurred() {
+			t.Logf("window %v, a blurred run (%s): %s; trying a longer window", window, b, strings.Join(problems, "; "))
+			continue
+		}
+		t.Fatalf("window %v: %s\n%s", window, strings.Join(problems, "\n"), stderr)
+	}
+}
+
+// nginxProblems lists how a verify run against nginx's limit_req differs
+// from what testVerifyAgainstNginx wants.
+func nginxProblems(code int, v verdictJSON) []string {
 	got := failing(v)
 	if code != exitCheckFailed {
-		t.Fatalf("exit %d, want 1; failing %v\n%s", code, got, stderr)
+		return []string{fmt.Sprintf("exit %d, want 1; failing %v", code, got)}
 	}
+	var problems []string
 	for _, s := range v.Surfaces {
 		if s.Model != "token-bucket" && !contains(s.Alternatives, "token-bucket") {
-			t.Errorf("%s: model %s (alternatives %v), want token-bucket", s.Surface, s.Model, s.Alternatives)
+			problems = append(problems, fmt.Sprintf("%s: model %s (alternatives %v), want token-bucket", s.Surface, s.Model, s.Alternatives))
 		}
 		for _, c := range s.Checks {
 			if (c.Name == "spoof" || c.Name == "independence" || c.Name == "isolation") && c.Verdict == "fail" {
-				t.Errorf("%s/%s failed against nginx, whose zones are per address and per surface: %s", s.Surface, c.Name, c.Detail)
+				problems = append(problems, fmt.Sprintf("%s/%s failed against nginx, whose zones are per address and per surface: %s", s.Surface, c.Name, c.Detail))
 			}
 		}
 	}
 	if !contains(got, "rest/rolling") || !contains(got, "mcp/rolling") {
-		t.Errorf("failing %v, want rolling on both surfaces", got)
+		problems = append(problems, fmt.Sprintf("failing %v, want rolling on both surfaces", got))
 	}
+	return problems
 }
 
 // TestVerifyAgainstAStaticFileServer: a plain static file server

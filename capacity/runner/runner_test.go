@@ -256,7 +256,7 @@ func TestKneeOfUniformPool(t *testing.T) {
 	if worst > (slo-nominal)/2 {
 		t.Skipf("this process stalled for %v during the search (a loaded host): the latencies measure the host, not the pool", worst)
 	}
-	if res.Verdict == capacity.VerdictClient || res.LimitedBy == "client" && res.KneeRPS != nil && *res.KneeRPS < high {
+	if res.Verdict == capacity.VerdictClient || res.LimitedBy == "client" && (res.KneeRPS == nil || *res.KneeRPS < high) {
 		t.Skipf("the generator fell behind: a starved host, not the search")
 	}
 	if res.Verdict != capacity.VerdictFound || res.KneeRPS == nil {
@@ -313,9 +313,13 @@ func TestShardsJudgeAsOne(t *testing.T) {
 	if !reflect.DeepEqual(res, jobs[1].Result()) || len(res.Steps) == 0 {
 		t.Fatalf("the shards disagree or judged nothing:\n0: %+v\n1: %+v", res, jobs[1].Result())
 	}
+	// 400 a second of the judged part: on a busy host the p99 of a pool of
+	// 500/s at 400/s can near the objective, and the search lengthens the
+	// step (to 2 s, 800 requests, in a whole-suite run).
 	for k, st := range res.Steps {
-		if st.Sources != 4 || st.Requests < 390 || st.Requests > 410 {
-			t.Errorf("step %d: %d requests from %d sources, want 400 from 4", k, st.Requests, st.Sources)
+		want := 400 * st.DurationMs / 1000
+		if st.Sources != 4 || float64(st.Requests) < want*0.975 || float64(st.Requests) > want*1.025 {
+			t.Errorf("step %d: %d requests from %d sources in %v ms (lengthened %d times), want %.0f from 4", k, st.Requests, st.Sources, st.DurationMs, st.Lengthened, want)
 		}
 	}
 	for i, job := range jobs {

@@ -159,7 +159,8 @@ func nginxProblems(code int, v verdictJSON) []string {
 // Not parallel, nor one of quietTests: on a machine busy with other tests
 // (beside the burst-delay nginx test in TestQuiet, once), the server's
 // slow answers time out as transport errors, and the run ends as a
-// failing target (exit 3) rather than one without the API.
+// failing target (exit 3) rather than one without the API. Such a run is
+// tried once more.
 func TestVerifyAgainstAStaticFileServer(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
@@ -174,6 +175,12 @@ func TestVerifyAgainstAStaticFileServer(t *testing.T) {
 		resp.Body.Close()
 	}
 	code, v, stderr := runVerifyJSON(t, 2*time.Second, "--target", "http://"+addr, "--timeout", "2s")
+	if code == exitUnreachable && strings.Contains(stderr, "the target is failing") {
+		// capacity/runner's load tests run beside this package's first
+		// tests: once they starved the server into timeouts.
+		t.Logf("a failing target (exit 3), its slow answers timed out on a loaded host: run again\n%s", stderr)
+		code, v, stderr = runVerifyJSON(t, 2*time.Second, "--target", "http://"+addr, "--timeout", "2s")
+	}
 	if code != exitInconclusive || v.Verdict != "inconclusive" || len(v.Surfaces) != 2 {
 		t.Fatalf("exit %d, verdict %s, want 4 and inconclusive\n%s", code, v.Verdict, stderr)
 	}

@@ -117,7 +117,7 @@ func testVerifyAgainstNginxRoundRobin(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	}
-	for i, window := range verifyWindows {
+	atWindows(t, verifyWindows, func(window time.Duration) (string, []string, string) {
 		a, b := startTarget(t, window, nil, byXFF), startTarget(t, window, nil, byXFF)
 		addr := startNginx(t, `
   upstream replicas { server %[3]s; server %[4]s; }
@@ -141,16 +141,8 @@ func testVerifyAgainstNginxRoundRobin(t *testing.T) {
 				wrong = append(wrong, fmt.Sprintf("%s: rejected-count %s against replicas that count refusals: %s", s.Surface, verdict, detail))
 			}
 		}
-		if len(wrong) == 0 {
-			return
-		}
-		if bl := blurOf(t, v.Run, window); i < len(verifyWindows)-1 && bl.blurred() {
-			t.Logf("window %v, a blurred run (%s): %s; trying a longer window", window, bl, strings.Join(wrong, "; "))
-			continue
-		}
-		t.Errorf("window %v: %s\n%s", window, strings.Join(wrong, "\n"), stderr)
-		return
-	}
+		return v.Run, wrong, stderr
+	})
 }
 
 // interleave sends another client's requests, from a loopback address of

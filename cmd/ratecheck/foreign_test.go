@@ -108,22 +108,13 @@ const nginxLimitReq = `
 // times as long (beside capacity/runner's load tests, at p99 246 ms, a
 // 2 s run's MCP fit named a sliding-window counter).
 func testVerifyAgainstNginx(t *testing.T) {
-	windows := []time.Duration{2 * time.Second, 6 * time.Second}
-	for i, window := range windows {
+	atWindows(t, []time.Duration{2 * time.Second, 6 * time.Second}, func(window time.Duration) (string, []string, string) {
 		// The upstream: the reference target with limits it never reaches.
 		upstream := startTarget(t, time.Minute, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil)
 		addr := startNginx(t, nginxLimitReq, int(240/window.Seconds()), int(120/window.Seconds()), strings.TrimPrefix(upstream, "http://"))
 		code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--checks", "limits,isolation")
-		problems := nginxProblems(code, v)
-		if len(problems) == 0 {
-			return
-		}
-		if b := blurOf(t, v.Run, window); i < len(windows)-1 && b.blurred() {
-			t.Logf("window %v, a blurred run (%s): %s; trying a longer window", window, b, strings.Join(problems, "; "))
-			continue
-		}
-		t.Fatalf("window %v: %s\n%s", window, strings.Join(problems, "\n"), stderr)
-	}
+		return v.Run, nginxProblems(code, v), stderr
+	})
 }
 
 // nginxProblems lists how a verify run against nginx's limit_req differs

@@ -317,6 +317,12 @@ func TestP99OneMoment(t *testing.T) {
 	}
 }
 
+// splitP99 is the first of splitP99s: the p99 of the run of swap.
+func (t *p99Test) splitP99(swap uint64, theta float64) float64 {
+	run, _ := t.splitP99s(swap, theta)
+	return run
+}
+
 // TestSplitP99MatchesSort: the walk down the slices' largest finds
 // the p99 a sort of the split run's latencies finds.
 func TestSplitP99MatchesSort(t *testing.T) {

@@ -251,12 +251,6 @@ func (t *p99Test) splitP99s(swap uint64, theta float64) (run, base float64) {
 	return run, base
 }
 
-// splitP99 is the first of splitP99s: the p99 of the run of swap.
-func (t *p99Test) splitP99(swap uint64, theta float64) float64 {
-	run, _ := t.splitP99s(swap, theta)
-	return run
-}
-
 // mergedAt returns every kept latency, largest first, the baseline's
 // scaled by theta: a merge of the two runs' (scaling keeps their order).
 func (t *p99Test) mergedAt(theta float64) []kept {

@@ -45,6 +45,10 @@ type Config struct {
 	// Warnings are said before the analysis's own (such as a window
 	// assumed for lack of run.json).
 	Warnings []string
+	// SentBefore, when set, is when an earlier run last sent from the
+	// run's addresses, within a window of its start: a refusal whose
+	// window may hold those requests can be that earlier run's doing.
+	SentBefore time.Time
 }
 
 // Verdict is the machine-readable verdict, schema 1 (docs/schema/verdict.json).
@@ -77,8 +81,9 @@ type SurfaceVerdict struct {
 	// MCPRevision is the MCP protocol revision spoken (mcp only).
 	MCPRevision string `json:"mcp_revision,omitempty"`
 	Verdict     string `json:"verdict"`
-	// Missing says, for an inconclusive surface, what evidence the run did
-	// not produce and why.
+	// Missing says what evidence the run did not produce and why: for an
+	// inconclusive surface, and for one whose checks the run's premise
+	// left unjudged (said here once; those checks say only that).
 	Missing string `json:"missing,omitempty"`
 	// The counts the table shows: requests sent, admitted (2xx), refused
 	// (429), faults (no answer or 5xx), other answers (any other status),
@@ -136,6 +141,10 @@ type SurfaceDetail struct {
 	// Primary is the source whose requests decided the limit checks: the
 	// one with the most refusals.
 	Primary string
+	// Premise, when set, is why the run could not show the limiter at
+	// all (no request, none answered, no API there, a budget spent before
+	// the run): more probes do not settle it.
+	Premise string
 	// Absent is set when the API is not there: the limit probes got 404,
 	// 405, 501 or non-JSON answers and no admission or refusal.
 	Absent bool
@@ -204,8 +213,12 @@ func AnalyzeSource(src decode.Source, cfg Config) (*Report, error) {
 		s.endModels()
 	}
 	err = fanOut(src.InOrder, workers, func(s *surfaceRun, r *decode.Record, _ int) {
-		if s.primary != nil && s.groupOf(r, false) == s.primary {
+		switch g := s.groupOf(r, false); {
+		case g == nil:
+		case g == s.primary:
 			s.fitAdd(r)
+		case g == s.second:
+			s.secondAdd(r)
 		}
 	})
 	if err != nil {

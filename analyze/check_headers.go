@@ -235,7 +235,12 @@ func (c *headersCheck) holdRemaining(s *surfaceRun, p *sighting, a *advertised) 
 // target counted last before p is one answered at or after the send of
 // the request before p (it was counted after that send); when each of
 // them was a 429 whose Retry-After had passed by p's send, whichever
-// came last told p's client it could retry: p must not be refused.
+// came last told p's client it could retry: p must not be refused,
+// unless another request may have been counted between that 429 and p
+// and taken the place promised: one sent while p was in flight (it may
+// overtake p on the way), or one unanswered. p is held only where the
+// address sent nothing else from the first of those 429s' sends to p's
+// answer.
 //
 // The current draft's t (§4.1.2: the time until more quota is made
 // available): when the latest answer before p's send left no quota, a
@@ -262,16 +267,26 @@ func (c *headersCheck) holdMoments(s *surfaceRun, p *sighting) {
 	if len(c.recent) == 0 {
 		return
 	}
+	first, members := c.recent[0].Start, 0
 	for _, r := range c.recent {
 		if r.End > p.Start || r.ad == nil || r.ad.retryAfter.field == "" || !refused(&r.Record) || p.Start < r.ad.retryAfter.after(r.End) {
 			return
 		}
+		if r.End > first {
+			members++
+		}
+	}
+	if p.End > p.Start {
+		members++ // p itself
+	}
+	if all := p.g.model.all; first < p.Start-all.W || all.countedBetween(first, p.End) > members {
+		return // another request may have taken what was promised
 	}
 	c.momentsHeld++
 	if refused(&p.Record) {
 		r := c.recent[len(c.recent)-1]
 		c.note("retry-after", false, func() string {
-			return fmt.Sprintf("%s on the 429 at %s, but the request at %s, sent after it with nothing in flight, was refused",
+			return fmt.Sprintf("%s on the 429 at %s, but the request at %s, sent after it and alone in flight from the address until its answer, was refused",
 				r.ad.retryAfter, at(&r.Record, s.t0), at(&p.Record, s.t0))
 		})
 	}

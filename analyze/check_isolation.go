@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/connectbyjbrh/ratecheck/decode"
+	"github.com/connectbyjbrh/ratecheck/internal/human"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -13,22 +14,75 @@ func init() { register(method.CheckIsolation, func() checkRun { return &isolatio
 // isolationCheck judges the requests of the surface's groups other than
 // its primary: whether other addresses have budgets of their own.
 type isolationCheck struct {
-	badN, proven int
-	// per group, its first two false throttles, in send order
-	bad byGroup[[]string]
+	proven int
+	// The refusals of other addresses by the most requests of their own
+	// that any window, of any length, could have held when each was
+	// counted, itself included: every request of the address sent before
+	// it, and those in flight with it (its index in the group, plus 1,
+	// plus its ambiguous ones). A window longer than the documented one
+	// (the fit weighs up to twice as long) then explains no refusal
+	// counted here. Per group, its first two refusals that no window of
+	// its own explains at the documented limit.
+	refusedWith map[int32]int
+	bad         byGroup[[]isolationRefusal]
+}
+
+// isolationRefusal is a refusal of another address: how many its own
+// window could have held, and where.
+type isolationRefusal struct {
+	held int32
+	what string
 }
 
 func (c *isolationCheck) judgedOther(s *surfaceRun, g *groupRun, j *judged) {
 	r := &j.Record
-	if j.FalseThrottle {
-		c.badN++
+	if refused(r) {
+		held := j.Index + 1 + j.Ambiguous
+		if held > int32(s.L) || r.Start-int64(s.W) < s.sentBefore {
+			// explained at the documented limit by its own requests, or
+			// by what an earlier run sent from it within its window
+			return
+		}
+		if c.refusedWith == nil {
+			c.refusedWith = map[int32]int{}
+		}
+		c.refusedWith[held]++ // at most L distinct counts
 		if bad := c.bad.at(g); len(*bad) < 2 {
-			*bad = append(*bad, fmt.Sprintf("%s refused at %s with at most %d in its own window", g.source, at(r, s.t0), j.Definite+j.Ambiguous))
+			*bad = append(*bad, isolationRefusal{held, fmt.Sprintf("%s refused at %s having sent %d before it", g.source, at(r, s.t0), j.Index)})
 		}
 	}
 	if admitted(r) && s.locked(r) {
 		c.proven++
 	}
+}
+
+// shared counts the refusals of other addresses that their own windows
+// cannot explain at the least limit the run showed (nor an earlier run's
+// requests from the same address, when one is known: see sentBefore): the documented one,
+// or the primary's observed limit when that is lower (a lower limit
+// explains another address's refusal after that many of its own; only a
+// budget shared with other addresses explains one before). It returns the
+// count and up to two of them.
+func (c *isolationCheck) shared(e *evidence) (int, []string) {
+	lim := int32(e.L)
+	if e.anyRefused && int32(e.obs) < lim {
+		lim = int32(e.obs)
+	}
+	n := 0
+	for held, k := range c.refusedWith {
+		if held <= lim {
+			n += k
+		}
+	}
+	var bad []string
+	for _, src := range e.sd.Sources {
+		for _, b := range c.bad.of(e.groups[src]) {
+			if b.held <= lim && len(bad) < 2 {
+				bad = append(bad, b.what)
+			}
+		}
+	}
+	return n, bad
 }
 
 // locked reports whether the primary group's window surely held more than
@@ -48,19 +102,30 @@ func (c *isolationCheck) judge(e *evidence) (string, string) {
 	if len(e.sd.Sources) < 2 {
 		return Skip, fmt.Sprintf("one source address only (%s): isolation needs a second (--sources)", e.primary)
 	}
-	var bad []string
-	for _, src := range e.sd.Sources {
-		for _, b := range c.bad.of(e.groups[src]) {
-			if len(bad) < 2 {
-				bad = append(bad, b)
-			}
-		}
-	}
-	switch {
-	case c.badN > 0:
-		return Fail, fmt.Sprintf("another address shares the budget of %s: %s", e.primary, strings.Join(bad, "; "))
+	switch n, bad := c.shared(e); {
+	case n > 0:
+		return Fail, fmt.Sprintf("another address shares the budget of %s: %s refused with fewer in its own window than %s is shown to admit (%s)", e.primary, human.Count(n, "request", ""), e.primary, strings.Join(bad, "; "))
 	case c.proven == 0:
 		return Inconclusive, fmt.Sprintf("no request from another address was admitted while %s was provably over its limit (timing too uncertain, or none sent then)", e.primary)
 	}
 	return Pass, fmt.Sprintf("%d requests from other addresses were admitted while %s was provably over its limit", c.proven, e.primary)
+}
+
+// judgeSpent judges isolation in a run whose first burst says the limit
+// address's budget was not whole at the start. A budget shared with other
+// addresses is one explanation of that (the contract probes or another
+// address's traffic spent it), and it is proved the same way as ever:
+// another address refused with fewer in its own window than the limit
+// address is shown to admit. Without that proof the check judges nothing
+// here.
+func (c *isolationCheck) judgeSpent(e *evidence) (string, string, bool) {
+	if len(e.sd.Sources) < 2 {
+		return "", "", false
+	}
+	n, bad := c.shared(e)
+	if n == 0 {
+		return "", "", false
+	}
+	return Fail, fmt.Sprintf("another address shares the budget of %s: %s refused with fewer in its own window than %s is shown to admit (%s); this also explains the early refusals of its first burst",
+		e.primary, human.Count(n, "request", ""), e.primary, strings.Join(bad, "; ")), true
 }

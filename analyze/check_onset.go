@@ -16,6 +16,7 @@ type onsetCheck struct {
 	// primary request: what the run proved the target held.
 	mostSure                           int
 	onsetLeaks, onsetFalse, onsetIndet int
+	onsetAdmitted                      int // admitted up to the first refusal's response
 	// False throttles of requests sent a window or more after the
 	// surface's first request (no request sent before the run can be in
 	// their window), and the first of them.
@@ -32,6 +33,9 @@ func (c *onsetCheck) judgedPrimary(s *surfaceRun, p sighting) {
 	}
 	// A forged-header probe is judged by the spoof check alone.
 	if p.Start <= p.g.firstRefusalEnd && !p.forged {
+		if p.Admitted() {
+			c.onsetAdmitted++
+		}
 		switch {
 		case p.Leak:
 			c.onsetLeaks++
@@ -51,13 +55,21 @@ func (c *onsetCheck) judge(e *evidence) (string, string) {
 	case !e.anyRefused:
 		return Fail, fmt.Sprintf("no 429 at all from %s although %d requests provably exceeded %d in one window: no limit enforced", p, e.required429, L)
 	case c.onsetLeaks > 0:
-		return Fail, fmt.Sprintf("from %s %d requests were admitted past %d in one window before the first 429 (observed_limit %d)", p, c.onsetLeaks, L, obs)
+		// observed_limit counts every admission of the fullest window;
+		// the leaks only those the timing proves past the limit.
+		return Fail, fmt.Sprintf("from %s %s admitted past the limit of %d before the first 429, each with %d or more others surely in its window; the fullest window before a 429 admitted %d (observed_limit), %d past the limit",
+			p, human.Count(c.onsetLeaks, "request was", "requests were"), L, L, obs, obs-L)
 	case c.onsetFalse > 0:
 		return Fail, fmt.Sprintf("from %s 429s began before %d requests could have been in one window (observed_limit %d; if this address sent requests in the window before the run, wait a window and run again)", p, L, obs)
 	case obs == L:
 		return Pass, fmt.Sprintf("from %s the first 429 came after exactly %d admitted in one window (observed_limit %d)", p, L, obs)
+	case obs > L+c.onsetIndet:
+		// the onset held; the fullest window came later (the rolling
+		// check judges it)
+		return Pass, fmt.Sprintf("from %s the first 429 came after %d admitted, none provably past %d (%s of the onset could be counted in either window); a later window admitted %d (observed_limit: see rolling)",
+			p, c.onsetAdmitted, L, human.Count(c.onsetIndet, "request", ""), obs)
 	}
-	return Pass, fmt.Sprintf("from %s observed_limit %d, within the timing uncertainty: %d requests of the onset could be counted in either window; none provably broke %d", p, obs, c.onsetIndet, L)
+	return Pass, fmt.Sprintf("from %s observed_limit %d, within the timing uncertainty: %s of the onset could be counted in either window; none provably broke %d", p, obs, human.Count(c.onsetIndet, "request", ""), L)
 }
 
 // judgeSpent judges the onset of a run whose first burst says the budget

@@ -28,7 +28,7 @@ func (c *rollingCheck) judgedPrimary(s *surfaceRun, p sighting) {
 		return
 	}
 	if p.Leak && len(c.leaks) < 2 {
-		c.leaks = append(c.leaks, fmt.Sprintf("%s admitted with %d others surely in its window", at(&p.Record, s.t0), p.Definite))
+		c.leaks = append(c.leaks, fmt.Sprintf("%s admitted with %d others surely in its window: %d admitted, %d refused", at(&p.Record, s.t0), p.Definite, p.DefiniteAdmitted, p.Definite-p.DefiniteAdmitted))
 	}
 	if p.FalseThrottle && len(c.falses) < 2 {
 		c.falses = append(c.falses, fmt.Sprintf("%s refused with at most %d others in its window", at(&p.Record, s.t0), p.Definite+p.Ambiguous))
@@ -37,9 +37,15 @@ func (c *rollingCheck) judgedPrimary(s *surfaceRun, p sighting) {
 
 func (c *rollingCheck) judge(e *evidence) (string, string) {
 	ew := fmt.Sprintf("effective window %v (documented %v)", e.sd.Fit.EffectiveWindow.Round(time.Millisecond), e.W)
-	if b := e.sd.Fit.Best; b.Family == familyTokenBucket && b.Limit > 0 {
+	switch b := e.sd.Fit.Best; {
+	case b.Family == familyTokenBucket && b.Limit > 0:
 		// a bucket has no window: what it has is a refill
-		ew = fmt.Sprintf("best fit a token bucket of %d refilling one token every %s (%d per %v)", b.Limit, human.Duration(b.Window/time.Duration(b.Limit)), b.Limit, b.Window.Round(time.Millisecond))
+		ew = fmt.Sprintf("best fit a token bucket of %d refilling one token every %s (%d per %v): a burst of %d, then one every %s, whatever came in the window before",
+			b.Limit, human.Duration(b.Window/time.Duration(b.Limit)), b.Limit, b.Window.Round(time.Millisecond), b.Limit, human.Duration(b.Window/time.Duration(b.Limit)))
+	case b.Family == familyFixedWindow && b.Limit > 0:
+		// a fixed window is no shorter rolling one: its count resets
+		ew = fmt.Sprintf("best fit a fixed window of %d per %v: the count resets at fixed boundaries, so up to %d are admitted within one window's length across a boundary (%s)",
+			b.Limit, b.Window.Round(time.Millisecond), 2*b.Limit, ew)
 	}
 	switch {
 	case e.sd.Leaks+e.sd.FalseThrottles > 0:

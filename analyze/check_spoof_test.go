@@ -112,3 +112,25 @@ func TestRollingNeedsAWindowsWorth(t *testing.T) {
 		t.Errorf("300 requests: %s: %s", v, d)
 	}
 }
+
+// TestSpoofFewAdmittedByChance: a correct target under faults left the
+// limit address room for 7 of the 23 answered probes, and the 7 happened
+// to be forged (4 of 6 X-Real-IP, 3 of 3 X-Forwarded-For, 0 of 14 plain:
+// a CI run). Under the null that happens to some header in about one
+// run in a few hundred (p = 0.0015 and 0.0031), so it is no proof of a
+// trusted header at the check's false-alarm rate; every forged probe of
+// a header admitted against every plain one refused, at the plan's 10
+// and 30, is.
+func TestSpoofFewAdmittedByChance(t *testing.T) {
+	t.Parallel()
+	c := &spoofCheck{plain: probeCount{refused: 14}, order: []string{"X-Real-IP", "X-Forwarded-For", "Forwarded"},
+		forged: map[string]*probeCount{"X-Real-IP": {4, 2}, "X-Forwarded-For": {3, 0}, "Forwarded": {0, 5}}}
+	if v, d := c.judge(&evidence{primary: srcA}); v == Fail {
+		t.Errorf("7 admitted of 23, all forged: %s: %s", v, d)
+	}
+	c = &spoofCheck{plain: probeCount{refused: 30}, order: []string{"X-Real-IP", "X-Forwarded-For", "Forwarded"},
+		forged: map[string]*probeCount{"X-Real-IP": {10, 0}, "X-Forwarded-For": {0, 10}, "Forwarded": {0, 10}}}
+	if v, d := c.judge(&evidence{primary: srcA}); v != Fail {
+		t.Errorf("X-Real-IP trusted: %s: %s", v, d)
+	}
+}

@@ -150,37 +150,59 @@ func (s *surfaceRun) verdict(meta *decode.Meta) (SurfaceVerdict, SurfaceDetail) 
 		missing = s.fresh.spent(s)
 		spent = missing != ""
 	}
-	if s.primary != nil {
-		e.primary = s.primary.source
-		e.Leff = s.effectiveLimit()
-		s.model(&sv, &sd, missing)
-	}
 	selected := s.selected
 	if selected == nil {
 		selected = method.CheckNames()
 	}
 	var judgedSpent map[string]Check
-	if spent {
-		judgedSpent, missing = s.judgeSpent(e, selected, missing)
+	if s.primary != nil {
+		e.primary = s.primary.source
+		e.Leff = s.effectiveLimit()
+		sd.Primary = s.primary.source
+		if s.fit != nil {
+			sd.Fit = s.fit.result()
+			if s.secondFit != nil {
+				sd.Fit.narrow(s.secondFit.result(), s.second.answered-s.second.refusals)
+			}
+		}
+		named := missing
+		if spent {
+			judgedSpent, missing = s.judgeSpent(e, selected, missing)
+			if o, ok := judgedSpent[method.CheckOnset]; ok && o.Verdict == Fail {
+				// The limiter refused below L where no request sent before
+				// the run can be in the window: what it is can be named,
+				// though the early evidence is still a spent budget's.
+				named = ""
+			}
+		}
+		s.model(&sv, &sd, named)
 	}
 	for _, c := range s.checks {
 		if !slices.Contains(selected, c.Name) {
 			continue
 		}
-		verdict, detail := Inconclusive, missing
+		// A check the run's premise left unjudged says so in a few words:
+		// the reason is the surface's (sv.Missing), said once.
+		verdict, detail := Inconclusive, notJudged
 		if j, ok := judgedSpent[c.Name]; ok {
 			verdict, detail = j.Verdict, j.Detail
 		} else if missing == "" {
 			verdict, detail = c.run.judge(e)
 		}
-		if verdict == Inconclusive {
+		if verdict == Inconclusive && detail != notJudged {
 			detail = fmt.Sprintf("%s (needs %s)", detail, c.Needs)
 		}
 		sv.Checks = append(sv.Checks, Check{Name: c.Name, Verdict: verdict, Detail: detail})
 		sv.Verdict = Worse(sv.Verdict, verdict)
+		if c.Name == method.CheckIsolation && verdict == Fail && sv.Model != familyNone {
+			// The limiter counts other addresses' requests against this
+			// one's: the fit saw only this address's, so it names no family.
+			sv.Model, sv.ModelDecided, sv.ModelReplicas, sv.ModelAlternatives = familyUnknown, false, 0, []string{}
+		}
 	}
+	sd.Premise = missing
+	sv.Missing = missing // said once, for every check it left unjudged
 	if sv.Verdict == Inconclusive {
-		sv.Missing = missing
 		if missing == "" {
 			var names []string
 			for _, c := range sv.Checks {
@@ -194,11 +216,25 @@ func (s *surfaceRun) verdict(meta *decode.Meta) (SurfaceVerdict, SurfaceDetail) 
 	return sv, sd
 }
 
+// notJudged is the detail of a check the run's premise left unjudged
+// (the surface's missing evidence says why, once).
+const notJudged = "not judged: see the missing evidence"
+
 // judgeSpent asks the selected checks that can (spentJudge) to judge a
 // run whose first burst says the budget was spent before it (missing says
-// so). Where one judged, a spent budget is one of two explanations of the
-// first burst, the other a limit not honoured, and the missing evidence
-// of the rest is said so.
+// so), and weighs the explanations of that first burst:
+//   - a budget shared with other addresses, when isolation proves one: it
+//     explains the early refusals, so the onset cannot be measured and is
+//     inconclusive, and the run fails isolation;
+//   - a limit not honoured (lower than documented, or a limiter that
+//     refuses below L in a rolling window), when the onset proves refusals
+//     where no request sent before the run can be in the window: the onset
+//     fails and the family is named, but a budget spent before the run is
+//     not ruled out by that, so the checks that rest on the early evidence
+//     stay inconclusive;
+//   - otherwise a budget spent before the run, and where a check proved a
+//     failure no spent budget explains, the missing evidence of the rest
+//     is said so.
 func (s *surfaceRun) judgeSpent(e *evidence, selected []string, missing string) (map[string]Check, string) {
 	judged := map[string]Check{}
 	var names []string
@@ -211,6 +247,14 @@ func (s *surfaceRun) judgeSpent(e *evidence, selected []string, missing string) 
 				}
 			}
 		}
+	}
+	if iso, ok := judged[method.CheckIsolation]; ok && iso.Verdict == Fail {
+		if _, ok := judged[method.CheckOnset]; ok {
+			judged[method.CheckOnset] = Check{Name: method.CheckOnset, Verdict: Inconclusive,
+				Detail: "a budget shared with other addresses explains the refusals of the first burst and after it (see isolation), so the limit of one address cannot be measured"}
+		}
+		return judged, fmt.Sprintf("the first burst from %s on %s was refused before %d were admitted, which a budget shared with other addresses explains (see isolation): the run cannot show what the limiter does with one address's own budget",
+			e.primary, s.name, s.L)
 	}
 	if len(names) > 0 {
 		missing = fmt.Sprintf("the first burst from %s on %s was refused before %d were admitted, which a budget spent before the run does not explain (see %s): the run cannot show what the limiter does with a whole budget",
@@ -256,10 +300,6 @@ func (s *surfaceRun) missing(meta *decode.Meta, sd *SurfaceDetail) string {
 // model says what the primary's requests showed of the limiter: its
 // source, the fit, the observed limit and the families that explain it.
 func (s *surfaceRun) model(sv *SurfaceVerdict, sd *SurfaceDetail, missing string) {
-	sd.Primary = s.primary.source
-	if s.fit != nil {
-		sd.Fit = s.fit.result()
-	}
 	if s.anyRefused {
 		obs := s.obs
 		sv.ObservedLimit = &obs
@@ -271,7 +311,7 @@ func (s *surfaceRun) model(sv *SurfaceVerdict, sd *SurfaceDetail, missing string
 		sv.Model, sv.ModelDecided = familyNone, true
 	default:
 		sv.Model = sd.Fit.Best.Family
-		if sv.Model == familyNone {
+		if sv.Model == familyNone || !explainsRun(sd.Fit.Best, s.primaryAdmitted()) {
 			sv.Model = familyUnknown
 			return
 		}

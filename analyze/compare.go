@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -27,6 +28,9 @@ type RunSummary struct {
 	// every run (so two embedded runs have one target).
 	Target         string `json:"target"`
 	EmbeddedTarget bool   `json:"embedded_target"`
+	// Label is the release the run was made of (its run.json's --label),
+	// "" for none.
+	Label string `json:"label"`
 }
 
 // SurfaceSummary is one surface of a run: load, latency, limit, verdict.
@@ -47,6 +51,10 @@ type SurfaceSummary struct {
 	// cannot produce (see SurfaceVerdict.ModelDecided).
 	ModelDecided bool   `json:"model_decided"`
 	Verdict      string `json:"verdict"`
+	// Premise, when set, is why the run could not show the surface's
+	// limiter (a budget spent before it, an API that is not there): its
+	// limit, model and verdict say nothing of the limiter.
+	Premise string `json:"premise,omitempty"`
 	// Latencies are every latency of the surface, in send order, and
 	// Sent when each was sent, from the surface's first send: what the
 	// test of a p99 change takes apart (not in JSON).
@@ -57,7 +65,7 @@ type SurfaceSummary struct {
 func Summarize(in *decode.Input, rep *Report) RunSummary {
 	s := RunSummary{Run: rep.Verdict.Run, Verdict: rep.Verdict.Verdict, WindowMS: rep.Verdict.WindowMS, Target: rep.Verdict.Target}
 	if runs := in.Meta.Runs; len(runs) == 1 {
-		s.Kind, s.Target, s.EmbeddedTarget = runs[0].Command, runs[0].Target, runs[0].Embedded
+		s.Kind, s.Target, s.EmbeddedTarget, s.Label = runs[0].Command, runs[0].Target, runs[0].Embedded, runs[0].Label
 		if runs[0].WindowMS > 0 {
 			s.WindowMS = runs[0].WindowMS
 		}
@@ -84,7 +92,7 @@ func Summarize(in *decode.Input, rep *Report) RunSummary {
 	for i, sv := range rep.Verdict.Surfaces {
 		sd := rep.Surfaces[i]
 		ss := SurfaceSummary{Surface: sv.Surface, Requests: sd.Requests, ObservedLimit: sv.ObservedLimit, Model: sv.Model, ModelDecided: sv.ModelDecided, Verdict: sv.Verdict,
-			Latencies: lat[sv.Surface], Sent: sent[sv.Surface]}
+			Premise: sd.Premise, Latencies: lat[sv.Surface], Sent: sent[sv.Surface]}
 		if span := secs(last[sv.Surface], first[sv.Surface]); span > 0 {
 			ss.Rate, ss.Throughput = float64(sd.Requests)/span, float64(sd.Admitted)/span
 		}
@@ -151,7 +159,12 @@ type Comparison struct {
 	// or target: then their differences are no regressions (they are
 	// notes) and the verdict is Incomparable.
 	Incomparable []string `json:"incomparable"`
-	Verdict      string   `json:"verdict"`
+	// Unjudged names the surfaces one run could not show the limiter of,
+	// and why (SurfaceSummary.Premise): their limit, model and verdict
+	// are not compared (a change is a note); with no regression
+	// elsewhere the verdict is Inconclusive.
+	Unjudged []string `json:"unjudged"`
+	Verdict  string   `json:"verdict"`
 }
 
 // Incomparable is the verdict of a comparison of two runs made in
@@ -169,35 +182,46 @@ const Incomparable = "incomparable"
 // hundred requests rests on a handful of them.
 func Compare(base, run RunSummary, o CompareOptions) Comparison {
 	c := Comparison{Baseline: base, Run: run, MaxP99Increase: o.MaxP99Increase, P99FloorMS: msOf(o.P99Floor), Confidence: p99Confidence,
-		P99: []P99Change{}, Regressions: []string{}, Notes: []string{}, Incomparable: []string{}, Verdict: Pass}
-	if base.Verdict == Pass && run.Verdict != Pass {
-		c.Regressions = append(c.Regressions, fmt.Sprintf("verdict %s → %s", base.Verdict, run.Verdict))
-	}
+		P99: []P99Change{}, Regressions: []string{}, Notes: []string{}, Incomparable: []string{}, Unjudged: []string{}, Verdict: Pass}
+	unjudged := false
 	for _, b := range base.Surfaces {
 		r, ok := run.Surface(b.Surface)
 		if !ok {
 			c.Regressions = append(c.Regressions, fmt.Sprintf("%s: not in the run", b.Surface))
 			continue
 		}
-		if b.Verdict == Pass && r.Verdict != Pass {
-			c.Regressions = append(c.Regressions, fmt.Sprintf("%s: verdict %s → %s", b.Surface, b.Verdict, r.Verdict))
-		}
 		if b.P99MS > 0 {
 			c.p99(b, r, o)
 		}
+		// A change the limiter did not show is no regression: say it.
+		worse := func(what string) { c.Regressions = append(c.Regressions, what) }
+		if who := unshown(b, r); who != "" {
+			unjudged = true
+			c.Unjudged = append(c.Unjudged, fmt.Sprintf("%s: %s (%s)", b.Surface, who, cmp.Or(b.Premise, r.Premise)))
+			worse = func(what string) { c.Notes = append(c.Notes, what+", not a regression: "+who) }
+		}
+		if b.Verdict == Pass && r.Verdict != Pass {
+			worse(fmt.Sprintf("%s: verdict %s → %s", b.Surface, b.Verdict, r.Verdict))
+		}
 		if LimitText(b.ObservedLimit) != LimitText(r.ObservedLimit) {
-			c.Regressions = append(c.Regressions, fmt.Sprintf("%s: observed limit %s → %s", b.Surface, LimitText(b.ObservedLimit), LimitText(r.ObservedLimit)))
+			worse(fmt.Sprintf("%s: observed limit %s → %s", b.Surface, LimitText(b.ObservedLimit), LimitText(r.ObservedLimit)))
 		}
 		switch {
 		case b.Model == r.Model:
 		case b.ModelDecided && r.ModelDecided:
-			c.Regressions = append(c.Regressions, fmt.Sprintf("%s: model %s → %s", b.Surface, b.Model, r.Model))
+			worse(fmt.Sprintf("%s: model %s → %s", b.Surface, b.Model, r.Model))
 		default:
-			c.Notes = append(c.Notes, fmt.Sprintf("%s: model %s → %s, not a regression: %s did not decide it", b.Surface, b.Model, r.Model, undecided(b, r)))
+			c.Notes = append(c.Notes, fmt.Sprintf("%s: model %s → %s, not a regression: %s", b.Surface, b.Model, r.Model, undecided(b, r)))
 		}
 	}
-	if len(c.Regressions) > 0 {
+	if base.Verdict == Pass && run.Verdict != Pass && !unjudged {
+		c.Regressions = append([]string{fmt.Sprintf("verdict %s → %s", base.Verdict, run.Verdict)}, c.Regressions...)
+	}
+	switch {
+	case len(c.Regressions) > 0:
 		c.Verdict = Fail
+	case unjudged:
+		c.Verdict = Inconclusive
 	}
 	if c.Incomparable = unlike(base, run); len(c.Incomparable) > 0 {
 		for _, r := range c.Regressions {
@@ -248,15 +272,29 @@ func unlike(base, run RunSummary) []string {
 	return out
 }
 
-// undecided names which of the two runs left its model undecided.
+// undecided says which of the two runs left its model undecided.
 func undecided(b, r SurfaceSummary) string {
 	switch {
 	case !b.ModelDecided && !r.ModelDecided:
-		return "neither run"
+		return "both runs left it undecided"
 	case !b.ModelDecided:
-		return "the baseline"
+		return "the baseline left it undecided"
 	}
-	return "the run"
+	return "the run left it undecided"
+}
+
+// unshown says which of the two runs could not show the surface's
+// limiter ("" when both did).
+func unshown(b, r SurfaceSummary) string {
+	switch {
+	case b.Premise != "" && r.Premise != "":
+		return "neither run could show the limiter"
+	case b.Premise != "":
+		return "the baseline could not show the limiter"
+	case r.Premise != "":
+		return "the run could not show the limiter"
+	}
+	return ""
 }
 
 // p99 judges a surface's p99 change.

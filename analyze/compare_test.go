@@ -363,10 +363,41 @@ func TestCompareUndecidedModel(t *testing.T) {
 	if c := Compare(base, run, defaults); c.Verdict != Fail {
 		t.Errorf("both decided: %s %v, want a regression", c.Verdict, c.Regressions)
 	}
-	run.Surfaces[0].ModelDecided = false
+	for _, tt := range []struct {
+		base, run bool // decided
+		want      string
+	}{{true, false, "the run left it undecided"}, {false, true, "the baseline left it undecided"}, {false, false, "both runs left it undecided"}} {
+		base.Surfaces[0].ModelDecided, run.Surfaces[0].ModelDecided = tt.base, tt.run
+		c := Compare(base, run, defaults)
+		if c.Verdict != Pass || len(c.Regressions) > 0 || len(c.Notes) != 1 || !strings.HasSuffix(c.Notes[0], "not a regression: "+tt.want) {
+			t.Errorf("decided %v, %v: %s, regressions %v, notes %v; want a note ending %q", tt.base, tt.run, c.Verdict, c.Regressions, c.Notes, tt.want)
+		}
+	}
+}
+
+// TestCompareUnshownLimiter: a run that could not show the limiter (its
+// address had spent its budget just before) set against a passing one:
+// its lower observed limit and its inconclusive verdict are notes naming
+// why, never regressions, and the comparison is inconclusive, not a pass;
+// a p99 that rose beyond the noise is still a regression.
+func TestCompareUnshownLimiter(t *testing.T) {
+	t.Parallel()
+	const spent = "the address's budget was already spent: …; wait a window or use other --sources"
+	base, run := summary(1, 240, "sliding-log", "pass"), summary(1, 181, "unknown", "inconclusive")
+	run.Surfaces[0].Premise, run.Surfaces[0].ModelDecided = spent, false
 	c := Compare(base, run, defaults)
-	if c.Verdict != Pass || len(c.Regressions) > 0 || len(c.Notes) != 1 || !strings.Contains(c.Notes[0], "the run did not decide it") {
-		t.Errorf("run undecided: %s, regressions %v, notes %v", c.Verdict, c.Regressions, c.Notes)
+	if c.Verdict != Inconclusive || len(c.Regressions) > 0 || len(c.Unjudged) != 1 || c.Unjudged[0] != "rest: the run could not show the limiter ("+spent+")" {
+		t.Errorf("%s, regressions %v, unjudged %v: want inconclusive, none, and why", c.Verdict, c.Regressions, c.Unjudged)
+	}
+	want := []string{"rest: verdict pass → inconclusive, not a regression: the run could not show the limiter",
+		"rest: observed limit 240 → 181, not a regression: the run could not show the limiter",
+		"rest: model sliding-log → unknown, not a regression: the run left it undecided"}
+	if !slices.Equal(c.Notes, want) {
+		t.Errorf("notes %q, want %q", c.Notes, want)
+	}
+	base.Surfaces[0].Premise = spent
+	if c := Compare(base, run, defaults); len(c.Unjudged) != 1 || !strings.HasPrefix(c.Unjudged[0], "rest: neither run could show the limiter (") {
+		t.Errorf("both unshown: unjudged %v", c.Unjudged)
 	}
 }
 

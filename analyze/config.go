@@ -58,6 +58,9 @@ func ConfigFor(meta *decode.Meta, o Overrides) (cfg Config, assumed bool) {
 		if cfg.MCPRevision == "" {
 			cfg.MCPRevision = r.MCPRevision
 		}
+		if r.SentBefore != nil && r.SentBefore.After(cfg.SentBefore) {
+			cfg.SentBefore = *r.SentBefore
+		}
 	}
 	return cfg, assumed
 }
@@ -69,6 +72,9 @@ func RunWarnings(r archive.RunInfo) []string {
 	var out []string
 	if r.InProgress {
 		out = append(out, fmt.Sprintf("%s: the run did not finish (killed?): its run.json was written when it started", r.Dir))
+	}
+	if r.Interrupted {
+		out = append(out, fmt.Sprintf("%s: the run was interrupted (SIGINT or SIGTERM): what was received before is judged, what the plan had still to send is missing", r.Dir))
 	}
 	if r.BehindMS >= 100 {
 		// Judged by when requests went out, so the verdict holds; the

@@ -47,6 +47,10 @@ type Candidate struct {
 	// alone can move.
 	Mismatches, TimingSpread int
 
+	// chance, for replicas, is how much of its score the assignment's
+	// chance alone is expected to reach (see replicas.close): a score
+	// that low is what replicas predict, not a misfit.
+	chance int
 	slot   int    // its place among a replay's decisions (see replay.decided)
 	phases [2]int // the slots of every variant replayed, for a family scanned over phases or refills
 	ruled  bool   // ruled out by the leaks the model proved (see LeakProof)
@@ -103,6 +107,19 @@ type Fit struct {
 	// EffectiveWindow is the sliding-log window length that fits best.
 	EffectiveWindow time.Duration
 	effM            int
+	// own holds Best and the Alternatives of the limit address's fit
+	// alone when a second address's narrowed them (see narrow): what a
+	// follow-up still asks the limit address to tell apart.
+	own []Candidate
+}
+
+// open returns the candidates the limit address alone could not tell
+// apart: Best and the Alternatives, or those narrowing left out too.
+func (fit Fit) open() []Candidate {
+	if len(fit.own) > 0 {
+		return fit.own
+	}
+	return append([]Candidate{fit.Best}, fit.Alternatives...)
 }
 
 // boolPtr returns a new *bool: every candidate gets its own, so that no
@@ -241,7 +258,9 @@ func (f *familyFit) result() Fit {
 		fs, fe := f.starts[k].fit(), f.ends[k].fit()
 		for i := range fs.Candidates {
 			c := better(fs.Candidates[i], fe.Candidates[i])
-			c.slot += base
+			if c.slot >= 0 {
+				c.slot += base
+			}
 			if c.phases[1] > 0 {
 				c.phases[0], c.phases[1] = c.phases[0]+base, c.phases[1]+base
 			}
@@ -315,6 +334,23 @@ func (fit *Fit) choose(leaks leakProof, documented int) {
 			fit.Best = c
 		}
 	}
+	// A sliding log at another window length (the scan, at the documented
+	// limit) is the same family with a wrong window. Where it beats every
+	// family at the documented window by more than the run's timing can
+	// move (its worst against their best), the family is a sliding log,
+	// not the fixed window or counter whose phases came nearest to it;
+	// where it comes as close as Best (a fixed window's phase and a log's
+	// length can mimic each other over one run), it is an alternative.
+	for _, c := range fit.Scan {
+		switch {
+		case c.Limit != documented || c.Mismatches == math.MaxInt:
+		case c.worst()+oneMisplaced < fit.Best.Mismatches:
+			open = append(open, c)
+			fit.Best = c
+		case c.Mismatches <= fit.Best.worst()+oneMisplaced:
+			open = append(open, c)
+		}
+	}
 	seen := map[string]bool{fit.Best.key(): true}
 	for _, c := range open {
 		if c.Mismatches <= fit.Best.worst()+oneMisplaced && !seen[c.key()] && c.Family != familyNone {
@@ -357,13 +393,30 @@ func (c Candidate) rank() int {
 }
 
 // rivals reports whether the run's timing could have made b fit as well
-// as a or better: b's fewest mismatches are at most a's worst.
-func rivals(a, b Candidate) bool { return b.Mismatches <= a.worst() }
+// as a or better: b's fewest mismatches, less what chance alone gives
+// replicas, are at most a's worst.
+func rivals(a, b Candidate) bool { return b.least() <= a.worst() }
+
+// least is the fewest mismatches the candidate could have had: its
+// score, less what chance alone gives replicas.
+func (c Candidate) least() int { return c.Mismatches - c.chance }
 
 // bestOf returns the candidate of fit (families and window scan, none
 // and those ruled out aside) that want takes with the fewest mismatches,
 // and false when want takes none.
 func (fit Fit) bestOf(want func(Candidate) bool) (Candidate, bool) {
+	return fit.fewest(want, func(c Candidate) int { return c.Mismatches })
+}
+
+// closestOf is bestOf ranked by least: the candidate want takes that
+// comes closest to rivalling another.
+func (fit Fit) closestOf(want func(Candidate) bool) (Candidate, bool) {
+	return fit.fewest(want, Candidate.least)
+}
+
+// fewest returns the candidate of fit (none and those ruled out aside)
+// that want takes with the lowest score.
+func (fit Fit) fewest(want func(Candidate) bool, score func(Candidate) int) (Candidate, bool) {
 	var best Candidate
 	found := false
 	for _, cs := range [][]Candidate{fit.Candidates, fit.Scan} {
@@ -371,7 +424,7 @@ func (fit Fit) bestOf(want func(Candidate) bool) (Candidate, bool) {
 			if c.Family == familyNone || c.ruled || !want(c) {
 				continue
 			}
-			if !found || c.Mismatches < best.Mismatches {
+			if !found || score(c) < score(best) {
 				best, found = c, true
 			}
 		}
@@ -497,6 +550,15 @@ type replay struct {
 	recent       window           // the requests of the last w, for the replicas (at most recentCap)
 	recentCap    int
 	reps         []replicas // k = 2, 3, 4
+	// kept holds every request replayed, for refine: set for a run short
+	// enough to keep (the finest phase grid), nil otherwise.
+	kept []replayed
+}
+
+// replayed is a request replayed: its time, and whether the server admitted it.
+type replayed struct {
+	t  int64
+	ok bool
 }
 
 // score is a candidate's admissions in the current bin, its mismatches
@@ -511,6 +573,8 @@ func (s *score) close(obs int) {
 	s.adm = 0
 }
 
+func (s *score) misses() int { return s.mis }
+
 func (s *score) admit(ok bool) {
 	s.last = ok
 	if ok {
@@ -520,13 +584,37 @@ func (s *score) admit(ok bool) {
 
 func newReplay(limit int, w time.Duration, n int, origins []int64) *replay {
 	// Scans are bounded so that a flood of a million results fits in about
-	// the time it takes to decode them.
+	// the time it takes to decode them. A run of verify's plan (about a
+	// thousand answered requests a surface) gets a phase every W/200: a
+	// counter's boundary inside the onset burst (0.03 W) is then placed
+	// within a sixth of the burst, where W/50 missed it by enough for a
+	// token bucket to fit better. Within a sixth of the burst is still
+	// some forty requests, enough for a token bucket of a scanned refill to
+	// beat the counter that produced the run: such a run's requests are
+	// kept, and refine replays fixed windows and counters at ten phases a
+	// grid step around the best grid phase.
 	phases := 50
-	if n > 20000 {
+	switch {
+	case n <= 5000:
+		phases = finestPhases
+	case n > 20000:
 		phases = 10
 	}
-	return &replay{limit: limit, w: int64(w), phases: phases, origins: origins, scan: windowScan(n), forgetScan: forgetScan(n)}
+	r := &replay{limit: limit, w: int64(w), phases: phases, origins: origins, scan: windowScan(n), forgetScan: forgetScan(n)}
+	if phases == finestPhases {
+		r.kept = make([]replayed, 0, n)
+	}
+	return r
 }
+
+// finestPhases is the phase grid of a short run, the one refine refines.
+const finestPhases = 200
+
+// refineSteps is how many phases refine replays in each grid step either
+// side of the best grid phase: a boundary every W/2000 (3 ms of verify's
+// 6 s window), a few requests of the onset burst (240 in 0.03 W, one every
+// 0.75 ms) where the grid's W/200 is some forty.
+const refineSteps = 10
 
 // start sets the candidates up at the first request's time t.
 func (r *replay) start(t int64) {
@@ -572,6 +660,9 @@ func (r *replay) add(t int64, ok bool) {
 	}
 	if ok {
 		r.obs++
+	}
+	if r.kept != nil {
+		r.kept = append(r.kept, replayed{t, ok})
 	}
 	r.none.admit(true)
 	for i := range r.logs {
@@ -664,26 +755,57 @@ func (r *replay) fit() Fit {
 	first := 3 + nb // the first fixed window's slot
 	best := cand(familyFixedWindow, nil, math.MaxInt, 0)
 	best.phases = [2]int{first, first + n}
+	// refined is best, or a phase refine found between the best grid
+	// phase's neighbours that fits better: no decisions are kept for it
+	// (slot −1); the grid's phases around it stand for it (see phases).
+	refined := func(best Candidate, grid int64, mk func(origin int64) windowed) Candidate {
+		if o, mis, ok := r.refine(grid, mk); ok && mis < best.Mismatches {
+			best.Mismatches, best.Phase, best.slot = mis, phase(o), -1
+		}
+		return best
+	}
+	gridBest := func(mis func(p int) int, origin func(p int) int64) int64 {
+		g := 0
+		for p := 1; p < r.phases; p++ {
+			if mis(p) < mis(g) {
+				g = p
+			}
+		}
+		return origin(g)
+	}
 	for p, f := range r.fixed {
 		if f.mis < best.Mismatches {
 			best.Mismatches, best.Phase, best.slot = f.mis, phase(f.origin), first+p
 		}
 	}
+	if r.kept != nil {
+		grid := gridBest(func(p int) int { return r.fixed[p].mis }, func(p int) int64 { return r.fixed[p].origin })
+		best = refined(best, grid, func(o int64) windowed {
+			return &fixedWindow{limit: r.limit, W: r.w, origin: o, idx: math.MinInt64}
+		})
+	}
 	cands = append(cands, best)
 	for i, cr := range []bool{true, false} {
 		best := cand(familySlidingWindow, boolPtr(cr), math.MaxInt, 0)
 		best.phases = [2]int{first + n + i*n, first + n + (i+1)*n}
-		for p, c := range r.counters[i*n : (i+1)*n] {
+		cs := r.counters[i*n : (i+1)*n]
+		for p, c := range cs {
 			if c.mis < best.Mismatches {
 				best.Mismatches, best.Phase, best.slot = c.mis, phase(c.origin), first+n+i*n+p
 			}
+		}
+		if r.kept != nil {
+			grid := gridBest(func(p int) int { return cs[p].mis }, func(p int) int64 { return cs[p].origin })
+			best = refined(best, grid, func(o int64) windowed {
+				return &slidingCounter{limit: r.limit, W: r.w, origin: o, countRefused: cr, idx: math.MinInt64}
+			})
 		}
 		cands = append(cands, best)
 	}
 	slot := first + n + len(r.counters)
 	for i, rp := range r.reps {
 		c := cand(familySlidingLog, boolPtr(true), int(math.Round(rp.mis)), slot+i)
-		c.Replicas = rp.k
+		c.Replicas, c.chance = rp.k, rp.chance()
 		cands = append(cands, c)
 	}
 	fit := Fit{Candidates: cands}
@@ -699,6 +821,52 @@ func (r *replay) fit() Fit {
 	}
 	fit.Scan = []Candidate{r.scanBest(scan, r.scan, true), r.scanBest(r.logs[2+len(r.scan):], r.forgetScan, false)}
 	return fit
+}
+
+// windowed is a limiter of windows (fixed, or a sliding-window counter)
+// replayed by refine.
+type windowed interface {
+	add(t int64)
+	close(obs int)
+	misses() int
+}
+
+// refine replays the requests kept through windows (made by mk) at phases
+// between the grid phases either side of grid (the best grid phase's
+// origin), refineSteps a grid step, and returns the origin of the best and
+// its mismatches; false when none was replayed. The grid places a window's
+// boundary within W/200 of any time, but in a burst that is dozens of
+// requests: a sliding-window counter whose boundary cuts the onset burst
+// a few dozen requests from where the target's did gives capacity back at
+// another pace, and a token bucket of some refill scanned beside it could
+// fit the run better than the truth's own family.
+func (r *replay) refine(grid int64, mk func(origin int64) windowed) (int64, int, bool) {
+	if len(r.kept) == 0 {
+		return 0, 0, false
+	}
+	bestO, bestM := int64(0), math.MaxInt
+	for j := -refineSteps + 1; j < refineSteps; j++ {
+		if j == 0 {
+			continue // the grid phase itself, replayed already
+		}
+		o := grid + r.w*int64(j)/int64(r.phases*refineSteps)
+		wd, cur, obs := mk(o), int64(0), 0
+		for _, k := range r.kept {
+			if b := (k.t - r.t0) / r.bin; b != cur {
+				wd.close(obs)
+				cur, obs = b, 0
+			}
+			if k.ok {
+				obs++
+			}
+			wd.add(k.t)
+		}
+		wd.close(obs)
+		if m := wd.misses(); m < bestM {
+			bestO, bestM = o, m
+		}
+	}
+	return bestO, bestM, true
 }
 
 // scanBest is the best of the sliding logs of a window scan (lengths in
@@ -810,7 +978,10 @@ type replicas struct {
 	cdf            []float64 // P(Binomial(n, 1/k) ≤ L − 1) for n = L, L+1, …
 	tail           bool      // cdf reached 0: every n past it is 0 too
 	adm, vari, mis float64
-	last           float64 // the probability the last request was admitted
+	// chanceMean and chanceVar are the mean and variance of mis were the
+	// run drawn from these replicas (see close).
+	chanceMean, chanceVar float64
+	last                  float64 // the probability the last request was admitted
 }
 
 func newReplicas(k, limit int) replicas { return replicas{k: k, limit: limit} }
@@ -859,9 +1030,23 @@ func (r *replicas) add(n int) {
 	r.vari += r.last * (1 - r.last)
 }
 
+// close ends a bin of obs observed admissions. What it costs, the
+// observed admissions beyond one standard deviation σ of the expected,
+// is itself a chance quantity were the run drawn from these replicas:
+// taking the bin's admissions as normal, its mean is σ·E[(|Z| − 1)⁺] =
+// 0.1666 σ and its variance σ²·(E[((|Z| − 1)⁺)²] − 0.1666²) = 0.1229 σ².
 func (r *replicas) close(obs int) {
-	r.mis += max(math.Abs(r.adm-float64(obs))-math.Sqrt(r.vari), 0)
+	sd := math.Sqrt(r.vari)
+	r.mis += max(math.Abs(r.adm-float64(obs))-sd, 0)
+	r.chanceMean += 0.1666 * sd
+	r.chanceVar += 0.1229 * r.vari
 	r.adm, r.vari = 0, 0
+}
+
+// chance is the score these replicas reach by chance alone in all but
+// one run in forty: the mean of mis and two standard deviations.
+func (r *replicas) chance() int {
+	return int(math.Ceil(r.chanceMean + 2*math.Sqrt(r.chanceVar)))
 }
 
 // window counts the requests of the last w before each, in time order.

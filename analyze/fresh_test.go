@@ -82,9 +82,12 @@ func TestNothingAdmittedIsNoSpentBudget(t *testing.T) {
 			if c.Name == "headers" && c.Verdict == Skip && strings.Contains(c.Detail, "nothing advertised") {
 				continue // judged as in any run: what is advertised does not need a whole budget
 			}
-			if c.Name != "onset" && (c.Verdict != Inconclusive || !strings.Contains(c.Detail, "which a budget spent before the run does not explain (see onset)")) {
+			if c.Name != "onset" && (c.Verdict != Inconclusive || c.Detail != notJudged) {
 				t.Errorf("%s/%s %s: %s", s.Surface, c.Name, c.Verdict, c.Detail)
 			}
+		}
+		if !strings.Contains(s.Missing, "which a budget spent before the run does not explain (see onset)") {
+			t.Errorf("%s: missing %q, want the reason the checks were not judged, once", s.Surface, s.Missing)
 		}
 	}
 	// Latency of a window blurs every probe: nothing is proven.

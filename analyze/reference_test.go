@@ -8,6 +8,7 @@ package analyze
 import (
 	"cmp"
 	"fmt"
+	"github.com/connectbyjbrh/ratecheck/internal/human"
 	"math"
 	"slices"
 	"sort"
@@ -268,7 +269,8 @@ func refAnalyzeSurface(tab *decode.Tables, sf string, groups, other map[string]*
 	case !anyRefused:
 		add("onset", Fail, "no 429 at all from %s although %d requests provably exceeded %d in one window: no limit enforced", primary.Source, required429, L)
 	case onsetLeaks > 0:
-		add("onset", Fail, "from %s %d requests were admitted past %d in one window before the first 429 (observed_limit %d)", primary.Source, onsetLeaks, L, obs)
+		add("onset", Fail, "from %s %s admitted past the limit of %d before the first 429, each with %d or more others surely in its window; the fullest window before a 429 admitted %d (observed_limit), %d past the limit",
+			primary.Source, human.Count(onsetLeaks, "request was", "requests were"), L, L, obs, obs-L)
 	case onsetFalse > 0:
 		add("onset", Fail, "from %s 429s began before %d requests could have been in one window (observed_limit %d)", primary.Source, L, obs)
 	case obs == L:
@@ -286,7 +288,7 @@ func refAnalyzeSurface(tab *decode.Tables, sf string, groups, other map[string]*
 		if j.Leak {
 			sd.Leaks++
 			if len(leaks) < 2 {
-				leaks = append(leaks, fmt.Sprintf("%s admitted with %d others surely in its window", at(r, t0), j.Definite))
+				leaks = append(leaks, fmt.Sprintf("%s admitted with %d others surely in its window: %d admitted, %d refused", at(r, t0), j.Definite, j.DefiniteAdmitted, j.Definite-j.DefiniteAdmitted))
 			}
 		}
 		if j.FalseThrottle {
@@ -713,7 +715,10 @@ func refFitOn(ts []int64, obs []bool, limit int, w time.Duration) Fit {
 	// Scans are bounded so that a flood of a million results fits in about
 	// the time it takes to decode them.
 	phases := 50
-	if len(ts) > 20000 {
+	switch {
+	case len(ts) <= 5000:
+		phases = 200
+	case len(ts) > 20000:
 		phases = 10
 	}
 	var cands []Candidate
@@ -740,24 +745,41 @@ func refFitOn(ts []int64, obs []bool, limit int, w time.Duration) Fit {
 		}
 	}
 	cands = append(cands, bestBucket)
-	bestFixed := Candidate{Family: familyFixedWindow, Limit: limit, Window: w, Mismatches: math.MaxInt}
-	for p := range phases {
-		ph := int64(w) * int64(p) / int64(phases)
-		r.fixedWindow(limit, int64(w), t0-ph)
-		if m := score(); m < bestFixed.Mismatches {
-			bestFixed.Mismatches, bestFixed.Phase = m, time.Duration(ph)
-		}
-	}
-	cands = append(cands, bestFixed)
-	for _, cr := range []*bool{boolPtr(true), boolPtr(false)} {
-		best := Candidate{Family: familySlidingWindow, CountsRefused: cr, Limit: limit, Window: w, Mismatches: math.MaxInt}
+	// Fixed windows and counters at each phase of the grid; on a run of
+	// the finest grid, also at refineSteps phases a grid step either side
+	// of the best grid phase.
+	scanPhases := func(best *Candidate, replay func(origin int64)) {
 		for p := range phases {
 			ph := int64(w) * int64(p) / int64(phases)
-			r.slidingCounter(limit, int64(w), t0-ph, *cr)
+			replay(t0 - ph)
 			if m := score(); m < best.Mismatches {
 				best.Mismatches, best.Phase = m, time.Duration(ph)
 			}
 		}
+		if phases != 200 {
+			return
+		}
+		grid, refined, refinedM := int64(best.Phase), int64(0), math.MaxInt
+		for j := -refineSteps + 1; j < refineSteps; j++ {
+			if j == 0 {
+				continue
+			}
+			ph := grid - int64(w)*int64(j)/int64(phases*refineSteps)
+			replay(t0 - ph)
+			if m := score(); m < refinedM {
+				refined, refinedM = ph, m
+			}
+		}
+		if refinedM < best.Mismatches {
+			best.Mismatches, best.Phase = refinedM, time.Duration((refined%int64(w)+int64(w))%int64(w))
+		}
+	}
+	bestFixed := Candidate{Family: familyFixedWindow, Limit: limit, Window: w, Mismatches: math.MaxInt}
+	scanPhases(&bestFixed, func(o int64) { r.fixedWindow(limit, int64(w), o) })
+	cands = append(cands, bestFixed)
+	for _, cr := range []*bool{boolPtr(true), boolPtr(false)} {
+		best := Candidate{Family: familySlidingWindow, CountsRefused: cr, Limit: limit, Window: w, Mismatches: math.MaxInt}
+		scanPhases(&best, func(o int64) { r.slidingCounter(limit, int64(w), o, *cr) })
 		cands = append(cands, best)
 	}
 	fit := Fit{Candidates: cands}

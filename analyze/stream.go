@@ -186,6 +186,16 @@ func (x *streamWindow) possible(rj *decode.Record) int {
 	return n
 }
 
+// countedBetween counts the requests that may have been counted after
+// a moment in (after, …) and before one in (…, before): those answered
+// after after and sent before before, #{i : r_i > after ∧ s_i < before}.
+// It is exact only while nothing from after on was forgotten: after at or
+// past the send of the request judged last, less a window.
+func (x *streamWindow) countedBetween(after, before int64) int {
+	var i, j int
+	return x.allS.countAt(before-1, &i) - x.allR.countAt(after, &j)
+}
+
 // judged is a request of a group with the model's judgement of it (set
 // when judged: an answer, admitted or refused) and, for a refusal, the
 // admitted requests sent within one window before its response came back.

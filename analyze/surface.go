@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/decode"
@@ -30,8 +32,11 @@ type groupRun struct {
 // add takes the group's next request in send order (second pass).
 func (g *groupRun) add(r *decode.Record) {
 	s := g.surface
-	if g == s.primary && !s.forged(r) {
-		s.originOf(r)
+	switch {
+	case g == s.primary && !s.forged(r):
+		s.origins.of(r)
+	case g == s.second:
+		s.secondOrigins.of(r)
 	}
 	g.model.add(r)
 }
@@ -45,12 +50,15 @@ type surfaceRun struct {
 	W        time.Duration
 	selected []string // the checks reported (nil: all)
 	revision string   // the MCP revision spoken, when known
-	groups   map[string]*groupRun
-	byLabel  []*groupRun // by label index; nil: not seen yet, or not a group
-	seen     []bool      // by label index: looked up
-	kinds    []uint8     // by label index: what judges its stream (see kindOf)
-	t0       int64
-	sd       SurfaceDetail
+	// sentBefore is when an earlier run last sent from the run's
+	// addresses, within a window of its start (Unix ns; 0: none known)
+	sentBefore int64
+	groups     map[string]*groupRun
+	byLabel    []*groupRun // by label index; nil: not seen yet, or not a group
+	seen       []bool      // by label index: looked up
+	kinds      []uint8     // by label index: what judges its stream (see kindOf)
+	t0         int64
+	sd         SurfaceDetail
 	// the checks in report order, and those of them each pass calls
 	checks           []surfaceCheck
 	counters         []counter
@@ -76,11 +84,16 @@ type surfaceRun struct {
 	leaks leakProof
 	// boundaries a fixed window of the primary could start at, from the
 	// data (its first request; each admission after a refusal)
-	origins     []int64
-	lastRefused bool
+	origins origins
+	// second is the group of another address with the most answered
+	// requests, at least L (verify's isolation address, whose burst and
+	// rebound carry no refusals), fitted beside the primary: a family
+	// must explain both (nil: none).
+	second        *groupRun
+	secondOrigins origins
 	// third pass
-	fit      *familyFit
-	fitIndex int32
+	fit, secondFit        *familyFit
+	fitIndex, secondIndex int32
 }
 
 // maxOrigins bounds the fixed-window starts taken from the data.
@@ -96,6 +109,9 @@ func newSurfaceRun(name string, cfg Config, tab *decode.Tables) *surfaceRun {
 		errs: map[string]int{}, lat: newReservoir(100000)}
 	if name == "mcp" {
 		s.revision = cfg.MCPRevision
+	}
+	if !cfg.SentBefore.IsZero() {
+		s.sentBefore = cfg.SentBefore.UnixNano()
 	}
 	s.newChecks()
 	return s
@@ -209,6 +225,9 @@ func (s *surfaceRun) choosePrimary(other *surfaceRun) {
 	for _, src := range s.sd.Sources {
 		g := s.groups[src]
 		g.model = newGroupModel(s.L, s.W, s.forged, func(j *judged) { s.judged(g, j) })
+		if g != s.primary && src != decode.OtherSources && g.answered >= s.L && (s.second == nil || g.answered > s.second.answered) {
+			s.second = g
+		}
 	}
 	s.other = other.groups[s.primary.source]
 }
@@ -255,19 +274,26 @@ func (s *surfaceRun) kindOf(r *decode.Record) uint8 {
 	return k
 }
 
-// originOf takes the primary's next request in send order and notes where
-// a fixed window could have started: at its first request (a limiter that
-// opens a key's window at its first request), and where an admission
-// follows a refusal (a new window, if the limiter has fixed ones), each at
-// both ends of the request's interval.
-func (s *surfaceRun) originOf(r *decode.Record) {
+// origins are the boundaries a fixed window of one group could start at,
+// from the data, at both ends of each request's interval.
+type origins struct {
+	at          []int64
+	lastRefused bool
+}
+
+// of takes the group's next request in send order and notes where a fixed
+// window could have started: at its first request (a limiter that opens a
+// key's window at its first request), and where an admission follows a
+// refusal (a new window, if the limiter has fixed ones), each at both ends
+// of the request's interval.
+func (o *origins) of(r *decode.Record) {
 	switch {
 	case !admitted(r) && !refused(r):
 		return
-	case len(s.origins) == 0, admitted(r) && s.lastRefused && len(s.origins) < maxOrigins:
-		s.origins = append(s.origins, r.Start, r.End)
+	case len(o.at) == 0, admitted(r) && o.lastRefused && len(o.at) < maxOrigins:
+		o.at = append(o.at, r.Start, r.End)
 	}
-	s.lastRefused = refused(r)
+	o.lastRefused = refused(r)
 }
 
 // addOther takes a request of the other surface from the primary's source.
@@ -347,10 +373,16 @@ func (s *surfaceRun) endModels() {
 	if s.anyRefused && s.obs > 0 && s.obs != s.L {
 		limits = append(limits, s.obs)
 	}
-	s.fit = newFamilyFit(limits, s.W, s.primary.answered, s.origins)
+	s.fit = newFamilyFit(limits, s.W, s.primary.answered, s.origins.at)
 	s.fit.leaks = s.leaks
 	if s.primary.refusals > 0 {
 		s.fit.decidedWithin = s.primary.slowestRefusal
+	}
+	if g := s.second; g != nil {
+		s.secondFit = newFamilyFit(limits, s.W, g.answered, s.secondOrigins.at)
+		if g.refusals > 0 {
+			s.secondFit.decidedWithin = g.slowestRefusal
+		}
 	}
 	for _, w := range s.fitWatchers {
 		w.watchFit(s.fit)
@@ -365,6 +397,13 @@ func (s *surfaceRun) endModels() {
 func (s *surfaceRun) fitAdd(r *decode.Record) {
 	s.fit.add(r, s.fitIndex)
 	s.fitIndex++
+}
+
+// secondAdd takes the second group's next request in send order (third
+// pass).
+func (s *surfaceRun) secondAdd(r *decode.Record) {
+	s.secondFit.add(r, s.secondIndex)
+	s.secondIndex++
 }
 
 // effectiveLimit is the limit the target proved it admits when that is
@@ -410,23 +449,37 @@ func (s *surfaceRun) sample(meta *decode.Meta, want func(*decode.Sample) bool) s
 	return ""
 }
 
-// quoteBody quotes the first bytes of a body for a message: printable
-// ASCII as is, everything else escaped.
+// quoteBody quotes the first bytes of a body for a message as a person
+// reads them: printable text as is (UTF-8 included), each run of white
+// space (a newline, a tab) as one space, and only what cannot be printed
+// escaped (\xNN).
 func quoteBody(b []byte) string {
 	var sb strings.Builder
 	sb.WriteByte('"')
-	for _, c := range b {
+	cut, space := len(b) == decode.MaxSample, false
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
 		switch {
-		case c == '"' || c == '\\':
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&sb, "\\x%02x", b[0])
+		case unicode.IsSpace(r):
+			if !space {
+				sb.WriteByte(' ')
+			}
+		case r == '"' || r == '\\':
 			sb.WriteByte('\\')
-			sb.WriteByte(c)
-		case c >= 0x20 && c < 0x7f:
-			sb.WriteByte(c)
+			sb.WriteRune(r)
+		case unicode.IsPrint(r):
+			sb.WriteRune(r)
 		default:
-			fmt.Fprintf(&sb, "\\x%02x", c)
+			for _, c := range b[:n] {
+				fmt.Fprintf(&sb, "\\x%02x", c)
+			}
 		}
+		space = unicode.IsSpace(r)
+		b = b[n:]
 	}
-	if len(b) == decode.MaxSample {
+	if cut {
 		sb.WriteString("…")
 	}
 	sb.WriteByte('"')

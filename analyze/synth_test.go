@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
@@ -34,39 +35,26 @@ type planned struct {
 	forged                  bool
 }
 
-// plan returns verify's probe plan for both surfaces (docs/method.md).
+// plan returns verify's probe plan for both surfaces, as verify sends it
+// (scenario.VerifyProfile and its pacers) from srcA, srcB and srcC, with
+// the gates ignored (a quiet target answers at once): each request's time
+// as a fraction of the window, in time order.
 func plan() []planned {
+	prof, err := scenario.VerifyProfile(scenario.VerifyOptions{RESTLimit: 240, MCPLimit: 120, Sources: []string{srcA, srcB, srcC},
+		Limits: true, Isolation: true, Contract: true, Seed: 1})
+	if err != nil {
+		panic(err)
+	}
 	var p []planned
-	for _, sf := range []struct {
-		name string
-		L    int
-	}{{method.REST, 240}, {method.MCP, 120}} {
-		add := func(stream, src string, from, to float64, n int) {
-			for i := range n {
-				at := from
-				if n > 1 {
-					at = from + (to-from)*float64(i)/float64(n-1)
-				}
-				p = append(p, planned{surface: sf.name, source: src, stream: stream, at: at, forged: method.IsForged(stream)})
+	for _, st := range prof.Streams {
+		sched, start := st.Pacer.Schedule(synthW), st.Start.In(synthW)
+		for n := uint64(0); ; n++ {
+			at, ok := sched.At(n)
+			if !ok {
+				break
 			}
-		}
-		add("onset", srcA, 0, 0.03, sf.L)
-		add("over", srcA, 0.04, 0.04, 1)
-		// forged and plain probes in a random order, as verify sends them
-		order := method.SpoofOrder(1, 3)
-		gap := method.SpoofSpan / float64(len(order))
-		for slot, kind := range order {
-			stream := []string{method.StreamSpoofControl, method.StreamSpoofXForwardedFor, method.StreamSpoofForwarded, method.StreamSpoofXRealIP}[kind]
-			add(stream, srcA, 0.11+float64(slot)*gap, 0, 1)
-		}
-		add("isolation", srcB, 0.11, 0.111, 3)
-		add("flood", srcA, 0.05, 0.10, sf.L)
-		add("probe", srcA, 0.12, 1.18, 54)
-		add("edge", srcA, 1.0, 1.095, 20)
-		for _, row := range method.ContractRows {
-			if row.Surface == sf.name {
-				p = append(p, planned{surface: sf.name, source: srcC, stream: row.Stream, at: 0.2})
-			}
+			p = append(p, planned{surface: st.Surface, source: prof.StreamSources(&st)[0], stream: st.Name,
+				at: float64(start+at) / float64(synthW), forged: method.IsForged(st.Name)})
 		}
 	}
 	sort.SliceStable(p, func(i, j int) bool { return p[i].at < p[j].at })
@@ -345,7 +333,7 @@ func TestSyntheticFamilies(t *testing.T) {
 				return p.surface + "|c"
 			}
 			return p.surface
-		}}, familySlidingLog, []string{"rest/isolation", "mcp/isolation"}, nil},
+		}}, familyUnknown, []string{"rest/isolation", "mcp/isolation"}, nil},
 		{"trusts X-Forwarded-For", server{documented(1, 0).rest, documented(1, 0).mcp, func(p planned) string {
 			if p.stream == method.StreamSpoofXForwardedFor { // only that header: Forwarded and X-Real-IP are ignored
 				return p.surface + "|198.51.100.7"

@@ -25,15 +25,19 @@ const RunSchema = 1
 
 // RunInfo is the content of run.json.
 type RunInfo struct {
-	Schema      int                 `json:"schema"`
-	Command     string              `json:"command"`
-	Profile     string              `json:"profile"`
-	ProfilePath string              `json:"profile_path,omitempty"`
-	Policy      PolicyInfo          `json:"policy"`
-	Target      string              `json:"target"`
-	Embedded    bool                `json:"embedded_target"`
-	WindowMS    int64               `json:"window_ms"`
-	Sources     []string            `json:"sources"`
+	Schema      int        `json:"schema"`
+	Command     string     `json:"command"`
+	Profile     string     `json:"profile"`
+	ProfilePath string     `json:"profile_path,omitempty"`
+	Policy      PolicyInfo `json:"policy"`
+	Target      string     `json:"target"`
+	Embedded    bool       `json:"embedded_target"`
+	WindowMS    int64      `json:"window_ms"`
+	Sources     []string   `json:"sources"`
+	// SourcePool is the pool the sources were taken from, its items as
+	// given (canonical: 2001:db8:2::/112, 198.18.0.10-198.18.0.250), when
+	// one was: Sources lists every address of it the run used.
+	SourcePool  string              `json:"source_pool,omitempty"`
 	Streams     []StreamInfo        `json:"streams"`
 	Headers     map[string][]string `json:"headers,omitempty"`
 	Version     string              `json:"version"`
@@ -65,9 +69,17 @@ type RunInfo struct {
 	MCP *MCPInfo `json:"mcp,omitempty"`
 	// InProgress is set while the run is going: a run.json that still
 	// says so belongs to a run that was killed before it ended.
-	InProgress bool       `json:"in_progress,omitempty"`
-	Note       string     `json:"note,omitempty"`
-	Fleet      *FleetInfo `json:"fleet,omitempty"`
+	InProgress bool `json:"in_progress,omitempty"`
+	// SentBefore, when set, is when an earlier run in the same folder
+	// last sent to this target from one of this run's addresses, less
+	// than a window before this run began (it started anyway, --no-wait):
+	// those addresses' budgets may not have been whole.
+	SentBefore *time.Time `json:"sent_before,omitempty"`
+	// FollowUps say what a run added after its plan and why, a line each
+	// (verify's follow-up probes).
+	FollowUps []string   `json:"follow_ups,omitempty"`
+	Note      string     `json:"note,omitempty"`
+	Fleet     *FleetInfo `json:"fleet,omitempty"`
 	// Label is the release or build under test (--label), which history
 	// sets runs apart by.
 	Label string `json:"label,omitempty"`

@@ -110,6 +110,14 @@ type Options struct {
 	// Network is how the reachability check reaches the target (nil:
 	// HTTP/1.1, the system's roots); give it the job's.
 	Network *client.Network
+	// Sources, when set, is the pool (--sources) the job's source
+	// addresses were taken from: an address that is not usable is named
+	// with the pool's item that holds it and the prefix to route here,
+	// and before anything is sent one address of each item the job uses
+	// is connected to the target (a TCP handshake, no request), so that an
+	// item the network does not route back to this machine is refused
+	// with its name rather than met as a target that does not answer.
+	Sources client.Pool
 	// ReachFrom is the source address the reachability check sends its
 	// HEAD / from ("": the system's choice). Verify gives its contract
 	// address, so that the check spends nothing of the limit address's
@@ -219,7 +227,20 @@ func Execute(ctx context.Context, job Job, opts Options) (*Run, error) {
 }
 
 // engine is one run of Execute.
-type engine struct{ Options }
+type engine struct {
+	Options
+	// sentBefore is when an earlier run last sent from the job's sources
+	// within Fresh of this one's start (zero: none known).
+	sentBefore time.Time
+}
+
+// connectTimeout bounds each connection of the sources' check.
+func (e *engine) connectTimeout() time.Duration {
+	if e.ReachTimeout > 0 {
+		return min(e.ReachTimeout, 5*time.Second)
+	}
+	return 5 * time.Second
+}
 
 // emit hands ev to the caller's Events.
 func (e *engine) emit(ev Event) {
@@ -230,11 +251,16 @@ func (e *engine) emit(ev Event) {
 
 // prepare does what comes before the run folder: it checks the job's
 // sources and descriptors, starts the embedded target (returning its
-// stop), warns before a remote one, reaches the target, lets the job
+// stop), warns before a remote one, connects from the pool's items,
+// reaches the target, lets the job
 // negotiate and waits for the agreed start. run.Target is the target
 // reached.
 func (e *engine) prepare(ctx context.Context, job Job, run *Run) (stop func() error, err error) {
-	if err := checkSources(job.Info().Sources); err != nil {
+	sources := job.Info().Sources
+	if err := checkSources(sources, e.Sources); err != nil {
+		return nil, &SetupError{err}
+	}
+	if err := checkFamilies(e.Target, sources, e.Sources); err != nil {
 		return nil, &SetupError{err}
 	}
 	e.emit(SourcesUsable{})
@@ -251,6 +277,12 @@ func (e *engine) prepare(ctx context.Context, job Job, run *Run) (stop func() er
 	}
 	if err := e.warnRemote(ctx, run.Target, job.Duration()); err != nil {
 		return stop, ErrCancelled
+	}
+	if err := checkConnect(ctx, run.Target, sources, e.Sources, e.connectTimeout()); err != nil {
+		if ctx.Err() != nil {
+			return stop, ErrCancelled
+		}
+		return stop, &SetupError{err}
 	}
 	if err := e.reachableBy(ctx, run.Target); err != nil {
 		if ctx.Err() != nil {
@@ -354,10 +386,17 @@ func (e *engine) info(job Job, run *Run, start time.Time) archive.RunInfo {
 	info.Command, info.Target, info.Embedded = e.Command, run.Target, run.Embedded
 	info.Start, info.Seed, info.Version, info.Label = start.UTC(), e.Seed, e.Version, e.Label
 	info.Machine = archive.ThisMachine()
+	if e.Sources.Items() > 0 {
+		info.SourcePool = e.Sources.String()
+	}
 	info.Host, _ = os.Hostname()
 	if !e.StartAt.IsZero() {
 		at := e.StartAt.UTC()
 		info.StartAt = &at
+	}
+	if !e.sentBefore.IsZero() {
+		at := e.sentBefore.UTC()
+		info.SentBefore = &at
 	}
 	return info
 }

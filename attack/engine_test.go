@@ -35,7 +35,7 @@ func TestWarnRemote(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []Event
-			e := &engine{Options{Command: "verify", Interactive: tt.terminal, RemoteWait: 20 * time.Millisecond, Events: func(ev Event) { got = append(got, ev) }}}
+			e := &engine{Options: Options{Command: "verify", Interactive: tt.terminal, RemoteWait: 20 * time.Millisecond, Events: func(ev Event) { got = append(got, ev) }}}
 			err := e.warnRemote(tt.ctx, tt.target, 7100*time.Millisecond)
 			if (err != nil) != tt.wantErr || !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("err %v, events %v; want error %v, events %v", err, got, tt.wantErr, tt.want)

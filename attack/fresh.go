@@ -42,6 +42,7 @@ func (e *engine) waitFresh(ctx context.Context, job Job, target string) error {
 		return nil
 	}
 	if e.NoWait {
+		e.sentBefore = end
 		e.emit(NotFresh{Run: dir, End: end, Left: left})
 		return nil
 	}

@@ -217,12 +217,12 @@ func (m *MCPSession) Speech(source string) (rev string, sid *atomic.Pointer[clie
 	return m.base.Revision, p
 }
 
-// ended handles a 404 to a request from source that carried the session:
+// Ended handles a 404 to a request from source that carried the session:
 // the target ended that session, or binds sessions to the address they
 // were made from. source then gets a handshake of its own, from itself,
 // once at a time; it returns at once and the handshake runs meanwhile.
 // Requests sent before it ends still carry the old session.
-func (m *MCPSession) ended(ctx context.Context, source string) {
+func (m *MCPSession) Ended(ctx context.Context, source string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := m.bySource[source]

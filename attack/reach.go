@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"syscall"
@@ -17,22 +18,31 @@ import (
 )
 
 // checkSources reports the first source address this machine cannot send
-// from (a *SourceError): a request from it would fail before it left, and
-// a run of such failures proves nothing about the target. It says which
-// limit it met: an address this machine does not have, or one whose local
-// ports are used up (another process holds them: a bind to it finds no
-// free port, EADDRINUSE, or the address is this machine's and still no
-// port can be assigned, EADDRNOTAVAIL).
-func checkSources(sources []string) error {
+// from (a *SourceError): a request from it would fail before it left, or
+// leave with a source its answer cannot come back to, and a run of such
+// failures proves nothing about the target. It says which limit it met:
+// an address this machine does not route to itself (named with the item
+// of pool it came from, when it did), or one whose local ports are used
+// up (another process holds them: a bind to it finds no free port,
+// EADDRINUSE, or the address is this machine's and still no port can be
+// assigned, EADDRNOTAVAIL).
+func checkSources(sources []string, pool client.Pool) error {
+	var check *client.SourceCheck
 	for _, src := range sources {
 		if src == "" {
 			continue
 		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(src, "0"))
+		a, err := netip.ParseAddr(src)
 		if err != nil {
-			return sourceError(src, err)
+			return &SourceError{Source: src, Err: errors.New("not an IP address")}
 		}
-		ln.Close()
+		if check == nil {
+			check = client.NewSourceCheck()
+			defer check.Close()
+		}
+		if err := check.Check(a); err != nil {
+			return sourceError(a, pool, err)
+		}
 	}
 	return nil
 }
@@ -41,36 +51,147 @@ func checkSources(sources []string) error {
 // ports are all taken.
 const PortsUsedUp = "its local ports are used up"
 
-// sourceError words the failed bind of src.
-func sourceError(src string, err error) *SourceError {
+// sourceError words the failed check of a, an address of pool (when it
+// has an item holding it).
+func sourceError(a netip.Addr, pool client.Pool, err error) *SourceError {
+	se := &SourceError{Source: a.String(), Err: err}
+	if item, route, ok := pool.Item(a); ok && pool.Items() > 0 {
+		se.Item, se.Route = item, route
+	}
 	var errno syscall.Errno
 	errors.As(err, &errno)
 	switch {
-	case errno == syscall.EADDRINUSE:
-		return &SourceError{Source: src, Err: errno, Limit: PortsUsedUp}
-	case errno == syscall.EADDRNOTAVAIL && isLocalAddress(src):
-		return &SourceError{Source: src, Err: errno, Limit: PortsUsedUp}
-	case errno == syscall.EADDRNOTAVAIL:
-		return &SourceError{Source: src, Err: errors.New("this machine has no such address")}
+	case errors.Is(err, client.ErrNotLocal):
+		se.Err = client.ErrNotLocal
+	case errno == syscall.EADDRINUSE || errno == syscall.EADDRNOTAVAIL:
+		// The address is this machine's (the check asked first): no
+		// port is left on it.
+		se.Err, se.Limit = errno, PortsUsedUp
 	}
-	return &SourceError{Source: src, Err: err}
+	return se
 }
 
-// isLocalAddress reports whether src is one of this machine's addresses:
-// on an interface, or inside a loopback network of one (Linux answers on
-// every 127.0.0.x).
-func isLocalAddress(src string) bool {
-	ip := net.ParseIP(src)
-	addrs, err := net.InterfaceAddrs()
-	if ip == nil || err != nil {
-		return false
+// maxConnectChecks is how many items of a pool are tried against the
+// target before a run: one address of each of the first so many.
+const maxConnectChecks = 64
+
+// checkConnect connects, before anything is sent, from the first address
+// the run uses of each item of pool (of the first maxConnectChecks) to the
+// target's host and port: a TCP handshake, no request, so nothing counts
+// toward a limit. An address of the other family than the target's, or
+// one the target does not accept a connection from while it accepts one
+// from the system's own address (the network does not route the item
+// back to this machine), is a *SourceError naming the item. When the
+// target accepts no connection at all, it says nothing: the reachability
+// check says what is wrong.
+func checkConnect(ctx context.Context, target string, sources []string, pool client.Pool, timeout time.Duration) error {
+	if pool.Items() == 0 {
+		return nil
 	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && (n.IP.Equal(ip) || (n.IP.IsLoopback() && n.Contains(ip))) {
-			return true
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	host := u.Hostname()
+	literal, lerr := netip.ParseAddr(host)
+	isLiteral := lerr == nil
+	hostPort := net.JoinHostPort(host, port)
+	tried := map[string]bool{}
+	var fromDefault error // the system's own address: tried once, on the first failure
+	defaultTried := false
+	for _, src := range sources {
+		a, err := netip.ParseAddr(src)
+		if err != nil {
+			continue
+		}
+		item, route, ok := pool.Item(a)
+		if !ok || tried[item] {
+			continue
+		}
+		if len(tried) == maxConnectChecks {
+			break
+		}
+		tried[item] = true
+		if isLiteral {
+			if err := checkFamily(a, literal, item, route); err != nil {
+				return err
+			}
+		}
+		dctx, cancel := context.WithTimeout(ctx, timeout)
+		conn, err := client.SourceDialer(src, 0).DialContext(dctx, "tcp", hostPort)
+		cancel()
+		if err == nil {
+			conn.Close()
+			continue
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !defaultTried {
+			defaultTried = true
+			dctx, cancel := context.WithTimeout(ctx, timeout)
+			var c net.Conn
+			if c, fromDefault = client.SourceDialer("", 0).DialContext(dctx, "tcp", hostPort); fromDefault == nil {
+				c.Close()
+			}
+			cancel()
+		}
+		if fromDefault != nil {
+			return nil // the target accepts nothing: reachability says so
+		}
+		return &SourceError{Source: src, Item: item, Route: route, Unanswered: true,
+			Err: fmt.Errorf("%s accepts connections from this machine's own address but not from this one (%v)", hostPort, dialCause(err))}
+	}
+	return nil
+}
+
+// checkFamilies refuses, before anything else, a source of the other
+// family than a target given as an address (an IPv6 source cannot reach
+// an IPv4 target, nor the reverse), named with its item of pool.
+func checkFamilies(target string, sources []string, pool client.Pool) error {
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil
+	}
+	host, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return nil // a name: the dialer picks an address of the source's family
+	}
+	for _, src := range sources {
+		a, err := netip.ParseAddr(src)
+		if err != nil {
+			continue
+		}
+		item, route, _ := pool.Item(a)
+		if err := checkFamily(a, host, item, route); err != nil {
+			return err
 		}
 	}
-	return false
+	return nil
+}
+
+// checkFamily refuses source a (of item, holding route) for the target
+// address host of the other family.
+func checkFamily(a, host netip.Addr, item string, route netip.Prefix) error {
+	if a.Is4() == host.Unmap().Is4() {
+		return nil
+	}
+	family := map[bool]string{true: "IPv4", false: "IPv6"}
+	return &SourceError{Source: a.String(), Item: item, Route: route,
+		Err: fmt.Errorf("an %s source cannot reach the %s target %s", family[a.Is4()], family[host.Unmap().Is4()], host)}
+}
+
+// dialCause strips a dial error down to its cause.
+func dialCause(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err
+	}
+	return err
 }
 
 // reachableBy checks that the target answers. Before an agreed start (a

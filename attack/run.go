@@ -56,6 +56,9 @@ type Plan struct {
 	MaxWorkers uint64
 	// Behind, when set, records how far the run fell behind its schedule.
 	Behind *Behind
+	// FollowUp, when set, holds streams back until the rest is answered
+	// and sends those it then chooses (see [FollowUp]).
+	FollowUp *FollowUp
 }
 
 // lateAfter is how late a request must go out, after its planned time, to
@@ -150,6 +153,9 @@ func (pl Plan) Finish(info *archive.RunInfo) {
 		info.BehindMS, info.LateRequests = float64(pl.Behind.Max)/1e6, pl.Behind.Late
 		pl.Behind.mu.Unlock()
 	}
+	if pl.FollowUp != nil {
+		info.FollowUps = pl.FollowUp.said
+	}
 }
 
 // unit is one attacker: one stream from one source.
@@ -195,12 +201,15 @@ func unitsOf(units []unit, s *scenario.Stream) []unit {
 }
 
 // Duration returns the planned length of the run: the latest planned send
-// time over all streams, saturating at the longest duration.
+// time over all streams but those held for a follow-up, saturating at the
+// longest duration.
 func (pl Plan) Duration() time.Duration {
 	var d time.Duration
 	for i := range pl.Profile.Streams {
 		s := &pl.Profile.Streams[i]
-		d = max(d, schedule.SatAdd(s.Start.In(pl.Window), schedule.Planned(s.Pacer.Schedule(pl.Window))))
+		if !pl.held(s.Surface, s.Name) {
+			d = max(d, schedule.SatAdd(s.Start.In(pl.Window), schedule.Planned(s.Pacer.Schedule(pl.Window))))
+		}
 	}
 	return d
 }
@@ -252,29 +261,40 @@ func (pl Plan) headers() http.Header {
 // attack and is returned.
 func (pl Plan) Run(ctx context.Context, target string, sink func(*vegeta.Result) error) error {
 	units := pl.units()
-	attackers, targeters, sessionOf, err := pl.attackers(target, units)
+	attackers, targeters, clients, sessionOf, err := pl.attackers(target, units)
 	if err != nil {
 		return err
 	}
-	g := newGates(pl.Profile, units)
+	g, f := newGates(pl.Profile, units), newFollowUps(pl.FollowUp, units)
 	out := make(chan *vegeta.Result, 1024)
 	var wg sync.WaitGroup
 	for i, u := range units {
-		ch := attackers[i].Attack(targeters[i], pl.behind(u, g.pacer(u)), 0, u.label)
+		p := g.pacer(u)
+		if f != nil && f.holds(u) {
+			p = f.pacer(u)
+		}
+		ch := attackers[i].Attack(targeters[i], pl.behind(u, p), 0, u.label)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for r := range ch {
 				out <- r
 			}
+			// A stream that has ended (a burst) gives its connections
+			// back at once rather than holding them idle to the run's end.
+			clients[i].CloseIdleConnections()
 		}()
 	}
 	go func() { wg.Wait(); close(out) }()
 	stopAll := func() {
 		g.abort()
+		f.stopAll()
 		for _, a := range attackers {
 			a.Stop()
 		}
+	}
+	if f != nil && f.left == 0 {
+		f.decide() // nothing else to wait for
 	}
 	var sinkErr error
 	done := ctx.Done()
@@ -288,9 +308,10 @@ func (pl Plan) Run(ctx context.Context, target string, sink func(*vegeta.Result)
 				return sinkErr
 			}
 			g.answered(r)
+			f.answered(r)
 			if r.Code == http.StatusNotFound && len(sessionOf) > 0 {
 				if src, ok := sessionOf[r.Attack]; ok {
-					pl.MCP.ended(ctx, src)
+					pl.MCP.Ended(ctx, src)
 				}
 			}
 			if sinkErr == nil {
@@ -302,10 +323,11 @@ func (pl Plan) Run(ctx context.Context, target string, sink func(*vegeta.Result)
 	}
 }
 
-// attackers returns an attacker and a targeter of target per unit, and
-// sessionOf, which maps the label of a unit that carries an MCP session
-// to its source: a 404 to it gets that source a session of its own.
-func (pl Plan) attackers(target string, units []unit) (attackers []*vegeta.Attacker, targeters []vegeta.Targeter, sessionOf map[string]string, err error) {
+// attackers returns an attacker, a targeter of target and the HTTP client
+// the attacker sends through per unit, and sessionOf, which maps the label
+// of a unit that carries an MCP session to its source: a 404 to it gets
+// that source a session of its own.
+func (pl Plan) attackers(target string, units []unit) (attackers []*vegeta.Attacker, targeters []vegeta.Targeter, clients []*http.Client, sessionOf map[string]string, err error) {
 	timeout := pl.Timeout
 	if timeout == 0 {
 		timeout = pl.Profile.Timeout.In(pl.Window)
@@ -321,6 +343,7 @@ func (pl Plan) attackers(target string, units []unit) (attackers []*vegeta.Attac
 	hdr := pl.headers()
 	attackers = make([]*vegeta.Attacker, len(units))
 	targeters = make([]vegeta.Targeter, len(units))
+	clients = make([]*http.Client, len(units))
 	sessionOf = map[string]string{}
 	for i, u := range units {
 		var rev string
@@ -333,16 +356,16 @@ func (pl Plan) attackers(target string, units []unit) (attackers []*vegeta.Attac
 		}
 		tr, err := SpeakingTargeter(u.stream, target, hdr, &ids, pl.ClientVersion, rev, sid)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
-		targeters[i] = tr
-		opts := []func(*vegeta.Attacker){vegeta.MaxBody(maxBody), vegeta.Client(pl.Network.Client(u.source, timeout))}
+		targeters[i], clients[i] = tr, pl.Network.Client(u.source, timeout)
+		opts := []func(*vegeta.Attacker){vegeta.MaxBody(maxBody), vegeta.Client(clients[i])}
 		if pl.MaxWorkers > 0 {
 			opts = append(opts, vegeta.Workers(min(vegeta.DefaultWorkers, pl.MaxWorkers)), vegeta.MaxWorkers(pl.MaxWorkers))
 		}
 		attackers[i] = vegeta.NewAttacker(opts...)
 	}
-	return attackers, targeters, sessionOf, nil
+	return attackers, targeters, clients, sessionOf, nil
 }
 
 // gates hold back the streams that name others in After: a stream named

@@ -30,6 +30,9 @@
 // rate (verdict limits): a finding of its own, never capacity.
 //
 // Besides the measured knee, [FitUSL] fits Gunther's Universal Scalability
-// Law to throughput against concurrency (Little's law) over the passing
-// steps: a model of the curve, reported apart from the knee.
+// Law to throughput against concurrency (Little's law) over every step
+// that measured the API's throughput, the failed ones past the knee
+// included (they place the peak): a model of the curve, reported apart
+// from the knee, whose peak is given only where the steps bound it and
+// flagged where it lies above every throughput measured.
 package capacity

@@ -212,3 +212,6 @@ func bound(d time.Duration, ok bool) *float64 {
 	v := ms(d)
 	return &v
 }
+
+// Passed reports whether the step kept the objective.
+func (r StepResult) Passed() bool { return r.Verdict == stepPass }

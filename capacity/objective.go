@@ -99,3 +99,15 @@ func (o Objective) Validate() error {
 	}
 	return nil
 }
+
+// Objective names what a search was held to, as a key its runs are
+// compared by: the latency objective, written the same way however it was
+// spelt (p99<=0.1s is p99<=100ms), and the error budget, such as
+// "p99<=100ms, error budget 1%".
+func (r *Result) Objective() string {
+	slo := r.SLO
+	if o, err := ParseSLO(r.SLO); err == nil {
+		slo = "p" + strconv.FormatFloat(100*o.Quantile, 'g', 10, 64) + "<=" + o.Max.String()
+	}
+	return slo + ", error budget " + strconv.FormatFloat(100*r.ErrorBudget, 'g', 10, 64) + "%"
+}

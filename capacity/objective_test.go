@@ -89,3 +89,28 @@ func TestParseErrorBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestObjective: an objective is named one way however the run spelled
+// it, and objectives that differ are named apart.
+func TestObjective(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		slo    string
+		budget float64
+		want   string
+	}{
+		{"p99<=100ms", 0.01, "p99<=100ms, error budget 1%"},
+		{"p99<=0.1s", 0.01, "p99<=100ms, error budget 1%"},
+		{"p99 <= 100ms", 0.01, "p99<=100ms, error budget 1%"},
+		{"p99<=100ms", 0.07, "p99<=100ms, error budget 7%"},
+		{"p99<=50ms", 0.01, "p99<=50ms, error budget 1%"},
+		{"p95<=100ms", 0.01, "p95<=100ms, error budget 1%"},
+		{"p99.9<=1.5s", 0.001, "p99.9<=1.5s, error budget 0.1%"},
+		{"not an objective", 0.01, "not an objective, error budget 1%"},
+	}
+	for _, tt := range tests {
+		if got := (&Result{SLO: tt.slo, ErrorBudget: tt.budget}).Objective(); got != tt.want {
+			t.Errorf("objective(%q, %g) = %q, want %q", tt.slo, tt.budget, got, tt.want)
+		}
+	}
+}

@@ -38,8 +38,9 @@ type Result struct {
 	MaxRPS float64 `json:"max_rps"`
 	// Steps are the judged steps, in the order they ran.
 	Steps []StepResult `json:"steps"`
-	// USL is the model fitted over the passing steps; nil with fewer
-	// than 4 of them.
+	// USL is the model fitted over every step that measured the API's
+	// throughput (passing, failed and undecided steps alike: see [StepResult.Fitted]);
+	// nil with fewer than 4 of them.
 	USL *USL `json:"usl"`
 }
 
@@ -61,16 +62,73 @@ func (s *Search) Result() Result {
 	if s.high > 0 {
 		r.KneeHighRPS = ptr(s.high)
 	}
+	r.USL = modelOf(s.steps, o)
+	return r
+}
+
+// modelOf is the USL fitted over the steps that measured the API's
+// throughput (see [StepResult.Fitted]), with o's bootstrap; nil with fewer than 4.
+func modelOf(steps []StepResult, o Options) *USL {
 	var pts []point
-	for _, st := range s.steps {
-		if st.Verdict == stepPass {
-			pts = append(pts, point{Concurrency: st.Concurrency, Throughput: st.ThroughputRPS})
+	for _, st := range steps {
+		if st.Fitted() {
+			pts = append(pts, point{Concurrency: st.Concurrency, Throughput: st.ThroughputRPS, Behind: st.FellBehind()})
 		}
 	}
-	if u, err := FitUSL(pts, o.Resamples, o.Seed, o.Confidence); err == nil {
-		r.USL = u
+	u, err := FitUSL(pts, o.Resamples, o.Seed, o.Confidence)
+	if err != nil {
+		return nil
 	}
-	return r
+	u.ExcludedSteps = len(steps) - len(pts)
+	return u
+}
+
+// Fitted reports whether the USL is fitted to step s: whether it
+// measured the API's throughput at its concurrency. Passing steps do, and
+// so do the steps that failed or stayed undecided: past the knee they
+// are what places the peak. Left out are a step the generator could not
+// send on schedule (its rate and concurrency are the generator's, which
+// the search never charges to the API), a step a 429 answered even in
+// part (its throughput is the limiter's as much as the API's: refused
+// requests are neither served nor a sign of saturation), a step that
+// caught up (see caughtUp) and a step with no throughput or concurrency
+// to place.
+func (s StepResult) Fitted() bool {
+	return s.Verdict != StepClient && s.Verdict != StepLimits && s.Refused == 0 && !s.caughtUp() &&
+		s.ThroughputRPS > 0 && s.Concurrency > 0
+}
+
+// caughtUp reports whether step s returned its successes faster than its
+// requests went out, by more than behindShare. No API serves a step
+// faster than it is sent: such a step inherited a backlog from the step
+// before it that drained while it ran (its first requests waited behind
+// the backlog, its last did not), which shortens the span its throughput
+// is measured over and puts the backlog into its concurrency. Neither
+// figure is the API's at that concurrency (a run against a pool of
+// 200/s measured 226/s at 186/s sent, with a backlog's p99 of 900 ms).
+func (s StepResult) caughtUp() bool {
+	return s.ThroughputRPS > s.AchievedRPS*(1+behindShare)
+}
+
+// behindShare is by how much of its send rate a step's throughput must
+// fall short for the API to have fallen behind in it, or exceed it for
+// the step to have caught up: 0.5 %. A step the
+// API keeps up with returns its successes at its send rate, give or take
+// its first and last requests' latencies over its length (0.0 to 0.3 % in
+// the embedded pool's runs of 5 s steps). A step past the knee is short by
+// its overload, and even 1 % over a pool of fixed service times puts a
+// backlog into the step's concurrency that, held to X at it, had the
+// model's peak 17 % over the pool's capacity in the tests. A step that
+// kept up but is flagged by its edges costs nothing: it is held to X at
+// its concurrency unless the model peaks below it.
+const behindShare = 0.005
+
+// FellBehind reports whether the API fell behind in step s: whether its
+// throughput fell short of the rate its requests went out at by more than
+// behindShare. Its queue then grew through the step, or it failed
+// requests: a backlog, not a steady state.
+func (s StepResult) FellBehind() bool {
+	return s.ThroughputRPS < s.AchievedRPS*(1-behindShare)
 }
 
 // ptr returns a pointer to a copy of v.

@@ -31,6 +31,9 @@ const (
 	verdictInconclusive = "inconclusive"
 )
 
+// Verdicts are the verdicts a search can reach.
+var Verdicts = []string{VerdictFound, VerdictNotFound, VerdictClient, verdictInconclusive}
+
 // Options configure a [Search]. The zero values of the optional fields
 // take the defaults documented on each; StartRate, MaxRate and Objective
 // are required.

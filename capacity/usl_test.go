@@ -3,6 +3,8 @@ package capacity
 import (
 	"math"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -49,6 +51,15 @@ func TestFitUSLRecovers(t *testing.T) {
 			if !ok {
 				return
 			}
+			if math.IsInf(n, 1) {
+				// The curve only nears its ceiling λ/σ as N grows: exact
+				// data leave no interval below it, so no measured
+				// concurrency reaches it.
+				if u.PeakStatus != PeakUnbounded || u.PeakReason == nil || !strings.Contains(*u.PeakReason, "only as concurrency grows") {
+					t.Errorf("ceiling approached, never reached: status %s, reason %v; want unbounded, only as concurrency grows", u.PeakStatus, fmtReason(u.PeakReason))
+				}
+				return
+			}
 			if u.PeakConcurrency == nil || u.PeakConcurrencyLow == nil || u.PeakConcurrencyHigh == nil || u.PeakLowRPS == nil || u.PeakHighRPS == nil {
 				t.Fatalf("no peak or interval: %+v", u)
 			}
@@ -69,8 +80,8 @@ func TestFitUSLConstrained(t *testing.T) {
 	t.Parallel()
 	var super, linear []point
 	for _, n := range []float64{1, 2, 4, 8, 16, 32} {
-		super = append(super, point{n, 10 * math.Pow(n, 1.1)}) // superlinear: σ < 0 unconstrained
-		linear = append(linear, point{n, 10 * n})
+		super = append(super, point{Concurrency: n, Throughput: 10 * math.Pow(n, 1.1)}) // superlinear: σ < 0 unconstrained
+		linear = append(linear, point{Concurrency: n, Throughput: 10 * n})
 	}
 	u, err := FitUSL(super, 50, 1, 0)
 	if err != nil {
@@ -92,4 +103,94 @@ func TestFitUSLConstrained(t *testing.T) {
 	if _, err := FitUSL(linear[:3], 10, 1, 0); err == nil {
 		t.Error("3 points: no error")
 	}
+}
+
+// TestFitUSLPeakStatus: a peak is given only where the points bound it,
+// and flagged where its whole interval lies above what was measured.
+func TestFitUSLPeakStatus(t *testing.T) {
+	t.Parallel()
+	upTo := func(top float64) []float64 { // 8 concurrencies up to top
+		var ns []float64
+		for i := 1; i <= 8; i++ {
+			ns = append(ns, top*float64(i)/8)
+		}
+		return ns
+	}
+	// σ = 0.02, κ = 0.0005: N* = 44.3, X(N*) = 1571 for λ = 100.
+	const lambda, sigma, kappa = 100, 0.02, 0.0005
+	nStar, xStar, _ := peak(lambda, sigma, kappa)
+	saturated := uslPoints(lambda, sigma, kappa, upTo(2*nStar), 0.01, 3)
+	// A pool of 10 workers of 20 ms: X = 50N up to N = 10, then 500/s
+	// with a queue that grew through the step (behind).
+	var pool []point
+	for _, n := range []float64{2, 4, 8, 9.5, 9.9} {
+		pool = append(pool, point{Concurrency: n, Throughput: 50 * n})
+	}
+	for _, n := range []float64{75, 240, 1060} {
+		pool = append(pool, point{Concurrency: n, Throughput: 500, Behind: true})
+	}
+	var linear []point
+	for _, n := range upTo(40) {
+		linear = append(linear, point{Concurrency: n, Throughput: 20 * n})
+	}
+	for _, tc := range []struct {
+		name   string
+		pts    []point
+		status string
+		reason string // in PeakReason
+		peak   [2]float64
+	}{
+		{"past the peak", saturated, PeakWithinData, "", [2]float64{0.95 * xStar, 1.05 * xStar}},
+		{"a pool driven past its capacity", pool, PeakWithinData, "", [2]float64{450, 550}},
+		{"up to 0.7 N*: bounded, above what was measured", uslPoints(lambda, sigma, kappa, upTo(0.7*nStar), 0.002, 3), PeakAboveMeasured, "not headroom", [2]float64{0.95 * xStar, 1.05 * xStar}},
+		{"up to N*/8: far short of the peak", uslPoints(lambda, sigma, kappa, upTo(nStar/8), 0.01, 3), PeakUnbounded, "", [2]float64{}},
+		{"linear", linear, PeakUnbounded, "still rises in proportion", [2]float64{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			u, err := FitUSL(tc.pts, 400, 1, 0.95)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reason := ""
+			if u.PeakReason != nil {
+				reason = *u.PeakReason
+			}
+			t.Logf("λ %.4g σ %.4g κ %.4g, peak %s [%s, %s] at %s: %s %s", u.Lambda, u.Sigma, u.Kappa, fig(u.PeakRPS), fig(u.PeakLowRPS), fig(u.PeakHighRPS), fig(u.PeakConcurrency), u.PeakStatus, reason)
+			if u.PeakStatus != tc.status || !strings.Contains(reason, tc.reason) || (tc.status == PeakWithinData) != (u.PeakReason == nil) {
+				t.Fatalf("status %s, reason %q; want %s, %q", u.PeakStatus, reason, tc.status, tc.reason)
+			}
+			if tc.status == PeakUnbounded {
+				if u.PeakRPS != nil || u.PeakLowRPS != nil || u.PeakHighRPS != nil || u.PeakConcurrency != nil {
+					t.Errorf("unbounded, yet a peak %s [%s, %s] at %s", fig(u.PeakRPS), fig(u.PeakLowRPS), fig(u.PeakHighRPS), fig(u.PeakConcurrency))
+				}
+				return
+			}
+			if u.PeakRPS == nil || u.PeakLowRPS == nil || u.PeakHighRPS == nil {
+				t.Fatalf("no peak or interval: %+v", u)
+			}
+			if p := *u.PeakRPS; p < tc.peak[0] || p > tc.peak[1] {
+				t.Errorf("peak %.1f, want in [%.1f, %.1f]", p, tc.peak[0], tc.peak[1])
+			}
+			if above := *u.PeakLowRPS > u.MaxThroughputRPS; above != (tc.status == PeakAboveMeasured) {
+				t.Errorf("interval low %.1f against %.1f measured: above %v, yet status %s", *u.PeakLowRPS, u.MaxThroughputRPS, above, u.PeakStatus)
+			}
+		})
+	}
+}
+
+// fig is an optional figure for a log line.
+func fig(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'f', 1, 64)
+}
+
+// fmtReason is an optional reason for a message.
+func fmtReason(r *string) string {
+	if r == nil {
+		return "none"
+	}
+	return *r
 }

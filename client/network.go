@@ -124,17 +124,15 @@ type Network struct {
 }
 
 // Transport returns a new transport of n whose connections go out from
-// source ("": the system's choice), with dialTimeout bounding each dial
-// (0: none). Every call returns a transport with a pool of its own.
+// source ("": the system's choice; bound as SourceDialer binds it), with
+// dialTimeout bounding each dial (0: none). Every call returns a transport
+// with a pool of its own.
 func (n *Network) Transport(source string, dialTimeout time.Duration) *http.Transport {
 	var nw Network
 	if n != nil {
 		nw = *n
 	}
-	dialer := &net.Dialer{KeepAlive: 30 * time.Second, Timeout: dialTimeout}
-	if source != "" {
-		dialer.LocalAddr = &net.TCPAddr{IP: net.ParseIP(source)}
-	}
+	dialer := SourceDialer(source, dialTimeout)
 	idle := nw.Connections
 	if idle <= 0 {
 		idle = DefaultIdleConnections

@@ -2,7 +2,6 @@ package history
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -14,8 +13,10 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/attack"
+	"github.com/connectbyjbrh/ratecheck/capacity"
+	"github.com/connectbyjbrh/ratecheck/capacity/runner"
 	"github.com/connectbyjbrh/ratecheck/decode"
-	"github.com/connectbyjbrh/ratecheck/internal/safefile"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -23,11 +24,6 @@ import (
 // is grouped under: it listens on a fresh port each time, so its address
 // names no target.
 const Embedded = "embedded"
-
-// capacityFile is the file of a capacity run folder its figures are read
-// from: capacity's result (capacity --json, docs/schema/capacity.json),
-// of which history reads the verdict, knee_rps and the surface.
-const capacityFile = "capacity.json"
 
 // behindNote is how late a run must have sent a request to be marked as
 // having fallen behind its schedule (as analyze warns).
@@ -144,6 +140,9 @@ func readRun(dir string, o ReadOptions) (*Archived, error) {
 			return nil, err
 		}
 		a.Surfaces = []Sample{s}
+		if s.Verdict == capacity.VerdictClient {
+			a.Notes = append(a.Notes, "the load generator could not keep a step's schedule: the knee is the client's, not the target's")
+		}
 		return a, nil
 	}
 	if a.Surfaces, err = samples(dir, info, o); err != nil {
@@ -230,26 +229,40 @@ func samples(dir string, info *archive.RunInfo, o ReadOptions) ([]Sample, error)
 	return out, nil
 }
 
-// capacityResult is what history reads of CapacityFile.
-type capacityResult struct {
-	Verdict string   `json:"verdict"`
-	KneeRPS *float64 `json:"knee_rps"`
-	Surface string   `json:"surface"`
-}
-
-// capacitySample reads a capacity run's knee from CapacityFile.
+// capacitySample reads a capacity run's verdict and knee from the result
+// its search recorded in run.json's capacity section, through package
+// capacity/runner, which writes it. Of a search sharded over machines,
+// every shard's folder holds the merged result: shard 0's is the search's,
+// and the others are refused with why, so that one search makes one point.
 func capacitySample(dir string, info *archive.RunInfo) (Sample, error) {
-	b, err := safefile.Read(filepath.Join(dir, capacityFile), 1<<24)
+	_, ci, err := runner.ReadInfo(dir)
 	if err != nil {
-		return Sample{}, fmt.Errorf("a capacity run without %s: %w", capacityFile, err)
+		return Sample{}, err
 	}
-	var r capacityResult
-	if err := json.Unmarshal(b, &r); err != nil {
-		return Sample{}, fmt.Errorf("%s: %w", filepath.Join(dir, capacityFile), err)
+	if ci.Shard != "" {
+		if sh, err := attack.ParseShard(ci.Shard); err == nil && sh.I > 0 {
+			return Sample{}, fmt.Errorf("shard %s of a sharded capacity search: its result is the search's, read from shard 0's folder", ci.Shard)
+		}
 	}
-	s := Sample{Surface: cmp.Or(r.Surface, info.Policy.Surface, method.REST), Verdict: r.Verdict, Values: map[Figure]float64{}}
-	if r.KneeRPS != nil && !math.IsNaN(*r.KneeRPS) {
+	r := ci.Result
+	if r == nil {
+		return Sample{}, errors.New("the capacity search recorded no result")
+	}
+	s := Sample{Surface: cmp.Or(ci.Surface, info.Policy.Surface, method.REST), Verdict: r.Verdict, Objective: r.Objective(),
+		Values: map[Figure]float64{}, Bounds: map[Figure]Bounds{}}
+	if finite(r.KneeRPS) {
 		s.Values[Knee] = *r.KneeRPS
+		b := Bounds{}
+		if finite(r.KneeLowRPS) {
+			b.Low = r.KneeLowRPS
+		}
+		if finite(r.KneeHighRPS) {
+			b.High = r.KneeHighRPS
+		}
+		s.Bounds[Knee] = b
 	}
 	return s, nil
 }
+
+// finite reports whether v is a number.
+func finite(v *float64) bool { return v != nil && !math.IsNaN(*v) && !math.IsInf(*v, 0) }

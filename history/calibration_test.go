@@ -23,6 +23,11 @@ const (
 	calFalse = 18
 )
 
+// noFloor reports every change point E-divisive finds: the calibration
+// logs what the floor of a change (DefaultFloor, which detect applies
+// with Options{}) takes away.
+var noFloor = Options{Floors: map[Figure]Floor{P99: {}, Knee: {}}}
+
 // p99s returns the p99 (ms) of each of runs simulated runs of host h, by
 // tachymeter's rule, as verify's table shows it.
 func p99s(h hostsim.Host, rng *rand.Rand, runs, n int) []float64 {
@@ -55,26 +60,31 @@ var calHosts = []struct {
 }
 
 // TestCalibrationAA counts the A/A series of p99 that flag a change: at
-// most calFalse of calSeries on each host.
+// most calFalse of calSeries on each host, with the default floor of a
+// change and without it (the floor only takes changes away).
 func TestCalibrationAA(t *testing.T) {
 	t.Parallel()
 	for hi, h := range calHosts {
 		t.Run(h.name, func(t *testing.T) {
 			t.Parallel()
-			flagged, failed := 0, 0
+			flagged, failed, raw := 0, 0, 0
 			for s := range calSeries {
 				xs := p99s(h.host, rand.New(rand.NewPCG(uint64(s), uint64(hi))), calRuns, h.n)
-				cs := detect(xs, rand.New(rand.NewPCG(uint64(s), 99)), Options{})
+				cs := detect(xs, P99, rand.New(rand.NewPCG(uint64(s), 99)), Options{})
 				if len(cs) > 0 {
 					flagged++
 				}
 				if (Series{Figure: P99, Changes: worse(cs, P99)}).FailOnRegression() {
 					failed++
 				}
+				if len(detect(xs, P99, rand.New(rand.NewPCG(uint64(s), 99)), noFloor)) > 0 {
+					raw++
+				}
 			}
-			t.Logf("%s: %d of %d A/A series flag a change (%.1f %%), %d would fail on regression", h.name, flagged, calSeries, 100*float64(flagged)/calSeries, failed)
-			if flagged > calFalse {
-				t.Errorf("%s: %d of %d A/A series flag a change, want at most %d", h.name, flagged, calSeries, calFalse)
+			t.Logf("%s: %d of %d A/A series flag a change (%.1f %%; %d with no floor), %d would fail on regression",
+				h.name, flagged, calSeries, 100*float64(flagged)/calSeries, raw, failed)
+			if flagged > calFalse || raw > calFalse {
+				t.Errorf("%s: %d of %d A/A series flag a change (%d with no floor), want at most %d", h.name, flagged, calSeries, raw, calFalse)
 			}
 		})
 	}
@@ -119,17 +129,18 @@ func TestCalibrationStep(t *testing.T) {
 	for hi, h := range calHosts {
 		t.Run(h.name, func(t *testing.T) {
 			t.Parallel()
-			var r stepResult
+			var r, raw stepResult
 			for s := range calSeries {
 				xs := p99s(h.host, rand.New(rand.NewPCG(uint64(s), uint64(hi)+10)), calRuns, h.n)
 				for i := at; i < len(xs); i++ {
 					xs[i] *= 1.2
 				}
-				r.add(detect(xs, rand.New(rand.NewPCG(uint64(s), 99)), Options{}), P99, at)
+				r.add(detect(xs, P99, rand.New(rand.NewPCG(uint64(s), 99)), Options{}), P99, at)
+				raw.add(detect(xs, P99, rand.New(rand.NewPCG(uint64(s), 99)), noFloor), P99, at)
 			}
 			share := float64(r.found) / calSeries
-			t.Logf("%s: a 20 %% step in p99 found within 3 runs in %d of %d series (%.0f %%), mean distance %.2f runs; %d fail on regression",
-				h.name, r.found, calSeries, 100*share, float64(r.delay)/float64(max(r.found, 1)), r.failed)
+			t.Logf("%s: a 20 %% step in p99 found within 3 runs in %d of %d series (%.0f %%; %d with no floor), mean distance %.2f runs; %d fail on regression",
+				h.name, r.found, calSeries, 100*share, raw.found, float64(r.delay)/float64(max(r.found, 1)), r.failed)
 			if share < h.detect {
 				t.Errorf("%s: found in %.0f %% of series, want at least %.0f %%", h.name, 100*share, 100*h.detect)
 			}
@@ -149,7 +160,7 @@ func TestCalibrationDelay(t *testing.T) {
 	for s := range series {
 		rng := rand.New(rand.NewPCG(uint64(s), 30))
 		xs := append(p99s(hostsim.Busy, rng, at, calRequests), p99s(delayed, rng, calRuns-at, calRequests)...)
-		r.add(detect(xs, rand.New(rand.NewPCG(uint64(s), 99)), Options{}), P99, at)
+		r.add(detect(xs, P99, rand.New(rand.NewPCG(uint64(s), 99)), Options{}), P99, at)
 	}
 	t.Logf("busy, 20–40 ms from run 21: found within 3 runs in %d of %d series, mean distance %.2f runs", r.found, series, float64(r.delay)/float64(max(r.found, 1)))
 	if r.found != series || r.failed != series {
@@ -184,21 +195,25 @@ func knees(rng *rand.Rand, runs int) []float64 {
 func TestCalibrationKnee(t *testing.T) {
 	t.Parallel()
 	const at = 20
-	var r stepResult
-	flagged := 0
+	var r, raw stepResult
+	flagged, rawFlagged := 0, 0
 	for s := range calSeries {
 		xs := knees(rand.New(rand.NewPCG(uint64(s), 40)), calRuns)
-		if len(detect(xs, rand.New(rand.NewPCG(uint64(s), 99)), Options{})) > 0 {
+		if len(detect(xs, Knee, rand.New(rand.NewPCG(uint64(s), 99)), Options{})) > 0 {
 			flagged++
+		}
+		if len(detect(xs, Knee, rand.New(rand.NewPCG(uint64(s), 99)), noFloor)) > 0 {
+			rawFlagged++
 		}
 		for i := at; i < len(xs); i++ {
 			xs[i] *= 0.8
 		}
-		r.add(detect(xs, rand.New(rand.NewPCG(uint64(s), 99)), Options{}), Knee, at)
+		r.add(detect(xs, Knee, rand.New(rand.NewPCG(uint64(s), 99)), Options{}), Knee, at)
+		raw.add(detect(xs, Knee, rand.New(rand.NewPCG(uint64(s), 99)), noFloor), Knee, at)
 	}
 	share := float64(r.found) / calSeries
-	t.Logf("knee: %d of %d A/A series flag a change; a 20 %% drop found within 3 runs in %d (%.0f %%), mean distance %.2f runs; %d fail on regression",
-		flagged, calSeries, r.found, 100*share, float64(r.delay)/float64(max(r.found, 1)), r.failed)
+	t.Logf("knee: %d of %d A/A series flag a change (%d with no floor); a 20 %% drop found within 3 runs in %d (%.0f %%; %d with no floor), mean distance %.2f runs; %d fail on regression",
+		flagged, calSeries, rawFlagged, r.found, 100*share, raw.found, float64(r.delay)/float64(max(r.found, 1)), r.failed)
 	if flagged > calFalse || share < 0.85 {
 		t.Errorf("knee: %d A/A series flagged (want at most %d), drop found in %.0f %% (want at least 85 %%)", flagged, calFalse, 100*share)
 	}

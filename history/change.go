@@ -48,11 +48,105 @@ type Change struct {
 	QHat              float64   // the divergence at the split
 }
 
-// detect finds the change points of xs (EDivisive on the scale of o) and
-// describes each, in the order of the series.
-func detect(xs []float64, rng *rand.Rand, o Options) []Change {
+// The defaults of the floors (Floors): a change is reported when it is at
+// least 5 % of the level before it (the precision capacity's search
+// closes its bracket to by default) and at least the figure's resolution:
+// 0.1 ms of latency (what the table shows; a p50 of a loopback target
+// moving by tens of microseconds is the host's, not a change), one
+// request per second of knee, 0.1 percentage point of error rate, one
+// request of observed limit. The observed limit is a count held to a
+// contract, exact from run to run, so it has no relative floor.
+const (
+	DefaultMinChange    = 0.05
+	DefaultMinChangeMS  = 0.1
+	DefaultMinChangeRPS = 1.0
+	minChangeErrors     = 0.001
+	minChangeLimit      = 1.0
+)
+
+// Floor is the least size of a change that is reported: a change point
+// whose shift (its Hodges–Lehmann Size) is smaller than Relative of the
+// median before it, or smaller than Absolute in the figure's units, is
+// not a change. Both must be reached: a relative floor alone would let a
+// latency of a fraction of a millisecond change by microseconds, an
+// absolute one alone would hold a large figure to a change of its noise.
+// The zero value reports every change point.
+type Floor struct {
+	Relative float64 `json:"relative"` // a share of the median before, such as 0.05
+	Absolute float64 `json:"absolute"` // in the figure's units
+}
+
+// Floors returns the floor of every figure: relative of the level before
+// for all but the observed limit (a count held to a contract, with no
+// relative floor), and at least ms milliseconds of the latencies and rps
+// requests per second of the knee; the error rate and the observed limit
+// keep the absolute floors of their resolution (DefaultFloor).
+func Floors(relative, ms, rps float64) map[Figure]Floor {
+	out := map[Figure]Floor{}
+	for _, f := range figures {
+		switch f {
+		case P50, P95, P99:
+			out[f] = Floor{Relative: relative, Absolute: ms}
+		case Knee:
+			out[f] = Floor{Relative: relative, Absolute: rps}
+		case ErrorRate:
+			out[f] = Floor{Relative: relative, Absolute: minChangeErrors}
+		case ObservedLimit:
+			out[f] = Floor{Absolute: minChangeLimit}
+		}
+	}
+	return out
+}
+
+// DefaultFloor returns the floor of f when none is given (see Floors and
+// DefaultMinChange).
+func (f Figure) DefaultFloor() Floor {
+	return Floors(DefaultMinChange, DefaultMinChangeMS, DefaultMinChangeRPS)[f]
+}
+
+// margin returns how many times c's shift holds the floor: the lesser of
+// |Size|/Absolute and |Size|/(Relative·|Before|), +Inf for a zero floor
+// (a relative floor of a level of 0 holds any shift). Below 1, the
+// change is under the floor.
+func (f Floor) margin(c Change) float64 {
+	size, m := math.Abs(c.Size), math.Inf(1)
+	if f.Absolute > 0 {
+		m = min(m, size/f.Absolute)
+	}
+	if base := f.Relative * math.Abs(c.Before); base > 0 {
+		m = min(m, size/base)
+	}
+	return m
+}
+
+// detect finds the change points of xs, a series of figure f (EDivisive
+// on the scale of o), and describes each, in the order of the series.
+// Change points under f's floor are then removed one at a time, the
+// least first, and the changes either side described again over the
+// merged segments, until every one left reaches the floor (as Hunter, now
+// Apache Otava, merges the weak change points E-divisive found).
+func detect(xs []float64, f Figure, rng *rand.Rand, o Options) []Change {
 	splits := eDivisive(scaled(xs, o.Scale), rng, o)
 	slices.SortFunc(splits, func(a, b split) int { return cmp.Compare(a.Index, b.Index) })
+	floor := o.floor(f)
+	for {
+		out := describeSplits(xs, splits, o.confidence())
+		weakest, least := -1, 1.0
+		for i, c := range out {
+			if m := floor.margin(c); m < least {
+				weakest, least = i, m
+			}
+		}
+		if weakest < 0 {
+			return out
+		}
+		splits = slices.Delete(splits, weakest, weakest+1)
+	}
+}
+
+// describeSplits describes the splits of xs, in order: each against the
+// segments either side, up to the splits before and after it.
+func describeSplits(xs []float64, splits []split, conf float64) []Change {
 	out := make([]Change, len(splits))
 	for i, s := range splits {
 		from, to := 0, len(xs)
@@ -62,7 +156,7 @@ func detect(xs []float64, rng *rand.Rand, o Options) []Change {
 		if i+1 < len(splits) {
 			to = splits[i+1].Index
 		}
-		out[i] = describe(xs[from:s.Index], xs[s.Index:to], o.confidence())
+		out[i] = describe(xs[from:s.Index], xs[s.Index:to], conf)
 		out[i].Index, out[i].P, out[i].QHat = s.Index, s.P, s.QHat
 	}
 	return out

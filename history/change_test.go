@@ -119,7 +119,7 @@ func TestDetect(t *testing.T) {
 			xs[i] += 5
 		}
 	}
-	got := detect(xs, rand.New(rand.NewPCG(1, 2)), Options{})
+	got := detect(xs, P50, rand.New(rand.NewPCG(1, 2)), Options{})
 	var at []int
 	for _, c := range got {
 		at = append(at, c.Index)
@@ -136,5 +136,113 @@ func TestDetect(t *testing.T) {
 	}
 	if !slices.IsSortedFunc(got, func(a, b Change) int { return a.Index - b.Index }) || up.P > 0.05 || down.P > 0.05 {
 		t.Errorf("changes %+v: want in order, each p ≤ 0.05", got)
+	}
+}
+
+// steps returns n values per level, each level's values spread evenly by
+// ±spread around it (the same spread in every segment, in a shuffled
+// order drawn from seed), so that each change between levels is clear
+// to E-divisive however small.
+func steps(n int, spread float64, seed uint64, levels ...float64) []float64 {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var xs []float64
+	for _, l := range levels {
+		seg := make([]float64, n)
+		for i := range seg {
+			seg[i] = l + spread*(2*float64(i)/float64(n-1)-1)
+		}
+		rng.Shuffle(n, func(i, j int) { seg[i], seg[j] = seg[j], seg[i] })
+		xs = append(xs, seg...)
+	}
+	return xs
+}
+
+// TestFloor: a change that E-divisive finds is reported only when its
+// shift reaches both the relative and the absolute floor of its figure. A
+// p50 of 0.2 ms moving by 30 µs (15 %) is under the latencies' 0.1 ms;
+// a p99 of 50 ms moving by 1 ms (2 %) is under 5 %; a knee of 1500/s
+// falling by 500/s is a change. Where a change under the floor sits
+// between two others, its segments merge and the change after it is
+// described against the whole of them. Each series shows its changes
+// with no floor, so that none passes for lack of a change to find.
+func TestFloor(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		figure Figure
+		xs     []float64
+		raw    []int // the changes with no floor
+		want   []int // with the figure's default floor
+	}{
+		{"p50 by 30 µs", P50, steps(10, 0.004, 1, 0.20, 0.23), []int{10}, nil},
+		{"p50 by 0.3 ms", P50, steps(10, 0.004, 2, 0.20, 0.50), []int{10}, []int{10}},
+		{"p99 by 2 %", P99, steps(10, 0.1, 3, 50, 51), []int{10}, nil},
+		{"p99 by 10 %", P99, steps(10, 0.1, 4, 50, 55), []int{10}, []int{10}},
+		{"knee by a third", Knee, steps(5, 20, 5, 1500, 1000), []int{5}, []int{5}},
+		{"knee by 1 % then a third", Knee, steps(10, 2, 6, 1500, 1515, 1000), []int{10, 20}, []int{20}},
+		{"error rate by 0.05 points", ErrorRate, steps(10, 0.0001, 7, 0.010, 0.0105), []int{10}, nil},
+		{"observed limit by 1", ObservedLimit, []float64{240, 240, 240, 240, 240, 240, 241, 241, 241, 241, 241, 241}, []int{6}, []int{6}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			at := func(o Options) ([]int, []Change) {
+				cs := detect(tt.xs, tt.figure, rand.New(rand.NewPCG(3, 4)), o)
+				var ix []int
+				for _, c := range cs {
+					ix = append(ix, c.Index)
+				}
+				return ix, cs
+			}
+			raw, _ := at(Options{Floors: map[Figure]Floor{tt.figure: {}}})
+			if diff := cmp.Diff(tt.raw, raw); diff != "" {
+				t.Fatalf("changes with no floor (-want +got):\n%s", diff)
+			}
+			got, cs := at(Options{})
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("changes over the default floor %+v (-want +got):\n%s", tt.figure.DefaultFloor(), diff)
+			}
+			from := 0
+			for i, c := range cs {
+				to := len(tt.xs)
+				if i+1 < len(cs) {
+					to = cs[i+1].Index
+				}
+				if c.Before != Median(tt.xs[from:c.Index]) || c.After != Median(tt.xs[c.Index:to]) {
+					t.Errorf("change at %d: medians %g → %g, want those of the runs %d…%d and %d…%d", c.Index, c.Before, c.After, from, c.Index-1, c.Index, to-1)
+				}
+				from = c.Index
+			}
+		})
+	}
+}
+
+// TestFloors: the defaults are 5 % and the figure's resolution; the
+// observed limit has no relative floor; Options.Floors replaces a
+// figure's floor, a zero one included.
+func TestFloors(t *testing.T) {
+	t.Parallel()
+	want := map[Figure]Floor{P50: {0.05, 0.1}, P95: {0.05, 0.1}, P99: {0.05, 0.1}, ErrorRate: {0.05, 0.001}, Knee: {0.05, 1}, ObservedLimit: {0, 1}}
+	for _, f := range figures {
+		if got := f.DefaultFloor(); got != want[f] {
+			t.Errorf("%s.DefaultFloor() = %+v, want %+v", f, got, want[f])
+		}
+	}
+	if diff := cmp.Diff(map[Figure]Floor{P50: {0.1, 0.5}, P95: {0.1, 0.5}, P99: {0.1, 0.5}, ErrorRate: {0.1, 0.001}, Knee: {0.1, 20}, ObservedLimit: {0, 1}},
+		Floors(0.1, 0.5, 20)); diff != "" {
+		t.Errorf("Floors(0.1, 0.5, 20) (-want +got):\n%s", diff)
+	}
+	o := Options{Floors: map[Figure]Floor{P99: {}}}
+	if o.floor(P99) != (Floor{}) || o.floor(P50) != P50.DefaultFloor() {
+		t.Errorf("floors %+v, %+v: want P99's replaced by none, P50's the default", o.floor(P99), o.floor(P50))
+	}
+	c := Change{Before: 2, Size: 0.15}
+	for _, tt := range []struct {
+		floor Floor
+		want  float64
+	}{{Floor{}, math.Inf(1)}, {Floor{Relative: 0.05}, 1.5}, {Floor{Absolute: 0.1}, 1.5}, {Floor{Relative: 0.05, Absolute: 0.3}, 0.5}, {Floor{Relative: 0.15, Absolute: 0.1}, 0.5}} {
+		if got := tt.floor.margin(c); math.Abs(got-tt.want) > 1e-12 && got != tt.want {
+			t.Errorf("%+v.margin(%+v) = %g, want %g", tt.floor, c, got, tt.want)
+		}
 	}
 }

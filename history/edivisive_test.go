@@ -185,3 +185,41 @@ func BenchmarkEDivisive30(b *testing.B) {
 		eDivisive(xs, rng, Options{})
 	}
 }
+
+// TestMinRuns holds MinRuns, and the rate it rests on, to the test they
+// speak for: the clearest change there is (half the runs at 0, half at 1)
+// is found, over 200 seeds' permutations, as often as findRate says
+// (within four standard errors), in MinRuns runs (more often than not)
+// and in one fewer (less often), at one series' 0.05, at ten series'
+// share of it, and at 0.01 with 999 permutations.
+func TestMinRuns(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		o    Options
+		want int
+	}{{Options{}, 8}, {Options{}.PerSeries(10), 12}, {Options{Significance: 0.01, Permutations: 999}, 10}} {
+		if got := tt.o.MinRuns(); got != tt.want {
+			t.Errorf("MinRuns at %g = %d, want %d", tt.o.significance(), got, tt.want)
+		}
+		for _, n := range []int{tt.want - 1, tt.want} {
+			xs := make([]float64, n)
+			for i := n / 2; i < n; i++ {
+				xs[i] = 1
+			}
+			const seeds = 200
+			k := 0
+			for seed := range uint64(seeds) {
+				if len(eDivisive(xs, rand.New(rand.NewPCG(seed, 7)), tt.o)) > 0 {
+					k++
+				}
+			}
+			rate := tt.o.findRate(n)
+			if se := math.Sqrt(rate * (1 - rate) / seeds); math.Abs(float64(k)/seeds-rate) > 4*se+0.01 {
+				t.Errorf("significance %g, %d runs: found in %d of %d seeds, findRate says %.3f", tt.o.significance(), n, k, seeds, rate)
+			}
+			if (n == tt.want) != (rate >= 0.5) {
+				t.Errorf("significance %g, %d runs: findRate %.3f on the wrong side of one half for MinRuns %d", tt.o.significance(), n, rate, tt.want)
+			}
+		}
+	}
+}

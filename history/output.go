@@ -22,6 +22,9 @@ type Output struct {
 	// Regression says the newest runs of some series lie after a
 	// significant change for the worse (history --fail-on regression).
 	Regression bool `json:"regression"`
+	// TooShort counts the series too short to find a change in (see
+	// SeriesOut.TooShort).
+	TooShort int `json:"too_short"`
 	// Significance is the false-alarm rate of the whole history (over all
 	// its series), Confidence that of the change sizes' intervals.
 	// SeriesSignificance and Permutations are what each series was tested
@@ -56,36 +59,51 @@ type RunOut struct {
 	Surfaces   []SampleOut `json:"surfaces"`
 }
 
-// SampleOut is a run's figures on one surface.
+// SampleOut is a run's figures on one surface, and the intervals of those
+// measured within one.
 type SampleOut struct {
-	Surface string             `json:"surface"`
-	Verdict string             `json:"verdict"` // "" for none
-	Model   string             `json:"model"`   // "" for none
-	Figures map[Figure]float64 `json:"figures"`
+	Surface   string             `json:"surface"`
+	Verdict   string             `json:"verdict"`   // "" for none
+	Model     string             `json:"model"`     // "" for none
+	Objective string             `json:"objective"` // "" for none
+	Figures   map[Figure]float64 `json:"figures"`
+	Bounds    map[Figure]Bounds  `json:"bounds"`
 }
 
 // SeriesOut is one series: a figure of one key over time.
 type SeriesOut struct {
-	Kind    string `json:"kind"`
-	Target  string `json:"target"`
-	Surface string `json:"surface"`
-	Scheme  string `json:"scheme"`
-	Figure  Figure `json:"figure"`
+	Kind      string `json:"kind"`
+	Target    string `json:"target"`
+	Surface   string `json:"surface"`
+	Scheme    string `json:"scheme"`
+	Objective string `json:"objective"`
+	Figure    Figure `json:"figure"`
 	// Worse is the direction a change of the figure is for the worse in.
 	Worse Direction `json:"worse"`
 	// Regression says the series' newest runs lie after a change for the
 	// worse.
-	Regression bool       `json:"regression"`
-	Points     []PointOut `json:"points"`
+	Regression bool `json:"regression"`
+	// Floor is the least change of the series reported: a change point
+	// with a smaller shift is not one.
+	Floor Floor `json:"floor"`
+	// MinRuns is the fewest runs in which the series' test finds even the
+	// clearest change more often than not (Options.MinRuns at its
+	// significance); TooShort says the series has fewer: no change found
+	// in it is no evidence of none.
+	MinRuns  int        `json:"min_runs"`
+	TooShort bool       `json:"too_short"`
+	Points   []PointOut `json:"points"`
 }
 
-// PointOut is one run's value in a series.
+// PointOut is one run's value in a series, with the interval the run
+// measured it within (Low and High nil where it has none).
 type PointOut struct {
-	Run     string    `json:"run"`
-	Label   string    `json:"label"`
-	Start   time.Time `json:"start"`
-	Value   float64   `json:"value"`
-	Flagged bool      `json:"flagged"` // the run was starved or fell behind
+	Run   string    `json:"run"`
+	Label string    `json:"label"`
+	Start time.Time `json:"start"`
+	Value float64   `json:"value"`
+	Bounds
+	Flagged bool `json:"flagged"` // the run was starved or fell behind
 }
 
 // ChangeOut is a change point of the series at index Series of
@@ -109,16 +127,17 @@ type ChangeOut struct {
 // EventOut is a change of verdict or model from one run of a key to the
 // next.
 type EventOut struct {
-	Kind    string `json:"kind"`
-	Target  string `json:"target"`
-	Surface string `json:"surface"`
-	Scheme  string `json:"scheme"`
-	What    string `json:"what"`
-	Index   int    `json:"index"`
-	Run     string `json:"run"`
-	Label   string `json:"label"`
-	From    string `json:"from"`
-	To      string `json:"to"`
+	Kind      string `json:"kind"`
+	Target    string `json:"target"`
+	Surface   string `json:"surface"`
+	Scheme    string `json:"scheme"`
+	Objective string `json:"objective"`
+	What      string `json:"what"`
+	Index     int    `json:"index"`
+	Run       string `json:"run"`
+	Label     string `json:"label"`
+	From      string `json:"from"`
+	To        string `json:"to"`
 }
 
 // Trend builds the history of archived runs with Build and sets it out as
@@ -137,19 +156,23 @@ func Trend(runs []Archived, unread []Unread, o Options) Output {
 		Confidence: o.confidence(), Runs: runsOut(runs), Unread: append([]Unread{}, unread...),
 		Series: []SeriesOut{}, Changes: []ChangeOut{}, Events: []EventOut{}}
 	for i, s := range h.Series {
-		so := SeriesOut{Kind: s.Kind, Target: s.Target, Surface: s.Surface, Scheme: s.Scheme, Figure: s.Figure,
-			Worse: s.Figure.Worse(), Regression: s.FailOnRegression(), Points: []PointOut{}}
+		so := SeriesOut{Kind: s.Kind, Target: s.Target, Surface: s.Surface, Scheme: s.Scheme, Objective: s.Objective, Figure: s.Figure,
+			Worse: s.Figure.Worse(), Regression: s.FailOnRegression(), Floor: o.floor(s.Figure), Points: []PointOut{},
+			MinRuns: per.MinRuns(), TooShort: len(s.Points) < per.MinRuns()}
 		for _, p := range s.Points {
-			so.Points = append(so.Points, PointOut{Run: p.Run, Label: p.Label, Start: p.Start, Value: p.Value, Flagged: flagged[p.Run]})
+			so.Points = append(so.Points, PointOut{Run: p.Run, Label: p.Label, Start: p.Start, Value: p.Value, Bounds: p.Bounds, Flagged: flagged[p.Run]})
 		}
 		out.Series = append(out.Series, so)
+		if so.TooShort {
+			out.TooShort++
+		}
 		for _, c := range s.Changes {
 			out.Changes = append(out.Changes, ChangeOut{Series: i, Figure: s.Figure, Run: c.Run, Label: c.Label, Index: c.Index,
 				Before: c.Before, After: c.After, Size: c.Size, SizeLow: c.SizeLow, SizeHigh: c.SizeHigh, Direction: c.Direction, Worse: c.Worse, P: c.P})
 		}
 	}
 	for _, e := range h.Events {
-		out.Events = append(out.Events, EventOut{Kind: e.Kind, Target: e.Target, Surface: e.Surface, Scheme: e.Scheme,
+		out.Events = append(out.Events, EventOut{Kind: e.Kind, Target: e.Target, Surface: e.Surface, Scheme: e.Scheme, Objective: e.Objective,
 			What: e.What, Index: e.Index, Run: e.Run, Label: e.Label, From: e.From, To: e.To})
 	}
 	return out
@@ -165,10 +188,16 @@ func runsOut(runs []Archived) []RunOut {
 			Host: a.Info.Host, Machine: a.Info.Machine, Starved: a.Starved, FellBehind: a.Behind, BehindMS: a.Info.BehindMS,
 			Notes: append([]string{}, a.Notes...), Surfaces: []SampleOut{}}
 		for _, s := range a.Surfaces {
-			so := SampleOut{Surface: s.Surface, Verdict: s.Verdict, Model: s.Model, Figures: map[Figure]float64{}}
+			so := SampleOut{Surface: s.Surface, Verdict: s.Verdict, Model: s.Model, Objective: s.Objective,
+				Figures: map[Figure]float64{}, Bounds: map[Figure]Bounds{}}
 			for f, v := range s.Values {
 				if !math.IsNaN(v) && !math.IsInf(v, 0) {
 					so.Figures[f] = v
+				}
+			}
+			for f, b := range s.Bounds {
+				if _, ok := so.Figures[f]; ok {
+					so.Bounds[f] = b
 				}
 			}
 			r.Surfaces = append(r.Surfaces, so)
@@ -180,5 +209,10 @@ func runsOut(runs []Archived) []RunOut {
 
 // Key is the key of the series.
 func (s SeriesOut) Key() Key {
-	return Key{Kind: s.Kind, Target: s.Target, Surface: s.Surface, Scheme: s.Scheme}
+	return Key{Kind: s.Kind, Target: s.Target, Surface: s.Surface, Scheme: s.Scheme, Objective: s.Objective}
+}
+
+// Key is the key of the runs the event is between.
+func (e EventOut) Key() Key {
+	return Key{Kind: e.Kind, Target: e.Target, Surface: e.Surface, Scheme: e.Scheme, Objective: e.Objective}
 }

@@ -54,19 +54,38 @@ type Run struct {
 
 // Sample is a run's figures on one surface. A figure the run does not
 // have is absent from Values (not zero); an empty Verdict or Model is no
-// verdict or model.
+// verdict or model. Bounds holds the interval a figure was measured
+// within, for the figures that have one (capacity's knee); Objective is
+// what a capacity run's figures were held to, "" for other runs.
 type Sample struct {
-	Surface string
-	Verdict string
-	Model   string
-	Values  map[Figure]float64
+	Surface   string
+	Verdict   string
+	Model     string
+	Objective string
+	Values    map[Figure]float64
+	Bounds    map[Figure]Bounds
+}
+
+// Bounds is the interval a run measured a figure within: of capacity's
+// knee, the last rate that passed the objective and the first that did
+// not. A bound the run did not find is nil (no rate failed: no high
+// bound).
+type Bounds struct {
+	Low  *float64 `json:"low"`
+	High *float64 `json:"high"`
 }
 
 // Key identifies the runs that make comparable series: one kind of run on
-// one target and surface, with labels of one scheme.
+// one target and surface, held to one objective, with labels of one
+// scheme. A capacity run's knee is measured against its objective, so
+// runs held to another objective make another series, not a change.
 type Key struct {
 	Kind, Target, Surface string
 	Scheme                string // Scheme of the runs' labels
+	// Objective is what a capacity run was held to: its latency
+	// objective and error budget, such as "p99<=100ms, error budget 1%";
+	// "" for the other kinds of run.
+	Objective string
 }
 
 // Scheme returns the scheme of a label: its text before the first digit
@@ -80,11 +99,13 @@ func Scheme(label string) string {
 	return label
 }
 
-// Point is one run's value in a series.
+// Point is one run's value in a series, with the interval the run
+// measured it within, where it has one.
 type Point struct {
 	Run, Label string
 	Start      time.Time
 	Value      float64
+	Bounds     Bounds
 	Notes      []string
 }
 
@@ -114,8 +135,8 @@ type history struct {
 
 // build groups runs into series, finds each series' change points with
 // detect, and lists the changes of verdict and model. Runs are set in
-// order of Start (then ID); keys in order of kind, target, surface and
-// scheme; within a key, series in the order of Figures, one for each
+// order of Start (then ID); keys in order of kind, target, surface,
+// scheme and objective; within a key, series in the order of Figures, one for each
 // figure some run has. Each series draws its permutations from its own
 // source, seeded with o.Seed and the series' key and figure, so a series'
 // answer does not depend on the other runs of the archive.
@@ -127,7 +148,7 @@ func build(runs []Run, o Options) history {
 	for i := range runs {
 		r := &runs[i]
 		for _, s := range r.Surfaces {
-			k := Key{Kind: r.Kind, Target: r.Target, Surface: s.Surface, Scheme: Scheme(r.Label)}
+			k := Key{Kind: r.Kind, Target: r.Target, Surface: s.Surface, Scheme: Scheme(r.Label), Objective: s.Objective}
 			if _, ok := byKey[k]; !ok {
 				keys = append(keys, k)
 			}
@@ -136,7 +157,7 @@ func build(runs []Run, o Options) history {
 	}
 	slices.SortFunc(keys, func(a, b Key) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Target, b.Target),
-			cmp.Compare(a.Surface, b.Surface), cmp.Compare(a.Scheme, b.Scheme))
+			cmp.Compare(a.Surface, b.Surface), cmp.Compare(a.Scheme, b.Scheme), cmp.Compare(a.Objective, b.Objective))
 	})
 	var h history
 	for _, k := range keys {
@@ -145,7 +166,8 @@ func build(runs []Run, o Options) history {
 			s := Series{Key: k, Figure: f}
 			for _, e := range es {
 				if v, ok := e.sample.Values[f]; ok && !math.IsNaN(v) {
-					s.Points = append(s.Points, Point{Run: e.run.ID, Label: e.run.Label, Start: e.run.Start, Value: v, Notes: e.run.Notes})
+					s.Points = append(s.Points, Point{Run: e.run.ID, Label: e.run.Label, Start: e.run.Start, Value: v,
+						Bounds: e.sample.Bounds[f], Notes: e.run.Notes})
 				}
 			}
 			if len(s.Points) > 0 {
@@ -210,7 +232,7 @@ func (s *Series) detect(o Options) {
 	for i, p := range s.Points {
 		xs[i] = p.Value
 	}
-	s.Changes = detect(xs, rand.New(rand.NewPCG(o.Seed, s.seed())), o)
+	s.Changes = detect(xs, s.Figure, rand.New(rand.NewPCG(o.Seed, s.seed())), o)
 	for i := range s.Changes {
 		c := &s.Changes[i]
 		c.Run, c.Label = s.Points[c.Index].Run, s.Points[c.Index].Label
@@ -218,10 +240,15 @@ func (s *Series) detect(o Options) {
 	}
 }
 
-// seed returns a hash of the series' key and figure.
+// seed returns a hash of the series' key and figure (the objective only
+// when there is one, so that the series of other runs keep their seeds).
 func (s *Series) seed() uint64 {
 	h := fnv.New64a()
-	for _, f := range []string{s.Kind, s.Target, s.Surface, s.Scheme, string(s.Figure)} {
+	fields := []string{s.Kind, s.Target, s.Surface, s.Scheme, string(s.Figure)}
+	if s.Objective != "" {
+		fields = append(fields, s.Objective)
+	}
+	for _, f := range fields {
 		h.Write([]byte(f))
 		h.Write([]byte{0})
 	}

@@ -72,12 +72,12 @@ func TestBuild(t *testing.T) {
 	}
 	target := "http://127.0.0.1:8080"
 	want := []row{
-		{Key{"capacity", target, "rest", ""}, Knee, 1, nil},
-		{Key{"verify", target, "mcp", "v"}, ObservedLimit, 30, nil},
-		{Key{"verify", target, "mcp", "v"}, P99, 30, nil},
-		{Key{"verify", target, "rest", "pr-"}, P99, 1, nil},
-		{Key{"verify", target, "rest", "v"}, ObservedLimit, 30, nil},
-		{Key{"verify", target, "rest", "v"}, P99, 30, []string{"run20 v20: up true"}},
+		{Key{"capacity", target, "rest", "", ""}, Knee, 1, nil},
+		{Key{"verify", target, "mcp", "v", ""}, ObservedLimit, 30, nil},
+		{Key{"verify", target, "mcp", "v", ""}, P99, 30, nil},
+		{Key{"verify", target, "rest", "pr-", ""}, P99, 1, nil},
+		{Key{"verify", target, "rest", "v", ""}, ObservedLimit, 30, nil},
+		{Key{"verify", target, "rest", "v", ""}, P99, 30, []string{"run20 v20: up true"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("series (-want +got):\n%s", diff)
@@ -161,5 +161,81 @@ func TestWorse(t *testing.T) {
 		if got := f.Worse(); got != want[f] {
 			t.Errorf("%s.Worse() = %q, want %q", f, got, want[f])
 		}
+	}
+}
+
+// kneeRuns returns ten capacity runs labelled v1 … v10 on one target and
+// surface, their knees near 1500/s to v5 and near 1000/s from v6 on, each
+// with its interval; the first five are held to objective before, the
+// others to after.
+func kneeRuns(before, after string) []Run {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	jitter := []float64{1.01, 0.98, 1.02, 0.99, 1.0, 0.97, 1.03, 1.0, 0.99, 1.01}
+	var runs []Run
+	for i := range 10 {
+		knee, obj := 1500*jitter[i], before
+		if i >= 5 {
+			knee, obj = 1000*jitter[i], after
+		}
+		high := knee * 1.05
+		runs = append(runs, Run{ID: fmt.Sprintf("cap%02d", i+1), Kind: "capacity", Target: Embedded, Label: fmt.Sprintf("v%d", i+1),
+			Start: t0.Add(time.Duration(i) * time.Hour),
+			Surfaces: []Sample{{Surface: "rest", Verdict: "found", Objective: obj,
+				Values: map[Figure]float64{Knee: knee}, Bounds: map[Figure]Bounds{Knee: {Low: &knee, High: &high}}}}})
+	}
+	return runs
+}
+
+// TestBuildKneeObjective: a knee that falls from about 1500/s to about
+// 1000/s at v6 is a change for the worse there, and a regression, when the
+// runs were held to one objective; when the objective changed at v6, the
+// runs before and after are two series, neither with a change.
+func TestBuildKneeObjective(t *testing.T) {
+	t.Parallel()
+	const p99, p50 = "p99<=100ms, error budget 1%", "p99<=50ms, error budget 1%"
+	type series struct {
+		Objective string
+		Points    int
+		Changes   []string // label: direction worse
+	}
+	tests := []struct {
+		name       string
+		after      string
+		want       []series
+		regression bool
+	}{
+		{"one objective", p99, []series{{p99, 10, []string{"v6: down true"}}}, true},
+		{"objective changed", p50, []series{{p99, 5, nil}, {p50, 5, nil}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := build(kneeRuns(p99, tt.after), Options{})
+			var got []series
+			for _, s := range h.Series {
+				if s.Figure != Knee || s.Kind != "capacity" || s.Surface != "rest" || s.Scheme != "v" {
+					t.Errorf("series %+v %s, want the knee of capacity runs on rest labelled v…", s.Key, s.Figure)
+				}
+				g := series{Objective: s.Objective, Points: len(s.Points)}
+				for _, c := range s.Changes {
+					g.Changes = append(g.Changes, fmt.Sprintf("%s: %s %v", c.Label, c.Direction, c.Worse))
+				}
+				for _, p := range s.Points {
+					if p.Bounds.Low == nil || *p.Bounds.Low != p.Value || p.Bounds.High == nil || *p.Bounds.High <= p.Value {
+						t.Errorf("%s: bounds %+v of %g, want the knee's interval kept with it", p.Label, p.Bounds, p.Value)
+					}
+				}
+				got = append(got, g)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("series (-want +got):\n%s", diff)
+			}
+			if h.FailOnRegression() != tt.regression {
+				t.Errorf("FailOnRegression = %v, want %v", h.FailOnRegression(), tt.regression)
+			}
+			if len(h.Events) != 0 {
+				t.Errorf("events %+v, want none (every run found its knee)", h.Events)
+			}
+		})
 	}
 }

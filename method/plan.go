@@ -28,14 +28,13 @@ type PlanOptions struct {
 	Sources int
 	// Surfaces are the surfaces probed (nil: both).
 	Surfaces []string
-	// Discriminate adds a window of probes that tells the limiter
-	// families apart: a second burst of L at 1.2w, then a probe every
-	// 0.005w until 2.2w. Capacity comes back at the burst's age (a sliding
-	// log), at the next boundary (a fixed window), in between (a
-	// sliding-window counter) or steadily (a token bucket).
-	Discriminate bool
 	// Seed orders the spoof probes (SpoofOrder): the run's seed.
 	Seed uint64
+	// FollowUpUntil, when above FollowUpStart, adds each surface's
+	// follow-up probes (FollowUpProbe) until then, in windows from the
+	// start: verify holds them back and sends only what a run that left a
+	// question open needs (the caller decides; see StreamFollowUp).
+	FollowUpUntil float64
 }
 
 // A Probe is one stream of verify's probe plan. Times are fractions of the
@@ -79,12 +78,15 @@ var forged = []struct{ stream, header, value string }{
 // both surfaces in parallel (docs/method.md): per surface, L requests over
 // [0, 0.03w] and one more at 0.04w (onset), L refused requests over
 // [0.05w, 0.10w] (do refusals count?), forged forwarding headers and plain
-// probes in a random order from 0.11w (spoof, see spoofProbes) and a
-// second address at 0.11w (isolation), probes every 0.02w from
-// 0.12w to 1.2w and every 0.005w across [w, 1.1w] (window length,
-// recovery edge). The over request waits for every answer of the onset,
-// and the flood and the spoof and isolation probes for the over request's,
-// so a slow machine delays the plan instead of blurring it.
+// probes in a random order from 0.11w (spoof, see spoofProbes), a burst
+// of L from a second address over [0.11w, 0.17w] (isolation) and its
+// rebound at ReboundStart, probes every 0.02w from 0.12w to 1.2w and every
+// 0.005w across [w, 1.1w] (window length, recovery edge), and a second
+// burst of L at SecondStart; with FollowUpUntil, the follow-up probes the
+// caller holds back. The over request waits for every answer of the
+// onset, and the flood, the sparse probes and the spoof and isolation
+// probes for the over request's, so a slow machine delays the plan
+// instead of blurring it.
 func Plan(o PlanOptions) []Probe {
 	var plan []Probe
 	for _, surface := range []string{REST, MCP} {
@@ -101,21 +103,34 @@ func Plan(o PlanOptions) []Probe {
 			over.Count, over.After = 1, StreamOnset
 			flood.Burst, flood.Over, flood.After = L, 0.05, StreamOver
 			probe, edge := at(StreamProbe, 0.12), at(StreamEdge, 1.0)
-			probe.PerWindow, probe.Duration = 50, 1.08
+			// The probes wait for the over request's answer too: on a
+			// loaded host the onset's last requests, still queued at the
+			// target, were counted after the first probe, which the
+			// target then counted among the first burst's L.
+			probe.PerWindow, probe.Duration, probe.After = 50, 1.08, StreamOver
 			edge.PerWindow, edge.Duration = 200, 0.1
-			plan = append(plan, onset, over, flood, probe, edge)
-			if o.Discriminate {
-				d := at(streamDiscriminate, 1.2)
-				d.Burst, d.Over, d.ProbeFrom, d.ProbeEvery, d.Until = L, 0.03, 0.05, 0.005, 1
-				plan = append(plan, d)
+			// The second burst comes a window and a little after the
+			// flood's last answer (1.14 W on time): on a loaded host a late
+			// flood would still fill the window at a fixed 1.14 W, and a
+			// second burst all refused then fits a longer window forgetting
+			// refusals as well as the documented log.
+			second := at(StreamSecond, SecondStart)
+			second.Burst, second.Over, second.After, second.Lag = L, 0.03, StreamFlood, SecondStart-0.10
+			plan = append(plan, onset, over, flood, probe, edge, second)
+			if o.FollowUpUntil > FollowUpStart {
+				plan = append(plan, FollowUpProbes(surface, L, o.FollowUpUntil)...)
 			}
 		}
 		if o.Isolation {
 			plan = append(plan, spoofProbes(surface, o.Seed)...)
 			if o.Sources >= 2 {
-				iso := at(StreamIsolation, 0.11)
-				iso.Source, iso.Count, iso.After = isolationSource, 3, StreamOver
-				plan = append(plan, iso)
+				iso, rebound := at(StreamIsolation, 0.11), at(StreamRebound, ReboundStart)
+				iso.Source, iso.Burst, iso.Over, iso.After = isolationSource, L, IsolationSpan, StreamOver
+				// The rebound keeps its place in the isolation burst's
+				// ageing however late that burst went out.
+				rebound.Source, rebound.Burst, rebound.Over = isolationSource, L, 0.03
+				rebound.After, rebound.Lag = StreamIsolation, ReboundStart-(0.11+IsolationSpan)
+				plan = append(plan, iso, rebound)
 			}
 		}
 	}
@@ -123,24 +138,25 @@ func Plan(o PlanOptions) []Probe {
 }
 
 // spoofPerHeader is how many probes forge each header, and how many plain
-// probes go out per header in the same span. With 6 forged against 18
+// probes go out per header in the same span. With 10 forged against 30
 // plain, the spoof check's exact test (one-sided, the smallest of three
-// p-values held to 0.01/3 by Holm's step-down) rejects whenever every
-// forged probe is admitted and at most 4 plain ones are: against a trusted
-// header its power is 1 when every plain probe is refused, 0.9945 when each
-// is admitted with chance L·SpoofSpan/36 = 0.067 (a limiter refilling 240
-// per window gives back that share at this pace; 0.9998 at MCP's 0.033),
-// 0.97 at 0.1. 4 is the least that rejects at all when every forged probe
-// is admitted and every plain one refused.
-const spoofPerHeader = 6
+// p-values held to 0.0001/3 by Holm's step-down) rejects whenever every
+// forged probe is admitted and at most 7 plain ones are: against a trusted
+// header its power is 1 when every plain probe is refused, 0.99999 when
+// each is admitted with chance L·SpoofSpan/60 = 0.04 (a limiter refilling
+// 240 per window gives back that share at this pace; MCP's is 0.02), 0.9994
+// at 0.067, 0.992 at 0.1. Fewer would not do at that false-alarm rate: 6
+// per header rejects only when every plain probe is refused, 8 has power
+// 0.93 at 0.067.
+const spoofPerHeader = 10
 
 // SpoofSpan is how long the spoof probes take, in windows: they go out from
 // 0.11w at an even pace, before the sparse probes begin at 0.12w.
 const SpoofSpan = 0.01
 
-// spoofProbes are the spoof probes of a surface: SpoofPerHeader forging
+// spoofProbes are the spoof probes of a surface: spoofPerHeader forging
 // each header and as many plain ones per header, one every
-// SpoofSpan/(2·3·SpoofPerHeader) windows from 0.11w (after the over
+// SpoofSpan/(2·3·spoofPerHeader) windows from 0.11w (after the over
 // request's answer) in the random order SpoofOrder(seed) gives, so that a
 // limiter that ignores the headers admits both kinds alike whatever its
 // timing (one refilling L per window gives back L·SpoofSpan requests over
@@ -190,4 +206,73 @@ func ContractStart(sources int) float64 {
 		return 1.25
 	}
 	return 0.2
+}
+
+// SecondStart is when the second burst starts, in windows.
+const SecondStart = 1.14
+
+// IsolationSpan is how long the isolation address's burst of L takes, in
+// windows, from 0.11 W: twice the onset's, so that its requests age out of
+// a sliding log over [1.11 W, 1.17 W] and the rebound, twice as fast from
+// ReboundStart, meets that ageing half done however a busy host shifted
+// either by up to 0.02 W.
+const IsolationSpan = 0.06
+
+// ReboundStart is when the isolation address's rebound (a burst of L over
+// 0.03 W) starts, in windows: a window after its own burst began, plus a
+// sixth of that burst. A sliding log, counting refusals or not, has given
+// back only the requests of the burst that have aged (about 0.6 L by the
+// rebound's end); a fixed window opened at the address's first request,
+// and a token bucket, have given back all L; a sliding-window counter
+// still weighs the whole burst, so it admits only a few.
+const ReboundStart = 1.12
+
+// FollowUpStart is when verify's follow-up probes may start, in windows:
+// when the plan's own probes end.
+const FollowUpStart = 1.2
+
+// FollowUpEvery is the follow-up probes' spacing, in windows: the plan's
+// sparse probes' own. Denser probes would fill the window of a limiter
+// that counts refusals by themselves (at MCP's 120 per window, one every
+// 0.01 W is 100 of them) and hold off the very recovery they look for.
+const FollowUpEvery = 0.02
+
+// FollowUpProbes are the follow-up of a surface of limit L, from the limit
+// address: one request every FollowUpEvery windows from FollowUpStart
+// until until, and a burst of L over FollowUpBurstSpan. After the second
+// burst the rivals a run leaves open give capacity back at different
+// moments (a sliding log when that burst ages out of its window, whatever
+// its length; a fixed window at its next boundary; a counter from its
+// next boundary on; a token bucket steadily), so probes through the time
+// they differ tell them apart; rivals that give it back at the same moment
+// (a log of one length, a counter of one phase) still hold different
+// counts then, which the burst measures, as the second burst does within
+// the plan; and rivals that give it back at different moments differ most
+// in between, where one has it all back and the other none (a fixed
+// window whose boundary follows the documented window's end and a log
+// forgetting refusals admit the same probes, and a burst after both have
+// given everything back alike: only a burst between them tells them
+// apart). The caller starts the burst and cuts the probes where its
+// question needs them (the analyzer's follow-up need says when: the burst
+// just after the first moment a rival gives capacity back at once, at the
+// latest ending FollowUpBurstLead windows before the probes, FollowUpBurstAt
+// of their end): the plan holds them until then.
+func FollowUpProbes(surface string, L int, until float64) []Probe {
+	probes := Probe{Stream: StreamFollowUp, Surface: surface, Source: limitSource, Start: FollowUpStart, PerWindow: 1 / FollowUpEvery, Duration: until - FollowUpStart}
+	burst := Probe{Stream: StreamFollowUpBurst, Surface: surface, Source: limitSource, Start: FollowUpStart, Burst: L, Over: FollowUpBurstSpan}
+	return []Probe{probes, burst}
+}
+
+// FollowUpBurstSpan is how long the follow-up burst takes, in windows, and
+// FollowUpBurstLead how long before the follow-up probes end it does.
+const (
+	FollowUpBurstSpan = 0.03
+	FollowUpBurstLead = 0.01
+)
+
+// FollowUpBurstAt is when the follow-up burst starts to end
+// FollowUpBurstLead windows before until, in windows: the latest it starts
+// when the probes go on until until.
+func FollowUpBurstAt(until float64) float64 {
+	return until - FollowUpBurstLead - FollowUpBurstSpan
 }

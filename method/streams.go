@@ -15,6 +15,11 @@ const (
 	// window and its dense probes across the recovery edge.
 	StreamProbe = "probe"
 	StreamEdge  = "edge"
+	// StreamSecond is verify's second burst of L from the limit address,
+	// once the first burst and the flood have aged out of a documented
+	// window: how many of it are admitted says what the window still
+	// holds (the refused probes, if refusals count).
+	StreamSecond = "second"
 	// The spoof streams are sent from the limit address while it is over
 	// its limit: each with one forged forwarding header (StreamSpoof, of
 	// runs before the headers were told apart, with any of them), and
@@ -25,11 +30,20 @@ const (
 	StreamSpoofForwarded     = "spoof-forwarded"
 	StreamSpoofXRealIP       = "spoof-x-real-ip"
 	StreamSpoofControl       = "spoof-control"
-	// StreamIsolation is sent from a second address meanwhile.
+	// StreamIsolation is sent from a second address meanwhile: a burst of
+	// L, admitted in full while the limit address is over its limit.
 	StreamIsolation = "isolation"
-	// streamDiscriminate is verify's second burst and its dense probes
-	// (--discriminate): they tell limiter families apart.
-	streamDiscriminate = "discriminate"
+	// StreamRebound is the second address's burst of L once its first
+	// has half aged out of the window: how many are admitted tells a
+	// sliding log from a fixed window opened at the address's first
+	// request, a token bucket and a sliding-window counter, on traffic
+	// that carries no refusals.
+	StreamRebound = "rebound"
+	// StreamFollowUp is verify's follow-up probes from the limit address,
+	// sent only when the plan left a question open (FollowUpProbe).
+	StreamFollowUp = "follow-up"
+	// StreamFollowUpBurst is the follow-up's burst of L, near its end.
+	StreamFollowUpBurst = "follow-up-burst"
 	// StreamPrime is the fleet's primer: the requests that spend the
 	// address's budget before the clients start.
 	StreamPrime = "prime"

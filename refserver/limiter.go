@@ -2,6 +2,7 @@ package refserver
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"time"
 )
@@ -26,10 +27,19 @@ const (
 	AdmittedOnly LimiterMode = "admitted-only"
 	// OffByOne is a rolling window that admits L+1 requests.
 	OffByOne LimiterMode = "off-by-one"
+	// SlidingWindowCounter estimates the rolling window from two fixed
+	// windows aligned to multiples of W since the server started: the
+	// previous window's admissions weighted by the share of it still
+	// inside the rolling window, plus the current window's; refused
+	// requests are not counted.
+	SlidingWindowCounter LimiterMode = "sliding-window-counter"
+	// SharedBudget is the documented rolling window, but with one budget
+	// for every client address: isolation is broken.
+	SharedBudget LimiterMode = "shared-budget"
 )
 
 // LimiterModes lists every mode, the documented one first.
-var LimiterModes = []LimiterMode{Rolling, FixedWindow, TokenBucket, AdmittedOnly, OffByOne}
+var LimiterModes = []LimiterMode{Rolling, FixedWindow, TokenBucket, AdmittedOnly, OffByOne, SlidingWindowCounter, SharedBudget}
 
 // ParseLimiterMode returns the mode named s, or an error listing the valid names.
 func ParseLimiterMode(s string) (LimiterMode, error) {
@@ -59,12 +69,15 @@ type Limiter struct {
 
 // bucket is the state of one client. For the rolling modes ring holds the
 // arrival times of the newest requests that count (at most L, or L+1 for
-// off-by-one), oldest at head once full. For fixed-window, n counts the admitted requests of
-// window index idx. For the token bucket, tokens were last refilled at last.
+// off-by-one), oldest at head once full. For fixed-window, n counts the
+// admitted requests of window index idx, and for the sliding-window
+// counter prev those of the window before it. For the token bucket, tokens
+// were last refilled at last.
 type bucket struct {
 	ring   []time.Duration
 	head   int
 	n      int
+	prev   int
 	idx    int64
 	tokens float64
 	last   time.Duration
@@ -128,6 +141,9 @@ func (l *Limiter) allow(key string, now time.Duration) bool {
 	if now-l.lastSweep >= l.window {
 		l.sweep(now)
 	}
+	if l.mode == SharedBudget {
+		key = "" // every address alike
+	}
 	b := l.clients[key]
 	if b == nil {
 		b = l.newBucket(now)
@@ -141,6 +157,14 @@ func (l *Limiter) allow(key string, now time.Duration) bool {
 		}
 		b.last = now
 		if b.n >= l.limit {
+			return false
+		}
+		b.n++
+		return true
+	case SlidingWindowCounter:
+		b.roll(int64(now / l.window))
+		b.last = now
+		if b.estimate(l, now)+1 > float64(l.limit) {
 			return false
 		}
 		b.n++
@@ -160,7 +184,7 @@ func (l *Limiter) allow(key string, now time.Duration) bool {
 		b.last = now
 		n := l.capacity()
 		ok := len(b.ring) < n || b.ring[b.head] <= now-l.window
-		if ok || l.mode == Rolling || l.mode == OffByOne {
+		if ok || l.mode != AdmittedOnly {
 			b.push(now, n)
 		}
 		return ok
@@ -177,6 +201,20 @@ func (b *bucket) state(l *Limiter, now time.Duration) limitState {
 		st.count = b.n
 		if b.n >= l.limit {
 			st.reset = time.Duration(b.idx+1)*l.window - now
+		}
+	case SlidingWindowCounter:
+		b.roll(int64(now / l.window))
+		est := b.estimate(l, now)
+		st.count = int(math.Ceil(est))
+		if est+1 > float64(l.limit) {
+			// the previous window's weight falls until one more fits
+			start := time.Duration(b.idx) * l.window
+			if b.n+1 > l.limit || b.prev == 0 {
+				st.reset = start + l.window - now
+			} else {
+				f := 1 - float64(l.limit-1-b.n)/float64(b.prev)
+				st.reset = max(0, start+time.Duration(f*float64(l.window))-now)
+			}
 		}
 	case TokenBucket:
 		st.count = l.limit - int(b.tokens)
@@ -201,7 +239,7 @@ func (b *bucket) state(l *Limiter, now time.Duration) limitState {
 
 func (l *Limiter) newBucket(now time.Duration) *bucket {
 	switch l.mode {
-	case FixedWindow:
+	case FixedWindow, SlidingWindowCounter:
 		return &bucket{idx: int64(now / l.window)}
 	case TokenBucket:
 		return &bucket{tokens: float64(l.limit), last: now}
@@ -216,6 +254,27 @@ func (l *Limiter) capacity() int {
 		return l.limit + 1
 	}
 	return l.limit
+}
+
+// roll moves a sliding-window counter's bucket to window idx: the current
+// window becomes the previous one when idx is the next, and both empty when
+// a whole window passed without a request.
+func (b *bucket) roll(idx int64) {
+	switch {
+	case idx == b.idx:
+	case idx == b.idx+1:
+		b.prev, b.n, b.idx = b.n, 0, idx
+	default:
+		b.prev, b.n, b.idx = 0, 0, idx
+	}
+}
+
+// estimate is a sliding-window counter's count of the rolling window at
+// now: the previous window's admissions by the share of it the rolling
+// window still covers, plus the current window's.
+func (b *bucket) estimate(l *Limiter, now time.Duration) float64 {
+	f := float64(now-time.Duration(b.idx)*l.window) / float64(l.window)
+	return float64(b.prev)*(1-f) + float64(b.n)
 }
 
 // push records an arrival in a ring of at most n, dropping the oldest once
@@ -234,7 +293,14 @@ func (b *bucket) push(t time.Duration, n int) {
 // nothing they sent is still inside the window (or the bucket is full again).
 func (l *Limiter) sweep(now time.Duration) {
 	for k, b := range l.clients {
-		if now-b.last >= l.window && (l.mode != FixedWindow || int64(now/l.window) != b.idx) {
+		idle := now-b.last >= l.window
+		switch l.mode {
+		case FixedWindow:
+			idle = idle && int64(now/l.window) != b.idx
+		case SlidingWindowCounter:
+			idle = int64(now/l.window) > b.idx+1 // its window and the next have passed
+		}
+		if idle {
 			delete(l.clients, k)
 		}
 	}

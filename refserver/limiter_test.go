@@ -81,6 +81,21 @@ func TestLimiterModes(t *testing.T) {
 			{key: "a", at: W, n: 4, want: 3},
 			{key: "a", at: 2*W - 1, want: 0},
 		}},
+		// previous window's admissions × the share still in the rolling
+		// window, + the current's; admitted while that + 1 ≤ L
+		{"sliding-window-counter weighs the previous window", SlidingWindowCounter, 10, []step{
+			{key: "a", at: 0, n: 15, want: 10},        // refusals not counted
+			{key: "a", at: W + W/4, n: 5, want: 2},    // 10·0.75 = 7.5: 8.5 and 9.5 fit, 10.5 does not
+			{key: "a", at: 2*W + W/2, n: 12, want: 9}, // 2·0.5 = 1: nine more fit
+			{key: "a", at: 4 * W, n: 12, want: 10},    // a whole window without requests: empty
+		}},
+		{"shared-budget has one budget for every address", SharedBudget, 3, []step{
+			{key: "a", at: 0, n: 2, want: 2},
+			{key: "b", at: 10 * ms, n: 2, want: 1},
+			{key: "c", at: 20 * ms, want: 0},
+			{key: "c", at: W, want: 0},         // b's two and c's, refused or not, count
+			{key: "c", at: W + 20*ms, want: 1}, // b's aged out
+		}},
 		{"token-bucket refills L per W", TokenBucket, 3, []step{
 			{key: "a", at: 0, n: 4, want: 3},
 			{key: "a", at: W / 3, n: 2, want: 1},
@@ -131,8 +146,12 @@ func TestLimiterEvictsIdleClients(t *testing.T) {
 			for i := range 100 {
 				l.Allow(fmt.Sprintf("10.0.0.%d", i), 0)
 			}
-			if got := l.Clients(); got != 100 {
-				t.Fatalf("Clients() = %d, want 100", got)
+			want := 100
+			if mode == SharedBudget {
+				want = 1 // one budget for every address
+			}
+			if got := l.Clients(); got != want {
+				t.Fatalf("Clients() = %d, want %d", got, want)
 			}
 			l.Allow("late", 3*W)
 			if got := l.Clients(); got != 1 {
@@ -151,7 +170,7 @@ func TestNewLimiterRejectsBadConfig(t *testing.T) {
 	}{
 		{Rolling, 0, time.Second, "limit must be at least 1, got 0"},
 		{Rolling, 1, 0, "window must be positive, got 0s"},
-		{"leaky", 1, time.Second, `unknown limiter "leaky" (want one of [rolling fixed-window token-bucket admitted-only off-by-one])`},
+		{"leaky", 1, time.Second, `unknown limiter "leaky" (want one of [rolling fixed-window token-bucket admitted-only off-by-one sliding-window-counter shared-budget])`},
 	} {
 		_, err := NewLimiter(tc.mode, tc.limit, tc.window)
 		if err == nil || err.Error() != tc.want {

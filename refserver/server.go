@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -159,8 +160,14 @@ func (s *Server) Spend(surface, addr string, n int) {
 }
 
 // ClientAddr returns the address a request is counted against: the host of
-// the connection's remote address. Forwarding headers are never trusted.
+// the connection's remote address, in canonical form (an IPv6 address
+// compressed and in lower case, an IPv4-mapped one, as a dual-stack
+// listener sees an IPv4 client, as IPv4), so that it is the address the
+// client was told to send from. Forwarding headers are never trusted.
 func ClientAddr(r *http.Request) string {
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		return ap.Addr().Unmap().String()
+	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr

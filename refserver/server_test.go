@@ -655,3 +655,26 @@ func TestListenCutsOffTrickledBodies(t *testing.T) {
 		})
 	}
 }
+
+// TestClientAddr: the address a request is counted against is the
+// canonical form of its connection's remote host, IPv6 included, so that it
+// equals the source a client was given (an IPv4-mapped address, as a
+// dual-stack listener sees an IPv4 client, counts as the IPv4 address).
+func TestClientAddr(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ remote, want string }{
+		{"127.0.0.2:41000", "127.0.0.2"},
+		{"[2001:db8:2::10]:41000", "2001:db8:2::10"},
+		{"[2001:DB8:2:0:0::10]:41000", "2001:db8:2::10"},
+		{"[::ffff:198.18.0.7]:41000", "198.18.0.7"},
+		{"[fe80::1%eth0]:41000", "fe80::1%eth0"},
+		{"pipe", "pipe"},
+	}
+	for _, tt := range tests {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = tt.remote
+		if got := ClientAddr(r); got != tt.want {
+			t.Errorf("ClientAddr(%q) = %q, want %q", tt.remote, got, tt.want)
+		}
+	}
+}

@@ -6,19 +6,21 @@ import (
 	"image/color"
 	"io"
 	"math"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/capacity"
 )
 
 // CapacityTable writes a capacity search as a table of its steps and the
-// knee line under it, the model apart.
+// knee line under it, the model's line apart.
 func CapacityTable(w io.Writer, r capacity.Result) error {
 	q := strings.TrimSuffix(strings.SplitN(r.SLO, "<=", 2)[0], " ")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -32,11 +34,46 @@ func CapacityTable(w io.Writer, r capacity.Result) error {
 		return err
 	}
 	_, err := fmt.Fprintln(w, KneeLine(r))
-	if u := r.USL; u != nil && u.PeakRPS != nil {
-		fmt.Fprintf(w, "model (USL fit over %d passing steps, not a measurement): peak %.1f/s [%s, %s] at concurrency %s\n",
-			u.Points, *u.PeakRPS, Bound(u.PeakLowRPS), Bound(u.PeakHighRPS), Bound(u.PeakConcurrency))
+	if line := modelLine(r.USL); line != "" && err == nil {
+		_, err = fmt.Fprintln(w, line)
 	}
 	return err
+}
+
+// modelLine says the USL model in one line: its peak with the interval
+// where the steps bound it, flagged where that interval lies wholly above
+// the highest throughput measured, and why there is no peak where they do
+// not bound it; "" without a model.
+func modelLine(u *capacity.USL) string {
+	if u == nil {
+		return ""
+	}
+	left := ""
+	if u.ExcludedSteps > 0 {
+		left = fmt.Sprintf(", %d left out", u.ExcludedSteps)
+	}
+	head := fmt.Sprintf("model (USL fit over %d steps%s, not a measurement): ", u.Points, left)
+	if u.PeakRPS == nil {
+		return head + "no peak: " + reasonOf(u)
+	}
+	line := head + fmt.Sprintf("peak %.1f/s [%s, %s]", *u.PeakRPS, Bound(u.PeakLowRPS), Bound(u.PeakHighRPS))
+	if u.PeakConcurrency != nil {
+		line += fmt.Sprintf(" at concurrency %.1f", *u.PeakConcurrency)
+	} else {
+		line += ", approached as concurrency grows"
+	}
+	if u.PeakStatus == capacity.PeakAboveMeasured {
+		line += "; flagged: " + reasonOf(u)
+	}
+	return line
+}
+
+// reasonOf is the model's reason for its peak's status ("" when none).
+func reasonOf(u *capacity.USL) string {
+	if u.PeakReason == nil {
+		return ""
+	}
+	return *u.PeakReason
 }
 
 // stepVerdict is a step's verdict with what limited it.
@@ -81,64 +118,159 @@ type CapacityMeta struct {
 }
 
 // CapacityHTML writes a self-contained page of a capacity search: the
-// table, throughput against offered rate, and the quantile with its
-// interval (the uncorrected one beside it) against offered rate with the
-// objective line, the knee marked on both, as inline SVG.
+// table; throughput against offered rate; the quantile with its interval
+// (the uncorrected one beside it) against offered rate with the
+// objective line, the knee marked on both; and, with a model, throughput
+// against concurrency with the fitted USL curve and its peak, as inline
+// SVG. Each chart's legend is drawn below it, clear of its data, and its
+// caption names the series drawn.
 func CapacityHTML(w io.Writer, r capacity.Result, m CapacityMeta) error {
 	var tab strings.Builder
 	if err := CapacityTable(&tab, r); err != nil {
 		return err
 	}
-	var charts []template.HTML
-	for _, c := range []func(capacity.Result) (*plot.Plot, error){throughputChart, quantileChart} {
-		p, err := c(r)
+	charts := []func(capacity.Result) (*capacityChart, error){throughputChart, quantileChart}
+	if r.USL != nil {
+		charts = append(charts, uslChart)
+	}
+	var figs []capacityFigure
+	for _, c := range charts {
+		ch, err := c(r)
 		if err != nil {
 			return err
 		}
-		svg, err := svgOf(p)
+		svg, err := ch.svg()
 		if err != nil {
 			return err
 		}
-		charts = append(charts, svg)
+		figs = append(figs, capacityFigure{SVG: svg, Series: ch.drawn, Note: ch.note})
 	}
 	return capacityTmpl.Execute(w, struct {
 		CapacityMeta
-		Result capacity.Result
-		Table  string
-		Charts []template.HTML
-	}{m, r, tab.String(), charts})
+		Result  capacity.Result
+		Table   string
+		Figures []capacityFigure
+	}{m, r, tab.String(), figs})
+}
+
+// capacityFigure is a chart of the capacity page with its caption: the
+// series drawn, by their legend names, and a note.
+type capacityFigure struct {
+	SVG    template.HTML
+	Series []string
+	Note   string
+}
+
+// capacityChart is a chart of the capacity page, its legend kept apart so
+// that it is drawn below the chart, where it covers no data.
+type capacityChart struct {
+	p      *plot.Plot
+	legend plot.Legend
+	drawn  []string // the legend's names, in order
+	note   string   // what the caption says besides the series
+}
+
+// newCapacityChart is an empty chart against offered rate.
+func newCapacityChart(title, y string) *capacityChart {
+	p := newPlot(title, y)
+	p.X.Label.Text = "offered rate, requests per second"
+	l := plot.NewLegend()
+	l.Left = true
+	return &capacityChart{p: p, legend: l}
+}
+
+// add draws plotters as one series, named in the legend by their first
+// (a thumbnail); nothing when there are none.
+func (c *capacityChart) add(name string, ps ...plot.Plotter) {
+	if len(ps) == 0 {
+		return
+	}
+	c.p.Add(ps...)
+	if th, ok := ps[0].(plot.Thumbnailer); ok {
+		c.legend.Add(name, th)
+	}
+	c.drawn = append(c.drawn, name)
+}
+
+// line is xys as a line in colour, dashed when marking, dotted when
+// dotted.
+func line(xys plotter.XYs, c color.Color, dashed, dotted bool) (*plotter.Line, error) {
+	l, err := plotter.NewLine(xys)
+	if err != nil {
+		return nil, err
+	}
+	l.Color, l.Width = c, vg.Points(1.2)
+	switch {
+	case dashed:
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	case dotted:
+		l.Width, l.Dashes = vg.Points(1), []vg.Length{vg.Points(1), vg.Points(2)}
+	}
+	return l, nil
+}
+
+// scatter is xys as points in colour, drawn with glyph.
+func scatter(xys plotter.XYs, c color.Color, glyph draw.GlyphDrawer) (*plotter.Scatter, error) {
+	sc, err := plotter.NewScatter(xys)
+	if err != nil {
+		return nil, err
+	}
+	sc.GlyphStyle.Color, sc.GlyphStyle.Shape, sc.GlyphStyle.Radius = c, glyph, vg.Points(3)
+	return sc, nil
+}
+
+// svg renders the chart with its legend in a strip below it, as one SVG
+// element to inline.
+func (c *capacityChart) svg() (template.HTML, error) {
+	const pad = 6
+	w, h := 9*vg.Inch, 3.6*vg.Inch
+	probe := draw.New(vgsvg.New(w, h))
+	lh := vg.Length(0)
+	if len(c.drawn) > 0 {
+		r := c.legend.Rectangle(probe)
+		lh = r.Max.Y - r.Min.Y + 2*vg.Points(pad)
+	}
+	cv := vgsvg.New(w, h+lh)
+	dc := draw.New(cv)
+	c.p.Draw(draw.Crop(dc, 0, 0, lh, 0))
+	if len(c.drawn) > 0 {
+		c.legend.Top = true
+		c.legend.Draw(draw.Crop(dc, vg.Points(4*pad), 0, vg.Points(pad), -(h + vg.Points(pad))))
+	}
+	return inlineSVG(cv)
 }
 
 // rateChart is a chart against offered rate with the knee marked.
-func rateChart(r capacity.Result, title, y string, top float64) (*plot.Plot, error) {
-	p := newPlot(title, y)
-	p.X.Label.Text = "offered rate, requests per second"
+func rateChart(r capacity.Result, title, y string, top float64) (*capacityChart, error) {
+	c := newCapacityChart(title, y)
 	if r.KneeRPS != nil {
 		k := *r.KneeRPS
-		if err := addLine(p, fmt.Sprintf("knee %.0f/s", k), plotter.XYs{{X: k, Y: 0}, {X: k, Y: top}}, color.RGBA{R: 0x2e, G: 0x7d, B: 0x32, A: 255}, true); err != nil {
+		l, err := line(plotter.XYs{{X: k, Y: 0}, {X: k, Y: top}}, green, true, false)
+		if err != nil {
 			return nil, err
 		}
+		c.add(fmt.Sprintf("knee %.0f/s", k), l)
 	}
-	return p, nil
+	return c, nil
 }
 
 // throughputChart is throughput and achieved rate against offered.
-func throughputChart(r capacity.Result) (*plot.Plot, error) {
+func throughputChart(r capacity.Result) (*capacityChart, error) {
 	top := 1.0
 	var thr, ach plotter.XYs
 	for _, s := range r.Steps {
 		thr, ach = append(thr, plotter.XY{X: s.OfferedRPS, Y: s.ThroughputRPS}), append(ach, plotter.XY{X: s.OfferedRPS, Y: s.AchievedRPS})
 		top = max(top, s.OfferedRPS, s.ThroughputRPS)
 	}
-	p, err := rateChart(r, "throughput against offered rate", "per second", top)
+	c, err := rateChart(r, "throughput against offered rate", "per second", top)
 	if err != nil {
 		return nil, err
 	}
-	return p, points(p, map[string]plotter.XYs{"throughput (2xx)": thr, "achieved send rate": ach})
+	return c, points(c, []named{{"achieved send rate", ach}, {"throughput (2xx)", thr}})
 }
 
 // quantileChart is the quantile with its interval against offered rate.
-func quantileChart(r capacity.Result) (*plot.Plot, error) {
+func quantileChart(r capacity.Result) (*capacityChart, error) {
 	top := r.SLOMs * 1.5
 	var q, unc plotter.XYs
 	var bars plotter.XYs
@@ -150,48 +282,195 @@ func quantileChart(r capacity.Result) (*plot.Plot, error) {
 		top = max(top, s.QuantileMs)
 	}
 	top = math.Min(top, r.SLOMs*10)
-	p, err := rateChart(r, "latency "+r.SLO+" against offered rate", "milliseconds", top)
+	c, err := rateChart(r, "latency "+r.SLO+" against offered rate", "milliseconds", top)
 	if err != nil {
 		return nil, err
 	}
-	p.Y.Max = top
+	c.p.Y.Max = top
 	lo, hi := r.StartRPS, r.StartRPS
 	for _, s := range r.Steps {
 		lo, hi = min(lo, s.OfferedRPS), max(hi, s.OfferedRPS)
 	}
-	if err := addLine(p, "objective", plotter.XYs{{X: lo, Y: r.SLOMs}, {X: hi, Y: r.SLOMs}}, color.RGBA{R: 0xc6, G: 0x28, B: 0x28, A: 255}, true); err != nil {
+	obj, err := line(plotter.XYs{{X: lo, Y: r.SLOMs}, {X: hi, Y: r.SLOMs}}, red, true, false)
+	if err != nil {
 		return nil, err
 	}
+	c.add("objective", obj)
 	for i := 0; i+1 < len(bars); i += 2 {
 		l, err := plotter.NewLine(bars[i : i+2])
 		if err != nil {
 			return nil, err
 		}
-		p.Add(l)
+		c.p.Add(l)
 	}
-	return p, points(p, map[string]plotter.XYs{"from the intended send (interval as bars)": q, "from the actual send (uncorrected)": unc})
+	intended := "from the intended send"
+	if len(bars) > 0 {
+		intended += " (interval as bars)"
+	}
+	return c, points(c, []named{{"from the actual send (uncorrected)", unc}, {intended, q}})
 }
 
-// points adds each series as points, in name order, with its legend.
-func points(p *plot.Plot, series map[string]plotter.XYs) error {
-	names := make([]string, 0, len(series))
-	for n := range series {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for i, n := range names {
-		if len(series[n]) == 0 {
+// named is a series with its legend name.
+type named struct {
+	name string
+	xys  plotter.XYs
+}
+
+// points adds each series as points, in order, an empty one not at all.
+func points(c *capacityChart, series []named) error {
+	for i, s := range series {
+		if len(s.xys) == 0 {
 			continue
 		}
-		sc, err := plotter.NewScatter(series[n])
+		sc, err := scatter(s.xys, []color.Color{blue, orange}[i%2], draw.CircleGlyph{})
 		if err != nil {
 			return err
 		}
-		sc.GlyphStyle.Color = []color.Color{color.RGBA{R: 0x15, G: 0x65, B: 0xc0, A: 255}, color.RGBA{R: 0xef, G: 0x6c, B: 0x00, A: 255}}[i%2]
-		p.Add(sc)
-		p.Legend.Add(n, sc)
+		c.add(s.name, sc)
 	}
 	return nil
+}
+
+// uslChart is throughput against concurrency (Little's law) with the USL
+// fitted to the steps: the steps it was fitted to (those the API fell
+// behind in apart), the steps left out, the fitted curve (dotted past
+// what the steps held it to), the highest throughput measured and, where
+// the steps bound it, the model's peak with its interval.
+func uslChart(r capacity.Result) (*capacityChart, error) {
+	u := r.USL
+	c := newCapacityChart("throughput against concurrency (Little's law), with the USL model", "per second")
+	c.p.X.Label.Text = "concurrency, requests in flight (logarithmic)"
+	c.p.X.Scale, c.p.X.Tick.Marker, c.p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}, numTicks{}
+	var kept, behind, out plotter.XYs
+	lo, hi, top := math.Inf(1), 0.0, u.MaxThroughputRPS
+	for _, s := range r.Steps {
+		if s.Concurrency <= 0 {
+			continue
+		}
+		xy := plotter.XY{X: s.Concurrency, Y: s.ThroughputRPS}
+		switch {
+		case !s.Fitted():
+			out = append(out, xy)
+		case s.FellBehind():
+			behind = append(behind, xy)
+		default:
+			kept = append(kept, xy)
+		}
+		lo, hi, top = min(lo, s.Concurrency), max(hi, s.Concurrency), max(top, s.ThroughputRPS)
+	}
+	if hi == 0 {
+		return c, nil
+	}
+	if u.PeakHighRPS != nil {
+		top = max(top, *u.PeakHighRPS)
+	}
+	top = roundUp(top * 1.15)
+	c.p.Y.Max = top
+	lo, hi = lo/1.5, hi*1.5
+	// The curve is what the steps held it to up to its peak, or up to
+	// the highest concurrency of a step the API kept up with; past that
+	// only steps that fell behind were measured, which say nothing of
+	// the curve but its peak: drawn dotted.
+	held := hi
+	if len(behind) > 0 {
+		held = 0
+		for _, p := range kept {
+			held = max(held, p.X)
+		}
+		if u.PeakConcurrency != nil {
+			held = max(held, *u.PeakConcurrency)
+		}
+		if held = min(held, hi); held <= lo {
+			held = hi // no step kept up: the curve is all the fit's
+		}
+	}
+	sample := func(from, to float64) plotter.XYs { // up to the chart's top, not along it
+		var xys plotter.XYs
+		for i := range 121 {
+			n := from * math.Pow(to/from, float64(i)/120)
+			if x := u.Throughput(n); x <= top {
+				xys = append(xys, plotter.XY{X: n, Y: x})
+			} else if i > 0 {
+				break
+			}
+		}
+		return xys
+	}
+	name := "USL fit"
+	if u.PeakRPS == nil {
+		name += " (no peak the steps bound)"
+	}
+	for _, part := range []struct {
+		name     string
+		xys      plotter.XYs
+		unproved bool
+	}{{name, sample(lo, held), false}, {"USL past its peak, where only steps that fell behind were measured", sample(held, hi), true}} {
+		if len(part.xys) < 2 || (part.unproved && held >= hi) {
+			continue
+		}
+		l, err := line(part.xys, grey, false, part.unproved)
+		if err != nil {
+			return nil, err
+		}
+		c.add(part.name, l)
+	}
+	measured, err := line(plotter.XYs{{X: lo, Y: u.MaxThroughputRPS}, {X: hi, Y: u.MaxThroughputRPS}}, color.Black, false, true)
+	if err != nil {
+		return nil, err
+	}
+	c.add(fmt.Sprintf("highest throughput measured %.0f/s", u.MaxThroughputRPS), measured)
+	if u.PeakRPS != nil {
+		colour, what := green, fmt.Sprintf("model peak %.0f/s", *u.PeakRPS)
+		if u.PeakStatus == capacity.PeakAboveMeasured {
+			colour, what = red, what+", above what was measured: not headroom"
+		}
+		pk, err := line(plotter.XYs{{X: lo, Y: *u.PeakRPS}, {X: hi, Y: *u.PeakRPS}}, colour, true, false)
+		if err != nil {
+			return nil, err
+		}
+		c.add(what, pk)
+		if u.PeakLowRPS != nil && u.PeakHighRPS != nil {
+			a, err := line(plotter.XYs{{X: lo, Y: *u.PeakLowRPS}, {X: hi, Y: *u.PeakLowRPS}}, colour, false, true)
+			if err != nil {
+				return nil, err
+			}
+			b, err := line(plotter.XYs{{X: lo, Y: *u.PeakHighRPS}, {X: hi, Y: *u.PeakHighRPS}}, colour, false, true)
+			if err != nil {
+				return nil, err
+			}
+			c.add(fmt.Sprintf("its interval [%.0f, %.0f]/s", *u.PeakLowRPS, *u.PeakHighRPS), a, b)
+		}
+	}
+	for _, s := range []struct {
+		name  string
+		xys   plotter.XYs
+		c     color.Color
+		glyph draw.GlyphDrawer
+	}{
+		{"steps the API kept up with", kept, blue, draw.CircleGlyph{}},
+		{"steps it fell behind in (held to the model's best at or below their concurrency)", behind, orange, draw.TriangleGlyph{}},
+		{"steps left out (the generator's, or answered 429)", out, grey, draw.CrossGlyph{}},
+	} {
+		if len(s.xys) == 0 {
+			continue
+		}
+		sc, err := scatter(s.xys, s.c, s.glyph)
+		if err != nil {
+			return nil, err
+		}
+		c.add(s.name, sc)
+	}
+	c.note = modelLine(u) + "."
+	return c, nil
+}
+
+// roundUp is v rounded up to two significant digits, a chart's top.
+func roundUp(v float64) float64 {
+	if v <= 0 {
+		return v
+	}
+	unit := math.Pow(10, math.Floor(math.Log10(v))-1)
+	return math.Ceil(v/unit) * unit
 }
 
 var capacityTmpl = template.Must(template.New("capacity").Parse(`<!doctype html>
@@ -200,13 +479,14 @@ var capacityTmpl = template.Must(template.New("capacity").Parse(`<!doctype html>
 <style>
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:80em;color:#212121}
 pre{background:#f5f5f5;padding:1em;overflow-x:auto}.meta{color:#616161}
-figure{margin:1em 0}svg{max-width:100%;height:auto}
+figure{margin:1em 0}svg{max-width:100%;height:auto}figcaption{color:#616161}
 </style></head><body>
 <h1>ratecheck capacity: {{.Result.Verdict}}</h1>
 <p class="meta">run {{.Run}} · target {{.Target}} · surface {{.Surface}} · {{.Result.SLO}} · confidence {{.Result.Confidence}}</p>
 <pre>{{.Table}}</pre>
-{{range .Charts}}<figure>{{.}}</figure>{{end}}
-<p class="meta">Latency is measured from each request's intended send time; the uncorrected figure, from the actual send, is beside it. The USL line is a model fitted to the passing steps, never the measured knee.</p>
+{{range .Figures}}<figure>{{.SVG}}
+<figcaption>Drawn: {{range $i, $s := .Series}}{{if $i}}; {{end}}<span class="series">{{$s}}</span>{{end}}.{{with .Note}} {{.}}{{end}}</figcaption></figure>
+{{end}}<p class="meta">Latency is measured from each request's intended send time; the uncorrected figure, from the actual send, is beside it.{{if .Result.USL}} The USL curve is a model fitted to every step that measured the API's throughput, never the measured knee.{{end}}</p>
 </body></html>
 `))
 

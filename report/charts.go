@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"image/color"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -27,6 +28,7 @@ var (
 	orange = color.RGBA{R: 0xef, G: 0x6c, B: 0x00, A: 0xff}
 	blue   = color.RGBA{R: 0x15, G: 0x65, B: 0xc0, A: 0xff}
 	grey   = color.RGBA{R: 0x75, G: 0x75, B: 0x75, A: 0xff}
+	purple = color.RGBA{R: 0x6a, G: 0x1b, B: 0x9a, A: 0xff}
 )
 
 // latencyBins is how many time bins the latency chart has at most: a
@@ -63,7 +65,7 @@ func surfaceCharts(tab *decode.Tables, recs []*decode.Record, primary string, li
 }
 
 func windowTitle(w time.Duration, primary string) string {
-	return fmt.Sprintf("Rolling %v window of %s against the limit", w, primary)
+	return fmt.Sprintf("Rolling %v window of %s against the limit (the contract counts refused requests too)", w, primary)
 }
 
 // windowChart draws, for the primary address, how many requests were
@@ -81,13 +83,14 @@ func windowChart(tab *decode.Tables, recs []*decode.Record, primary string, limi
 	if len(grp.Records) == 0 {
 		return p, nil
 	}
-	surely, possibly := make([]float64, g.n), make([]float64, g.n)
+	surely, possibly, admitted := make([]float64, g.n), make([]float64, g.n), make([]float64, g.n)
 	var leaks, falses plotter.XYs
 	firstRefusal := int64(math.MaxInt64)
 	for _, j := range analyze.Model(grp, limit, w) {
 		r := grp.Records[j.Index]
 		k := g.bin(r.Start)
 		surely[k], possibly[k] = max(surely[k], float64(1+j.Definite)), max(possibly[k], float64(1+j.Definite+j.Ambiguous))
+		admitted[k] = max(admitted[k], float64(j.DefiniteAdmitted)+b2f(r.Admitted()))
 		if r.Code == 429 {
 			firstRefusal = min(firstRefusal, r.Start)
 		}
@@ -100,16 +103,20 @@ func windowChart(tab *decode.Tables, recs []*decode.Record, primary string, limi
 	}
 	// a bin without a request of the address has no count: the line joins
 	// the bins that have one
-	var ps, ss plotter.XYs
+	var ps, ss, as plotter.XYs
 	for k := range g.n {
 		if possibly[k] > 0 {
 			ps, ss = append(ps, plotter.XY{X: g.x(k), Y: possibly[k]}), append(ss, plotter.XY{X: g.x(k), Y: surely[k]})
+			as = append(as, plotter.XY{X: g.x(k), Y: admitted[k]})
 		}
 	}
-	if err := addLine(p, "possibly in the window", ps, orange, false); err != nil {
+	if err := addLine(p, "possibly in the window, refused ones too", ps, orange, false); err != nil {
 		return nil, err
 	}
-	if err := addLine(p, "surely in the window", ss, blue, false); err != nil {
+	if err := addLine(p, "surely in the window, refused ones too", ss, blue, false); err != nil {
+		return nil, err
+	}
+	if err := addLine(p, "of them surely admitted", as, green, false); err != nil {
 		return nil, err
 	}
 	return p, windowMarks(p, limit, firstRefusal, g, leaks, falses)
@@ -151,7 +158,7 @@ func windowMarks(p *plot.Plot, limit int, firstRefusal int64, g timeGrid, leaks,
 // over every address: a bin's count is a step over that bin, an empty bin
 // is drawn at zero.
 func outcomeChart(recs []*decode.Record, g timeGrid) (*plot.Plot, error) {
-	adm, ref, flt := make([]float64, g.n), make([]float64, g.n), make([]float64, g.n)
+	adm, ref, oth, flt := make([]float64, g.n), make([]float64, g.n), make([]float64, g.n), make([]float64, g.n)
 	for _, r := range recs {
 		k := g.bin(r.Start)
 		switch {
@@ -159,8 +166,10 @@ func outcomeChart(recs []*decode.Record, g timeGrid) (*plot.Plot, error) {
 			ref[k]++
 		case r.Code == 0 || r.Code >= 500:
 			flt[k]++
-		default:
+		case r.Admitted():
 			adm[k]++
+		default:
+			oth[k]++
 		}
 	}
 	p := newPlot("Requests by outcome, every address", "requests per "+g.widthText())
@@ -168,7 +177,10 @@ func outcomeChart(recs []*decode.Record, g timeGrid) (*plot.Plot, error) {
 		name string
 		v    []float64
 		c    color.Color
-	}{{"admitted", adm, green}, {"refused (429)", ref, red}, {"faults (5xx, no answer)", flt, grey}} {
+	}{{"admitted (2xx)", adm, green}, {"refused (429)", ref, red}, {"other answers (4xx: the failure table)", oth, purple}, {"faults (5xx, no answer)", flt, grey}} {
+		if !slices.ContainsFunc(s.v, func(v float64) bool { return v > 0 }) {
+			continue // a series all at zero would lie hidden on the axis beside its legend entry
+		}
 		if err := addSteps(p, s.name, []plotter.XYs{g.steps(s.v, 0, g.n, g.x(g.n))}, s.c); err != nil {
 			return nil, err
 		}
@@ -328,6 +340,11 @@ func svgOf(plots ...*plot.Plot) (template.HTML, error) {
 	for i, cv := range plot.Align(rows, tiles, draw.New(c)) {
 		plots[i].Draw(cv[0])
 	}
+	return inlineSVG(c)
+}
+
+// inlineSVG is a drawn canvas as an SVG element to inline in a page.
+func inlineSVG(c io.WriterTo) (template.HTML, error) {
 	var buf bytes.Buffer
 	if _, err := c.WriteTo(&buf); err != nil {
 		return "", err

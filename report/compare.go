@@ -14,7 +14,13 @@ import (
 // CompareTable writes the comparison side by side, surface by surface, then
 // the regressions and the verdict.
 func CompareTable(w io.Writer, c analyze.Comparison) error {
-	printf(w, "baseline %s\nrun      %s\n", c.Baseline.Run, c.Run.Run)
+	label := func(r analyze.RunSummary) string {
+		if r.Label == "" {
+			return ""
+		}
+		return " (" + r.Label + ")"
+	}
+	printf(w, "baseline %s%s\nrun      %s%s\n", safe(c.Baseline.Run), safe(label(c.Baseline)), safe(c.Run.Run), safe(label(c.Run)))
 	for _, u := range c.Incomparable {
 		printf(w, "warning: not comparable: %s\n", u)
 	}
@@ -61,9 +67,12 @@ func CompareTable(w io.Writer, c analyze.Comparison) error {
 	for _, reg := range c.Regressions {
 		printf(w, "regression: %s\n", reg)
 	}
-	if len(c.Incomparable) > 0 {
+	switch {
+	case len(c.Incomparable) > 0:
 		printf(w, "no verdict: the runs were made in different ways (%s), so their differences are not regressions; compare runs made the same way\n", strings.Join(c.Incomparable, "; "))
-	} else if len(c.Regressions) == 0 {
+	case len(c.Unjudged) > 0 && len(c.Regressions) == 0:
+		printf(w, "inconclusive: %s; the limit, model and verdict there are not compared\n", safe(strings.Join(c.Unjudged, "; ")))
+	case len(c.Regressions) == 0:
 		printf(w, "no regression (p99 may rise by up to %.0f%%: a rise counts when the %.0f%% interval of its ratio lies above %.2f and the rise it is sure of is at least %v)\n",
 			100*c.MaxP99Increase, 100*c.Confidence, 1+c.MaxP99Increase, time.Duration(c.P99FloorMS*1e6))
 	}

@@ -89,7 +89,9 @@ func (g timeGrid) steps(v []float64, from, to int, end float64) plotter.XYs {
 // numTicks and room above the data for the legend; it comes after every series is added (adding one widens the
 // range to its data).
 func (g timeGrid) apply(p *plot.Plot) {
-	p.X.Min, p.X.Max = g.x(0), g.x(g.n)
+	// From the run's first request, whenever the surface's began, so that
+	// every chart's time ticks start at 0.
+	p.X.Min, p.X.Max = min(0, g.x(0)), g.x(g.n)
 	p.X.Tick.Marker, p.Y.Tick.Marker = numTicks{}, numTicks{}
 	if p.Y.Max > p.Y.Min {
 		p.Y.Max += (p.Y.Max - p.Y.Min) / 3 // room for the legend above the data

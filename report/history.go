@@ -11,6 +11,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/connectbyjbrh/ratecheck/history"
+	"github.com/connectbyjbrh/ratecheck/internal/human"
 )
 
 // historyKey is the series of one key of a history, by their index in
@@ -24,7 +25,7 @@ type historyKey struct {
 func historyKeys(out history.Output) []historyKey {
 	var keys []historyKey
 	for i, s := range out.Series {
-		k := history.Key{Kind: s.Kind, Target: s.Target, Surface: s.Surface, Scheme: s.Scheme}
+		k := s.Key()
 		if len(keys) == 0 || keys[len(keys)-1].Key != k {
 			keys = append(keys, historyKey{Key: k})
 		}
@@ -39,7 +40,11 @@ func keyTitle(k history.Key) string {
 	if k.Scheme != "" {
 		scheme = "labels " + k.Scheme + "…"
 	}
-	return safe(fmt.Sprintf("%s · %s · %s · %s", k.Kind, k.Target, k.Surface, scheme))
+	title := fmt.Sprintf("%s · %s · %s · %s", k.Kind, k.Target, k.Surface, scheme)
+	if k.Objective != "" {
+		title += " · " + k.Objective
+	}
+	return safe(title)
 }
 
 // HistoryTable writes a history for a terminal: the paths that could not
@@ -61,7 +66,7 @@ func HistoryTable(w io.Writer, out history.Output) error {
 		}
 	}
 	if len(out.Series) == 0 {
-		printf(w, "no run to trend\n")
+		printf(w, "no figure to trend in %s read\n", human.Count(len(out.Runs), "run", ""))
 		return nil
 	}
 	var worse []string
@@ -70,12 +75,50 @@ func HistoryTable(w io.Writer, out history.Output) error {
 			worse = append(worse, safe(fmt.Sprintf("%s %s %s %s", s.Kind, s.Target, s.Surface, s.Figure)))
 		}
 	}
-	if len(worse) > 0 {
+	switch {
+	case len(worse) > 0:
 		printf(w, "\nregression: the newest runs lie after a change for the worse in %s\n", strings.Join(worse, ", "))
-	} else {
-		printf(w, "\nno regression: no series' newest runs lie after a change for the worse (significance %g, %d permutations)\n", out.Significance, out.Permutations)
+	case out.TooShort == len(out.Series):
+		printf(w, "\ncannot tell: every series is too short to find a change in (it needs %s; see each table)\n", human.Count(out.Series[0].MinRuns, "run", ""))
+	case out.TooShort > 0:
+		printf(w, "\nno regression in the series long enough to tell (significance %g, %s); %s too short to find a change in\n",
+			out.Significance, human.Count(out.Permutations, "permutation", ""), human.Count(out.TooShort, "series", "series"))
+	default:
+		printf(w, "\nno regression: no series' newest runs lie after a change for the worse (significance %g, %s)\n", out.Significance, human.Count(out.Permutations, "permutation", ""))
 	}
+	printf(w, "least change reported: %s\n", floorsText(out))
 	return nil
+}
+
+// floorsText says the least change reported of each figure of out's
+// series, figures of one floor together: "5% and 0.1 ms (p50_ms,
+// p99_ms); 1 (observed_limit)".
+func floorsText(out history.Output) string {
+	var texts []string
+	figs := map[string][]string{}
+	for _, s := range out.Series {
+		var parts []string
+		if s.Floor.Relative > 0 {
+			parts = append(parts, strconv.FormatFloat(100*s.Floor.Relative, 'g', 4, 64)+"%")
+		}
+		if s.Floor.Absolute > 0 {
+			parts = append(parts, figureText(s.Figure, s.Floor.Absolute))
+		}
+		t := strings.Join(parts, " and ")
+		if t == "" {
+			t = "any size"
+		}
+		if _, ok := figs[t]; !ok {
+			texts = append(texts, t)
+		}
+		if name := string(s.Figure); !slices.Contains(figs[t], name) {
+			figs[t] = append(figs[t], name)
+		}
+	}
+	for i, t := range texts {
+		texts[i] = t + " (" + strings.Join(figs[t], ", ") + ")"
+	}
+	return strings.Join(texts, "; ")
 }
 
 // keyTable writes one key's table and its changes.
@@ -89,7 +132,7 @@ func keyTable(w io.Writer, out history.Output, k historyKey, runs map[string]his
 				order = append(order, p.Run)
 				cells[p.Run] = map[int]string{}
 			}
-			cells[p.Run][col] = figureText(s.Figure, p.Value)
+			cells[p.Run][col] = figureText(s.Figure, p.Value) + boundsText(s.Figure, p.Bounds)
 		}
 	}
 	slices.SortStableFunc(order, func(a, b string) int { return runs[a].Start.Compare(runs[b].Start) })
@@ -102,11 +145,11 @@ func keyTable(w io.Writer, out history.Output, k historyKey, runs map[string]his
 		}
 	}
 	for _, e := range out.Events {
-		if (history.Key{Kind: e.Kind, Target: e.Target, Surface: e.Surface, Scheme: e.Scheme}) == k.Key {
+		if e.Key() == k.Key {
 			lines = append(lines, safe(fmt.Sprintf("%s changed at run %d (%s): %s → %s", e.What, e.Index+1, cmpOr(e.Label, e.Run), orNone(e.From), orNone(e.To))))
 		}
 	}
-	printf(w, "\n%s: %d runs\n", keyTitle(k.Key), len(order))
+	printf(w, "\n%s: %s\n", keyTitle(k.Key), human.Count(len(order), "run", ""))
 	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off)) // P99, not P 99
 	header := []string{"#", "LABEL", "VERDICT", "MODEL"}
 	for _, si := range k.series {
@@ -136,8 +179,17 @@ func keyTable(w io.Writer, out history.Output, k historyKey, runs map[string]his
 	if err := t.Render(); err != nil {
 		return err
 	}
-	if len(lines) == 0 {
-		printf(w, "  no change point in %d series\n", len(k.series))
+	short := 0
+	for _, si := range k.series {
+		if out.Series[si].TooShort {
+			short = out.Series[si].MinRuns
+		}
+	}
+	switch {
+	case len(lines) == 0 && short > 0:
+		printf(w, "  too few runs to find a change (%d, needs %d)\n", len(order), short)
+	case len(lines) == 0:
+		printf(w, "  no change point in %s\n", human.Count(len(k.series), "series", "series"))
 	}
 	for _, l := range lines {
 		printf(w, "  %s\n", l)
@@ -171,6 +223,22 @@ func figureText(f history.Figure, v float64) string {
 		return strconv.FormatFloat(v, 'f', 0, 64) + "/s"
 	}
 	return strconv.FormatFloat(v, 'f', 1, 64) + " ms"
+}
+
+// boundsText is the interval a value was measured within, " [low, high]"
+// in the figure's units, "" when it has none; a bound not found is "-"
+// (capacity: no rate tried failed).
+func boundsText(f history.Figure, b history.Bounds) string {
+	if b.Low == nil && b.High == nil {
+		return ""
+	}
+	bound := func(v *float64) string {
+		if v == nil {
+			return "-"
+		}
+		return strings.TrimSuffix(figureText(f, *v), "/s")
+	}
+	return " [" + bound(b.Low) + ", " + bound(b.High) + "]"
 }
 
 // signed is figureText with a sign.

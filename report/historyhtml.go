@@ -15,12 +15,13 @@ import (
 
 // HistoryHTML writes a history as one self-contained page (it fetches
 // nothing, so it opens offline): per key the chart of each series, run by
-// run, with the runs of a starved or late machine drawn hollow, each
+// run, with the interval each run measured its value within as a bar
+// (capacity's knee), the runs of a starved or late machine drawn hollow, each
 // change point a dashed red line where the new segment begins and the
 // segments' medians dotted across them, and the changes, events and
 // unread paths in words.
 func HistoryHTML(w io.Writer, out history.Output) error {
-	page := historyPage{Out: out}
+	page := historyPage{Out: out, Floors: floorsText(out)}
 	for _, u := range out.Unread {
 		page.Unread = append(page.Unread, safe(u.Path)+": "+safe(u.Why))
 	}
@@ -39,7 +40,7 @@ func HistoryHTML(w io.Writer, out history.Output) error {
 			}
 		}
 		for _, e := range out.Events {
-			if (history.Key{Kind: e.Kind, Target: e.Target, Surface: e.Surface, Scheme: e.Scheme}) == k.Key {
+			if e.Key() == k.Key {
 				hk.Changes = append(hk.Changes, safe(fmt.Sprintf("%s changed at run %d (%s): %s → %s", e.What, e.Index+1, cmpOr(e.Label, e.Run), orNone(e.From), orNone(e.To))))
 			}
 		}
@@ -50,6 +51,7 @@ func HistoryHTML(w io.Writer, out history.Output) error {
 
 type historyPage struct {
 	Out    history.Output
+	Floors string
 	Unread []string
 	Keys   []historyHTMLKey
 }
@@ -84,6 +86,9 @@ func seriesChart(out history.Output, si int) (template.HTML, error) {
 	}
 	line.Color, points.Color, points.Shape = blue, blue, draw.CircleGlyph{}
 	p.Add(line, points)
+	if err := addBounds(p, s.Points); err != nil {
+		return "", err
+	}
 	if len(flagged) > 0 {
 		hollow, err := plotter.NewScatter(flagged)
 		if err != nil {
@@ -124,6 +129,40 @@ func seriesChart(out history.Output, si int) (template.HTML, error) {
 	return svgOf(p)
 }
 
+// addBounds draws the interval of each point that has one as a bar from
+// its low bound to its high one (to the value where a bound is missing).
+func addBounds(p *plot.Plot, points []history.PointOut) error {
+	var bars struct {
+		plotter.XYs
+		plotter.YErrors
+	}
+	for i, pt := range points {
+		if pt.Low == nil && pt.High == nil {
+			continue
+		}
+		lo, hi := pt.Value, pt.Value
+		if pt.Low != nil {
+			lo = *pt.Low
+		}
+		if pt.High != nil {
+			hi = *pt.High
+		}
+		bars.XYs = append(bars.XYs, plotter.XY{X: float64(i + 1), Y: pt.Value})
+		bars.YErrors = append(bars.YErrors, struct{ Low, High float64 }{pt.Value - lo, hi - pt.Value})
+	}
+	if len(bars.XYs) == 0 {
+		return nil
+	}
+	b, err := plotter.NewYErrorBars(bars)
+	if err != nil {
+		return err
+	}
+	b.Color = grey
+	p.Add(b)
+	p.Legend.Add("interval the run measured", &plotter.Line{LineStyle: b.LineStyle})
+	return nil
+}
+
 // minMax returns the least and greatest value of points.
 func minMax(points []history.PointOut) (lo, hi float64) {
 	lo, hi = points[0].Value, points[0].Value
@@ -142,7 +181,7 @@ body{font-family:system-ui,sans-serif;margin:2em auto;max-width:70em;color:#2121
 figure{margin:1em 0}svg{max-width:100%;height:auto}
 </style></head><body>
 <h1>ratecheck history{{if .Out.Regression}}: <span class="fail">REGRESSION</span>{{end}}</h1>
-<p class="meta">{{len .Out.Runs}} runs · {{len .Out.Series}} series · change points by E-divisive means, significance {{.Out.Significance}}, {{.Out.Permutations}} permutations, {{.Out.Confidence}} intervals · schema {{.Out.Schema}}</p>
+<p class="meta">{{len .Out.Runs}} runs · {{len .Out.Series}} series · change points by E-divisive means, significance {{.Out.Significance}}, {{.Out.Permutations}} permutations, {{.Out.Confidence}} intervals · least change reported: {{.Floors}} · schema {{.Out.Schema}}</p>
 {{range .Unread}}<p class="warn">unread: {{.}}</p>{{end}}
 {{range .Keys}}
 <h2>{{.Title}}</h2>

@@ -2,6 +2,7 @@ package report
 
 import (
 	"io"
+	"math"
 	"slices"
 	"time"
 
@@ -20,6 +21,7 @@ const (
 	metricKnee          = "ratecheck_knee_rps"
 	metricKneeLow       = "ratecheck_knee_low_rps"
 	metricKneeHigh      = "ratecheck_knee_high_rps"
+	metricKneeLatency   = "ratecheck_knee_latency_seconds"
 	metricRegression    = "ratecheck_regression"
 	metricRunTimestamp  = "ratecheck_run_timestamp_seconds"
 )
@@ -59,6 +61,10 @@ type SurfaceMetrics struct {
 	ErrorRatio    *float64 // share of requests that failed, 0 to 1
 	Knee          *Knee
 	Regressions   []Regression // history's judgement of the surface's series
+	// Objective is what the knee and the regressions were measured
+	// against, for capacity runs ("p99<=100ms, error budget 1%"), written
+	// as their objective label; "" for none.
+	Objective string
 }
 
 // CheckVerdict is one check's verdict.
@@ -72,8 +78,11 @@ type Latency struct {
 	Quantiles map[float64]float64
 }
 
-// Knee is capacity's knee and its interval, in requests per second.
-type Knee struct{ RPS, Low, High float64 }
+// Knee is capacity's knee and its interval, in requests per second (a
+// bound that is NaN, such as the high end when no rate failed, is not
+// written), and the objective's quantile measured at the knee, in
+// seconds (0: none measured, not written).
+type Knee struct{ RPS, Low, High, Latency float64 }
 
 // Regression says whether the newest runs of one figure's series lie after
 // a significant change for the worse.
@@ -128,12 +137,14 @@ var (
 		metricExpectedLimit: prometheus.NewDesc(metricExpectedLimit, "The contract's limit: requests per window.", append(slices.Clone(runLabels), "surface"), nil),
 		metricLatency:       prometheus.NewDesc(metricLatency, "Latency of the surface's requests, in seconds.", append(slices.Clone(runLabels), "surface"), nil),
 		metricErrorRatio:    prometheus.NewDesc(metricErrorRatio, "Share of the surface's requests that failed (0 to 1).", append(slices.Clone(runLabels), "surface"), nil),
-		metricKnee:          prometheus.NewDesc(metricKnee, "The offered rate past which the surface stops keeping its objective, in requests per second.", append(slices.Clone(runLabels), "surface"), nil),
-		metricKneeLow:       prometheus.NewDesc(metricKneeLow, "Low end of the knee's interval, in requests per second.", append(slices.Clone(runLabels), "surface"), nil),
-		metricKneeHigh:      prometheus.NewDesc(metricKneeHigh, "High end of the knee's interval, in requests per second.", append(slices.Clone(runLabels), "surface"), nil),
+		metricKnee:          prometheus.NewDesc(metricKnee, "The offered rate past which the surface stops keeping its objective, in requests per second.", append(slices.Clone(runLabels), "surface", "objective"), nil),
+		metricKneeLow:       prometheus.NewDesc(metricKneeLow, "Low end of the knee's interval, in requests per second.", append(slices.Clone(runLabels), "surface", "objective"), nil),
+		metricKneeHigh:      prometheus.NewDesc(metricKneeHigh, "High end of the knee's interval, in requests per second.", append(slices.Clone(runLabels), "surface", "objective"), nil),
+		metricKneeLatency: prometheus.NewDesc(metricKneeLatency, "The latency quantile of the objective measured at the knee, from each request's intended send time, in seconds.",
+			append(slices.Clone(runLabels), "surface", "objective"), nil),
 		metricRegression: prometheus.NewDesc(metricRegression,
 			"1 when the newest runs of the figure's series lie after a significant change for the worse, else 0.",
-			append(slices.Clone(runLabels), "surface", "figure"), nil),
+			append(slices.Clone(runLabels), "surface", "figure", "objective"), nil),
 		metricRunTimestamp: prometheus.NewDesc(metricRunTimestamp, "When the run began, in seconds since the Unix epoch.", runLabels, nil),
 	}
 )
@@ -183,12 +194,18 @@ func collect(ch chan<- prometheus.Metric, m Metrics) {
 			ch <- prometheus.MustNewConstSummary(descs[metricLatency], l.Count, l.Sum, l.Quantiles, append(slices.Clone(run), s.Surface)...)
 		}
 		if k := s.Knee; k != nil {
-			gauge(metricKnee, k.RPS, s.Surface)
-			gauge(metricKneeLow, k.Low, s.Surface)
-			gauge(metricKneeHigh, k.High, s.Surface)
+			gauge(metricKnee, k.RPS, s.Surface, s.Objective)
+			for name, v := range map[string]float64{metricKneeLow: k.Low, metricKneeHigh: k.High} {
+				if !math.IsNaN(v) {
+					gauge(name, v, s.Surface, s.Objective)
+				}
+			}
+			if k.Latency > 0 {
+				gauge(metricKneeLatency, k.Latency, s.Surface, s.Objective)
+			}
 		}
 		for _, r := range s.Regressions {
-			gauge(metricRegression, b2f(r.Worse), s.Surface, r.Figure)
+			gauge(metricRegression, b2f(r.Worse), s.Surface, r.Figure, s.Objective)
 		}
 	}
 }

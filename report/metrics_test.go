@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -117,7 +118,7 @@ func TestMetrics(t *testing.T) {
 		"ratecheck_latency_seconds{" + run + "quantile=0.99,surface=rest," + tgt + "} 0.0048",
 		"ratecheck_observed_limit{" + run + "surface=mcp," + tgt + "} 131",
 		"ratecheck_observed_limit{" + run + "surface=rest," + tgt + "} 240",
-		"ratecheck_regression{figure=p99_ms," + run + "surface=rest," + tgt + "} 1",
+		"ratecheck_regression{figure=p99_ms," + run + "objective=,surface=rest," + tgt + "} 1",
 		"ratecheck_run_timestamp_seconds{" + run + tgt + "} 1795953600.5",
 	}
 	for _, v := range [][]string{
@@ -145,24 +146,30 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
-// TestMetricsKnee checks a capacity run: its own verdicts, the knee with
-// its interval, no label.
+// TestMetricsKnee checks capacity runs: their own verdicts, the knee with
+// its interval and objective, the quantile at the knee, no label; a high
+// bound not found (NaN) and a quantile not measured (0) are not written.
 func TestMetricsKnee(t *testing.T) {
 	t.Parallel()
 	m := Metrics{Kind: "capacity", Target: "http://127.0.0.1:8080", Start: time.Unix(1800000000, 0),
 		Verdict: "found", States: []string{"found", "not-found", "client", "inconclusive"},
-		Surfaces: []SurfaceMetrics{{Surface: "rest", Knee: &Knee{RPS: 950, Low: 900, High: 1010}, ErrorRatio: ptr(0.002)}}}
+		Surfaces: []SurfaceMetrics{{Surface: "rest", Objective: "p99<=100ms, error budget 1%", Knee: &Knee{RPS: 950, Low: 900, High: 1010, Latency: 0.042}, ErrorRatio: ptr(0.002)},
+			{Surface: "mcp", Knee: &Knee{RPS: 400, Low: 400, High: math.NaN()}}}}
 	var b bytes.Buffer
 	if err := writeMetrics(&b, m); err != nil {
 		t.Fatal(err)
 	}
 	run := "kind=capacity,label=,"
 	tgt := "target=http://127.0.0.1:8080"
+	obj := "objective=p99<=100ms, error budget 1%,"
 	want := []string{
 		"ratecheck_error_ratio{" + run + "surface=rest," + tgt + "} 0.002",
-		"ratecheck_knee_high_rps{" + run + "surface=rest," + tgt + "} 1010",
-		"ratecheck_knee_low_rps{" + run + "surface=rest," + tgt + "} 900",
-		"ratecheck_knee_rps{" + run + "surface=rest," + tgt + "} 950",
+		"ratecheck_knee_high_rps{" + run + obj + "surface=rest," + tgt + "} 1010",
+		"ratecheck_knee_latency_seconds{" + run + obj + "surface=rest," + tgt + "} 0.042",
+		"ratecheck_knee_low_rps{" + run + "objective=,surface=mcp," + tgt + "} 400",
+		"ratecheck_knee_low_rps{" + run + obj + "surface=rest," + tgt + "} 900",
+		"ratecheck_knee_rps{" + run + "objective=,surface=mcp," + tgt + "} 400",
+		"ratecheck_knee_rps{" + run + obj + "surface=rest," + tgt + "} 950",
 		"ratecheck_run_timestamp_seconds{" + run + tgt + "} 1800000000",
 		"ratecheck_verdict{check=all," + run + "surface=all," + tgt + ",verdict=client} 0",
 		"ratecheck_verdict{check=all," + run + "surface=all," + tgt + ",verdict=found} 1",

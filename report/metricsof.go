@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,19 +74,25 @@ func FleetMetrics(info archive.RunInfo, rep *jitter.Report) Metrics {
 
 // HistoryMetrics is what a history tells a dashboard: per key of its
 // series (kind, target and label scheme; the label is the newest run's),
-// when the newest run began and, per surface, whether each figure's
-// series lies after a change for the worse (ratecheck_regression).
+// when the newest run began and, per surface (and objective, of capacity
+// runs), whether each figure's series lies after a change for the worse
+// (ratecheck_regression), and the newest run's knee with its interval.
 func HistoryMetrics(out history.Output) []Metrics {
 	var ms []Metrics
 	for _, k := range historyKeys(out) {
 		newest := history.PointOut{}
 		var regs []Regression
+		var knee *Knee
 		for _, si := range k.series {
 			s := out.Series[si]
-			if p := s.Points[len(s.Points)-1]; p.Start.After(newest.Start) || newest.Run == "" {
+			p := s.Points[len(s.Points)-1]
+			if p.Start.After(newest.Start) || newest.Run == "" {
 				newest = p
 			}
 			regs = append(regs, Regression{Figure: string(s.Figure), Worse: s.Regression})
+			if s.Figure == history.Knee {
+				knee = &Knee{RPS: p.Value, Low: orNaN(p.Low), High: orNaN(p.High)}
+			}
 		}
 		i := slices.IndexFunc(ms, func(m Metrics) bool { return m.Kind == k.Kind && m.Target == k.Target && m.Label == newest.Label })
 		if i < 0 {
@@ -95,9 +102,17 @@ func HistoryMetrics(out history.Output) []Metrics {
 		if newest.Start.After(ms[i].Start) {
 			ms[i].Start = newest.Start
 		}
-		ms[i].Surfaces = append(ms[i].Surfaces, SurfaceMetrics{Surface: k.Surface, Regressions: regs})
+		ms[i].Surfaces = append(ms[i].Surfaces, SurfaceMetrics{Surface: k.Surface, Objective: k.Objective, Regressions: regs, Knee: knee})
 	}
 	return ms
+}
+
+// orNaN is *v, or NaN for nil.
+func orNaN(v *float64) float64 {
+	if v == nil {
+		return math.NaN()
+	}
+	return *v
 }
 
 // WriteMetricsSetFile writes the metrics of several runs or keys to the

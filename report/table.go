@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/internal/human"
 	"io"
 	"slices"
@@ -113,7 +114,7 @@ func summaryLine(s analyze.SurfaceVerdict, d analyze.SurfaceDetail) string {
 		model = fmt.Sprintf("%s of %d", s.Model, b.Limit)
 	}
 	if len(s.ModelAlternatives) > 0 {
-		model += " (or " + strings.Join(s.ModelAlternatives, ", ") + ": the run fits them equally; --discriminate tells them apart)"
+		model += " (or " + strings.Join(s.ModelAlternatives, ", ") + ": the run fits them equally)"
 	}
 	line := fmt.Sprintf("expected limit %d, observed %s, model %s, refused requests count: %s", s.ExpectedLimit, observed, model, rc)
 	if s.MCPRevision != "" {
@@ -132,10 +133,17 @@ func countsLine(d analyze.SurfaceDetail) string {
 // joinFew joins the first n of ss and counts the rest, so that a line
 // stays a line whatever the input holds.
 func joinFew(ss []string, n int) string {
-	if len(ss) <= n {
-		return strings.Join(ss, ", ")
+	named := make([]string, len(ss))
+	for i, s := range ss {
+		named[i] = s
+		if s == archive.DefaultSource {
+			named[i] = "this machine's own address" // the system chose it
+		}
 	}
-	return fmt.Sprintf("%s and %d more", strings.Join(ss[:n], ", "), len(ss)-n)
+	if len(named) <= n {
+		return strings.Join(named, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(named[:n], ", "), len(named)-n)
 }
 
 // latencyLine gives a surface's latency percentiles.

@@ -36,10 +36,11 @@ type Config struct {
 	// request after one ended on repeated 429s (0: not checked).
 	SlowDown time.Duration
 	// Alpha is the false-alarm rate of the run's timing tests together
-	// (0: 0.01): each of its m tests is held to Alpha/m (Bonferroni).
+	// (0: DefaultAlpha): each of its m tests is held to Alpha/m
+	// (Bonferroni).
 	Alpha float64
 	// Sims is the number of simulated fleets each wave's bounds come
-	// from (0: 4·⌈m/Alpha⌉ − 1, so that a bound is the 4th largest
+	// from (0: 2·⌈m/Alpha⌉ − 1, so that a bound is the 2nd largest
 	// simulated figure); never fewer than ⌈m/Alpha⌉ − 1, the fewest with
 	// which a test can fail at all. Seed seeds them.
 	Sims int
@@ -53,6 +54,14 @@ type Config struct {
 	Stall time.Duration
 }
 
+// DefaultAlpha is a fleet's false-alarm rate: the chance that a fleet
+// whose clients draw independently by the strategy claimed fails its
+// timing tests. A client's retry library draws from its own random
+// source, so no run of it can be repeated: each must stand alone, and a
+// release gate or test suite that judges a dozen such fleets would fail
+// a correct one in about one run of ten at 0.01.
+const DefaultAlpha = 1e-4
+
 // withDefaults returns cfg with its zero fields set (Sims is set once the
 // number of tests is known).
 func (cfg Config) withDefaults() Config {
@@ -63,7 +72,7 @@ func (cfg Config) withDefaults() Config {
 		cfg.Attempts = 4
 	}
 	if cfg.Alpha <= 0 {
-		cfg.Alpha = 0.01
+		cfg.Alpha = DefaultAlpha
 	}
 	return cfg
 }
@@ -524,7 +533,7 @@ func newWaveTests(cfg Config, tests int) *waveTests {
 	least := int(math.Ceil(float64(tests)/cfg.Alpha-1e-9)) - 1
 	sims := cfg.Sims
 	if sims <= 0 {
-		sims = 4*(least+1) - 1
+		sims = 2*(least+1) - 1
 	}
 	sims = max(sims, least)
 	return &waveTests{eps: int64(cfg.Epsilon), perTest: perTest, sims: sims,

@@ -55,7 +55,7 @@ func plusMinus20(k int, u float64) time.Duration {
 }
 
 func jcfg(seed uint64) Config {
-	return Config{Base: jBase, Cap: jCap, Attempts: 4, Sims: 400, Seed: seed}
+	return Config{Base: jBase, Cap: jCap, Attempts: 4, Alpha: 0.01, Sims: 400, Seed: seed}
 }
 
 func checkOf(rep *Report, name string) analyze.Check {
@@ -200,7 +200,7 @@ func TestJitterDiscipline(t *testing.T) {
 		rec(2, 1, k+1, int64(10*k), 429)
 	}
 	rec(2, 2, 1, 42, 200) // no pause after repeated 429s
-	rep := Judge(in, Config{Base: jBase, Cap: jCap, Attempts: 4, SlowDown: time.Second, Sims: 50})
+	rep := Judge(in, Config{Base: jBase, Cap: jCap, Attempts: 4, SlowDown: time.Second, Alpha: 0.01, Sims: 50})
 	for _, name := range []string{"retry-answers", "attempt-cap", "slow-down"} {
 		if c := checkOf(rep, name); c.Verdict != analyze.Fail {
 			t.Errorf("%s: %s (%s), want fail", name, c.Verdict, c.Detail)

@@ -43,20 +43,21 @@ func serverFleet(n, attempts int, seed uint64, delay func(k int, u float64) time
 // TestProgramsCalibration: client programs judged from the server's
 // records alone (ranges and ε from the data) keep the fleet's false-alarm
 // rate: full-jitter programs with up to 40 ms of host noise fail at most
-// 1 % of 500 seeds (judged with the fewest simulations, see fewestSims),
+// 1 % of 500 seeds (judged at calibrationAlpha with the fewest
+// simulations, see fewestSims),
 // and programs retrying after a fixed interval, arriving spread over 95 ms
 // in the same order every wave, fail every seed with a re-collision ten
 // times what independent jitter gives (judged with the defaults).
 func TestProgramsCalibration(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("500 simulated fleets")
+	if testing.Short() || raceEnabled {
+		t.Skip("500 simulated fleets judged one after another, checked by the plain run")
 	}
 	full := func(k int, u float64) time.Duration {
 		return time.Duration(u * float64(min(8*time.Second, 500*time.Millisecond<<k)))
 	}
 	fixed := func(int, float64) time.Duration { return 2 * time.Second } // as examples/clients/python/fixed_interval.py
-	cfg := Config{Strategy: "full", Attempts: 4, Clients: 50, Requests: 1, Sims: fewestSims}
+	cfg := Config{Strategy: "full", Attempts: 4, Clients: 50, Requests: 1, Sims: fewestSims, Alpha: calibrationAlpha}
 	var mu sync.Mutex
 	failed := 0
 	var wg sync.WaitGroup
@@ -85,7 +86,7 @@ func TestProgramsCalibration(t *testing.T) {
 	t.Logf("%d of 500 full-jitter client fleets failed", failed)
 	for seed := range uint64(20) {
 		c := cfg
-		c.Seed, c.Sims = seed, 0
+		c.Seed, c.Sims, c.Alpha = seed, 0, 0
 		rep := Judge(serverFleet(50, 4, seed, fixed, 95*time.Millisecond, true), c)
 		if rep.Verdict != analyze.Fail || len(rep.Waves) == 0 {
 			t.Fatalf("seed %d: fixed-interval fleet %s, want fail", seed, rep.Verdict)

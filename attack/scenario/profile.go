@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/connectbyjbrh/ratecheck/attack/schedule"
+	"github.com/connectbyjbrh/ratecheck/client"
 	"github.com/connectbyjbrh/ratecheck/internal/safefile"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
@@ -27,7 +28,9 @@ type Profile struct {
 	Description string `yaml:"description"`
 	// Policy is the limit the profile expects the target to enforce.
 	Policy Policy `yaml:"policy"`
-	// Sources are the default local addresses of every stream.
+	// Sources are the default local addresses of every stream. A source
+	// may be written as a range (first-last) or a prefix; once loaded,
+	// each is its addresses (see ExpandSources).
 	Sources []string `yaml:"sources"`
 	// Headers are added to every request.
 	Headers map[string]string `yaml:"headers"`
@@ -67,8 +70,8 @@ type Stream struct {
 	// ones keep their order (verify's forged probes go out between plain
 	// ones). Not written in profiles.
 	Lag Span `yaml:"-"`
-	// Sources overrides the profile's sources; the pacer's rate and count
-	// are split evenly across them.
+	// Sources overrides the profile's sources (written as they are); the
+	// pacer's rate and count are split evenly across them.
 	Sources []string `yaml:"sources"`
 	// Requests are sent round-robin.
 	Requests []Request `yaml:"requests"`
@@ -171,6 +174,9 @@ func ParseProfile(file string, data []byte) (*Profile, error) {
 		case errors.As(err, &te):
 			if m := yamlLine.FindStringSubmatch(strings.TrimSpace(te.Errors[0])); m != nil {
 				n, _ := strconv.Atoi(m[1])
+				if k := unknownKey(m[2]); k != "" {
+					return nil, perr(n, "%s", k)
+				}
 				return nil, perr(n, "%s", strings.ReplaceAll(m[2], "scenario.", ""))
 			}
 			return nil, perr(0, "%s", te.Errors[0])
@@ -179,6 +185,9 @@ func ParseProfile(file string, data []byte) (*Profile, error) {
 		}
 		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 			n, _ := strconv.Atoi(m[1])
+			if at := faultLine(data, m[2]); at > n {
+				return nil, perr(at, "%s (in the block that begins at line %d: is this line indented as its neighbours?)", m[2], n)
+			}
 			return nil, perr(n, "%s", m[2])
 		}
 		return nil, perr(0, "%v", err)
@@ -256,11 +265,11 @@ func (p *Profile) validate(line func(string) int) error {
 	if err := checkSpan("timeout", p.Timeout, w); err != nil {
 		return bad("timeout", "%v", err)
 	}
-	for i, s := range p.Sources {
-		if err := checkSource(s); err != nil {
-			return bad(fmt.Sprintf("sources.%d", i), "%v", err)
-		}
+	srcs, path, err := expandSources(p.Sources, "sources")
+	if err != nil {
+		return bad(path, "%v", err)
 	}
+	p.Sources = srcs
 	for k := range p.Headers {
 		if err := checkHeaderName(k); err != nil {
 			return bad("headers."+k, "%v", err)
@@ -327,11 +336,11 @@ func (s *Stream) validate(i int, names map[string]bool, w time.Duration, line fu
 	if s.Surface != method.REST && s.Surface != method.MCP {
 		return bad(at("surface"), "stream %s: surface %q: want rest or mcp", s.Name, s.Surface)
 	}
-	for j, src := range s.Sources {
-		if err := checkSource(src); err != nil {
-			return bad(fmt.Sprintf("streams.%d.sources.%d", i, j), "%v", err)
-		}
+	srcs, path, err := expandSources(s.Sources, at("sources"))
+	if err != nil {
+		return bad(path, "%v", err)
 	}
+	s.Sources = srcs
 	if len(s.Requests) == 0 {
 		return bad(at("requests"), "stream %s needs at least one request", s.Name)
 	}
@@ -387,11 +396,57 @@ func validExpectKey(k string) bool {
 	return err == nil && n >= 100 && n <= 599
 }
 
-func checkSource(s string) error {
-	if ip := net.ParseIP(s); ip == nil {
-		return fmt.Errorf("source %q is not an IP address", s)
+// MaxSources is the most addresses the sources of a profile, or of one
+// of its streams, may come to, a range or a prefix counted address by
+// address: a stream sends from every one of its sources, each an
+// attacker of its own, and its rate is split over them.
+const MaxSources = 4096
+
+// ExpandSources returns the addresses of a list of sources, each an
+// address, a range (first-last) or a prefix as client.ParsePool reads an
+// item, in the pool's order (items as listed, each ascending, a prefix
+// without its network and broadcast addresses) and canonical form. It
+// refuses an item that is not one, items that overlap, and more than
+// MaxSources addresses in all.
+func ExpandSources(items []string) ([]string, error) {
+	srcs, _, err := expandSources(items, "")
+	return srcs, err
+}
+
+// expandSources is ExpandSources, also returning the path of the field at
+// fault under field (field.i for one item).
+func expandSources(items []string, field string) ([]string, string, error) {
+	if len(items) == 0 {
+		return nil, field, nil
 	}
-	return nil
+	for i, item := range items {
+		if strings.Contains(item, ",") {
+			return nil, fmt.Sprintf("%s.%d", field, i), fmt.Errorf("source %q: one address, range or prefix a list entry", item)
+		}
+		if _, err := client.ParsePool(item); err != nil || strings.TrimSpace(item) == "" {
+			if err == nil {
+				err = errors.New("an empty source")
+			}
+			return nil, fmt.Sprintf("%s.%d", field, i), fmt.Errorf("source %v", err)
+		}
+	}
+	pool, err := client.ParsePool(strings.Join(items, ","))
+	if err != nil {
+		return nil, field, fmt.Errorf("sources: %v", err)
+	}
+	if pool.Len() > MaxSources {
+		return nil, field, fmt.Errorf("sources come to %s addresses, more than the %d a stream may send from (each its own attacker): name a range or a longer prefix", countOf(pool.Len()), MaxSources)
+	}
+	return pool.Take(pool.Len()), field, nil
+}
+
+// countOf writes a count of addresses, with "over 2^63" for a saturated
+// one.
+func countOf(n int) string {
+	if n == math.MaxInt {
+		return "over 2^63"
+	}
+	return strconv.Itoa(n)
 }
 
 func checkHeaderName(k string) error {

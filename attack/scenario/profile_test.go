@@ -65,3 +65,33 @@ func TestParseSpanAndRate(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileSourceRanges: a profile's sources, and a stream's, may be
+// ranges and prefixes, IPv4 and IPv6; once loaded each is its addresses in
+// the pool's order and canonical form, so the stream's rate is split over
+// every one of them.
+func TestProfileSourceRanges(t *testing.T) {
+	t.Parallel()
+	p, err := ParseProfile("ranges.yaml", []byte(`policy: {surface: rest}
+sources: [10.1.0.5, 198.18.0.0/30, "2001:DB8:2::10-2001:db8:2::12"]
+streams:
+  - surface: rest
+    requests: [{path: /api/public/search}]
+    pacer: {type: constant, rate: 6/s, count: 12}
+  - name: own
+    surface: rest
+    sources: [2001:db8:2::/126]
+    requests: [{path: /api/public/search}]
+    pacer: {type: constant, rate: 6/s, count: 12}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"10.1.0.5", "198.18.0.1", "198.18.0.2", "2001:db8:2::10", "2001:db8:2::11", "2001:db8:2::12"}
+	if diff := cmp.Diff(want, p.StreamSources(&p.Streams[0])); diff != "" {
+		t.Errorf("the profile's sources (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"2001:db8:2::1", "2001:db8:2::2", "2001:db8:2::3"}, p.StreamSources(&p.Streams[1])); diff != "" {
+		t.Errorf("the stream's own sources (-want +got):\n%s", diff)
+	}
+}

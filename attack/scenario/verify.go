@@ -19,11 +19,11 @@ type VerifyOptions struct {
 	Limits, Isolation, Contract bool
 	// Surfaces are the surfaces probed (nil: both).
 	Surfaces []string
-	// Discriminate adds the window of probes that tells the limiter
-	// families apart (method.PlanOptions.Discriminate).
-	Discriminate bool
 	// Seed orders the spoof probes (method.SpoofOrder): the run's seed.
 	Seed uint64
+	// FollowUpUntil adds the follow-up probes (method.FollowUpProbe) of
+	// each surface until then, in windows (0: none).
+	FollowUpUntil float64
 }
 
 // VerifyProfile returns verify's probe plan (method.Plan) as a profile, for
@@ -44,7 +44,7 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 		return o.RESTLimit
 	}
 	plan := method.Plan(method.PlanOptions{Limits: o.Limits, Isolation: o.Isolation, Limit: limit, Sources: len(o.Sources),
-		Surfaces: o.Surfaces, Discriminate: o.Discriminate, Seed: o.Seed})
+		Surfaces: o.Surfaces, Seed: o.Seed, FollowUpUntil: o.FollowUpUntil})
 	for _, pr := range plan {
 		p.Streams = append(p.Streams, probeStream(pr, src(pr.Source)))
 	}

@@ -35,7 +35,7 @@ func TestVerifyProfileProbesOnlyTheSurfacesVerified(t *testing.T) {
 }
 
 // TestVerifyPlanGolden holds verify's probe plan, for the combinations of
-// check groups, source counts and the discriminating window that differ, to
+// check groups and source counts that differ, to
 // testdata/verify-plan.golden (refresh with -update): a change to the
 // plan is a change to the method, made on purpose.
 func TestVerifyPlanGolden(t *testing.T) {
@@ -43,14 +43,13 @@ func TestVerifyPlanGolden(t *testing.T) {
 	for _, c := range []struct {
 		groups  [3]bool
 		sources int
-		disc    bool
 	}{
-		{[3]bool{true, true, true}, 3, false}, {[3]bool{true, true, true}, 3, true}, {[3]bool{true, true, true}, 1, false},
-		{[3]bool{true, true, true}, 0, false}, {[3]bool{true, true, false}, 2, false},
-		{[3]bool{true, false, false}, 3, false}, {[3]bool{false, true, false}, 3, false}, {[3]bool{false, false, true}, 3, false},
+		{[3]bool{true, true, true}, 3}, {[3]bool{true, true, true}, 1},
+		{[3]bool{true, true, true}, 0}, {[3]bool{true, true, false}, 2},
+		{[3]bool{true, false, false}, 3}, {[3]bool{false, true, false}, 3}, {[3]bool{false, false, true}, 3},
 	} {
 		p, err := VerifyProfile(VerifyOptions{RESTLimit: 240, MCPLimit: 120, Sources: []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}[:c.sources],
-			Limits: c.groups[0], Isolation: c.groups[1], Contract: c.groups[2], Discriminate: c.disc})
+			Limits: c.groups[0], Isolation: c.groups[1], Contract: c.groups[2]})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +58,7 @@ func TestVerifyPlanGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got = fmt.Appendf(got, "%v sources=%d discriminate=%v %s\n", c.groups, c.sources, c.disc, b)
+			got = fmt.Appendf(got, "%v sources=%d %s\n", c.groups, c.sources, b)
 		}
 	}
 	const file = "testdata/verify-plan.golden"

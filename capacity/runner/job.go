@@ -45,6 +45,10 @@ type Config struct {
 	MaxWorkers uint64
 	// ClientVersion is the version MCP requests name in their clientInfo.
 	ClientVersion string
+	// MCP, when set, settles the MCP revision against the target before
+	// an MCP search (from its own address, never a source's), and the
+	// search's calls speak it (nil: the newest revision, stateless).
+	MCP *attack.MCPSession
 	// Events, when set, is told of every judged step.
 	Events func(StepDone)
 	// Shard, when split (N > 1), makes this job shard I of a search sent
@@ -114,6 +118,15 @@ func New(cfg Config) (*Job, error) {
 	return j, nil
 }
 
+// Negotiate implements attack.Negotiator: an MCP search with an
+// MCPSession settles the revision before it runs.
+func (j *Job) Negotiate(ctx context.Context, target string) (*attack.Negotiation, error) {
+	if j.cfg.MCP == nil || j.cfg.Surface != method.MCP {
+		return nil, nil
+	}
+	return j.cfg.MCP.Negotiate(ctx, target)
+}
+
 // Result returns the search's outcome (inconclusive before it ran).
 func (j *Job) Result() capacity.Result { return j.result }
 
@@ -166,6 +179,10 @@ func (j *Job) Info() archive.RunInfo {
 // Finish implements attack.Finisher: run.json's capacity section holds
 // the search's configuration, every segment's schedule and the result.
 func (j *Job) Finish(info *archive.RunInfo) {
+	if j.cfg.Surface == method.MCP {
+		j.cfg.MCP.Wait()
+		j.cfg.MCP.Record(info)
+	}
 	res := j.result
 	ci := infoOf(j.cfg)
 	ci.Segments, ci.Result = j.segments, &res
@@ -299,12 +316,13 @@ type senders struct {
 	target    string
 	clients   map[string]*http.Client
 	targeters map[string]vegeta.Targeter
+	sessions  map[string]bool // the sources whose calls carry an MCP session
 	ids       atomic.Uint64
 	stream    *scenario.Stream
 }
 
 func newSenders(cfg Config, target string) *senders {
-	return &senders{cfg: cfg, target: target, clients: map[string]*http.Client{}, targeters: map[string]vegeta.Targeter{},
+	return &senders{cfg: cfg, target: target, clients: map[string]*http.Client{}, targeters: map[string]vegeta.Targeter{}, sessions: map[string]bool{},
 		stream: &scenario.Stream{Name: "capacity", Surface: cfg.Surface, Requests: requests(cfg.Surface)}}
 }
 
@@ -332,7 +350,13 @@ func (s *senders) of(src string) (*http.Client, vegeta.Targeter, error) {
 	if timeout == 0 {
 		timeout = 10 * time.Second
 	}
-	tr, err := attack.SpeakingTargeter(s.stream, s.target, nil, &s.ids, s.cfg.ClientVersion, "", nil)
+	var rev string
+	var sid *atomic.Pointer[client.Session]
+	if s.cfg.Surface == method.MCP {
+		rev, sid = s.cfg.MCP.Speech(src)
+		s.sessions[src] = sid != nil
+	}
+	tr, err := attack.SpeakingTargeter(s.stream, s.target, nil, &s.ids, s.cfg.ClientVersion, rev, sid)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -426,6 +450,9 @@ func (s *senders) send(ctx context.Context, seg *Segment, st *capacity.Stats, si
 					seg.CutMS = max(msOf(time.Since(start)), 1e-3)
 					halt()
 				}
+			}
+			if x.r.Code == http.StatusNotFound && s.sessions[seg.Sources[x.j]] {
+				s.cfg.MCP.Ended(ctx, seg.Sources[x.j]) // a new session for the address, from it
 			}
 			if sinkErr == nil {
 				if sinkErr = sink(x.r); sinkErr != nil {

@@ -140,5 +140,5 @@ func analyzeFleet(path string, info archive.RunInfo, asJSON bool, junit string, 
 	if info.Fleet.Command != "" {
 		rep.Notes = append(rep.Notes, programNotes(info.Fleet, 0, 0)...)
 	}
-	return printFleet(fleetOptions{json: asJSON, junit: junit}, rep, strategy, info, stdout, stderr)
+	return printFleet(fleetOptions{json: asJSON, junit: junit}, rep, strategy, info, path, stdout, stderr)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
+	"github.com/connectbyjbrh/ratecheck/client"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -36,6 +37,14 @@ folders are named <time>-<profile>-shard<i>of<n>; analyze them together to
 merge. --sources own sends from the machine's own address (a Kubernetes pod
 has one), labelled shard-<i> in a shard. ratecheck k8s-job writes the
 Kubernetes Job that runs the shards.
+
+--sources replaces the profile's sources with a pool of addresses, ranges
+and prefixes, IPv4 and IPv6 (10.1.0.5, 198.18.0.10-198.18.0.250,
+2001:db8:2::/116): every stream sends from each address, so a pool names at
+most 4096. Every address is checked usable before anything is sent, and one
+this machine does not route to itself is refused with its range or prefix
+and the command that makes it local (docs/network.md); a profile's sources
+may be ranges and prefixes too.
 
 Credential headers and query parameters (names with secret, token, key,
 auth, session, password, cookie, or jwt, sig, signature: the policy of
@@ -65,6 +74,7 @@ type attackOptions struct {
 	shard            string
 	startAt          string
 	sources          string
+	pool             client.Pool // --sources, once read
 }
 
 func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -122,7 +132,7 @@ func (o *attackOptions) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.timeout, "timeout", 0, "per-request timeout (default: the profile's, or 10s)")
 	fs.IntVar(&o.maxRate, "max-rate", scenario.DefaultCeilings.Rate, "ceiling on the requests a profile may send in any one second; raise it to run a bigger one")
 	fs.DurationVar(&o.maxDuration, "max-duration", scenario.DefaultCeilings.Duration, "ceiling on how long a profile may run; raise it to run a longer one")
-	fs.StringVar(&o.sources, "sources", "", "comma-separated local `addresses` replacing the profile's sources, or own: the machine's own address")
+	fs.StringVar(&o.sources, "sources", "", "`pool` of local addresses, ranges and prefixes (at most 4096 addresses), comma-separated, replacing the profile's sources; or own: the machine's own address")
 	fs.StringVar(&o.shard, "shard", "", "send only part `i/n` of the attack, such as 0/3 (with --target; see deploy/kubernetes)")
 	fs.StringVar(&o.startAt, "start-at", "", "wait until this RFC 3339 `instant` to start, such as 2026-11-30T09:00:00Z (the shards' agreed start)")
 	return fs

@@ -41,10 +41,10 @@ func (o *attackOptions) prepare(stderr io.Writer) (plan attack.Plan, opts attack
 	case method.MCP:
 		mcpLimit = prof.Policy.Limit
 	}
-	if opts, err = o.runFlags.options("attack", stderr, embeddedTarget(o.withFaults(embeddedWith(plan.Window, restLimit, mcpLimit)))); err != nil {
+	if opts, err = o.runFlags.options("attack", stderr, embeddedTargetAt(o.withFaults(embeddedWith(plan.Window, restLimit, mcpLimit)), embeddedAddr(o.pool))); err != nil {
 		return plan, opts, usageErr(stderr, "attack", "%v", err)
 	}
-	opts.Folder, opts.Seed, opts.StartAt, opts.Network = prof.Name, o.seed, startAt, plan.Network
+	opts.Folder, opts.Seed, opts.StartAt, opts.Network, opts.Sources = prof.Name, o.seed, startAt, plan.Network, o.pool
 	if shard.Split() {
 		opts.Folder += fmt.Sprintf("-shard%dof%d", shard.I, shard.N)
 	}
@@ -97,9 +97,11 @@ func (o *attackOptions) plan(prof *scenario.Profile, shard attack.Shard) (attack
 		return attack.Plan{}, fmt.Errorf("%s: query parameters %s carry a credential; pass --allow-credentials if you must", o.profile, strings.Join(names, ", "))
 	}
 	if o.sources != "" {
-		if err := replaceSources(prof, o.sources); err != nil {
+		pool, err := replaceSources(prof, o.sources)
+		if err != nil {
 			return attack.Plan{}, fmt.Errorf("--sources: %v", err)
 		}
+		o.pool = pool
 	}
 	window := o.window
 	if window == 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/capacity"
 	"github.com/connectbyjbrh/ratecheck/capacity/runner"
+	"github.com/connectbyjbrh/ratecheck/report"
 )
 
 const capacityHelp = `
@@ -19,25 +20,33 @@ until a step fails, then bisect between the last passing and the first
 failing rate to --precision; the knee is measured once more.
 
 Each step is spread over enough source addresses that none sends more than
-half its limit per --window (on a loopback target from 127.0.x.y, checked
-bindable first; against a remote target from --sources, refused with exit 2
-and the number needed when there are too few). A 429 is the limiter
-engaging below its documented rate: a finding, never capacity.
---through-limit measures the limiter itself from one address.
+half its limit per --window: on an IPv4 loopback target from 127.0.x.y;
+against a remote target from --sources, a pool of addresses, ranges and
+prefixes, IPv4 and IPv6 (2001:db8:2::/112, 198.18.0.0/16), of which the
+search takes the first the highest rate needs, in order. A pool too small
+is refused with exit 2 and the number needed; every address is checked
+usable before anything is sent, and one this machine does not route to
+itself is refused with its range or prefix and the command that makes it
+local (docs/network.md). A 429 is the limiter engaging below its
+documented rate: a finding, never capacity. --through-limit measures the
+limiter itself from one address.
 
 Latency is measured from each request's intended send time (the
 uncorrected figure beside it); a step whose requests did not go out on
 schedule is the generator's limit (client), never the API's. The run is
 archived as results/<time>-capacity/; analyze re-judges it, compare of two
-capacity runs says how the knee moved. See docs/capacity.md.
+capacity runs says how the knee moved, and history trends the knee of
+runs with a --label. --metrics writes the verdict, the knee, its interval
+and the quantile at the knee for a dashboard. See docs/capacity.md.
 
 --shard i/n runs shard i of the same search sent by n processes in
-lockstep (on machines of their own, each from its own --sources): every
-shard sends 1/n of each step, reports its samples in the shared
---rendezvous directory and waits for the others', and all judge the merged
-step alike; steps start at agreed times from --start-at. A shard missing
-at a step's end (plus --timeout and --rendezvous-slack) ends the run with
-exit 2. analyze of all the shards' run folders judges them again.
+lockstep (on machines of their own, each from its own --sources; or on one
+host, sharing one pool with --shared-sources, each from its every n-th
+address): every shard sends 1/n of each step, reports its samples in the
+shared --rendezvous directory and waits for the others', and all judge the
+merged step alike; steps start at agreed times from --start-at. A shard
+missing at a step's end (plus --timeout and --rendezvous-slack) ends the
+run with exit 2. analyze of all the shards' run folders judges them again.
 
 Without --target the embedded reference target is started with a pool of
 10 workers of 20 ms each (capacity 500/s) and a 1 s window.
@@ -58,12 +67,12 @@ type capacityOptions struct {
 	startRate, maxRate, prec    float64
 	step, warmup, maxStep, wind time.Duration
 	timeout, maxLateness        time.Duration
-	throughLimit                bool
+	throughLimit, sharedSources bool
 	maxWorkers, seed            uint64
 }
 
 func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o := capacityOptions{runFlags: runFlags{abortAt: "0", mcpRevision: "auto"}}
+	var o capacityOptions
 	if code := parseFlags(o.flagSet(stderr), args); code >= 0 {
 		return code
 	}
@@ -76,9 +85,14 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return failed(stderr, "capacity", err)
 	}
 	o.dir, o.capacityOut.target = run.Dir, run.Target
-	code = o.print(job.Result(), stdout, stderr)
+	res := job.Result()
+	code = o.print(res, stdout, stderr)
+	m := report.CapacityMetrics(run.Info, o.surface, res)
 	if err != nil {
 		return failed(stderr, "capacity", err)
+	}
+	if !saveMetrics("capacity", o.metrics, &m, run.Dir, stderr) {
+		return exitUsage
 	}
 	return code
 }
@@ -86,8 +100,13 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) i
 // flagSet declares the flags of capacity into o.
 func (o *capacityOptions) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs := newFlagSet("capacity", "--slo pNN<=DURATION [flags]", capacityHelp, stderr)
-	fs.StringVar(&o.runFlags.target, "target", "", "base `URL` of the target (default: the embedded reference target with a worker pool)")
-	fs.StringVar(&o.out, "out", "results", "`dir`ectory the run folder is written under")
+	o.runFlags.declare(fs)
+	fs.Lookup("target").Usage = "base `URL` of the target (default: the embedded reference target with a worker pool)"
+	// Failures are what a search measures (--error-budget): a failing
+	// step ends it, so it adds load to a failing target only if asked.
+	o.abortAt = "0"
+	fs.Lookup("abort-at").DefValue = "0"
+	fs.Lookup("abort-at").Usage = "stop adding load when more than this `share` of the last 100 results were transport errors or 5xx (default 0: never; a step past --error-budget fails and ends the search anyway)"
 	fs.StringVar(&o.surface, "surface", "rest", "the `surface` to load: rest or mcp")
 	fs.StringVar(&o.slo, "slo", "", "latency `objective` (required), such as p99<=100ms or p95<=80ms")
 	fs.StringVar(&o.errorBudget, "error-budget", "1%", "the `share` of requests that may fail (any non-2xx, a 429 included), such as 0.01 or 1%")
@@ -98,7 +117,8 @@ func (o *capacityOptions) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "the unjudged start of every step (negative: none)")
 	fs.DurationVar(&o.maxStep, "max-step", 0, "the longest an undecided step is lengthened to (default 3 × --step)")
 	fs.DurationVar(&o.wind, "window", 0, "the limits' window (default: 60s, or 1s for the embedded target)")
-	fs.StringVar(&o.sources, "sources", "", "comma-separated local `addresses` to send from (default on loopback: 127.0.x.y as many as needed)")
+	fs.StringVar(&o.sources, "sources", "", "`pool` of local addresses, ranges and prefixes to send from, comma-separated, such as 2001:db8:2::/112: the first the highest rate needs (default on IPv4 loopback: 127.0.x.y as many as needed)")
+	fs.BoolVar(&o.sharedSources, "shared-sources", false, "with --shard i/n: --sources is the whole search's pool, shared by the shards on this host: shard i sends from every n-th address from the i-th (k8s-job --sources passes it)")
 	fs.BoolVar(&o.throughLimit, "through-limit", false, "measure the limiter itself from one address: a 429 is an answer, not a failure")
 	fs.Float64Var(&o.expectRate, "expect-rate", 0, "exit 1 unless the knee is at or above this `rate` per second")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON (docs/schema/capacity.json) on stdout instead of the table")

@@ -62,26 +62,19 @@ func TestCapacityShardUsage(t *testing.T) {
 // API per client address.
 func poolTarget(t *testing.T) (string, func() time.Duration, func() map[string]int) {
 	t.Helper()
+	return poolTargetOf(t, 10)
+}
+
+// poolTargetOf is poolTarget with a pool of workers workers of 20 ms.
+func poolTargetOf(t *testing.T, workers int) (string, func() time.Duration, func() map[string]int) {
+	t.Helper()
 	var mu sync.Mutex
-	var served int
-	var busy time.Duration
+	var service serviceMeter
 	seen := map[string]int{}
 	cfg := refserver.DefaultConfig()
 	cfg.Window = time.Second
-	cfg.Pool = refserver.Pool{Workers: 10, ServiceMin: 20 * time.Millisecond, ServiceMax: 20 * time.Millisecond, Queue: 5000}
-	cfg.Sleep = func(ctx context.Context, d time.Duration) error {
-		start, timer := time.Now(), time.NewTimer(d)
-		defer timer.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-timer.C:
-		}
-		mu.Lock()
-		served, busy = served+1, busy+time.Since(start)
-		mu.Unlock()
-		return nil
-	}
+	cfg.Pool = refserver.Pool{Workers: workers, ServiceMin: 20 * time.Millisecond, ServiceMax: 20 * time.Millisecond, Queue: 5000}
+	cfg.Sleep = service.sleep
 	srv, err := refserver.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -96,11 +89,7 @@ func poolTarget(t *testing.T) (string, func() time.Duration, func() map[string]i
 		srv.ServeHTTP(w, r)
 	}))
 	t.Cleanup(ts.Close)
-	mean := func() time.Duration {
-		mu.Lock()
-		defer mu.Unlock()
-		return busy / time.Duration(max(served, 1))
-	}
+	mean := service.mean
 	counts := func() map[string]int {
 		mu.Lock()
 		defer mu.Unlock()
@@ -229,14 +218,16 @@ func TestCapacityShards(t *testing.T) {
 		t.Errorf("analyze of both shards (exit %d) judged otherwise:\nlive    %s\nanalyze %s%s", code, runs[0].stdout, again, stderr)
 	}
 	checkShares(t, res, dirs, infos, seen())
-	// As TestKneeOfPool derives it: every rate below the pool's real
+	// As TestKneeOfPool derives it, with δ = 11 % for service times a
+	// busy host makes vary (see testNetnsCapacity: M/M/10 keeps the
+	// objective up to 0.89 μ): every rate below the pool's real
 	// capacity μ·(1−δ) passes; a step above μ passes only while fewer than
 	// 1 % of its judged requests see the objective S..SLO exceeded; the
 	// bracket closes to the precision p. A stall of this process (the
 	// target's) can fail a step, never pass one: the high end holds
 	// whatever the host did, the low end only when no stall reached half
 	// the objective's headroom.
-	const S, SLO, p, delta, T = 0.020, 0.100, 0.1, 0.05, 1.0
+	const S, SLO, p, delta, T = 0.020, 0.100, 0.1, 0.11, 1.0
 	muReal := 10 / meanService().Seconds()
 	low, high := muReal*(1-delta)/(1+p), 500*(1+(SLO-S)/(0.99*T))
 	stalled := worst > time.Duration((SLO-S)/2*float64(time.Second))
@@ -338,4 +329,35 @@ func TestCapacityShardMissing(t *testing.T) {
 			t.Errorf("shard %d archived %v, want its share of step 0 (about 173)", i, byStream)
 		}
 	}
+}
+
+// serviceMeter is the sleep of a test pool's workers that adds up the
+// service times as they ran (a busy host's timers overshoot), so that a
+// test holds a knee to the capacity the pool really had.
+type serviceMeter struct {
+	mu     sync.Mutex
+	served int
+	busy   time.Duration
+}
+
+// sleep implements refserver.Config.Sleep.
+func (m *serviceMeter) sleep(ctx context.Context, d time.Duration) error {
+	start, timer := time.Now(), time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+	}
+	m.mu.Lock()
+	m.served, m.busy = m.served+1, m.busy+time.Since(start)
+	m.mu.Unlock()
+	return nil
+}
+
+// mean is the mean service time so far.
+func (m *serviceMeter) mean() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.busy / time.Duration(max(m.served, 1))
 }

@@ -1,16 +1,26 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/capacity"
+	"github.com/connectbyjbrh/ratecheck/mcpwire"
+	"github.com/connectbyjbrh/ratecheck/refserver/sdkserver"
+	"github.com/connectbyjbrh/ratecheck/report"
 )
 
 func TestCapacityUsage(t *testing.T) {
@@ -42,13 +52,15 @@ func TestCapacityUsage(t *testing.T) {
 // TestCapacityEndToEnd runs a search on the embedded pool (500/s) in
 // compressed time, and holds its outputs to their forms: the JSON to its
 // schema, the exit code to the verdict, the JUnit case to the exit code,
-// and analyze's re-judgement of the archive to the live result.
+// --label to run.json, --metrics to the result (and to the Prometheus
+// linter), and analyze's re-judgement of the archive to the live result.
 func TestCapacityEndToEnd(t *testing.T) {
 	t.Parallel() // its forms hold whatever the knee a busy host leaves
 	out := t.TempDir()
-	junit := filepath.Join(out, "capacity.xml")
+	junit, prom := filepath.Join(out, "capacity.xml"), filepath.Join(out, "capacity.prom")
 	code, stdout, stderr := runCmd(t, "capacity", "--slo", "p99<=100ms", "--start-rate", "300", "--max-rate", "2000",
-		"--step", "1.5s", "--warmup", "0.5s", "--json", "--junit", junit, "--out", out, "--expect-rate", "100000")
+		"--step", "1.5s", "--warmup", "0.5s", "--json", "--junit", junit, "--out", out, "--expect-rate", "100000",
+		"--label", "v1.4.2", "--metrics", prom)
 	matchSchema(t, "capacity.json", stdout)
 	var res capacity.Result
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
@@ -83,6 +95,10 @@ func TestCapacityEndToEnd(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dirs[0], "report.html")); err != nil {
 		t.Error(err)
 	}
+	if info, err := archive.ReadRunInfo(dirs[0]); err != nil || info == nil || info.Label != "v1.4.2" {
+		t.Errorf("run.json: %v, %+v: want label v1.4.2", err, info)
+	}
+	checkCapacityMetrics(t, prom, res)
 	acode, astdout, astderr := runCmd(t, "analyze", "--json", dirs[0])
 	if acode != exitInconclusive && acode != exitOK && acode != exitCheckFailed && acode != exitUnreachable {
 		t.Fatalf("analyze: exit %d\n%s", acode, astderr)
@@ -92,6 +108,13 @@ func TestCapacityEndToEnd(t *testing.T) {
 	}
 	if wantA, _ := capacityExit(res, 0); acode != wantA {
 		t.Errorf("analyze exit %d, want %d", acode, wantA)
+	}
+	// report of the folder writes capacity's page again, not a verify page.
+	page := filepath.Join(t.TempDir(), "again.html")
+	if code, _, stderr := runCmd(t, "report", "--out", page, dirs[0]); code != exitOK {
+		t.Errorf("report of a capacity run: exit %d\n%s", code, stderr)
+	} else if b, err := os.ReadFile(page); err != nil || !strings.Contains(string(b), "<title>ratecheck capacity") {
+		t.Errorf("report of a capacity run wrote no capacity page (%v)", err)
 	}
 	ccode, cout, cerr := runCmd(t, "compare", dirs[0], dirs[0])
 	if res.KneeRPS != nil && (ccode != exitOK || !strings.Contains(cout, "knee change: +0.0/s")) {
@@ -115,5 +138,167 @@ func testCapacityTargetFailing(t *testing.T) {
 	var res capacity.Result
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil || res.Verdict != capacity.VerdictNotFound || len(res.Steps) != 1 || res.LimitedBy != capacity.CauseErrors {
 		t.Errorf("verdict %s limited by %s after %d steps (%v), want not-found by errors after 1", res.Verdict, res.LimitedBy, len(res.Steps), err)
+	}
+}
+
+// checkCapacityMetrics holds capacity's --metrics to its result: the
+// verdict as a state set of every verdict a search can reach (exactly the
+// reached one 1), and, when a rate passed, the knee, its interval and the
+// objective's quantile at the knee, labelled with the run.
+func checkCapacityMetrics(t *testing.T, path string, res capacity.Result) {
+	t.Helper()
+	mfs := readMetrics(t, path)
+	labels := func(m *dto.Metric) map[string]string {
+		out := map[string]string{}
+		for _, l := range m.Label {
+			out[l.GetName()] = l.GetValue()
+		}
+		return out
+	}
+	states := map[string]float64{}
+	for _, m := range mfs["ratecheck_verdict"].GetMetric() {
+		l := labels(m)
+		if l["kind"] != "capacity" || l["label"] != "v1.4.2" || l["target"] != "embedded" {
+			t.Errorf("ratecheck_verdict labels %v, want kind capacity, label v1.4.2, target embedded", l)
+		}
+		if l["surface"] == "all" {
+			states[l["verdict"]] = m.GetGauge().GetValue()
+		}
+	}
+	want := map[string]float64{}
+	for _, v := range capacity.Verdicts {
+		want[v] = 0
+	}
+	want[res.Verdict] = 1
+	if !maps.Equal(states, want) {
+		t.Errorf("ratecheck_verdict states %v, want %v", states, want)
+	}
+	gauge := func(name string) (float64, bool) {
+		ms := mfs[name].GetMetric()
+		if len(ms) != 1 {
+			return 0, false
+		}
+		return ms[0].GetGauge().GetValue(), true
+	}
+	knee, ok := gauge("ratecheck_knee_rps")
+	if res.KneeRPS == nil {
+		if ok {
+			t.Errorf("ratecheck_knee_rps %v with no knee", knee)
+		}
+		return
+	}
+	if !ok || knee != *res.KneeRPS {
+		t.Errorf("ratecheck_knee_rps %v (%v), want %v", knee, ok, *res.KneeRPS)
+	}
+	if low, ok := gauge("ratecheck_knee_low_rps"); !ok || low != *res.KneeLowRPS {
+		t.Errorf("ratecheck_knee_low_rps %v, want %v", low, *res.KneeLowRPS)
+	}
+	if high, ok := gauge("ratecheck_knee_high_rps"); ok != (res.KneeHighRPS != nil) || ok && high != *res.KneeHighRPS {
+		t.Errorf("ratecheck_knee_high_rps %v (written %v), want %v (not written when no rate failed)", high, ok, res.KneeHighRPS)
+	}
+	lat := mfs["ratecheck_knee_latency_seconds"].GetMetric()
+	if len(lat) != 1 || labels(lat[0])["objective"] != "p99<=100ms, error budget 1%" || lat[0].GetGauge().GetValue() <= 0 || lat[0].GetGauge().GetValue() > 0.1 {
+		t.Errorf("ratecheck_knee_latency_seconds %v: want the p99 at the knee, within the objective, labelled objective=\"p99<=100ms, error budget 1%%\"", lat)
+	}
+}
+
+// TestCapacityMCPSessions: a capacity search of a go-sdk MCP server that
+// speaks only revision 2025-11-25 (sessions, made by initialize) settles
+// the revision first, as verify does, and its tools/call steps carry the
+// session: every call answered, none without Mcp-Session-Id, and run.json
+// says what was spoken. Without the negotiation every call would be
+// refused (a stateless call of a revision the server does not speak).
+func TestCapacityMCPSessions(t *testing.T) {
+	t.Parallel()
+	url, rec := startSDKServer(t, sdkserver.Stateful20251125, "", 0, time.Second)
+	out := t.TempDir()
+	code, stdout, stderr := runCmd(t, "capacity", "--slo", "p99<=1s", "--surface", "mcp", "--target", url, "--window", "1s",
+		"--start-rate", "20", "--max-rate", "20", "--step", "1s", "--warmup", "0.2s", "--json", "--out", out)
+	var res capacity.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || len(res.Steps) == 0 {
+		t.Fatalf("exit %d: %v\n%s%s", code, err, stdout, stderr)
+	}
+	for _, s := range res.Steps {
+		if s.Errors > 0 || s.Requests == 0 {
+			t.Errorf("step at %.0f/s: %d of %d calls failed, want every call answered\n%s", s.OfferedRPS, s.Errors, s.Requests, stderr)
+		}
+	}
+	rec.mu.Lock()
+	noSession, versions := rec.noSession, maps.Clone(rec.versions)
+	rec.mu.Unlock()
+	if noSession > 0 || versions[mcpwire.Revision20251125] == 0 {
+		t.Errorf("%d calls without Mcp-Session-Id; protocol versions %v: want every call in a session of %s", noSession, versions, mcpwire.Revision20251125)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "*-capacity"))
+	if len(dirs) != 1 {
+		t.Fatalf("run folders %v, want one", dirs)
+	}
+	info, err := archive.ReadRunInfo(dirs[0])
+	if err != nil || info == nil || info.MCPRevision != mcpwire.Revision20251125 || info.MCP == nil || info.MCP.Handshakes < 1 {
+		t.Errorf("run.json: %v, %+v: want mcp_revision %s and its handshake", err, info, mcpwire.Revision20251125)
+	}
+}
+
+// TestCapacityModelOfPool runs a search on a pool of known capacity (4
+// workers of 20 ms: 200/s nominal, rates a loaded host's generator keeps)
+// in compressed time and holds the USL model of its steps to the pool.
+// The steps past the knee are fitted, so the steps bound the peak, and it
+// lies within 10 % of the capacity the pool really had on this host (4
+// over the mean service time its workers gave: timers overshoot on a busy
+// host), never above the nominal 200/s by more. A loaded host can hold the
+// pool back further (its workers wait for a core between requests), never
+// speed it up: where a step below that capacity failed, or the pool fell
+// behind at a throughput under the band, the host set the figures the
+// low side would rest on, and only the high side is held. The objective
+// is lenient (p99<=250ms) so that such a host rarely fails a step below
+// the capacity.
+func TestCapacityModelOfPool(t *testing.T) {
+	t.Parallel()
+	const workers, nominal, band = 4, 200.0, 0.10
+	url, meanService, _ := poolTargetOf(t, workers)
+	began := time.Now()
+	code, stdout, stderr := runCmd(t, "capacity", "--slo", "p99<=250ms", "--target", url, "--window", "1s", "--start-rate", "120",
+		"--max-rate", "1000", "--step", "1.5s", "--warmup", "0.5s", "--max-lateness", "40ms", "--json", "--out", t.TempDir())
+	matchSchema(t, "capacity.json", stdout)
+	var res capacity.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("exit %d: %v\n%s", code, err, stderr)
+	}
+	muReal := workers / meanService().Seconds()
+	var out bytes.Buffer
+	report.CapacityTable(&out, res)
+	t.Logf("took %v, real capacity %.1f/s (mean service %v):\n%s", time.Since(began).Round(time.Millisecond), muReal, meanService(), out.String())
+	behind, held := 0, ""
+	for i, s := range res.Steps {
+		switch {
+		case s.Fitted() && s.FellBehind() && s.ThroughputRPS < muReal*(1-band):
+			held = fmt.Sprintf("step %d fell behind at %.1f/s", i, s.ThroughputRPS)
+		case (s.Verdict == capacity.StepFail || s.Verdict == capacity.StepClient || s.LimitedBy == capacity.CauseLatency) && s.AchievedRPS < muReal*(1-band):
+			held = fmt.Sprintf("step %d at %.1f/s was %s", i, s.AchievedRPS, s.Verdict)
+		}
+		behind += map[bool]int{true: 1}[s.Fitted() && s.FellBehind()]
+	}
+	u := res.USL
+	switch {
+	case (u == nil || behind == 0) && held != "":
+		t.Logf("%s, under the pool's real capacity (a loaded host) before the search passed it: the model is not held to the pool", held)
+		return
+	case u == nil || behind == 0:
+		t.Fatalf("model %v over %d steps, %d of them past the pool's capacity: want the steps past the knee fitted", u != nil, len(res.Steps), behind)
+	case u.PeakRPS == nil:
+		t.Fatalf("peak unbounded (%s), want it bounded by the steps past the knee", *u.PeakReason)
+	}
+	peak := *u.PeakRPS
+	if limit := min(nominal, muReal) * (1 + band); peak > limit {
+		t.Errorf("peak %.1f/s above %.1f/s: more than %.0f %% over the pool's capacity (real %.1f/s, nominal %.0f/s)", peak, limit, 100*band, muReal, nominal)
+	}
+	switch low := muReal * (1 - band); {
+	case peak < low && held != "":
+		t.Logf("peak %.1f/s below %.1f/s: %s, the host holding the pool back", peak, low, held)
+	case peak < low:
+		t.Errorf("peak %.1f/s below %.1f/s: more than %.0f %% under the pool's real capacity %.1f/s", peak, low, 100*band, muReal)
+	}
+	if u.PeakStatus == capacity.PeakAboveMeasured && !strings.Contains(out.String(), "not headroom") {
+		t.Errorf("a peak above what was measured, not flagged:\n%s", out.String())
 	}
 }

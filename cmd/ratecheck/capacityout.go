@@ -12,6 +12,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/capacity"
 	"github.com/connectbyjbrh/ratecheck/capacity/runner"
+	"github.com/connectbyjbrh/ratecheck/internal/human"
 	"github.com/connectbyjbrh/ratecheck/report"
 )
 
@@ -120,8 +121,8 @@ func capacityNotes(res capacity.Result) []string {
 		return append(notes, fmt.Sprintf("the generator could not keep the schedule at %.1f/s (achieved %.1f/s, lateness p99 %.1f ms): this is this machine's limit, not the API's; run on a less loaded machine, give --max-workers 0 (the open model), or split the load over machines",
 			last.OfferedRPS, last.AchievedRPS, last.LatenessP99Ms))
 	case capacity.StepLimits:
-		return append(notes, fmt.Sprintf("%d requests were answered 429 at %.1f/s from %d sources, each well under its share of the documented limit: the limiter engaged below its documented rate, a finding of its own, not capacity (verify checks the limits)",
-			last.Refused, last.OfferedRPS, last.Sources))
+		return append(notes, fmt.Sprintf("%s answered 429 at %.1f/s from %s, each well under its share of the documented limit: the limiter engaged below its documented rate, a finding of its own, not capacity (verify checks the limits)",
+			human.Count(last.Refused, "request was", "requests were"), last.OfferedRPS, human.Count(last.Sources, "source", "")))
 	}
 	return notes
 }
@@ -139,8 +140,8 @@ func stepEvents(stderr io.Writer, q string, shard attack.Shard) func(runner.Step
 		if g := ev.Segment; shard.Split() {
 			own = fmt.Sprintf(" (shard %v: %.1f/s from %d)", shard, g.PerSourceRPS*float64(len(g.Sources)), len(g.Sources))
 		}
-		fmt.Fprintf(stderr, "ratecheck capacity: step %d (%s) %.1f/s from %d sources%s: %s %.1fms [%s, %s] (uncorrected %.1fms), errors %.2f%%, %s\n",
-			ev.Segment.Step, ev.Segment.Phase, r.OfferedRPS, r.Sources, own, q, r.QuantileMs,
+		fmt.Fprintf(stderr, "ratecheck capacity: step %d (%s) %.1f/s from %s%s: %s %.1fms [%s, %s] (uncorrected %.1fms), errors %.2f%%, %s\n",
+			ev.Segment.Step, ev.Segment.Phase, r.OfferedRPS, human.Count(r.Sources, "source", ""), own, q, r.QuantileMs,
 			report.Bound(r.QuantileLowMs), report.Bound(r.QuantileHighMs), r.UncorrectedQuantileMs, 100*r.ErrorRate, verdict)
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/capacity"
 	"github.com/connectbyjbrh/ratecheck/capacity/runner"
+	"github.com/connectbyjbrh/ratecheck/client"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/refserver"
 )
@@ -27,6 +27,9 @@ func (o *capacityOptions) prepare(stderr io.Writer) (*runner.Job, attack.Options
 	if o.surface != method.REST && o.surface != method.MCP {
 		return fail("--surface %q: want rest or mcp", o.surface)
 	}
+	if o.sharedSources && (o.sources == "" || o.shardArg == "") {
+		return fail("--shared-sources is for a sharded search's --sources: give --shard i/n and --sources too")
+	}
 	if err := checkOutFile("--junit", o.junit); err != nil {
 		return fail("%v", err)
 	}
@@ -36,12 +39,17 @@ func (o *capacityOptions) prepare(stderr io.Writer) (*runner.Job, attack.Options
 	}
 	window := o.runFlags.window(o.wind, method.Window, time.Second)
 	so.Limit, so.Window = method.Limit(o.surface), window
-	pool := embeddedWith(window, 0, 0)
-	pool.Pool = capacityPool
-	opts, err := o.runFlags.options("capacity", stderr, embeddedTarget(pool))
+	sources, err := parseSources("--sources", o.sources)
 	if err != nil {
 		return fail("%v", err)
 	}
+	target := o.withFaults(embeddedWith(window, 0, 0))
+	target.Pool = capacityPool
+	opts, err := o.runFlags.options("capacity", stderr, embeddedTargetAt(target, embeddedAddr(sources)))
+	if err != nil {
+		return fail("%v", err)
+	}
+	opts.Sources = sources
 	opts.Folder, opts.Seed = "capacity", o.seed
 	cfg := runner.Config{Search: so, Surface: o.surface, ThroughLimit: o.throughLimit, Window: window, Timeout: o.timeout,
 		MaxWorkers: o.maxWorkers, ClientVersion: version}
@@ -52,8 +60,11 @@ func (o *capacityOptions) prepare(stderr io.Writer) (*runner.Job, attack.Options
 		opts.Folder += fmt.Sprintf("-shard%dof%d", cfg.Shard.I, cfg.Shard.N)
 		o.capacityOut.shard = cfg.Shard.String()
 	}
-	if cfg.Sources, err = o.sourceList(so, opts.Target, cfg.Shard); err != nil {
+	if cfg.Sources, err = o.sourceList(so, sources, opts.Target, cfg.Shard); err != nil {
 		return fail("%v", err)
+	}
+	if o.surface == method.MCP {
+		cfg.MCP = o.mcpSession(negotiationSource(o.runFlags.target, cfg.Sources), o.timeout, nil)
 	}
 	cfg.Events = stepEvents(stderr, quantileOf(so.Objective.SLO), cfg.Shard)
 	job, err := runner.New(cfg)
@@ -70,25 +81,32 @@ func (o *capacityOptions) prepare(stderr io.Writer) (*runner.Job, attack.Options
 }
 
 // sourceList is the source addresses of the search (of shard s's share
-// of it): --sources, or on a loopback target as many 127.0.x.y as the
-// highest rate needs (the shard's own of them), or the system's own
-// address for a remote target that needs only one.
-func (o *capacityOptions) sourceList(so capacity.Options, target string, s attack.Shard) ([]string, error) {
+// of it): the first the highest rate needs of the --sources pool (all of
+// it when it holds fewer: the search then refuses it with the number
+// needed; with --shared-sources, shard i's every n-th of the pool), or on
+// an IPv4 loopback target as many 127.0.x.y as that (the
+// shard's own of them), or the system's own address for a remote target
+// that needs only one.
+func (o *capacityOptions) sourceList(so capacity.Options, pool client.Pool, target string, s attack.Shard) ([]string, error) {
 	n := max(s.N, 1)
 	need := (capacity.SourcesNeeded(so.MaxRate, so.Limit, so.Window, so.Share) + n - 1) / n // a shard's
 	if o.throughLimit {
 		need = 1
 	}
-	if o.sources != "" {
-		var srcs []string
-		for _, s := range strings.Split(o.sources, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				srcs = append(srcs, s)
-			}
+	switch {
+	case pool.Len() > 0 && o.sharedSources && n > 1:
+		// The search's pool, shared by the shards on this host: every
+		// n-th of the addresses one process would use, from the i-th.
+		all := pool.Take(need * n)
+		var own []string
+		for k := s.I; k < len(all); k += n {
+			own = append(own, all[k])
 		}
-		return srcs, nil
+		return own, nil
+	case pool.Len() > 0:
+		return pool.Take(need), nil
 	}
-	if target == "" || attack.IsLoopback(target) {
+	if loopbackV4(target) {
 		return shardSources(need*n, s)
 	}
 	switch {

@@ -43,9 +43,16 @@ target; two runs of the embedded target have one target) are not
 comparable: compare warns, lists their differences as notes, not
 regressions, and exits 2.
 
+A surface one run could not show the limiter of (its address had spent
+its budget just before, the API was not there: the run's missing
+evidence) has its limit, model and verdict left out: a change there is a
+note naming why, not a regression, and with no regression elsewhere the
+comparison is inconclusive (exit 4), never a pass.
+
 Exit codes: 0 no regression, 1 a regression, 2 bad usage, unreadable input
-or runs that are not comparable, 4 a capacity run without a knee, 130 or 143
-interrupted (SIGINT or SIGTERM).
+or runs that are not comparable, 4 a run that could not show the limiter
+of a surface, or a capacity run without a knee, 130 or 143 interrupted
+(SIGINT or SIGTERM).
 `
 
 func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int {
@@ -115,6 +122,9 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	case analyze.Fail:
 		return exitCheckFailed
+	case analyze.Inconclusive:
+		fmt.Fprintf(stderr, "ratecheck compare: %s: the limit, model and verdict there are not compared; compare runs that showed the limiter\n", strings.Join(c.Unjudged, "; "))
+		return exitInconclusive
 	}
 	return exitOK
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -500,11 +501,11 @@ func TestFailureTableIsOneList(t *testing.T) {
 }
 
 // TestProbePlanTableIsThePlan: the probe-plan table of docs/method.md
-// names exactly the streams of verify's plan (with --discriminate), the
+// names exactly the streams of verify's plan, its follow-up included, the
 // failure-table probes as one row.
 func TestProbePlanTableIsThePlan(t *testing.T) {
 	plan, err := scenario.VerifyProfile(scenario.VerifyOptions{RESTLimit: 240, MCPLimit: 120, Sources: []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"},
-		Limits: true, Isolation: true, Contract: true, Discriminate: true})
+		Limits: true, Isolation: true, Contract: true, FollowUpUntil: defaultMaxDuration})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,5 +530,131 @@ func TestProbePlanTableIsThePlan(t *testing.T) {
 	sort.Strings(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("docs/method.md: the probe-plan table names streams %v, want the streams of verify's plan %v", got, want)
+	}
+}
+
+// invocationRE matches a command line of ratecheck in a text: the
+// command and what follows it on the line, up to a shell separator or the
+// end of a code span.
+var invocationRE = regexp.MustCompile("ratecheck ([a-z][a-z0-9-]*)([^`|;&#)\n]*)")
+
+// TestDocsNameOnlyFlagsCommandsHave: wherever the repository's Markdown
+// or a command's -h shows a command line of ratecheck, every --flag on it
+// is a flag of that command (as its -h lists it), so that no page sends a
+// reader to a flag the command lacks.
+func TestDocsNameOnlyFlagsCommandsHave(t *testing.T) {
+	flags := map[string]map[string]bool{}
+	texts := map[string]string{}
+	for name := range commands() {
+		_, _, help := runCmd(t, name, "-h")
+		flags[name] = map[string]bool{"h": true, "help": true}
+		for _, m := range flagRE.FindAllStringSubmatch(help, -1) {
+			flags[name][m[1]] = true
+		}
+		texts["ratecheck "+name+" -h"] = help
+	}
+	for _, f := range markdownFiles(t) {
+		texts[f] = readDoc(t, f)
+	}
+	checked := 0
+	for where, text := range texts {
+		for _, m := range invocationRE.FindAllStringSubmatch(text, -1) {
+			has, ok := flags[m[1]]
+			if !ok {
+				continue // prose: "ratecheck itself", "ratecheck history makes"
+			}
+			cmd := m[1]
+			for _, tok := range strings.Fields(m[2]) {
+				if tok == "--" && cmd == "k8s-job" {
+					// the flags of the command every pod runs
+					cmd = "attack"
+					if strings.Contains(m[2], "--capacity") {
+						cmd = "capacity"
+					}
+					has = flags[cmd]
+					continue
+				}
+				if !strings.HasPrefix(tok, "--") || len(tok) < 3 {
+					continue
+				}
+				name, _, _ := strings.Cut(strings.TrimPrefix(tok, "--"), "=")
+				name = strings.TrimRight(name, ".,:'\"")
+				checked++
+				if !has[name] {
+					t.Errorf("%s: %q names --%s, which ratecheck %s does not have", where, strings.TrimSpace(m[0]), name, cmd)
+				}
+			}
+		}
+	}
+	t.Logf("%d flags on command lines checked", checked)
+	if checked < 50 {
+		t.Errorf("only %d flags on command lines were checked: is the pattern still finding them?", checked)
+	}
+}
+
+// updateReadme rewrites README.md's first-run sample from the archived
+// run of testdata/readme-run instead of checking it.
+var updateReadme = flag.Bool("update-readme", false, "rewrite README.md's first-run sample from testdata/readme-run")
+
+// readmeVerdictIntro is the README line the first-run verdict sample
+// follows.
+const readmeVerdictIntro = "and the verdict on stdout, one table of checks per surface (the MCP table is alike):\n\n```\n"
+
+// TestReadmeFirstRun: the verdict README.md shows for a first run is
+// what ratecheck prints today for a real run of the embedded target,
+// archived in testdata/readme-run (analyze of a verify run folder prints
+// what verify printed): the REST table to its latency line, the MCP
+// header and the verdict line, the run folder as results/. So the sample
+// cannot go stale when a message changes; go test -run TestReadmeFirstRun
+// -update-readme rewrites it, and a new real run may replace the folder.
+// The stderr sample above it names the same run folder.
+func TestReadmeFirstRun(t *testing.T) {
+	dirs, _ := filepath.Glob(filepath.Join("testdata", "readme-run", "*-verify"))
+	if len(dirs) != 1 {
+		t.Fatalf("testdata/readme-run holds %v, want one verify run folder", dirs)
+	}
+	code, stdout, stderr := runCmd(t, "analyze", dirs[0])
+	if code != exitOK {
+		t.Fatalf("analyze of the README's run: exit %d, want 0 (a pass)\n%s", code, stderr)
+	}
+	lines := strings.Split(strings.ReplaceAll(stdout, filepath.Join("testdata", "readme-run")+string(filepath.Separator), "results/"), "\n")
+	var sample []string
+	rest := false
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "PASS  REST:"):
+			rest = true
+			sample = append(sample, l)
+		case rest && strings.HasPrefix(l, "  latency:"):
+			rest = false
+			sample = append(sample, l, "  …")
+		case rest:
+			sample = append(sample, l)
+		case strings.HasPrefix(l, "PASS  MCP:"):
+			sample = append(sample, l, "  …")
+		case strings.HasPrefix(l, "verdict: "):
+			sample = append(sample, l)
+		}
+	}
+	want := strings.Join(sample, "\n") + "\n"
+	doc := readDoc(t, "README.md")
+	i := strings.Index(doc, readmeVerdictIntro)
+	if i < 0 {
+		t.Fatalf("README.md has no %q", readmeVerdictIntro)
+	}
+	from := i + len(readmeVerdictIntro)
+	to := from + strings.Index(doc[from:], "```")
+	if *updateReadme {
+		doc = doc[:from] + want + doc[to:]
+		if err := os.WriteFile(filepath.Join(repoRoot, "README.md"), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if got := doc[from:to]; got != want {
+		t.Errorf("README.md's first-run verdict is not what ratecheck prints for testdata/readme-run (go test ./cmd/ratecheck -run TestReadmeFirstRun -update-readme rewrites it):\n--- README\n%s--- ratecheck\n%s", got, want)
+	}
+	if run := "results/" + filepath.Base(dirs[0]); !strings.Contains(doc[:i], "ratecheck verify: report "+run+"/report.html") {
+		t.Errorf("README.md's stderr sample does not name the run folder of its verdict, %s", run)
 	}
 }

@@ -9,14 +9,20 @@ import (
 )
 
 // embeddedTarget returns a starter of the reference target, in-process on
-// a free loopback port, quiet, configured by cfg.
+// a free IPv4 loopback port, quiet, configured by cfg.
 func embeddedTarget(cfg refserver.Config) func() (*refserver.Listener, error) {
+	return embeddedTargetAt(cfg, "127.0.0.1:0")
+}
+
+// embeddedTargetAt is embeddedTarget listening on addr ([::1]:0 for a run
+// whose sources are all IPv6: see embeddedAddr).
+func embeddedTargetAt(cfg refserver.Config, addr string) func() (*refserver.Listener, error) {
 	return func() (*refserver.Listener, error) {
 		srv, err := refserver.New(cfg)
 		if err != nil {
 			return nil, err
 		}
-		return refserver.Listen(srv, "127.0.0.1:0")
+		return refserver.Listen(srv, addr)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
+	"github.com/connectbyjbrh/ratecheck/client"
 )
 
 // TestRenderEvents: a run's events, in the order the engine reports them,
@@ -75,8 +76,8 @@ func TestDescribe(t *testing.T) {
 		{&attack.RunError{Run: run, Err: &attack.FailingError{Failed: 120, Of: 120, All: true}},
 			"the target is failing: all 120 results were transport errors or 5xx; the 120 results received are archived in results/x"},
 		{&attack.RunError{Run: run, Err: attack.ErrInterrupted}, "interrupted; the 120 results received are archived in results/x"},
-		{&attack.SetupError{Err: &attack.SourceError{Source: "10.9.9.9", Err: errors.New("this machine has no such address")}},
-			"--sources: cannot send from 10.9.9.9: this machine has no such address (on Linux every 127.0.0.x is local; another address must be one of this machine's)"},
+		{&attack.SetupError{Err: &attack.SourceError{Source: "10.9.9.9", Err: client.ErrNotLocal}},
+			"--sources: cannot send from 10.9.9.9: this machine has no such address (on Linux every 127.0.0.x is local; another address must be one of this machine's, or of a prefix routed here: ip route add local 10.9.9.9/32 dev lo)"},
 		{&attack.SetupError{Err: &attack.RevisionError{Want: "2025-03-26", Err: errors.New("the server speaks 2025-06-18")}},
 			"--mcp-revision 2025-03-26: the server speaks 2025-06-18"},
 		{&attack.UnreachableError{Target: "http://a", Err: &attack.RedirectError{Status: 302, To: "https://b/"}},

@@ -5,13 +5,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
+	"math"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
+	"github.com/connectbyjbrh/ratecheck/client"
+	"github.com/connectbyjbrh/ratecheck/internal/human"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -40,16 +46,70 @@ func parseFlags(fs *flag.FlagSet, args []string) int {
 	return -1
 }
 
-// parseArgs is parseFlags for commands that take arguments after their flags.
+// parseArgs is parseFlags for commands that take arguments after their
+// flags. -h prints the whole usage; a bad flag gets the error, one line of
+// hint where there is one (the nearest flag name, a duration's missing
+// unit) and where to find every flag, not the whole usage, which would
+// scroll the error away.
 func parseArgs(fs *flag.FlagSet, args []string) int {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
 	switch {
 	case errors.Is(err, flag.ErrHelp):
+		usage()
 		return exitOK
 	case err != nil:
+		fmt.Fprintf(out, "%s: %v\n", fs.Name(), err)
+		if h := flagHint(fs, err); h != "" {
+			fmt.Fprintf(out, "%s: %s\n", fs.Name(), h)
+		}
+		fmt.Fprintf(out, "run '%s -h' for every flag\n", fs.Name())
 		return exitUsage
 	}
 	return -1
+}
+
+// flagHint is one line that helps with the parse error err of fs: the
+// flag meant by a misspelt one, or the unit a duration lacks ("" for
+// none).
+func flagHint(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		name = strings.TrimLeft(name, "-")
+		best, bestD := "", 3 // at most two edits away
+		fs.VisitAll(func(f *flag.Flag) {
+			if d := human.EditDistance(name, f.Name); d < bestD || d == bestD && f.Name < best {
+				best, bestD = f.Name, d
+			}
+		})
+		if best != "" {
+			return fmt.Sprintf("did you mean --%s?", best)
+		}
+		return ""
+	}
+	var value, name string
+	if n, _ := fmt.Sscanf(msg, "invalid value %q for flag -%s", &value, &name); n == 2 {
+		name = strings.TrimSuffix(name, ":")
+		if f := fs.Lookup(name); f != nil {
+			if g, ok := f.Value.(flag.Getter); ok && isDuration(g) {
+				if _, err := time.ParseDuration(value + "s"); err == nil {
+					return fmt.Sprintf("--%s takes a duration with its unit, such as %ss, 500ms or 2m", name, value)
+				}
+				return fmt.Sprintf("--%s takes a duration with its unit, such as 10s, 500ms or 2m", name)
+			}
+		}
+	}
+	return ""
+}
+
+// isDuration reports whether a flag's value is a duration.
+func isDuration(g flag.Getter) bool {
+	_, ok := g.Get().(time.Duration)
+	return ok
 }
 
 // checkLimits names the first of the limit and window flags that is out of
@@ -92,35 +152,70 @@ func parseInstant(flag, s string) (time.Time, error) {
 	return t, nil
 }
 
-// parseAddresses reads a comma-separated list of IP addresses.
-func parseAddresses(list string) ([]string, error) {
-	addrs, err := parseList(list)
+// parseSources reads a --sources pool (flagName names the flag in its
+// errors): addresses, ranges and prefixes, IPv4 and IPv6 mixed, taken in
+// the order written (see client.Pool).
+func parseSources(flagName, list string) (client.Pool, error) {
+	pool, err := client.ParsePool(list)
 	if err != nil {
-		return nil, err
+		return client.Pool{}, fmt.Errorf("%s: %v", flagName, err)
 	}
-	for _, a := range addrs {
-		if net.ParseIP(a) == nil {
-			return nil, fmt.Errorf("%q is not an IP address", a)
-		}
-	}
-	return addrs, nil
+	return pool, nil
 }
 
 // replaceSources makes every stream of p send from the addresses of list
-// (comma-separated IPs), or from the machine's own address for "own".
-func replaceSources(p *scenario.Profile, list string) error {
-	var sources []string
+// (a pool of at most scenario.MaxSources addresses: every stream sends
+// from each), or from the machine's own address for "own"; it returns the
+// pool (empty for own).
+func replaceSources(p *scenario.Profile, list string) (client.Pool, error) {
+	var pool client.Pool
 	if list != "own" {
 		var err error
-		if sources, err = parseAddresses(list); err != nil {
-			return fmt.Errorf("%w (or use own)", err)
+		if pool, err = client.ParsePool(list); err != nil {
+			return pool, fmt.Errorf("%w (or use own)", err)
+		}
+		if pool.Len() > scenario.MaxSources {
+			return pool, fmt.Errorf("%s holds %s addresses, and attack sends every stream from each of its sources: name at most %d (a range, or a longer prefix)",
+				pool, addressCount(pool.Len()), scenario.MaxSources)
 		}
 	}
-	p.Sources = sources
+	p.Sources = pool.Take(pool.Len())
 	for i := range p.Streams {
 		p.Streams[i].Sources = nil
 	}
-	return nil
+	return pool, nil
+}
+
+// addressCount writes a pool's size, "over 2^63" for a saturated one.
+func addressCount(n int) string {
+	if n == math.MaxInt {
+		return "over 2^63"
+	}
+	return strconv.Itoa(n)
+}
+
+// loopbackV4 reports whether target is the embedded target or on IPv4
+// loopback (127.x, localhost), where every 127.0.0.x is a source on
+// Linux; ::1 is IPv6's only loopback address.
+func loopbackV4(target string) bool {
+	if !attack.IsLoopback(target) {
+		return false
+	}
+	u, err := url.Parse(target)
+	if err != nil || target == "" {
+		return err == nil
+	}
+	a, err := netip.ParseAddr(u.Hostname())
+	return err != nil || a.Unmap().Is4()
+}
+
+// embeddedAddr is where the embedded target listens for a run from pool:
+// IPv6 loopback when every source is IPv6, IPv4 loopback otherwise.
+func embeddedAddr(pool client.Pool) string {
+	if v4, v6 := pool.Families(); v6 && !v4 {
+		return "[::1]:0"
+	}
+	return "127.0.0.1:0"
 }
 
 // checkOutFile says what is wrong with an output file flag's value before a

@@ -40,6 +40,10 @@ whatever the host's timing; how late the machine ran its timers is shown as
 Strategies: full (the contract's advice, the default), equal, decorrelated,
 none (lockstep: the control, which fails).
 
+--sources takes a pool (addresses, ranges, prefixes; IPv4 and IPv6): its
+first address is the fleet's, its second the rows'. Every address is
+checked usable before anything is sent (docs/network.md).
+
 Without --target the embedded reference target is started with the window
 compressed to 30s (unless --window is given): the run takes seconds, since
 nothing waits for the window to pass, and a host that stalls for seconds
@@ -69,6 +73,7 @@ type fleetOptions struct {
 	window   time.Duration
 	limit    int
 	source   string
+	sources  string
 	rows     bool
 	seed     uint64
 	json     bool
@@ -108,7 +113,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	judged, _ := fleetConfig(run.Info)
-	return printFleet(o, jitter.Judge(in, judged), string(f.Backoff.Strategy), run.Info, stdout, stderr)
+	return printFleet(o, jitter.Judge(in, judged), string(f.Backoff.Strategy), run.Info, run.Dir, stdout, stderr)
 }
 
 // flagSet declares the flags of fleet into o.
@@ -127,7 +132,8 @@ func (o *fleetOptions) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.epsilon, "epsilon", 0, "distance that counts as a collision (default: base/50)")
 	fs.DurationVar(&o.window, "window", 0, "the target's window (default 60s; 30s for the embedded target)")
 	fs.IntVar(&o.limit, "limit", 0, "requests the primer sends to spend the address's budget (default: 240 REST, 120 MCP)")
-	fs.StringVar(&o.source, "source", "", "local `address` of every client (default on loopback: 127.0.0.2)")
+	fs.StringVar(&o.source, "source", "", "local `address` of every client (default on IPv4 loopback: 127.0.0.2)")
+	fs.StringVar(&o.sources, "sources", "", "`pool` of local addresses, ranges and prefixes, comma-separated: its first is every client's address, its second the failure-table rows' (default on IPv4 loopback: 127.0.0.2,127.0.0.3)")
 	fs.BoolVar(&o.rows, "rows", true, "send every failure-table row once to check that answers are not retried")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the clients' jitter")
 	fs.BoolVar(&o.json, "json", false, "print the JSON verdict on stdout instead of tables")

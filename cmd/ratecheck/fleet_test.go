@@ -68,43 +68,34 @@ func checkNamed(rep jitter.Report, name string) analyze.Check {
 	return analyze.Check{}
 }
 
-// runFleetShared runs fleet --json with args at the embedded default window,
-// then at 60s if the host stalled for so long that the fleet was never
-// driven into a shared 429 (which proves nothing either way), and skips the
-// test if neither run was.
+// runFleetShared runs fleet --json with args at the embedded target's
+// default window (30 s: a host stalling for seconds still cannot let the
+// budget come back before the fleet's first attempts arrive) and holds
+// the experiment's premise, every first attempt refused together.
 func runFleetShared(t *testing.T, args ...string) (int, jitter.Report) {
 	t.Helper()
-	var detail string
-	for _, window := range []string{"30s", "60s"} {
-		code, rep, _ := runFleetJSON(t, append([]string{"--window", window}, args...)...)
-		shared := checkNamed(rep, "shared-429")
-		if shared.Verdict == analyze.Pass {
-			return code, rep
-		}
-		detail = shared.Detail
-		t.Logf("window %s, %v: %s", window, args, detail)
+	code, rep, stderr := runFleetJSON(t, args...)
+	if shared := checkNamed(rep, "shared-429"); shared.Verdict != analyze.Pass {
+		t.Fatalf("%v: shared-429 %s: %s\nstderr: %s", args, shared.Verdict, shared.Detail, stderr)
 	}
-	t.Skipf("the host stalled for longer than a 60s window allows, so the fleet was never driven into a shared 429: %s", detail)
-	return 0, jitter.Report{}
+	return code, rep
 }
 
 // TestFleetFullPassesLockstepFails: against the embedded target, a fleet
 // with full jitter spreads out and passes; the same fleet in lockstep
-// re-collides and fails. Full jitter is held to a 1 % false-alarm rate, so
-// a failure is retried once with another seed (both failing: 1 in 10 000).
+// re-collides and fails. The clients draw from --seed 2, so the figures
+// judged are those its draws make, moved only by the host's timing: every
+// one at most 80 % of its bound even at a 1 % false-alarm rate
+// (collisions 200, 69 and 30 against 250, 118 and 64; re-collided 3 and 1
+// against 12 and 4; peak ε-bins 6, 3, 3 against 10, 7, 5 on the 2-core
+// VM), and the default rate's bounds are wider. One run, not a retry on
+// another seed: seed 1 re-collides 10 against 11 at 1 %.
 func TestFleetFullPassesLockstepFails(t *testing.T) {
 	t.Parallel()
 	if raceEnabled {
 		t.Skip("statistics of a 100-client fleet, checked by the plain run; under -race, TestFleetRetryDiscipline exercises the same concurrent code")
 	}
-	var rep jitter.Report
-	var code int
-	for _, seed := range []string{"1", "2"} {
-		code, rep = runFleetShared(t, "--strategy", "full", "--seed", seed)
-		if code == exitOK {
-			break
-		}
-	}
+	code, rep := runFleetShared(t, "--strategy", "full", "--seed", "2")
 	if code != exitOK || rep.Verdict != analyze.Pass || len(rep.Waves) != 3 || rep.Clients != 100 {
 		t.Fatalf("full jitter: exit %d, %+v", code, rep)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -43,11 +44,20 @@ func (o *fleetOptions) prepare(stderr io.Writer) (f fleet.Fleet, opts attack.Opt
 	if err != nil {
 		return fail("--faults: %v", err)
 	}
+	pool, err := o.sourcePool()
+	if err != nil {
+		return fail("%v", err)
+	}
 	window := o.runFlags.window(o.window, time.Minute, 30*time.Second)
 	f = fleet.Fleet{Surface: o.surface, Clients: o.clients, Requests: o.requests,
 		Backoff: client.Backoff{Strategy: strategy, Base: o.base, Cap: o.cap}, Attempts: o.attempts, SlowDown: o.slowDown,
-		Limit: o.limit, Window: window, Timeout: o.timeout, Seed: o.seed, Source: o.source, Epsilon: o.epsilon}
-	if o.source == "" && attack.IsLoopback(o.target) {
+		Limit: o.limit, Window: window, Timeout: o.timeout, Seed: o.seed, Epsilon: o.epsilon}
+	switch srcs := pool.Take(2); {
+	case len(srcs) == 2:
+		f.Source, f.RowSource = srcs[0], srcs[1]
+	case len(srcs) == 1:
+		f.Source = srcs[0]
+	case loopbackV4(o.target):
 		f.Source, f.RowSource = "127.0.0.2", "127.0.0.3"
 	}
 	if o.rows {
@@ -69,13 +79,29 @@ func (o *fleetOptions) prepare(stderr io.Writer) (f fleet.Fleet, opts attack.Opt
 	f = f.Defaults()
 	cfg := refserver.DefaultConfig()
 	cfg.Window, cfg.Faults, cfg.Seed = window, faults, o.seed
-	if opts, err = o.runFlags.options("fleet", stderr, embeddedTarget(cfg)); err != nil {
+	if opts, err = o.runFlags.options("fleet", stderr, embeddedTargetAt(cfg, embeddedAddr(pool))); err != nil {
 		return fail("%v", err)
 	}
-	opts.Folder, opts.Seed, opts.Network = "fleet", o.seed, f.Network
+	opts.Folder, opts.Seed, opts.Network, opts.Sources = "fleet", o.seed, f.Network, pool
 	opts.Events = engineEvents(stderr, "fleet", fmt.Sprintf("%d clients from %s, strategy %s, base %s, cap %s, %d attempts, ε %s",
 		f.Clients, orDefault(f.Source), strategy, human.Duration(f.Backoff.Base), human.Duration(f.Backoff.Cap), f.Attempts, human.Duration(f.Epsilon)))
 	return f, opts, -1
+}
+
+// sourcePool reads --source and --sources: the fleet's address, then the
+// failure-table rows' (--source: the fleet's only).
+func (o fleetOptions) sourcePool() (client.Pool, error) {
+	switch {
+	case o.source != "" && o.sources != "":
+		return client.Pool{}, errors.New("--source and --sources do not go together: --sources names the fleet's address and then the rows'")
+	case o.source != "":
+		pool, err := parseSources("--source", o.source)
+		if err == nil && pool.Len() != 1 {
+			err = fmt.Errorf("--source: %s is not one address, the fleet's (--sources takes a pool)", o.source)
+		}
+		return pool, err
+	}
+	return parseSources("--sources", o.sources)
 }
 
 // fleetConfig is what a fleet run is judged against, as its run.json
@@ -94,10 +120,10 @@ func fleetConfig(info archive.RunInfo) (jitter.Config, string) {
 	return cfg, f.Strategy
 }
 
-// printFleet writes the verdict of the fleet run info recorded (tables or
-// JSON, --junit and --metrics) and returns its exit code.
-func printFleet(o fleetOptions, rep *jitter.Report, strategy string, info archive.RunInfo, stdout, stderr io.Writer) int {
-	dir := info.Dir
+// printFleet writes the verdict of the fleet run info recorded, kept in
+// run folder dir (tables or JSON, --junit and --metrics), and returns its
+// exit code.
+func printFleet(o fleetOptions, rep *jitter.Report, strategy string, info archive.RunInfo, dir string, stdout, stderr io.Writer) int {
 	if err := writeJUnit(o.junit, "ratecheck fleet", []report.Suite{{Name: "fleet", Checks: rep.Checks}}); err != nil {
 		fmt.Fprintf(stderr, "ratecheck fleet: --junit: %v (the run is kept in %s)\n", err, dir)
 		return exitUsage

@@ -36,7 +36,7 @@ func FuzzListFlags(f *testing.F) {
 			t.Fatalf("ParseShard(%q) = %v", s, sh)
 		}
 		p := &scenario.Profile{Sources: []string{"127.0.0.1"}, Streams: []scenario.Stream{{Sources: []string{"127.0.0.2"}}}}
-		if err := replaceSources(p, s); err == nil {
+		if _, err := replaceSources(p, s); err == nil {
 			for _, src := range p.Sources {
 				if net.ParseIP(src) == nil {
 					t.Fatalf("--sources %q gave source %q", s, src)

@@ -21,7 +21,7 @@ import (
 // waits behind a gate; nothing reaches the target after the signal, and
 // run.json says the run was interrupted, the exit code is the signal's
 // (130, 143: not 1, which says a check failed), and analyze reads what it
-// archived. The bound on the exit is far
+// archived, saying the run was interrupted. The bound on the exit is far
 // above any noise and far below the hour a sleeping stream would take.
 func TestInterruptStopsWaitingStreams(t *testing.T) {
 	t.Parallel()
@@ -93,8 +93,9 @@ streams:
 			if !info.Interrupted || info.InProgress || info.Results != 2 {
 				t.Errorf("run.json says interrupted %v, in progress %v, %d results; want interrupted, finished, 2", info.Interrupted, info.InProgress, info.Results)
 			}
-			if code, stdout, stderr := runCmd(t, "analyze", "--json", onlyRun(t, out)); code == exitUsage || !strings.Contains(stdout, `"verdict"`) {
-				t.Errorf("analyze of the interrupted run: exit %d\n%s%s", code, stdout, stderr)
+			if code, stdout, stderr := runCmd(t, "analyze", "--json", onlyRun(t, out)); code == exitUsage || !strings.Contains(stdout, `"verdict"`) ||
+				!strings.Contains(stdout+stderr, "the run was interrupted (SIGINT or SIGTERM)") {
+				t.Errorf("analyze of the interrupted run: exit %d, want its verdict saying the run was interrupted\n%s%s", code, stdout, stderr)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/capacity"
+	"github.com/connectbyjbrh/ratecheck/client"
 	"github.com/connectbyjbrh/ratecheck/deploy/kubernetes"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
@@ -14,11 +15,11 @@ import (
 // capacityJob makes o the Job of a capacity search: no profile, the
 // reference target (when deployed) with the pool of capacity's embedded
 // target, and the search's flags checked as every shard will read them.
-func capacityJob(o *kubernetes.Options, profile string) error {
+func capacityJob(o *kubernetes.Options, profile string, pool client.Pool) error {
 	if profile != "" {
 		return errors.New("--profile is for an attack: a --capacity search has none (its flags go after --)")
 	}
-	if err := checkCapacityShards(o.Args, o.Shards, o.Window); err != nil {
+	if err := checkCapacityShards(o.Args, o.Shards, o.Window, pool); err != nil {
 		return err
 	}
 	if o.Name == "" {
@@ -32,9 +33,10 @@ func capacityJob(o *kubernetes.Options, profile string) error {
 
 // checkCapacityShards refuses a search that every shard would refuse: the
 // flags after -- as capacity reads them, and a highest rate that needs
-// more source addresses than the shards have, one a pod.
-func checkCapacityShards(extra []string, shards int, window time.Duration) error {
-	c := capacityOptions{runFlags: runFlags{abortAt: "0", mcpRevision: "auto"}}
+// more source addresses than the shards have: one a pod, or the pods'
+// shared pool.
+func checkCapacityShards(extra []string, shards int, window time.Duration, pool client.Pool) error {
+	var c capacityOptions
 	fs := c.flagSet(io.Discard)
 	if err := fs.Parse(extra); err != nil {
 		return fmt.Errorf("after --: %v", err)
@@ -54,12 +56,19 @@ func checkCapacityShards(extra []string, shards int, window time.Duration) error
 	}
 	limit := method.Limit(c.surface)
 	so.Limit, so.Window, so.Shards, so.Sources = limit, window, shards, shards // one address a pod
+	if pool.Len() > 0 {
+		so.Sources = pool.Len() / shards * shards // every pod the same share
+	}
 	if c.throughLimit {
 		so.Limit, so.Window = 0, 0
 	}
 	_, err = capacity.NewSearch(so)
 	var few *capacity.TooFewSourcesError
 	switch {
+	case errors.As(err, &few) && pool.Len() > 0:
+		need := capacity.SourcesNeeded(so.MaxRate, limit, window, 0)
+		return fmt.Errorf("--sources %s holds %d addresses, but --max-rate %g needs %d (each at most half its limit of %d per %v), %d for each of the %d shards: give a larger pool, or pass -- --max-rate lower",
+			pool, pool.Len(), so.MaxRate, need, limit, window, few.Need, shards)
 	case errors.As(err, &few):
 		need := capacity.SourcesNeeded(so.MaxRate, limit, window, 0)
 		most := float64(shards) * float64(limit) / window.Seconds() / 2 // half the limit an address

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,6 +88,10 @@ func TestK8sJobCapacityUsage(t *testing.T) {
 		{append(base, "--", "--slo", "p99<=100ms", "--bogus"), "after --: flag provided but not defined: -bogus"},
 		{append(base, "--", "--slo", "p99<=100ms", "--rendezvous", "/tmp/x"), "after --: --rendezvous is set by k8s-job itself"},
 		{append(base, "--", "--slo", "p99<=100ms", "--sources", "10.0.0.1"), "after --: --sources is set by k8s-job itself"},
+		{append(base, "--", "--slo", "p99<=100ms", "--shared-sources"), "after --: --shared-sources is set by k8s-job itself"},
+		{append(base, "--sources", "2001:db8:2::/112", "--", "--slo", "p99<=100ms"), "--sources needs --node"},
+		{append(base, "--sources", "2001:db8:2::/48", "--node", "n1", "--", "--slo", "p99<=100ms"), `--sources: "2001:db8:2::/48": a /48 is more than a pool may hold`},
+		{append(base, "--sources", "198.18.0.0/24", "--node", "n1", "--", "--slo", "p99<=100ms"), "--sources 198.18.0.0/24 holds 254 addresses, but --max-rate 10000 needs 5000 (each at most half its limit of 240 per 1m0s), 1667 for each of the 3 shards"},
 		// The default --max-rate 10000 at 2/s an address (half of 240 a
 		// minute) needs 5000 addresses; three pods have three.
 		{append(base, "--", "--slo", "p99<=100ms"), "--max-rate 10000 needs 5000 source addresses (each at most half its limit of 240 per 1m0s), 1667 for each of the 3 shards, but a pod sends from its one address: pass -- --max-rate 6 or lower, or --shards 5000"},
@@ -103,6 +108,72 @@ func TestK8sJobCapacityUsage(t *testing.T) {
 		{"--", "--slo", "p99<=100ms", "--through-limit"}} {
 		if code, stdout, stderr := runCmd(t, append(base, args...)...); code != exitOK || !strings.Contains(stdout, "- capacity\n") {
 			t.Errorf("%v: exit %d, %s; want the Job", args, code, stderr)
+		}
+	}
+}
+
+// TestK8sJobSharedPool: with --sources and --node the pods run on that
+// node in its network and share the pool: each shard of the search sends
+// from its every n-th address from the i-th, so no two pods send from one
+// address and together they send from the addresses one process would.
+// The pods are run here, as in TestK8sJobCapacityPodsRun, from a pool of
+// 127.0.x addresses.
+func TestK8sJobSharedPool(t *testing.T) {
+	t.Parallel()
+	url, _, seen := poolTarget(t)
+	code, stdout, stderr := runCmd(t, "k8s-job", "--capacity", "--shards", "2", "--target", url, "--window", "1s", "--node", "node-7", "--sources", "127.0.9.0/24",
+		"--start-at", time.Now().Add(1500*time.Millisecond).UTC().Format(time.RFC3339Nano),
+		"--", "--slo", "p99<=100ms", "--start-rate", "200", "--max-rate", "480", "--step", "1s", "--warmup", "0.2s", "--json", "--max-lateness", "30ms")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	docs := strings.Split(stdout, "\n---\n")
+	var job batchv1.Job
+	if err := yaml.Unmarshal([]byte(docs[len(docs)-1]), &job); err != nil {
+		t.Fatal(err)
+	}
+	pod := job.Spec.Template.Spec
+	if !pod.HostNetwork || pod.NodeSelector["kubernetes.io/hostname"] != "node-7" {
+		t.Errorf("hostNetwork %v, nodeSelector %v: want the pods in node-7's network", pod.HostNetwork, pod.NodeSelector)
+	}
+	results := t.TempDir()
+	var wg sync.WaitGroup
+	codes := make([]int, *job.Spec.Completions)
+	outs, logs := make([]bytes.Buffer, len(codes)), make([]bytes.Buffer, len(codes))
+	for i := range codes {
+		var args []string
+		for _, a := range pod.Containers[0].Args {
+			a = strings.ReplaceAll(a, "$(JOB_COMPLETION_INDEX)", strconv.Itoa(i))
+			args = append(args, strings.Replace(a, "/results", results, 1))
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = run(context.Background(), args, &outs[i], &logs[i])
+		}()
+	}
+	wg.Wait()
+	for i, code := range codes {
+		if code != exitOK && code != exitCheckFailed && code != exitInconclusive { // a loaded host may fail the first step: the plumbing is what is tested
+			t.Fatalf("pod %d: exit %d\n%s%s", i, code, outs[i].String(), logs[i].String())
+		}
+	}
+	// 480/s at 120/s an address (half of 240 a second) takes 4
+	// addresses: 127.0.9.1 to .4, shard 0 the odd ones, shard 1 the even.
+	want := [][]string{{"127.0.9.1", "127.0.9.3"}, {"127.0.9.2", "127.0.9.4"}}
+	dirs, _ := filepath.Glob(filepath.Join(results, job.Name, "*-capacity-shard*"))
+	slices.Sort(dirs)
+	if len(dirs) != 2 {
+		t.Fatalf("run folders %v", dirs)
+	}
+	for i, dir := range dirs {
+		if info := runInfo(t, dir); !slices.Equal(info.Sources, want[i]) || info.SourcePool != "127.0.9.0/24" {
+			t.Errorf("shard %d sent from %v (pool %q), want %v of 127.0.9.0/24", i, info.Sources, info.SourcePool, want[i])
+		}
+	}
+	for a := range seen() {
+		if !slices.Contains(append(want[0], want[1]...), a) {
+			t.Errorf("the target saw %s, not one of the pool's first four", a)
 		}
 	}
 }

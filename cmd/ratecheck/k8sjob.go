@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
+	"github.com/connectbyjbrh/ratecheck/client"
 	"github.com/connectbyjbrh/ratecheck/deploy/kubernetes"
 )
 
@@ -38,6 +39,14 @@ is deployed with a pool of 10 workers of 20 ms (500/s).
 
   ratecheck k8s-job --capacity --shards 6 --window 1s -- --slo 'p99<=100ms' --max-rate 700 | kubectl apply -f -
 
+--sources gives the pods a pool of addresses instead of one each: a range
+or prefix routed to one node as local (--node), where the pods run in the
+node's network (hostNetwork) and each sends from its own share of the pool
+(an attack's streams split by source, a search's every n-th address). How
+a node gets a prefix: docs/network.md.
+
+  ratecheck k8s-job --capacity --shards 4 --node node-7 --sources 2001:db8:2::/80 --target http://[2001:db8:1::1]:8080 -- --slo 'p99<=100ms' --max-rate 4000
+
 deploy/kubernetes/README.md has the image to build, and the commands to
 wait for the Job, copy the run folders out and merge them with analyze.
 
@@ -49,6 +58,7 @@ would refuse, 130 or 143 interrupted (SIGINT or SIGTERM).
 func runK8sJob(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
 		profile, image, target, name, namespace, claim, claimSize, startAt, shardsArg string
+		sources, node                                                                 string
 		window, startIn                                                               time.Duration
 		search                                                                        bool
 	)
@@ -65,6 +75,8 @@ func runK8sJob(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&window, "window", 0, "the run's window (default: the profile's; with --capacity the documented 60s)")
 	fs.DurationVar(&startIn, "start-in", 2*time.Minute, "start the shards this long after now (time to apply, schedule and pull the image)")
 	fs.StringVar(&startAt, "start-at", "", "start the shards at this RFC 3339 `instant` instead of --start-in")
+	fs.StringVar(&sources, "sources", "", "`pool` of addresses, ranges and prefixes routed to --node as local, shared by the pods, each sending from its own share (default: each pod its own address); the pods run in the node's network")
+	fs.StringVar(&node, "node", "", "run every pod on this `node` (the one --sources is routed to) instead of spreading them over nodes")
 	if code := parseArgs(fs, args); code >= 0 {
 		return code
 	}
@@ -83,15 +95,19 @@ func runK8sJob(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil && target != "" {
 		target, err = checkTarget(target)
 	}
+	var pool client.Pool
+	if err == nil {
+		pool, err = parseSources("--sources", sources)
+	}
 	if err != nil {
 		return usageErr(stderr, "k8s-job", "%v", err)
 	}
 	o := kubernetes.Options{Name: name, Namespace: namespace, Shards: shards, Image: image, Target: target, Window: window,
-		StartAt: start, Claim: claim, NewClaim: claim == "", ClaimSize: claimSize, Args: extra}
+		StartAt: start, Claim: claim, NewClaim: claim == "", ClaimSize: claimSize, Args: extra, Sources: pool.String(), Node: node}
 	if search {
-		err = capacityJob(&o, profile)
+		err = capacityJob(&o, profile, pool)
 	} else {
-		err = profileJob(&o, profile)
+		err = profileJob(&o, profile, pool)
 	}
 	if err == nil && o.NewClaim {
 		o.Claim = o.Name + "-results"
@@ -111,7 +127,7 @@ func runK8sJob(_ context.Context, args []string, stdout, stderr io.Writer) int {
 
 // profileJob sets the profile of the attack's Job o, and its default
 // name, refusing a profile with credentials or one a shard would refuse.
-func profileJob(o *kubernetes.Options, profile string) error {
+func profileJob(o *kubernetes.Options, profile string, pool client.Pool) error {
 	if profile == "" {
 		return errors.New("--profile is required")
 	}
@@ -126,7 +142,7 @@ func profileJob(o *kubernetes.Options, profile string) error {
 	if names := append(prof.HeaderCredentials(), scenario.QueryCredentials(prof)...); len(names) > 0 {
 		return fmt.Errorf("%s carries credentials (%s): a ConfigMap is no place for them", profile, strings.Join(names, ", "))
 	}
-	if err := checkShards(prof, profile, o.Window, o.Shards, o.Args); err != nil {
+	if err := checkShards(prof, profile, o.Window, o.Shards, o.Args, pool); err != nil {
 		return err
 	}
 	if o.Name == "" {

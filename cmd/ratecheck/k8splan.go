@@ -12,6 +12,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
+	"github.com/connectbyjbrh/ratecheck/client"
 )
 
 // maxShards is the most shards k8s-job prints (see kubernetes.Options).
@@ -39,7 +40,7 @@ func parseShards(s string) (int, error) {
 func checkPassed(extra []string, search bool) error {
 	own := []string{"profile", "target", "shard", "start-at", "sources", "out", "window"}
 	if search {
-		own = append(own, "rendezvous")
+		own = append(own, "rendezvous", "shared-sources")
 	}
 	for _, a := range extra {
 		flagName, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
@@ -78,7 +79,7 @@ func shardCeilings(extra []string) (scenario.Ceilings, error) {
 // shard's busiest second and length, at the run's window, against the
 // ceilings the shards run with, before a Job is printed whose pods would
 // all exit 2.
-func checkShards(prof *scenario.Profile, file string, window time.Duration, shards int, extra []string) error {
+func checkShards(prof *scenario.Profile, file string, window time.Duration, shards int, extra []string, pool client.Pool) error {
 	c, err := shardCeilings(extra)
 	if err != nil {
 		return err
@@ -88,8 +89,15 @@ func checkShards(prof *scenario.Profile, file string, window time.Duration, shar
 	}
 	own := *prof
 	own.Streams = append([]scenario.Stream(nil), prof.Streams...)
-	if err := replaceSources(&own, "own"); err != nil { // as every pod sends
-		return err
+	list := "own" // as every pod sends
+	if pool.Len() > 0 {
+		list = pool.String()
+		if pool.Len() < shards {
+			return fmt.Errorf("--sources %s holds %d addresses, fewer than the %d shards: every pod needs addresses of its own", pool, pool.Len(), shards)
+		}
+	}
+	if _, err := replaceSources(&own, list); err != nil {
+		return fmt.Errorf("--sources: %v", err)
 	}
 	for i := range shards {
 		plan := attack.Plan{Profile: &own, Window: window, Shard: attack.Shard{I: i, N: shards}}

@@ -36,7 +36,7 @@ func commands() map[string]command {
 		"verify":   {"prove the documented limits hold: probe plan, archive, analysis, verdict", runVerify},
 		"history":  {"trend every archived run, find where a change began; exit 1 on a regression with --fail-on", runHistory},
 		"fleet":    {"drive retrying clients into a shared 429 and show whether their jitter spreads them out", runFleet},
-		"k8s-job":  {"print the Kubernetes Indexed Job that runs an attack as shards on many machines", runK8sJob},
+		"k8s-job":  {"print the Kubernetes Indexed Job that runs an attack, or a capacity search (--capacity), as shards on many machines", runK8sJob},
 		"version":  {"print the version", runVersion},
 	}
 }

@@ -132,10 +132,15 @@ func TestVerifyTLS(t *testing.T) {
 		t.Errorf("attack --insecure: exit %d\n%s%s", code, stdout, stderr)
 	}
 	// fleet: the primer, the clients and the rows all go over TLS.
-	code, stdout, stderr = runCmd(t, "fleet", "--out", t.TempDir(), "--target", ts.URL, "--cacert", ca, "--window", verifyWindow.String(),
+	out := t.TempDir()
+	code, stdout, stderr = runCmd(t, "fleet", "--out", out, "--target", ts.URL, "--cacert", ca, "--window", verifyWindow.String(),
 		"--clients", "3", "--requests", "1", "--attempts", "2")
 	if (code != exitOK && code != exitCheckFailed) || !strings.Contains(stdout, "fleet") || strings.Contains(stdout+stderr, "x509") {
 		t.Errorf("fleet --cacert: exit %d\n%s%s", code, stdout, stderr)
+	}
+	// The verdict line names the run folder it judged.
+	if !strings.Contains(stdout, "; run "+out+string(filepath.Separator)) {
+		t.Errorf("fleet's verdict line does not name its run folder under %s:\n%s", out, stdout)
 	}
 }
 

@@ -27,9 +27,10 @@ func TestFleetNodeClient(t *testing.T) {
 	for _, surface := range []string{"rest", "mcp"} {
 		t.Run(surface, func(t *testing.T) {
 			t.Parallel()
-			code, rep, stderr := judgePrograms(t, "node ../../examples/clients/node/full_jitter.js", true, "--clients", "12", "--surface", surface)
+			code, rep, stderr := runProgramsJSON(t, "node ../../examples/clients/node/full_jitter.js", "--clients", "12", "--surface", surface)
 			if hostStalled(rep) {
-				t.Skipf("the host stalled the target in 3 runs, too loaded to judge jitter: %s", checkNamed(rep, "target").Detail)
+				t.Logf("inconclusive, every check of the clients passing: the host stalled the target (%s)", checkNamed(rep, "target").Detail)
+				return
 			}
 			if rep.Verdict != analyze.Pass || code != verdictExit(analyze.Pass) {
 				t.Fatalf("exit %d, verdict %s, want pass\n%+v\n%s", code, rep.Verdict, rep.Checks, stderr)
@@ -46,43 +47,11 @@ func TestFleetNodeClient(t *testing.T) {
 	}
 }
 
-// judgePrograms runs client programs cmd as runProgramsJSON does, again
-// while the host stalled the target (three runs at most), and, for
-// programs that should pass, once more when jitter alone failed: the
-// jitter check's false-alarm rate is 1 % by design, so a correct client
-// fails it twice in a row once in 10 000 runs, as
-// TestFleetFullPassesLockstepFails allows its own fleet.
-func judgePrograms(t *testing.T, cmd string, wantPass bool, args ...string) (int, jitter.Report, string) {
-	t.Helper()
-	code, rep, stderr := runProgramsJSON(t, cmd, args...)
-	stalls, jitterRetried := 0, false
-	for {
-		switch {
-		case hostStalled(rep) && stalls < 2:
-			stalls++
-			t.Logf("inconclusive, the host's doing (%s): run again", checkNamed(rep, "target").Detail)
-		case wantPass && !jitterRetried && onlyJitterFailed(rep):
-			jitterRetried = true
-			t.Logf("jitter alone failed (%s), as it may in 1 %% of a correct client's runs: run again", checkNamed(rep, "jitter").Detail)
-		default:
-			return code, rep, stderr
-		}
-		code, rep, stderr = runProgramsJSON(t, cmd, args...)
-	}
-}
-
-// onlyJitterFailed says whether jitter is the one check that failed.
-func onlyJitterFailed(rep jitter.Report) bool {
-	for _, c := range rep.Checks {
-		if (c.Verdict == analyze.Fail) != (c.Name == "jitter") {
-			return false
-		}
-	}
-	return rep.Verdict == analyze.Fail
-}
-
 // hostStalled says whether a run is inconclusive only because the target
-// stalled (a loaded host), every check of the client itself passing.
+// stalled (a loaded host), every check of the client itself passing: the
+// right answer for a correct client on a host that loaded, held as such
+// rather than by another run. A correct client's one run otherwise
+// stands: the jitter check's false-alarm rate is jitter.DefaultAlpha.
 func hostStalled(rep jitter.Report) bool {
 	if rep.Verdict != analyze.Inconclusive || checkNamed(rep, "target").Verdict != analyze.Inconclusive {
 		return false

@@ -99,7 +99,7 @@ func runPrograms(ctx context.Context, o fleetOptions, stdout, stderr io.Writer) 
 	rep := jitter.Judge(in, cfg)
 	rep.Notes = append(rep.Notes, programNotes(run.Info.Fleet, o.barrier, o.clientTimeout)...)
 	rep.Notes = append(rep.Notes, headerNotes(h)...)
-	return printFleet(o, rep, "client-cmd", run.Info, stdout, stderr)
+	return printFleet(o, rep, "client-cmd", run.Info, run.Dir, stdout, stderr)
 }
 
 // checkPrograms checks the flags of fleet --client-cmd: those of a fleet

@@ -139,9 +139,10 @@ func testClientProgram(t *testing.T, name string) {
 		cmd = strings.Replace(cmd, "{example}", example, 1)
 	}
 	args := append([]string{"--clients", "12"}, tt.args...)
-	code, rep, stderr := judgePrograms(t, cmd, tt.verdict == analyze.Pass, args...)
-	if hostStalled(rep) {
-		t.Skipf("the host stalled the target in 3 runs, too loaded to judge jitter: %s", checkNamed(rep, "target").Detail)
+	code, rep, stderr := runProgramsJSON(t, cmd, args...)
+	if tt.verdict == analyze.Pass && hostStalled(rep) {
+		t.Logf("inconclusive, every check of the clients passing: the host stalled the target (%s)", checkNamed(rep, "target").Detail)
+		return
 	}
 	if rep.Verdict != tt.verdict || code != verdictExit(tt.verdict) {
 		t.Fatalf("exit %d, verdict %s, want %s\n%+v\n%s", code, rep.Verdict, tt.verdict, rep.Checks, stderr)

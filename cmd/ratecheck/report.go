@@ -12,6 +12,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/analyze/jitter"
+	"github.com/connectbyjbrh/ratecheck/capacity/runner"
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/report"
 )
@@ -23,8 +24,10 @@ window against the limit (the first 429, leaks and false throttles marked),
 requests by outcome and latency percentiles over time.
 
 RUN is a run folder (the report goes into it as report.html unless --out
-says otherwise) or a Vegeta results file (the report goes to --out).
-verify writes the report into its run folder by itself.
+says otherwise) or a Vegeta results file (the report goes to --out). A
+capacity run folder gets capacity's page (its steps, judged again from the
+folder as analyze judges them, and the USL model). verify and capacity
+write the report into their run folder by themselves.
 
 Exit codes: 0 the report was written (whatever the verdict), 2 bad usage or
 unreadable input, 130 or 143 interrupted (SIGINT or SIGTERM).
@@ -49,16 +52,19 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := checkLimits(restLimit, mcpLimit, window); err != nil {
 		return usageErr(stderr, "report", "%v", err)
 	}
-	in, err := analyze.Read(fs.Args())
-	if err != nil {
-		fmt.Fprintf(stderr, "ratecheck report: %v\n", err)
-		return exitUsage
-	}
 	if out == "" {
 		out = report.HTMLFile
 		if fi, err := os.Stat(fs.Arg(0)); err == nil && fi.IsDir() {
 			out = filepath.Join(fs.Arg(0), report.HTMLFile)
 		}
+	}
+	if isCapacityRun(fs.Arg(0)) {
+		return reportCapacity(fs.Arg(0), out, stdout, stderr)
+	}
+	in, err := analyze.Read(fs.Args())
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecheck report: %v\n", err)
+		return exitUsage
 	}
 	cfg := analysisConfig(&in.Meta, window, restLimit, mcpLimit, nil, fs.Arg(0))
 	rep, err := analyze.Analyze(in, cfg)
@@ -70,6 +76,28 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ratecheck report: warning: %s\n", w)
 	}
 	if err := writeReport(out, in, rep, cfg); err != nil {
+		fmt.Fprintf(stderr, "ratecheck report: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(stdout, "wrote %s\n", out)
+	return exitOK
+}
+
+// reportCapacity writes the capacity page of the capacity run in dir to
+// out: the search judged again from the folder, as analyze judges it.
+func reportCapacity(dir, out string, stdout, stderr io.Writer) int {
+	ci, res, err := runner.Replay(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecheck report: %v\n", err)
+		return exitUsage
+	}
+	run, _, err := runner.ReadInfo(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecheck report: %v\n", err)
+		return exitUsage
+	}
+	meta := report.CapacityMeta{Run: dir, Target: run.Target, Surface: ci.Surface}
+	if err := writeAtomic(out, func(w io.Writer) error { return report.CapacityHTML(w, res, meta) }); err != nil {
 		fmt.Fprintf(stderr, "ratecheck report: %v\n", err)
 		return exitUsage
 	}

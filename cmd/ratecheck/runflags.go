@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -71,8 +72,13 @@ func (rf *runFlags) mcpSession(from string, timeout time.Duration, nw *client.Ne
 // 127.0.0.x is local on Linux; "" counts as 127.0.0.1), so the handshake
 // spends no budget under test; elsewhere the system's choice ("").
 func negotiationSource(target string, used []string) string {
-	if !attack.IsLoopback(target) {
+	if !loopbackV4(target) {
 		return ""
+	}
+	for _, u := range used {
+		if a, err := netip.ParseAddr(u); err == nil && a.Is6() {
+			return "" // the embedded target listens on IPv6 loopback
+		}
 	}
 	for n := 250; n <= 254; n++ {
 		a := fmt.Sprintf("127.0.0.%d", n)

@@ -145,24 +145,19 @@ func tokenBucketLimit(next http.Handler, limit int, window time.Duration) http.H
 // with the configured limit observed; a token bucket fails and is named.
 //
 // Not parallel with the other tests (its four runs are parallel with each
-// other): beside them even the longer window's timing was blurred enough
-// for the fit to name a sliding-window counter for the sliding log, and
-// beside the headers test's four runs it came out inconclusive (278 ms
-// behind its schedule): a blurred run at the longest window that is
-// inconclusive is skipped, as elsewhere. The sliding log's runs start at
-// 8 s, then try 12 s: at 4 s four go-sdk servers side by side answered
-// with p99 130-216 ms, too blurred for a verdict, every time; at 8 s they
-// passed in 3 of 3 runs of this test alone (9.5 s, against 14.2 s at 12).
+// other, two verify runs at a time): each run is judged once, the sliding
+// log's family decided, the token bucket's named best. The sliding log's runs are at 8 s: at 4 s go-sdk servers side by
+// side answered with p99 130-216 ms.
 func TestVerifyAgainstSDKServers(t *testing.T) {
 	for _, mode := range []sdkserver.Mode{sdkserver.StatelessJSON, sdkserver.StatelessSSE} {
 		for _, kind := range []limiterKind{slidingLog, tokenBucket} {
 			t.Run(fmt.Sprintf("%s/%s", mode, kind), func(t *testing.T) {
 				t.Parallel()
-				windows := verifyWindows
+				window := verifyWindow
 				if kind == slidingLog {
-					windows = []time.Duration{8 * time.Second, 12 * time.Second}
+					window = 8 * time.Second
 				}
-				for i, window := range windows {
+				{
 					url, rec := startSDKServer(t, mode, kind, sdkLimit, window)
 					code, v, stderr := runVerifyJSON(t, window, "--target", url, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits,isolation")
 					if len(v.Surfaces) != 1 {
@@ -179,19 +174,20 @@ func TestVerifyAgainstSDKServers(t *testing.T) {
 					if s.ObservedLimit != nil {
 						observed = *s.ObservedLimit
 					}
-					good := kind == slidingLog && code == exitOK && s.Verdict == "pass" && s.Model == "sliding-log" && observed == sdkLimit
+					good := kind == slidingLog && code == exitOK && s.Verdict == "pass" && s.Model == "sliding-log" && s.Decided && observed == sdkLimit
+					// The token bucket is failed and named best; decided as a
+					// rule, but on a host loaded by the rest of the suite the
+					// fixed window's and the counter's best phases came within
+					// the timing's spread of it after the follow-up (CI: 10
+					// mismatches, timing spread 22, fixed window 29): logged,
+					// not retried.
 					bad := kind == tokenBucket && code == exitCheckFailed && s.Verdict == "fail" && s.Model == "token-bucket"
 					if good || bad {
-						t.Logf("window %v: exit %d, %s, model %s, observed %d, mcp_revision %s", window, code, s.Verdict, s.Model, observed, s.MCPRevision)
+						t.Logf("window %v: exit %d, %s, model %s (decided %v), observed %d, mcp_revision %s", window, code, s.Verdict, s.Model, s.Decided, observed, s.MCPRevision)
 						return
 					}
-					b := blurOf(t, v.Run, window)
-					if i < len(windows)-1 && b.blurred() {
-						t.Logf("window %v: exit %d, %s model %s observed %d (%s); trying a longer window", window, code, s.Verdict, s.Model, observed, b)
-						continue
-					}
-					if b.blurred() && code == exitInconclusive {
-						t.Skipf("window %v: inconclusive on a blurred run (%s)", window, b)
+					if raceEnabled && nothingWrong(code, s.Verdict, s.Model, s.Decided, kind == slidingLog) {
+						return
 					}
 					t.Fatalf("window %v, %s: exit %d, verdict %s, model %s, observed %d; want %s\n%+v\nstderr: %s",
 						window, kind, code, s.Verdict, s.Model, observed, map[limiterKind]string{slidingLog: "exit 0, pass, sliding-log, observed " + fmt.Sprint(sdkLimit), tokenBucket: "exit 1, fail, token-bucket"}[kind], s.Checks, stderr)
@@ -254,9 +250,10 @@ func TestAttackAgainstSDKServers(t *testing.T) {
 // that revision.
 //
 // One of quietTests: beside the other tests its runs, the longer
-// window's too, were blurred into an inconclusive verdict.
+// window's too, came out inconclusive. Judged once.
 func testSDKServerOfRevision20251125(t *testing.T) {
-	for i, window := range verifyWindows {
+	window := verifyWindow
+	{
 		url, _ := startSDKServer(t, sdkserver.Stateful20251125, slidingLog, sdkLimit, window)
 		code, v, stderr := runVerifyJSON(t, window, "--target", url, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits,isolation")
 		if len(v.Surfaces) != 1 {
@@ -266,43 +263,31 @@ func testSDKServerOfRevision20251125(t *testing.T) {
 		if s.MCPRevision != mcpwire.Revision20251125 {
 			t.Errorf("mcp_revision %q, want 2025-11-25", s.MCPRevision)
 		}
-		if code == exitOK && s.Verdict == "pass" {
-			t.Logf("window %v: exit %d, %s, model %s, mcp_revision %s, checks %+v", window, code, s.Verdict, s.Model, s.MCPRevision, s.Checks)
-			return
+		if (code != exitOK || s.Verdict != "pass" || s.Model != "sliding-log" || !s.Decided) && !(raceEnabled && nothingWrong(code, s.Verdict, s.Model, s.Decided, true)) {
+			t.Fatalf("window %v: exit %d, verdict %s, model %s decided %v; want a pass, sliding-log decided\n%+v\nstderr: %s", window, code, s.Verdict, s.Model, s.Decided, s.Checks, stderr)
 		}
-		// Inconclusive without being blurred: the server's latency is
-		// still too large a part of a 4 s window for rejected-count to
-		// decide, which the longer window settles.
-		if b := blurOf(t, v.Run, window); i < len(verifyWindows)-1 && (b.blurred() || code == exitInconclusive) {
-			t.Logf("window %v: exit %d, %s (%s); trying a longer window", window, code, s.Verdict, b)
-			continue
-		}
-		t.Fatalf("window %v: exit %d, verdict %s; want a pass\n%+v\nstderr: %s", window, code, s.Verdict, s.Checks, stderr)
 	}
 }
 
 // TestNegotiationFromTheLimitAddress: with one source address, verify
 // negotiates from the limit address itself, then waits a window so that
 // the handshake is out of the budget under test: the onset still sees
-// the configured limit.
+// the configured limit. At 8 s, as the other go-sdk sliding log: at 4 s,
+// beside the suite, a third of its requests were indeterminate (p99 of a
+// go-sdk server in this process under load), and with one address there
+// is no isolation burst to tell the log from a counter.
 func TestNegotiationFromTheLimitAddress(t *testing.T) {
 	t.Parallel()
-	for i, window := range verifyWindows {
+	window := 8 * time.Second
+	{
 		url, rec := startSDKServer(t, sdkserver.StatelessJSON, slidingLog, sdkLimit, window)
 		code, v, stderr := runVerifyJSON(t, window, "--target", url, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits", "--sources", "127.0.0.1")
 		if n := rec.byAddr["127.0.0.1"]["server/discover"]; n != 1 || !strings.Contains(stderr, "waited "+window.String()) {
 			t.Fatalf("127.0.0.1 sent %d server/discover; want 1, then a wait of a window\n%s", n, stderr)
 		}
 		s := v.Surfaces[0]
-		if code == exitOK && s.ObservedLimit != nil && *s.ObservedLimit == sdkLimit {
+		if code == exitOK && s.ObservedLimit != nil && *s.ObservedLimit == sdkLimit || raceEnabled && nothingWrong(code, s.Verdict, s.Model, s.Decided, true) {
 			return
-		}
-		// Inconclusive without being blurred: the server's latency is
-		// still too large a part of a 4 s window for rejected-count to
-		// decide, which the longer window settles.
-		if b := blurOf(t, v.Run, window); i < len(verifyWindows)-1 && (b.blurred() || code == exitInconclusive) {
-			t.Logf("window %v: exit %d, %s (%s); trying a longer window", window, code, s.Verdict, b)
-			continue
 		}
 		t.Fatalf("window %v: exit %d, verdict %s; want a pass observing %d\n%+v\nstderr: %s", window, code, s.Verdict, sdkLimit, s.Checks, stderr)
 	}
@@ -405,4 +390,17 @@ streams:
 			t.Errorf("%s sent %d initialize; want 1", addr, n)
 		}
 	}
+}
+
+// nothingWrong reports whether a verify run made under the race detector,
+// which slows this process several times over (a run fell 557 ms behind a
+// 4 s window), said nothing wrong of a go-sdk server, without holding it to
+// the verdict its timing decides in the plain run: a correct limiter
+// (correct) is neither failed nor given another family decided; a token
+// bucket is not passed, and no family but its own is decided.
+func nothingWrong(code int, verdict, model string, decided, correct bool) bool {
+	if correct {
+		return (code == exitOK || code == exitInconclusive) && verdict != "fail" && (!decided || model == "sliding-log")
+	}
+	return (code == exitCheckFailed || code == exitInconclusive) && verdict != "pass" && (!decided || model == "token-bucket")
 }

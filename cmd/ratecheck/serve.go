@@ -37,6 +37,9 @@ the others are deliberately wrong, to prove the verifier fails on them:
   token-bucket   capacity L, refilled L per window, refusals cost nothing
   admitted-only  rolling window that forgets refused requests
   off-by-one     rolling window that admits L+1
+  sliding-window-counter
+                 the previous fixed window's count, weighted, plus the current one's
+  shared-budget  rolling window with one budget for every client address
 
 --advertise adds rate-limit fields to every answer (the documented API sends
 none): draft (RateLimit-Policy and RateLimit, the IETF httpapi draft), legacy
@@ -61,7 +64,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	def := refserver.DefaultConfig()
 	var o serveOptions
 	fs := newFlagSet("serve", "[flags]", serveHelp, stderr)
-	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "`host:port` to listen on (port 0 picks a free one)")
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "`host:port` to listen on, IPv4 or IPv6 ([::1]:8080; [::]:8080 every address); port 0 picks a free one")
 	fs.DurationVar(&o.window, "window", def.Window, "length of the rolling window")
 	fs.IntVar(&o.restLimit, "rest-limit", def.RESTLimit, "REST requests admitted per window and client address")
 	fs.IntVar(&o.mcpLimit, "mcp-limit", def.MCPLimit, "MCP calls admitted per window and client address")

@@ -94,6 +94,7 @@ func TestVerifyFreshStart(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			holdVerifySlot(t) // the second run follows the first at once
 			url := startTarget(t, verifyWindow, nil, nil)
 			out := t.TempDir()
 			verify := func(extra ...string) (int, string, string) {
@@ -112,6 +113,7 @@ func TestVerifyFreshStart(t *testing.T) {
 		t.Parallel()
 		// Spent before the run: the limit address sent 100 requests just
 		// before verify, which does not know of them.
+		holdVerifySlot(t)
 		url := startTarget(t, verifyWindow, nil, nil)
 		for range 100 {
 			resp, err := http.Get(url + "/api/public/search?q=x")
@@ -122,8 +124,12 @@ func TestVerifyFreshStart(t *testing.T) {
 		}
 		code, v, stderr := runVerifyJSON(t, verifyWindow, "--target", url, "--surfaces", "rest", "--checks", "limits")
 		verdict, detail := checkOf(v, "rest", "onset")
-		if code != exitInconclusive || verdict != "inconclusive" || !strings.Contains(detail, "budget was already spent") || !strings.Contains(detail, "wait a window or use other --sources") {
-			t.Errorf("spent budget: exit %d, onset %s: %s\n%s", code, verdict, detail, stderr)
+		missing := ""
+		if len(v.Surfaces) == 1 {
+			missing = v.Surfaces[0].Missing
+		}
+		if code != exitInconclusive || verdict != "inconclusive" || !strings.Contains(missing, "budget was already spent") || !strings.Contains(missing, "wait a window or use other --sources") {
+			t.Errorf("spent budget: exit %d, onset %s: %s; missing %q\n%s", code, verdict, detail, missing, stderr)
 		}
 	})
 }

@@ -47,7 +47,7 @@ func TestEveryStreamIsJudged(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{method.StreamOnset: "limits", method.StreamOver: "limits", method.StreamFlood: "limits",
-		method.StreamProbe: "limits", method.StreamEdge: "limits", method.StreamIsolation: "limits", method.StreamSpoofXForwardedFor: "spoof", method.StreamSpoofForwarded: "spoof", method.StreamSpoofXRealIP: "spoof", method.StreamSpoofControl: "limits"}
+		method.StreamProbe: "limits", method.StreamEdge: "limits", method.StreamSecond: "limits", method.StreamIsolation: "limits", method.StreamRebound: "limits", method.StreamSpoofXForwardedFor: "spoof", method.StreamSpoofForwarded: "spoof", method.StreamSpoofXRealIP: "spoof", method.StreamSpoofControl: "limits"}
 	for _, s := range plan.Streams {
 		w, ok := want[s.Name]
 		if !ok {

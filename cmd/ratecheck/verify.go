@@ -32,18 +32,29 @@ compressed to 6s (unless --window is given), so a verdict takes seconds;
 release under test in run.json, for ratecheck history.
 
 --sources names the limit address, a second address for isolation, and a
-third for the contract probes (default on a loopback target: 127.0.0.1,
+third for the contract probes: the first three of a pool of addresses,
+ranges and prefixes, IPv4 and IPv6 (--sources 2001:db8:2::/112 gives
+2001:db8:2::1, ::2 and ::3). Default on an IPv4 loopback target: 127.0.0.1,
 127.0.0.2, 127.0.0.3; none against a remote target, where isolation is
-skipped). An address this machine does not have is refused before anything
-is sent.
+skipped unless the pool gives a second address. Every address is checked
+usable before anything is sent: one this machine does not route to itself
+is refused, named with its range or prefix and the command that makes it
+local (docs/network.md).
 
 An earlier run in --out that sent to the same target from the same
 addresses less than a window ago is waited out first (--no-wait starts at
 once); a first burst refused before the limit is reached makes the verdict
 inconclusive, never a failure.
 
-When two limiter families explain the run equally (model_alternatives),
---discriminate adds one window of probes that tells them apart.
+The plan's second burst, once the first has aged out of a documented
+window, tells the limiter families and whether refusals count apart. When
+the plan leaves a question open (two families that explain the run
+equally, a longer window than the run, a check the timing left
+inconclusive), verify follows up: it probes the limit address until every
+rival left has shown its difference, at most until --max-duration (default
+3.5 windows), and says on stderr and in run.json what it added and why.
+What the follow-up cannot settle is named (model_alternatives) and left
+undecided.
 
 Check groups (--checks): limits = onset, rolling, rejected-count, shape,
 headers; isolation = isolation, spoof, independence; contract = contract.
@@ -59,19 +70,20 @@ is archived).
 type verifyOptions struct {
 	runFlags
 	netFlags
-	window    time.Duration
-	restLimit *int
-	mcpLimit  *int
-	checks    string
-	sources   string
-	json      bool
-	report    bool
-	junit     string
-	timeout   time.Duration
-	surfaces  string
-	discrim   bool
-	noWait    bool
-	seed      uint64
+	window time.Duration
+	// maxDuration bounds the run, follow-ups included (0: 3.5 windows).
+	maxDuration time.Duration
+	restLimit   *int
+	mcpLimit    *int
+	checks      string
+	sources     string
+	json        bool
+	report      bool
+	junit       string
+	timeout     time.Duration
+	surfaces    string
+	noWait      bool
+	seed        uint64
 }
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -91,11 +103,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	sayBehind(stderr, "verify", v.plan)
 	// A target that failed during the run still gets its verdict (what
 	// was received is judged), and the exit code says it failed.
-	code = exitOK
-	if runErr != nil {
-		code = failed(stderr, "verify", runErr)
-	}
-	return o.judge(run, v, code, stdout, stderr)
+	return o.judge(run, v, runErr, stdout, stderr)
 }
 
 // flagSet declares the flags of verify into o.
@@ -106,15 +114,15 @@ func (o *verifyOptions) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.window, "window", 0, "the documented window, or the compressed window the target runs with (default 60s; 6s for the embedded target)")
 	o.restLimit, o.mcpLimit = limitFlags(fs)
 	fs.StringVar(&o.checks, "checks", "limits,isolation,contract", "comma-separated check `groups`: limits, isolation, contract")
-	fs.StringVar(&o.sources, "sources", "", "comma-separated local `addresses`: limit, isolation, contract (default on loopback: 127.0.0.1,127.0.0.2,127.0.0.3)")
+	fs.StringVar(&o.sources, "sources", "", "`pool` of local addresses, ranges and prefixes (10.1.0.5, 198.18.0.10-198.18.0.250, 2001:db8:2::/112), comma-separated: its first three are the limit, isolation and contract addresses (default on IPv4 loopback: 127.0.0.1,127.0.0.2,127.0.0.3)")
 	fs.BoolVar(&o.json, "json", false, "print the schema-1 JSON verdict on stdout instead of tables")
 	fs.BoolVar(&o.report, "report", true, "write report.html (verdict and charts) into the run folder")
 	fs.StringVar(&o.junit, "junit", "", "also write the verdict as JUnit XML to `file` (a test case per check per surface)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout")
 	fs.StringVar(&o.surfaces, "surfaces", "rest,mcp", "comma-separated `surfaces` to verify: rest, mcp or both")
-	fs.BoolVar(&o.discrim, "discriminate", false, "add a window of probes that tells limiter families apart when the run cannot (see model_alternatives)")
 	fs.BoolVar(&o.noWait, "no-wait", false, "start at once even when an earlier run in --out sent to this target from the same addresses within the window (default: wait until it left the window)")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the spoof probes' random order, recorded in run.json (default 0: a new one per run)")
+	fs.DurationVar(&o.maxDuration, "max-duration", 0, "the longest the run may take, follow-up probes included (default 3.5 windows); at 1.2 windows or less none is sent")
 	return fs
 }
 

@@ -23,13 +23,8 @@ import (
 	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
-// verifyWindows are the compressed windows of the end-to-end verify tests:
-// the first, then a longer one when a starved machine blurred the first
-// run's timing so much that it proved nothing.
-var verifyWindows = []time.Duration{4 * time.Second, 12 * time.Second}
-
-// verifyWindow is the window of a single end-to-end verify run.
-var verifyWindow = verifyWindows[0]
+// verifyWindow is the compressed window of the end-to-end verify runs.
+var verifyWindow = 4 * time.Second
 
 // startTarget serves the reference target with window, configured by
 // mutate, wrapped by wrap (nil: unchanged), on a loopback port.
@@ -152,39 +147,50 @@ func failing(v verdictJSON) []string {
 	return out
 }
 
-// testVerifyEmbeddedPasses: verify passes the embedded target, and the
+// testVerifyEmbeddedPasses: verify passes the embedded target, both
+// families decided a sliding log counting refusals, in one run; and the
 // run it archives is analyzed, reported and compared as documented. One
-// of quietTests: its analyze and compare steps need the pass itself, and
-// beside the other tests the in-process target's latency can blur a 4s
-// window.
+// of quietTests: beside the other tests the in-process target shares their
+// CPU.
 func testVerifyEmbeddedPasses(t *testing.T) {
 	prom := filepath.Join(t.TempDir(), "verify.prom")
-	// At 4 s the latency of a quiet run can still be too large a part of
-	// the window for a check to decide (rejected-count on MCP, 2 of 4
-	// runs of the package alone): an inconclusive run is tried again at
-	// the longer window, which must pass.
-	var (
-		code   int
-		v      verdictJSON
-		stderr string
-		window time.Duration
-	)
-	for i, w := range verifyWindows {
-		window = w
-		code, v, stderr = runVerifyJSON(t, window, "--label", "v1.4.2", "--metrics", prom)
-		if code != exitInconclusive || len(failing(v)) != 0 || i == len(verifyWindows)-1 {
+	window := verifyWindow
+	code, v, stderr := runVerifyJSON(t, window, "--label", "v1.4.2", "--metrics", prom)
+	if raceEnabled {
+		// The race detector slows this process several times over (the
+		// run fell 557 ms behind a 4 s window): no verdict is held to
+		// timing here, only that nothing fails; the plain run holds it.
+		if code != exitOK && code != exitInconclusive || len(failing(v)) > 0 {
+			t.Fatalf("under -race: exit %d, failing %v\nstderr: %s", code, failing(v), stderr)
+		}
+		if code != exitOK {
+			return // the steps below read a pass
+		}
+	} else if code != exitOK || v.Verdict != "pass" {
+		t.Fatalf("exit %d, verdict %s, failing %v\nstderr: %s\n%+v", code, v.Verdict, failing(v), stderr, v)
+	}
+	holdsEvidence(t, v)
+	for _, s := range v.Surfaces {
+		if raceEnabled {
 			break
 		}
-		t.Logf("window %v: inconclusive (%s); trying a longer window: %+v", window, blurOf(t, v.Run, window), v.Surfaces)
-	}
-	switch {
-	case code == exitInconclusive && len(failing(v)) == 0 && blurOf(t, v.Run, window).blurred():
-		// A starved machine (or the race detector's slowed run) can leave
-		// a check without its evidence; that is inconclusive, never a pass
-		// and never a failure. The steps below need the pass itself.
-		t.Skipf("inconclusive on a blurred run (%s), so there is no pass to analyze, report and compare: %+v", blurOf(t, v.Run, window), v.Surfaces)
-	case code != exitOK || v.Verdict != "pass":
-		t.Fatalf("exit %d, verdict %s, failing %v\nstderr: %s\n%+v", code, v.Verdict, failing(v), stderr, v)
+		// Never another family decided, nor refusals said not to count.
+		// Left open, the log must be among the families named: beside
+		// the other packages' tests on a fresh clone (p99 121 ms of the
+		// 4 s window) REST was left open between the log and a counter
+		// once, after the follow-up. The plan's goal of always deciding is
+		// not met under that load yet; bench/verify-series.sh measures it
+		// (20 of 20 decided on a quiet host, 12 of 12 beside four CPU hogs).
+		switch {
+		case s.Decided && s.Model != "sliding-log":
+			t.Errorf("%s: model %s decided; want sliding-log", s.Surface, s.Model)
+		case !s.Decided && s.Model != "sliding-log" && !slices.Contains(s.Alternatives, "sliding-log"):
+			t.Errorf("%s: model %s (alternatives %v), undecided without sliding-log", s.Surface, s.Model, s.Alternatives)
+		case s.RejectedCount != nil && !*s.RejectedCount:
+			t.Errorf("%s: rejected_count false for the documented limiter", s.Surface)
+		case !s.Decided || s.RejectedCount == nil:
+			t.Logf("%s: left open (model %s, alternatives %v, rejected_count %v)", s.Surface, s.Model, s.Alternatives, s.RejectedCount)
+		}
 	}
 	if v.Schema != 1 || v.WindowMS != window.Milliseconds() || len(v.Surfaces) != 2 || !strings.Contains(v.Run, "-verify") {
 		t.Errorf("verdict %+v", v)
@@ -294,7 +300,8 @@ func unlikeCopy(t *testing.T, dir string) string {
 }
 
 // TestVerifyFailsOnWrongTargets: against a target that breaks one property,
-// verify exits 1 with that property's check failing.
+// verify exits 1 with that property's check failing. (A lower limit is
+// testVerifyLowerLimit, one of quietTests.)
 func TestVerifyFailsOnWrongTargets(t *testing.T) {
 	t.Parallel()
 	if raceEnabled {
@@ -330,50 +337,105 @@ func TestVerifyFailsOnWrongTargets(t *testing.T) {
 		mutate func(*refserver.Config)
 		wrap   func(http.Handler) http.Handler
 		args   []string
-		want   []string // checks of which at least one must fail (surface/check)
+		want   []string // checks that must fail (surface/check), every one of them
+		family string   // the family both surfaces must decide ("": not asserted)
 	}{
-		{"fixed-window", func(c *refserver.Config) { c.Limiter = refserver.FixedWindow }, nil, nil, []string{"rest/rolling", "mcp/rolling"}},
-		{"token-bucket", func(c *refserver.Config) { c.Limiter = refserver.TokenBucket }, nil, nil, []string{"rest/rolling", "mcp/rolling"}},
-		{"admitted-only", func(c *refserver.Config) { c.Limiter = refserver.AdmittedOnly }, nil, nil, []string{"rest/rejected-count", "mcp/rejected-count", "rest/rolling", "mcp/rolling"}},
-		{"off-by-one", func(c *refserver.Config) { c.Limiter = refserver.OffByOne }, nil, nil, []string{"rest/onset", "mcp/onset", "rest/rolling", "mcp/rolling"}},
-		{"no limit", func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil, nil, []string{"rest/onset", "mcp/onset"}},
-		{"window twice as long", func(c *refserver.Config) { c.Window *= 2 }, nil, nil, []string{"rest/rolling", "mcp/rolling"}},
-		{"trusts X-Forwarded-For", nil, forwarded, []string{"--checks", "isolation"}, []string{"rest/spoof", "mcp/spoof"}},
-		{"one bucket for every address", nil, oneBucket, []string{"--checks", "isolation"}, []string{"rest/isolation", "mcp/isolation"}},
-		{"a wrong failure-table row", nil, wrongRow, []string{"--checks", "contract"}, []string{"rest/contract"}},
+		{"fixed-window", func(c *refserver.Config) { c.Limiter = refserver.FixedWindow }, nil, nil, []string{"rest/rolling", "mcp/rolling"}, "fixed-window"},
+		{"token-bucket", func(c *refserver.Config) { c.Limiter = refserver.TokenBucket }, nil, nil, []string{"rest/rolling", "mcp/rolling"}, "token-bucket"},
+		{"admitted-only", func(c *refserver.Config) { c.Limiter = refserver.AdmittedOnly }, nil, nil, []string{"rest/rejected-count", "mcp/rejected-count", "rest/rolling", "mcp/rolling"}, "sliding-log"},
+		{"off-by-one", func(c *refserver.Config) { c.Limiter = refserver.OffByOne }, nil, nil, []string{"rest/onset", "mcp/onset", "rest/rolling", "mcp/rolling"}, "sliding-log"},
+		{"sliding-window-counter", func(c *refserver.Config) { c.Limiter = refserver.SlidingWindowCounter }, nil, nil, []string{"rest/rolling", "mcp/rolling"}, "sliding-window-counter"},
+		{"shared-budget", func(c *refserver.Config) { c.Limiter = refserver.SharedBudget }, nil, nil, []string{"rest/isolation", "mcp/isolation"}, ""},
+		{"no limit", func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil, nil, []string{"rest/onset", "mcp/onset"}, "none"},
+		{"window twice as long", func(c *refserver.Config) { c.Window *= 2 }, nil, nil, []string{"rest/rolling", "mcp/rolling"}, "sliding-log"},
+		{"trusts X-Forwarded-For", nil, forwarded, []string{"--checks", "isolation"}, []string{"rest/spoof", "mcp/spoof"}, ""},
+		{"one bucket for every address", nil, oneBucket, []string{"--checks", "isolation"}, []string{"rest/isolation", "mcp/isolation"}, ""},
+		{"a wrong failure-table row", nil, wrongRow, []string{"--checks", "contract"}, []string{"rest/contract"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			for i, window := range verifyWindows {
-				url := startTarget(t, window, tt.mutate, tt.wrap)
-				code, v, stderr := runVerifyJSON(t, window, append([]string{"--target", url}, tt.args...)...)
-				got := failing(v)
-				for _, w := range tt.want {
-					if slices.Contains(got, w) {
-						if code != exitCheckFailed || v.Verdict != "fail" {
-							t.Errorf("exit %d, verdict %s with %v failing; want exit 1", code, v.Verdict, got)
-						}
-						return
-					}
+			url := startTarget(t, verifyWindow, tt.mutate, tt.wrap)
+			code, v, stderr := runVerifyJSON(t, verifyWindow, append([]string{"--target", url}, tt.args...)...)
+			holdsEvidence(t, v)
+			got := failing(v)
+			for _, w := range tt.want {
+				if !slices.Contains(got, w) {
+					t.Errorf("%s did not fail; failing %v", w, got)
 				}
-				// None failed. The verifier fails only on what the timing
-				// proves: on a machine whose latency blurs most of the run,
-				// or that leaves requests unanswered, that is nothing, and
-				// the run cannot judge the verifier. A stall of the sender
-				// blurs a run without showing in its latency, so a miss
-				// is tried again at a longer window before it counts.
-				b := blurOf(t, v.Run, window)
-				if i < len(verifyWindows)-1 {
-					t.Logf("window %v: none of %v failed (%s); trying a longer window", window, tt.want, b)
-					continue
+			}
+			if code != exitCheckFailed || v.Verdict != "fail" {
+				t.Errorf("exit %d, verdict %s; want exit 1", code, v.Verdict)
+			}
+			// The family: never a wrong one decided. Left open, the right
+			// one must be among those named. (Beside the whole suite, on a
+			// fresh clone, a fixed window on the server's clock and a log
+			// forgetting refusals were each left open once after the
+			// follow-up: the plan's goal of always deciding is not met
+			// there yet.)
+			for _, s := range v.Surfaces {
+				switch {
+				case tt.family == "":
+				case s.Decided && s.Model != tt.family:
+					t.Errorf("%s: model %s decided; want %s", s.Surface, s.Model, tt.family)
+				case !s.Decided && s.Model != tt.family && !slices.Contains(s.Alternatives, tt.family):
+					t.Errorf("%s: model %s (alternatives %v), undecided without %s", s.Surface, s.Model, s.Alternatives, tt.family)
+				case !s.Decided:
+					t.Logf("%s: %s left open (%s or %v) after the follow-up", s.Surface, tt.family, s.Model, s.Alternatives)
 				}
-				if !b.blurred() {
-					t.Fatalf("none of %v failed at windows %v (last: exit %d, failing %v)\n%+v\nstderr: %s", tt.want, verifyWindows, code, got, v.Surfaces, stderr)
-				}
-				t.Skipf("none of %v failed, but this machine blurred every run (last, at window %v: %s)", tt.want, window, b)
+			}
+			if t.Failed() {
+				t.Logf("%s\nstderr: %s", surfacesSaid(v), stderr)
 			}
 		})
+	}
+}
+
+// surfacesSaid is what a verdict says of each surface, a line a check:
+// readable where a struct printed whole runs to one line of kilobytes.
+func surfacesSaid(v verdictJSON) string {
+	var b strings.Builder
+	for _, s := range v.Surfaces {
+		fmt.Fprintf(&b, "%s: %s, model %s (decided %v, alternatives %v), missing %q, %d requests (%d admitted, %d refused, %d faults), p99 %.1f ms\n",
+			s.Surface, s.Verdict, s.Model, s.Decided, s.Alternatives, s.Missing, s.Requests, s.Admitted, s.Refused, s.Faults, s.Latency.P99MS)
+		for _, c := range s.Checks {
+			fmt.Fprintf(&b, "  %s %s: %s\n", c.Name, c.Verdict, c.Detail)
+		}
+	}
+	return b.String()
+}
+
+// testVerifyLowerLimit: against limits of 5/6 of the documented ones,
+// verify exits 1 with onset failing on both surfaces, the family decided
+// a sliding log. One of quietTests: MCP proves its limit of 100 below the
+// documented 120 only by a margin of 20 requests in the window of the
+// second burst, and beside the package's other tests the timing spread
+// swallowed it twice in about ten whole-suite runs; the early refusals were
+// then left to a budget spent before the run (inconclusive), a premise the
+// plan does not yet follow up.
+func testVerifyLowerLimit(t *testing.T) {
+	if raceEnabled {
+		t.Skip("one of TestVerifyFailsOnWrongTargets' verdicts, checked by the plain run as they are")
+	}
+	url := startTarget(t, verifyWindow, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 200, 100 }, nil)
+	code, v, stderr := runVerifyJSON(t, verifyWindow, "--target", url)
+	holdsEvidence(t, v)
+	got := failing(v)
+	for _, w := range []string{"rest/onset", "mcp/onset"} {
+		if !slices.Contains(got, w) {
+			t.Errorf("%s did not fail; failing %v", w, got)
+		}
+	}
+	if code != exitCheckFailed || v.Verdict != "fail" {
+		t.Errorf("exit %d, verdict %s; want exit 1", code, v.Verdict)
+	}
+	for _, s := range v.Surfaces {
+		if s.Decided && s.Model != "sliding-log" || !s.Decided && s.Model != "sliding-log" && !slices.Contains(s.Alternatives, "sliding-log") {
+			t.Errorf("%s: model %s (decided %v, alternatives %v); want sliding-log", s.Surface, s.Model, s.Decided, s.Alternatives)
+		}
+	}
+	if t.Failed() {
+		t.Logf("%s\nstderr: %s", surfacesSaid(v), stderr)
 	}
 }
 
@@ -403,23 +465,12 @@ func (b blur) String() string {
 		b.p99.Round(time.Millisecond), 100*float64(b.p99)/float64(b.window), b.late, 100*b.unanswered)
 }
 
-// atWindows runs try at each of windows in turn; try makes one run at
-// window and says what is wrong with it (nothing: done). A wrong run that
-// was blurred is tried again at the next window; a wrong run that was not,
-// or the last window's, fails the test.
-func atWindows(t *testing.T, windows []time.Duration, try func(window time.Duration) (run string, problems []string, stderr string)) {
+// judgeOnce makes one run at window with try, which says what is wrong
+// with it (nothing: as wanted), and fails the test on anything wrong.
+func judgeOnce(t *testing.T, window time.Duration, try func(window time.Duration) (run string, problems []string, stderr string)) {
 	t.Helper()
-	for i, window := range windows {
-		run, problems, stderr := try(window)
-		if len(problems) == 0 {
-			return
-		}
-		if b := blurOf(t, run, window); i < len(windows)-1 && b.blurred() {
-			t.Logf("window %v, a blurred run (%s): %s; trying a longer window", window, b, strings.Join(problems, "; "))
-			continue
-		}
+	if _, problems, stderr := try(window); len(problems) > 0 {
 		t.Errorf("window %v: %s\n%s", window, strings.Join(problems, "\n"), stderr)
-		return
 	}
 }
 
@@ -507,6 +558,7 @@ func TestVerifyUnderFaults(t *testing.T) {
 	if f := failing(v); len(f) > 0 {
 		t.Errorf("faults made checks fail on a correct target: %v\n%+v", f, v.Surfaces)
 	}
+	holdsEvidence(t, v)
 	rs, info := readArchive(t, v.Run)
 	faults := faultsIn(rs)
 	t.Logf("verdict %s; the target received %d requests (and the probe, and %d of MCP negotiation); %d archived, %d of them resets or 5xx", v.Verdict, received.Load()-1, handshakeRequests(info), len(rs), faults)

@@ -21,6 +21,7 @@ type verifyRun struct {
 	plan             attack.Plan
 	opts             attack.Options
 	checks, surfaces []string
+	limits           map[string]int
 }
 
 // prepare checks the flags of verify and plans its run; code is -1 to go
@@ -48,17 +49,25 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 		return fail("--surfaces: %v", err)
 	}
 	window := o.runFlags.window(o.window, time.Minute, 6*time.Second)
-	sources, err := parseAddresses(o.sources)
+	pool, err := parseSources("--sources", o.sources)
 	if err != nil {
-		return fail("--sources: %v", err)
+		return fail("%v", err)
 	}
-	if o.sources == "" && attack.IsLoopback(o.target) {
+	// The limit address, the isolation address and the contract
+	// address: the pool's first three, or as many as it has.
+	sources := pool.Take(3)
+	if o.sources == "" && loopbackV4(o.target) {
 		sources = []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}
 	}
 	seed := o.runSeed()
+	if o.maxDuration < 0 {
+		return fail("--max-duration must be positive, got %v", o.maxDuration)
+	}
+	limits := slices.Contains(groups, "limits") || slices.Contains(groups, "isolation")
+	until := o.followUpUntil(window, limits)
 	prof, err := scenario.VerifyProfile(scenario.VerifyOptions{RESTLimit: restLimit, MCPLimit: mcpLimit, Sources: sources, Surfaces: surfaces,
-		Limits: slices.Contains(groups, "limits"), Isolation: slices.Contains(groups, "isolation"), Contract: slices.Contains(groups, "contract"),
-		Discriminate: o.discrim, Seed: seed})
+		Limits: slices.Contains(groups, "limits"), Isolation: slices.Contains(groups, "isolation"), Contract: slices.Contains(groups, "contract"), Seed: seed,
+		FollowUpUntil: until})
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -80,20 +89,32 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 			plan.MCP.Settle = window
 		}
 	}
-	opts, err := o.runFlags.options("verify", stderr, embeddedTarget(o.withFaults(embeddedWith(window, restLimit, mcpLimit))))
+	opts, err := o.runFlags.options("verify", stderr, embeddedTargetAt(o.withFaults(embeddedWith(window, restLimit, mcpLimit)), embeddedAddr(pool)))
 	if err != nil {
 		return fail("%v", err)
 	}
 	opts.Folder, opts.Seed, opts.Network, opts.Fresh, opts.NoWait = prof.Name, seed, nw, window, o.noWait
+	opts.Sources = pool
 	opts.ReachFrom = contract // the reachability check spends nothing of the limit address's budget
-	opts.Events = engineEvents(stderr, "verify", fmt.Sprintf("probing %s for about %v (window %v)", strings.Join(surfaces, " and "), plan.Duration().Round(100*time.Millisecond), window))
-	return verifyRun{plan: plan, opts: opts, checks: checks, surfaces: surfaces}, -1
+	v = verifyRun{plan: plan, opts: opts, checks: checks, surfaces: surfaces, limits: limitsOf(restLimit, mcpLimit)}
+	if until > 0 {
+		v.plan.FollowUp = followUp(v, until, stderr)
+	}
+	intro := fmt.Sprintf("probing %s for about %v (window %v)", strings.Join(surfaces, " and "), v.plan.Duration().Round(100*time.Millisecond), window)
+	if until > 0 {
+		intro += fmt.Sprintf(", up to %v if a question is left open", time.Duration(until*float64(window)).Round(100*time.Millisecond))
+	}
+	v.opts.Events = engineEvents(stderr, "verify", intro)
+	return v, -1
 }
 
 // judge analyzes the run, writes its report and verdict, and returns the
-// exit code: code, the run's own, when it is not exitOK, else the
-// verdict's.
-func (o *verifyOptions) judge(run *attack.Run, v verifyRun, code int, stdout, stderr io.Writer) int {
+// exit code: the run's own when it stopped on a failing target (runErr),
+// else the verdict's. What stopped the run is said once, after the
+// analysis: a target without the API answers the probes with errors, and
+// that, not a failing target, is the story then.
+func (o *verifyOptions) judge(run *attack.Run, v verifyRun, runErr error, stdout, stderr io.Writer) int {
+	code := exitFor(runErr)
 	in, err := analyze.Read([]string{run.Dir})
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck verify: reading %s: %v\n", run.Dir, err)
@@ -114,13 +135,16 @@ func (o *verifyOptions) judge(run *attack.Run, v verifyRun, code int, stdout, st
 			fmt.Fprintf(stderr, "ratecheck verify: report %s\n", path)
 		}
 	}
-	verdict := printVerdict(rep, o.json, stdout, stderr)
-	if code == exitUnreachable && allAbsent(rep) {
+	switch {
+	case runErr != nil && allAbsent(rep):
 		// A target without the API fails the probes (404, 501) rather
 		// than failing itself: that is what to fix, and the verdict says so.
-		fmt.Fprintf(stderr, "ratecheck verify: the API is not there on %s: the probes' errors are its answers, not a failing target\n", run.Target)
+		fmt.Fprintf(stderr, "ratecheck verify: the API is not there on %s: its errors (404, 501) to the probes made the attack stop adding load (--abort-at), but they are its answers, not a failing target; the verdict says what came back\n", run.Target)
 		code = exitOK
+	case runErr != nil:
+		fmt.Fprintf(stderr, "ratecheck verify: %s\n", describe(runErr))
 	}
+	verdict := printVerdict(rep, o.json, stdout, stderr)
 	if err := writeJUnit(o.junit, "ratecheck verify", report.VerdictSuites(rep)); err != nil {
 		fmt.Fprintf(stderr, "ratecheck verify: --junit: %v (the run is kept in %s)\n", err, run.Dir)
 		return exitUsage

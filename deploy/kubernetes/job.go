@@ -55,6 +55,17 @@ type Options struct {
 	// TargetArgs are extra arguments of the deployed reference target's
 	// serve, such as a worker pool of known capacity for a search.
 	TargetArgs []string
+	// Sources, when set, is a pool of source addresses (addresses, ranges
+	// and prefixes, comma-separated) that the pods share, each sending
+	// from its own share of it: an attack's pods split every stream's
+	// sources by source, a search's pods take every n-th address of the
+	// pool from the i-th (capacity --shared-sources). Empty: each pod sends
+	// from its own address. It needs Node: the pool is routed to a node,
+	// so the pods run there, in the node's network (hostNetwork).
+	Sources string
+	// Node, when set, is the node every pod runs on (nodeSelector
+	// kubernetes.io/hostname), instead of the pods spread over nodes.
+	Node string
 }
 
 // rendezvousDir is the folder, under the Job's folder on the claim, where
@@ -79,6 +90,7 @@ const resultsDir = "/results"
 var (
 	dnsLabel  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	configKey = regexp.MustCompile(`^[-._a-zA-Z0-9]{1,253}$`)
+	nodeName  = regexp.MustCompile(`^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$`)
 )
 
 // DefaultName is the Job name for a profile: ratecheck-<name>, lowercased,
@@ -118,6 +130,14 @@ func (o Options) Check() error {
 		return fmt.Errorf("--claim-size %s: want a storage size such as 1Gi or 500Mi", quote(o.ClaimSize))
 	case len(o.Args) > maxArgs || len(o.TargetArgs) > maxArgs:
 		return fmt.Errorf("%d extra arguments: want at most %d", max(len(o.Args), len(o.TargetArgs)), maxArgs)
+	}
+	switch {
+	case o.Sources != "" && o.Node == "":
+		return fmt.Errorf("--sources needs --node: a pool of addresses is routed to one node, and the pods that share it run there, in its network")
+	case o.Sources != "" && !plain(o.Sources, 16384):
+		return fmt.Errorf("--sources %s: want addresses, ranges and prefixes, comma-separated, without spaces", quote(o.Sources))
+	case o.Node != "" && (len(o.Node) > 253 || !nodeName.MatchString(o.Node)):
+		return fmt.Errorf("--node %s is not a valid Kubernetes node name", quote(o.Node))
 	}
 	if o.Target != "" {
 		if err := redact.CheckBaseURL(o.Target); err != nil {
@@ -258,11 +278,18 @@ func shardArgs(o Options, target string) []string {
 	shard := fmt.Sprintf("$(JOB_COMPLETION_INDEX)/%d", o.Shards)
 	at := o.StartAt.UTC().Format(time.RFC3339Nano)
 	out := path.Join(resultsDir, o.Name)
+	sources := "own"
+	if o.Sources != "" {
+		sources = kubeletLiteral(o.Sources)
+	}
 	args := []string{"attack", "--profile", path.Join("/etc/ratecheck", o.ProfileFile), "--target", kubeletLiteral(target),
-		"--shard", shard, "--start-at", at, "--sources", "own", "--out", out}
+		"--shard", shard, "--start-at", at, "--sources", sources, "--out", out}
 	if o.Capacity {
 		args = []string{"capacity", "--target", kubeletLiteral(target), "--shard", shard, "--start-at", at,
 			"--rendezvous", path.Join(out, rendezvousDir), "--out", out}
+		if o.Sources != "" {
+			args = append(args, "--sources", sources, "--shared-sources")
+		}
 	}
 	if o.Window > 0 {
 		args = append(args, "--window", o.Window.String())
@@ -286,17 +313,29 @@ func shardJob(o Options, jm objectMeta, target, cm string) job {
 		volumes = append([]volume{{Name: "profile", ConfigMap: &configMapVolume{Name: cm}}}, volumes...)
 	}
 	zero := 0
+	// Spread the shards over nodes: more machines, more addresses; or
+	// run them on the node a pool of addresses is routed to, in its
+	// network.
+	spreads := []spread{{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname",
+		WhenUnsatisfiable: "ScheduleAnyway", LabelSelector: selector{MatchLabels: jm.Labels}}}
+	var nodeSelector map[string]string
+	var dnsPolicy string
+	if o.Node != "" {
+		spreads, nodeSelector = nil, map[string]string{"kubernetes.io/hostname": o.Node}
+	}
+	if o.Sources != "" {
+		dnsPolicy = "ClusterFirstWithHostNet" // the cluster's names, from the node's network
+	}
 	return job{APIVersion: "batch/v1", Kind: "Job", Metadata: jm, Spec: jobSpec{
 		CompletionMode: "Indexed", Completions: o.Shards, Parallelism: o.Shards,
 		// A shard that failed is not run again: a retry would start
 		// after the agreed instant and send its share twice.
 		BackoffLimit: &zero,
 		Template: podTemplate{Metadata: objectMeta{Labels: jm.Labels}, Spec: podSpec{
-			RestartPolicy:   "Never",
-			SecurityContext: &podSecurity{RunAsNonRoot: true, RunAsUser: 65532, FSGroup: 65532},
-			// Spread the shards over nodes: more machines, more addresses.
-			TopologySpreadConstraints: []spread{{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname",
-				WhenUnsatisfiable: "ScheduleAnyway", LabelSelector: selector{MatchLabels: jm.Labels}}},
+			RestartPolicy:             "Never",
+			SecurityContext:           &podSecurity{RunAsNonRoot: true, RunAsUser: 65532, FSGroup: 65532},
+			TopologySpreadConstraints: spreads, NodeSelector: nodeSelector,
+			HostNetwork: o.Sources != "", DNSPolicy: dnsPolicy,
 			Containers: []container{{Name: name, Image: o.Image, Command: []string{"ratecheck"}, Args: shardArgs(o, target),
 				Env: []envVar{{Name: "JOB_COMPLETION_INDEX", ValueFrom: &envSource{FieldRef: fieldRef{
 					FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}},
@@ -396,11 +435,14 @@ type podTemplate struct {
 }
 
 type podSpec struct {
-	RestartPolicy             string       `yaml:"restartPolicy,omitempty"`
-	SecurityContext           *podSecurity `yaml:"securityContext,omitempty"`
-	TopologySpreadConstraints []spread     `yaml:"topologySpreadConstraints,omitempty"`
-	Containers                []container  `yaml:"containers"`
-	Volumes                   []volume     `yaml:"volumes,omitempty"`
+	RestartPolicy             string            `yaml:"restartPolicy,omitempty"`
+	NodeSelector              map[string]string `yaml:"nodeSelector,omitempty"`
+	HostNetwork               bool              `yaml:"hostNetwork,omitempty"`
+	DNSPolicy                 string            `yaml:"dnsPolicy,omitempty"`
+	SecurityContext           *podSecurity      `yaml:"securityContext,omitempty"`
+	TopologySpreadConstraints []spread          `yaml:"topologySpreadConstraints,omitempty"`
+	Containers                []container       `yaml:"containers"`
+	Volumes                   []volume          `yaml:"volumes,omitempty"`
 }
 
 type podSecurity struct {

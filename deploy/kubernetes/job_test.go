@@ -109,6 +109,12 @@ func TestManifest(t *testing.T) {
 		{"capacity search of a remote target", func(o *Options) {
 			o.Capacity, o.Target, o.Window = true, "https://api.example.com", time.Second
 		}},
+		{"a pool of addresses on one node", func(o *Options) {
+			o.Target, o.Sources, o.Node = "https://api.example.com", "2001:db8:2::/112,198.18.0.0/16", "node-7.example"
+		}},
+		{"capacity search from a pool on one node", func(o *Options) {
+			o.Capacity, o.Target, o.Sources, o.Node = true, "https://api.example.com", "2001:db8:2::/80", "node-7"
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := options()
@@ -157,23 +163,39 @@ func TestManifest(t *testing.T) {
 			if pod.RestartPolicy != corev1.RestartPolicyNever || len(pod.Containers) != 1 {
 				t.Fatalf("pod: restart %q, %d containers", pod.RestartPolicy, len(pod.Containers))
 			}
-			if !selects(pod.TopologySpreadConstraints[0].LabelSelector.MatchLabels, s.Template.Labels) {
+			switch {
+			case opts.Node != "":
+				if len(pod.TopologySpreadConstraints) != 0 || pod.NodeSelector["kubernetes.io/hostname"] != opts.Node {
+					t.Errorf("pods spread %v, on nodes %v; want every pod on %s", pod.TopologySpreadConstraints, pod.NodeSelector, opts.Node)
+				}
+			case !selects(pod.TopologySpreadConstraints[0].LabelSelector.MatchLabels, s.Template.Labels):
 				t.Errorf("spread selector %v does not select the shards %v", pod.TopologySpreadConstraints[0].LabelSelector.MatchLabels, s.Template.Labels)
+			}
+			if pod.HostNetwork != (opts.Sources != "") || (pod.HostNetwork && pod.DNSPolicy != corev1.DNSClusterFirstWithHostNet) {
+				t.Errorf("hostNetwork %v, dnsPolicy %q; want the node's network for a pool (%q)", pod.HostNetwork, pod.DNSPolicy, opts.Sources)
 			}
 			c := pod.Containers[0]
 			checkPod("Job", t, pod, o, opts)
 			args := strings.Join(c.Args, " ")
 			want := "attack --profile /etc/ratecheck/" + opts.ProfileFile
+			sources := " --sources own "
+			if opts.Sources != "" {
+				sources = " --sources " + opts.Sources + " "
+			}
 			if opts.Capacity {
 				want = "capacity --target "
-				if !strings.Contains(args, " --rendezvous /results/"+opts.Name+"/rendezvous ") || strings.Contains(args, "--sources") || len(pod.Volumes) != 1 {
-					t.Errorf("args %q, volumes %+v: want the rendezvous on the claim, each pod's own address, no profile", args, pod.Volumes)
+				sources = ""
+				if opts.Sources != "" {
+					sources = " --sources " + opts.Sources + " --shared-sources"
+				}
+				if !strings.Contains(args, " --rendezvous /results/"+opts.Name+"/rendezvous ") || (sources == "") != !strings.Contains(args, "--sources") || len(pod.Volumes) != 1 {
+					t.Errorf("args %q, volumes %+v: want the rendezvous on the claim, each pod's own address or the pool, no profile", args, pod.Volumes)
 				}
 				if d := o.deployment; d != nil && !strings.HasSuffix(strings.Join(d.Spec.Template.Spec.Containers[0].Args, " "), strings.Join(opts.TargetArgs, " ")) {
 					t.Errorf("target args %q, want them to end with %q", d.Spec.Template.Spec.Containers[0].Args, opts.TargetArgs)
 				}
 			}
-			if !strings.HasPrefix(args, want) || !strings.Contains(args, " --shard $(JOB_COMPLETION_INDEX)/"+strconv.Itoa(opts.Shards)+" ") ||
+			if !strings.HasPrefix(args, want) || !strings.Contains(args, sources) || !strings.Contains(args, " --shard $(JOB_COMPLETION_INDEX)/"+strconv.Itoa(opts.Shards)+" ") ||
 				!strings.Contains(args, " --start-at 2026-11-30T09:00:00Z ") || !strings.Contains(args, " --out /results/"+opts.Name) {
 				t.Errorf("args %q", args)
 			}
@@ -313,6 +335,9 @@ func TestCheck(t *testing.T) {
 		{func(o *Options) { o.Args = make([]string, 65) }, `65 extra arguments: want at most 64`},
 		{func(o *Options) { o.TargetArgs = []string{"--queue", "1\n---\nkind: Secret"} }, `extra argument "1\n---\nkind: Secret"`},
 		{func(o *Options) { o.Capacity, o.ProfileFile, o.Image = true, "", "" }, `--image "": want an image reference`},
+		{func(o *Options) { o.Sources = "2001:db8:2::/112" }, `--sources needs --node`},
+		{func(o *Options) { o.Sources, o.Node = "198.18.0.0/16\nkind: Secret", "n1" }, `--sources "198.18.0.0/16\nkind: Secret": want addresses`},
+		{func(o *Options) { o.Node = "Node_1" }, `--node "Node_1" is not a valid Kubernetes node name`},
 	} {
 		opts := options()
 		tc.change(&opts)

@@ -12,11 +12,19 @@ import (
 // time from draw. It returns every request's sojourn, waiting plus
 // service, in arrival order.
 func Queue(rate float64, dur time.Duration, c int, draw func() time.Duration) []time.Duration {
-	n := int(rate * dur.Seconds())
+	arrivals := make([]time.Duration, int(rate*dur.Seconds()))
+	for k := range arrivals {
+		arrivals[k] = time.Duration(float64(k) / rate * float64(time.Second))
+	}
+	return QueueAt(arrivals, c, draw)
+}
+
+// QueueAt is Queue for requests arriving at the given moments, in order
+// (a trace: the sends a real run made, late ones and bursts included).
+func QueueAt(arrivals []time.Duration, c int, draw func() time.Duration) []time.Duration {
 	free := make([]time.Duration, c) // when each server is next free
-	sojourn := make([]time.Duration, n)
-	for k := range n {
-		arrive := time.Duration(float64(k) / rate * float64(time.Second))
+	sojourn := make([]time.Duration, len(arrivals))
+	for k, arrive := range arrivals {
 		i := 0
 		for j := range free {
 			if free[j] < free[i] {

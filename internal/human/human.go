@@ -37,3 +37,26 @@ func Count(n int, noun, plural string) string {
 	}
 	return strconv.Itoa(n) + " " + plural
 }
+
+// EditDistance is the Levenshtein distance between a and b: how many
+// bytes to insert, delete or change to make one the other, as a "did you
+// mean" hint measures a misspelling.
+func EditDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,148 @@
+package analyze
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/method"
+)
+
+// This file holds what a run that left a question open needs next: which
+// surfaces' rivals probes after the plan can still tell apart, and how
+// long those probes must go on for every rival to show its difference.
+
+// FollowUpNeed is a surface whose verdict left a question open that
+// verify's follow-up probes (method.FollowUpProbe) can settle.
+type FollowUpNeed struct {
+	Surface string
+	// Why says what is open, and between which rivals.
+	Why string
+	// Until is how long the probes must go on, in windows from the start
+	// of the run: past the latest moment a rival left gives capacity back
+	// after the second burst, at most the limit the caller gave.
+	Until float64
+	// BurstAt is when the follow-up burst starts, in windows from the
+	// start of the run: just after the first moment a rival left gives
+	// capacity back at once (see FollowUps), at most Until less the
+	// burst.
+	BurstAt float64
+}
+
+// FollowUps returns the surfaces of a run of verify's plan that a follow-up
+// can settle: a model not decided between families, or a check of the
+// limit left inconclusive by the rivals' timing, when no premise of the
+// run failed (a spent budget, an API not there: more probes do not help).
+// maxUntil bounds Until, in windows.
+func (r *Report) FollowUps(maxUntil float64) []FollowUpNeed {
+	var out []FollowUpNeed
+	for i, sv := range r.Verdict.Surfaces {
+		if i >= len(r.Surfaces) || r.Surfaces[i].Premise != "" || sv.Model == familyUnknown {
+			continue
+		}
+		fit := r.Surfaces[i].Fit
+		w := time.Duration(r.Verdict.WindowMS) * time.Millisecond
+		var open []string
+		cands := fit.open()
+		if len(cands) > 1 {
+			var names []string
+			for _, a := range cands {
+				if n := familyOf(a, w); !slices.Contains(names, n) {
+					names = append(names, n)
+				}
+			}
+			why := "the family is not decided ("
+			if sv.ModelDecided {
+				why = "the family is decided only by the second address ("
+			}
+			open = append(open, why+strings.Join(names, " or ")+")")
+		}
+		for _, c := range sv.Checks {
+			if c.Verdict == Inconclusive && slices.Contains([]string{method.CheckRolling, method.CheckRejectedCount}, c.Name) {
+				open = append(open, c.Name+" is inconclusive")
+			}
+		}
+		if len(open) == 0 || fit.Best.Window == 0 {
+			continue
+		}
+		// The probes go on until the last rival has given capacity back;
+		// the burst comes when the first has, at once: rivals that give
+		// it back at the same moment still hold different counts then
+		// (a log of one length, a counter of one phase), and rivals that
+		// give it back at different moments differ most between them (a
+		// fixed window whose boundary follows the documented window's end
+		// admits a whole burst that a log still holding the second burst
+		// refuses; a window later, both have given everything back). A
+		// token bucket gives capacity back steadily, and a counter from
+		// its boundary on as the previous window's weight fades: neither
+		// has a moment of its own, and against a counter the burst waits
+		// for the end.
+		until, first, counter := 0.0, math.Inf(1), false
+		for _, c := range cands {
+			h := horizon(c, w)
+			until = max(until, h)
+			switch c.Family {
+			case familySlidingWindow:
+				counter = true
+			case familyFixedWindow, familySlidingLog:
+				first = min(first, h)
+			}
+		}
+		until = min(until, maxUntil)
+		if counter {
+			// A counter holds back what its previous window admitted
+			// until the next boundary has passed, and a burst right
+			// after the first moment another rival gives capacity back
+			// may meet it with as little as that rival; at the end it
+			// has given most of it back, and a log or fixed window all.
+			first = until
+		}
+		out = append(out, FollowUpNeed{Surface: sv.Surface, Why: strings.Join(open, "; "), Until: until,
+			BurstAt: method.FollowUpBurstAt(min(first, until))})
+	}
+	return out
+}
+
+// secondEnd is when the plan's second burst ends, in windows.
+const secondEnd = method.SecondStart + 0.03
+
+// horizon is the moment, in windows w from the start, by which candidate c
+// has shown how capacity comes back after the second burst, plus a margin
+// of a few probes: a sliding log (of any window, or replicas) when the
+// burst has aged out of its window; a fixed window or a sliding-window
+// counter at its first boundary after the burst; a token bucket at once.
+func horizon(c Candidate, w time.Duration) float64 {
+	const margin = 0.05 + method.FollowUpBurstSpan + method.FollowUpBurstLead
+	switch c.Family {
+	case familyFixedWindow, familySlidingWindow:
+		p := float64(c.Phase) / float64(w) // windows start at k − p
+		return math.Ceil(secondEnd+p) - p + margin
+	case familyTokenBucket:
+		return secondEnd + 0.1 + margin
+	case familySlidingLog:
+		if c.Window > w {
+			// A log longer than the documented window that fits a run
+			// whose limit address never got capacity back fits it at
+			// any longer length too (the scan reports the nearest): its
+			// length is known only once capacity returns.
+			return math.Inf(1)
+		}
+		return secondEnd + float64(c.Window)/float64(w) + margin
+	}
+	return secondEnd + margin
+}
+
+// familyOf names c's family, with its window when that is not w.
+func familyOf(c Candidate, w time.Duration) string {
+	if c.Window != w {
+		return fmt.Sprintf("%s of %v", c.Family, c.Window.Round(time.Millisecond))
+	}
+	return c.Family
+}
+
+// String says a need as one line.
+func (n FollowUpNeed) String() string {
+	return fmt.Sprintf("%s: %s: probing its limit address until %.2f windows", n.Surface, n.Why, n.Until)
+}

@@ -148,6 +148,11 @@ type SurfaceDetail struct {
 	// Absent is set when the API is not there: the limit probes got 404,
 	// 405, 501 or non-JSON answers and no admission or refusal.
 	Absent bool
+	// SpentOrLower is set when the premise is the primary's first burst
+	// refused early and nothing in the run told a budget spent before it
+	// from a limit below the documented one: the follow-up burst, once
+	// every request of the run has aged out, does (FollowUps).
+	SpentOrLower bool
 }
 
 // ErrorCount is how many results failed with one kind of transport error.

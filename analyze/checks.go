@@ -174,6 +174,8 @@ func (s *surfaceRun) verdict(meta *decode.Meta) (SurfaceVerdict, SurfaceDetail) 
 				// though the early evidence is still a spent budget's.
 				named = ""
 			}
+			iso, shared := judgedSpent[method.CheckIsolation]
+			sd.SpentOrLower = named != "" && !(shared && iso.Verdict == Fail) && s.fresh.short(s, s.primary, s.other) != "" && !s.fresh.weighed(s.primary)
 		}
 		s.model(&sv, &sd, named)
 	}

@@ -29,6 +29,13 @@ type FollowUpNeed struct {
 	// capacity back at once (see FollowUps), at most Until less the
 	// burst.
 	BurstAt float64
+	// AgedOut is set when the need is the follow-up burst alone, once
+	// every request of the run so far has aged out of a window: the
+	// caller sends it method.FollowUpAgedOut windows after the run's last
+	// answer (BurstAt and Until hold it for a run answered on time, ending
+	// at FollowUpStart). It weighs a budget spent before the run against a
+	// limit below the documented one (SurfaceDetail.SpentOrLower).
+	AgedOut bool
 }
 
 // FollowUps returns the surfaces of a run of verify's plan that a follow-up
@@ -39,6 +46,16 @@ type FollowUpNeed struct {
 func (r *Report) FollowUps(maxUntil float64) []FollowUpNeed {
 	var out []FollowUpNeed
 	for i, sv := range r.Verdict.Surfaces {
+		if i < len(r.Surfaces) && r.Surfaces[i].SpentOrLower {
+			// A spent budget has come back in full a window after the
+			// last request; a lower limit refuses the burst early again.
+			at := method.FollowUpStart + method.FollowUpAgedOut
+			if until := at + method.FollowUpBurstSpan + method.FollowUpBurstLead; until <= maxUntil {
+				out = append(out, FollowUpNeed{Surface: sv.Surface, AgedOut: true, BurstAt: at, Until: until,
+					Why: fmt.Sprintf("the first burst was refused before %d were admitted: a budget spent before the run or a lower limit", sv.ExpectedLimit)})
+			}
+			continue
+		}
 		if i >= len(r.Surfaces) || r.Surfaces[i].Premise != "" || sv.Model == familyUnknown {
 			continue
 		}
@@ -144,5 +161,8 @@ func familyOf(c Candidate, w time.Duration) string {
 
 // String says a need as one line.
 func (n FollowUpNeed) String() string {
+	if n.AgedOut {
+		return fmt.Sprintf("%s: %s: a burst from its limit address once the run's requests have aged out", n.Surface, n.Why)
+	}
 	return fmt.Sprintf("%s: %s: probing its limit address until %.2f windows", n.Surface, n.Why, n.Until)
 }

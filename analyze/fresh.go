@@ -15,10 +15,17 @@ import (
 // (a shared counter) does not explain, says the address had sent within
 // the window before the run (an earlier run, another job): the run proves
 // nothing of the limiter, on either surface.
+//
+// A limit below the documented one refuses the first burst early too. A
+// burst of L sent once every request of the run has aged out of a window
+// (the follow-up burst, sent when nothing later in the run told the two
+// apart) weighs them: a spent budget has come back by then, and is whole;
+// a lower limit refuses it early again, each refusal with fewer than L in
+// its window (the onset check's late false throttles).
 type freshStart struct {
-	onset []int8 // by label index: 1 an onset stream's label, -1 not, 0 not looked up
-	// the onset requests of each group, by outcome
-	byGroup map[*groupRun]*onsetTally
+	stream []int8 // by label index: 1 the onset's, 2 the follow-up burst's, -1 neither, 0 not looked up
+	// the onset and follow-up burst requests of each group, by outcome
+	byGroup, burst map[*groupRun]*onsetTally
 }
 
 // onsetTally counts a group's onset requests: sent, admitted, refused.
@@ -30,25 +37,32 @@ func (f *freshStart) count(s *surfaceRun, g *groupRun, r *decode.Record, kind ui
 		return
 	}
 	id := int(r.LabelID())
-	for id >= len(f.onset) {
-		f.onset = append(f.onset, 0)
+	for id >= len(f.stream) {
+		f.stream = append(f.stream, 0)
 	}
-	if f.onset[id] == 0 {
-		f.onset[id] = -1
-		if s.tab.Labels(r).Stream == method.StreamOnset {
-			f.onset[id] = 1
+	if f.stream[id] == 0 {
+		f.stream[id] = -1
+		switch s.tab.Labels(r).Stream {
+		case method.StreamOnset:
+			f.stream[id] = 1
+		case method.StreamFollowUpBurst:
+			f.stream[id] = 2
 		}
 	}
-	if f.onset[id] < 0 {
+	if f.stream[id] < 0 {
 		return
 	}
-	if f.byGroup == nil {
-		f.byGroup = map[*groupRun]*onsetTally{}
+	m := &f.byGroup
+	if f.stream[id] == 2 {
+		m = &f.burst
 	}
-	t := f.byGroup[g]
+	if *m == nil {
+		*m = map[*groupRun]*onsetTally{}
+	}
+	t := (*m)[g]
 	if t == nil {
 		t = &onsetTally{}
-		f.byGroup[g] = t
+		(*m)[g] = t
 	}
 	t.sent++
 	switch {
@@ -66,10 +80,26 @@ func (f *freshStart) spent(s *surfaceRun) string {
 	if msg := f.short(s, s.primary, s.other); msg != "" {
 		return msg
 	}
-	if o := s.other; o != nil && o.surface.fresh != nil {
+	// The other surface's early refusals say this address sent before the
+	// run unless the other surface proved a lower limit of its own, which
+	// explains them.
+	if o := s.other; o != nil && o.surface.fresh != nil && !o.surface.lowerProved() {
 		return o.surface.fresh.short(o.surface, o, s.primary)
 	}
 	return ""
+}
+
+// lowerProved reports whether the onset check saw the primary refused a
+// window or more after the start with fewer than L in the window, where
+// no request sent before the run can be: a limit below L, not a spent
+// budget.
+func (s *surfaceRun) lowerProved() bool {
+	for _, c := range s.checks {
+		if o, ok := c.run.(*onsetCheck); ok {
+			return o.lateFalse > 0
+		}
+	}
+	return false
 }
 
 // short says how g's first burst, on surface s, was refused before L of it
@@ -94,6 +124,22 @@ func (f *freshStart) short(s *surfaceRun, g, og *groupRun) string {
 	if t.sent-t.refused+shared >= s.L {
 		return ""
 	}
-	return fmt.Sprintf("the address's budget was already spent: %d of the first burst's %d requests from %s on %s were refused before %d were admitted, so it had sent within the window before the run (an earlier run, another job); wait a window or use other --sources",
-		t.refused, t.sent, g.source, s.name, s.L)
+	early := fmt.Sprintf("%d of the first burst's %d requests from %s on %s were refused before %d were admitted", t.refused, t.sent, g.source, s.name, s.L)
+	if f.whole(g, s.L) {
+		return fmt.Sprintf("the address's budget was already spent: %s, and a burst of %d once the run's own requests had aged out was admitted in full, so the limit is not lower: it had sent within the window before the run (an earlier run, another job); wait a window or use other --sources",
+			early, s.L)
+	}
+	return fmt.Sprintf("either the address's budget was already spent (it had sent within the window before the run: an earlier run, another job) or its limit is below %d: %s, and no request of the run told the two apart; wait a window or use other --sources, or give --max-duration room for verify's follow-up burst, which weighs them",
+		s.L, early)
 }
+
+// whole reports whether g's follow-up burst was admitted (or left
+// unanswered) in full: the limiter gave a whole budget of L back.
+func (f *freshStart) whole(g *groupRun, L int) bool {
+	t := f.burst[g]
+	return t != nil && t.sent >= L && t.sent-t.refused >= L
+}
+
+// weighed reports whether g's follow-up burst was sent: whether the run
+// holds what tells a budget spent before it from a lower limit.
+func (f *freshStart) weighed(g *groupRun) bool { return f.burst[g] != nil }

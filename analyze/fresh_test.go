@@ -2,9 +2,13 @@ package analyze
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/connectbyjbrh/ratecheck/internal/hostsim"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // TestFreshStartSpentOnBothSurfaces: the limit address sent a few requests
@@ -95,6 +99,116 @@ func TestNothingAdmittedIsNoSpentBudget(t *testing.T) {
 	for _, s := range rep.Verdict.Surfaces {
 		if s.Verdict != Inconclusive || !strings.Contains(s.Missing, "budget was already spent") {
 			t.Errorf("blurred: %s %s, missing %q, want inconclusive naming the spent budget", s.Surface, s.Verdict, s.Missing)
+		}
+	}
+}
+
+// spentBefore is a limiter whose key had sent n requests half a window
+// before the first request it is asked about: an earlier run's.
+type spentBefore struct {
+	limiter
+	key  string
+	n    int
+	w    int64
+	done bool
+}
+
+func (s *spentBefore) allow(key string, t int64) bool {
+	if !s.done {
+		s.done = true
+		for i := range s.n {
+			s.limiter.allow(s.key, t-s.w/2+int64(i))
+		}
+	}
+	return s.limiter.allow(key, t)
+}
+
+// TestSpentOrLowerFollowUp: MCP's first burst is refused early, on a
+// correct sliding log whose limit address sent 30 calls half a window
+// before the run, and on one whose limit is 100 instead of 120. Nothing
+// in the plan may tell them apart (on a busy host the lower limit's
+// refusals a window after the start are not provably below 120), and the
+// premise must not name either alone; the follow-up burst, once the run's
+// own requests have aged out, must: the spent budget stays inconclusive,
+// naming it as proved (on REST too), and the lower limit fails onset with
+// REST passing, on every host of the simulation and every seed.
+func TestSpentOrLowerFollowUp(t *testing.T) {
+	t.Parallel()
+	W := int64(simW)
+	truths := []struct {
+		name string
+		srv  func() server
+		fail bool
+	}{
+		{"a budget spent before the run", func() server {
+			return server{rest: logOf(240, W, true), mcp: &spentBefore{limiter: logOf(120, W, true), key: method.MCP + "|" + srcA, n: 30, w: W}, key: perAddress}
+		}, false},
+		{"a lower limit", func() server {
+			return server{rest: logOf(240, W, true), mcp: logOf(100, W, true), key: perAddress}
+		}, true},
+	}
+	seeds := 16
+	if raceEnabled {
+		seeds = 1
+	}
+	for _, tr := range truths {
+		for _, host := range []struct {
+			name string
+			h    hostsim.Host
+		}{{"quiet", hostsim.Quiet}, {"busy", hostsim.Busy}, {"loaded", hostsim.Loaded}} {
+			t.Run(tr.name+"/"+host.name, func(t *testing.T) {
+				t.Parallel()
+				cfg := Config{Window: simW, Limits: map[string]int{method.REST: 240, method.MCP: 120}}
+				followed := 0
+				defer func() { t.Logf("%d of %d runs needed the follow-up burst", followed, seeds) }()
+				for i := range seeds {
+					run := func(follow map[string]FollowUpNeed) *Report {
+						rng := rand.New(rand.NewPCG(7, uint64(i)))
+						rep, err := Analyze(simulateVerify(tr.srv(), host.h, simW, rng, follow), cfg)
+						if err != nil {
+							t.Fatal(err)
+						}
+						return rep
+					}
+					rep := run(nil)
+					follow := map[string]FollowUpNeed{}
+					for _, n := range rep.FollowUps(simMaxUntil) {
+						follow[n.Surface] = n
+					}
+					mcp := rep.Verdict.Surfaces[1]
+					if !tr.fail || mcp.Verdict != Fail {
+						// Undecided by the plan: the premise names both
+						// readings, and the follow-up is the burst alone.
+						if n, ok := follow[method.MCP]; !ok || !n.AgedOut || !strings.Contains(mcp.Missing, "either the address's budget was already spent") || !strings.Contains(mcp.Missing, "or its limit is below 120") {
+							t.Fatalf("seed %d before the follow-up: mcp %s, missing %q, follow-ups %v; want both readings named and the aged-out burst", i, mcp.Verdict, mcp.Missing, follow)
+						}
+						rep = run(follow)
+						mcp = rep.Verdict.Surfaces[1]
+						followed++
+					}
+					// REST's own first burst was whole; it is held to a spent
+					// budget only where MCP's is proved one (the address sent
+					// before the run: another job may still be sending).
+					if rest := rep.Verdict.Surfaces[0]; tr.fail && rest.Verdict != Pass || !tr.fail && (rest.Verdict != Inconclusive || !strings.Contains(rest.Missing, "was admitted in full")) {
+						t.Errorf("seed %d: rest %s, missing %q: %v", i, rest.Verdict, rest.Missing, rest.Checks)
+					}
+					onset := ""
+					for _, c := range mcp.Checks {
+						if c.Name == method.CheckOnset {
+							onset = c.Verdict
+						}
+					}
+					if tr.fail {
+						if mcp.Verdict != Fail || onset != Fail || !strings.Contains(mcp.Missing, "which a budget spent before the run does not explain (see onset)") {
+							t.Errorf("seed %d: mcp %s, onset %s, missing %q; want onset failed", i, mcp.Verdict, onset, mcp.Missing)
+						}
+						continue
+					}
+					if mcp.Verdict != Inconclusive || !strings.Contains(mcp.Missing, "the address's budget was already spent:") || !strings.Contains(mcp.Missing, "was admitted in full, so the limit is not lower") {
+						t.Errorf("seed %d: mcp %s, missing %q; want inconclusive, the spent budget proved", i, mcp.Verdict, mcp.Missing)
+					}
+				}
+			})
 		}
 	}
 }

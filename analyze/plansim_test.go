@@ -192,6 +192,15 @@ func simulateVerify(srv server, h hostsim.Host, w time.Duration, rng *rand.Rand,
 			if s.Name == method.StreamFollowUpBurst {
 				start = max(start, time.Duration(n.BurstAt*float64(w)))
 			}
+			if n.AgedOut {
+				// The burst alone, a little over a window after the last
+				// answer, as verify sends it.
+				if s.Name != method.StreamFollowUpBurst {
+					continue
+				}
+				start = last + time.Duration(method.FollowUpAgedOut*float64(w))
+				end = start + time.Duration((method.FollowUpBurstSpan+method.FollowUpBurstLead)*float64(w))
+			}
 		}
 		if len(s.After) > 0 {
 			open := time.Duration(0)

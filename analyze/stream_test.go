@@ -189,7 +189,7 @@ func comparable(rep *Report) string {
 	for i, sv := range rep.Verdict.Surfaces {
 		d := rep.Surfaces[i]
 		m := d.Latency
-		d.Latency, d.Fit, d.Premise = nil, Fit{}, "" // a verdict's, which the batch analyzer predates
+		d.Latency, d.Fit, d.Premise, d.SpentOrLower = nil, Fit{}, "", false // a verdict's, which the batch analyzer predates
 		out = append(out, surface{Surface: sv.Surface, ExpectedLimit: sv.ExpectedLimit, ObservedLimit: sv.ObservedLimit, Detail: d,
 			Latency: lat{m.Samples, m.Count, m.Time.Min, m.Time.P50, m.Time.P95, m.Time.P99, m.Time.Max}})
 	}

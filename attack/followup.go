@@ -24,6 +24,11 @@ type FollowUp struct {
 	// each. A held stream it leaves out is not sent. It must not block for
 	// long: results wait meanwhile.
 	Decide func(results []*vegeta.Result) (send map[string]Span, said []string)
+	// SentBefore is when an earlier run last sent from the run's sources
+	// within the freshness wait, when the run started anyway (NoWait): the
+	// engine sets it before the run, for Decide to judge as the archived
+	// run will be (archive.RunInfo.SentBefore).
+	SentBefore time.Time
 
 	said []string
 }

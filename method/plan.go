@@ -270,6 +270,12 @@ const (
 	FollowUpBurstLead = 0.01
 )
 
+// FollowUpAgedOut is how long after a run's last answer the follow-up
+// burst that weighs a budget spent before the run against a lower limit
+// starts, in windows: a window, every request of the run then out of it,
+// and a margin for a limiter whose window or clock runs a little long.
+const FollowUpAgedOut = 1.05
+
 // FollowUpBurstAt is when the follow-up burst starts to end
 // FollowUpBurstLead windows before until, in windows: the latest it starts
 // when the probes go on until until.

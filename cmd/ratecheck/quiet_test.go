@@ -27,7 +27,6 @@ var quietTests = []struct {
 	{"VerifyAgainstNginxRoundRobin", testVerifyAgainstNginxRoundRobin},
 	{"VerifyAgainstNginx", testVerifyAgainstNginx},
 	{"VerifyAgainstNginxBurstDelay", testVerifyAgainstNginxBurstDelay},
-	{"VerifyLowerLimit", testVerifyLowerLimit},
 }
 
 // quietAtOnce is how many of quietTests run at once (a test's own

@@ -300,8 +300,7 @@ func unlikeCopy(t *testing.T, dir string) string {
 }
 
 // TestVerifyFailsOnWrongTargets: against a target that breaks one property,
-// verify exits 1 with that property's check failing. (A lower limit is
-// testVerifyLowerLimit, one of quietTests.)
+// verify exits 1 with that property's check failing.
 func TestVerifyFailsOnWrongTargets(t *testing.T) {
 	t.Parallel()
 	if raceEnabled {
@@ -347,6 +346,11 @@ func TestVerifyFailsOnWrongTargets(t *testing.T) {
 		{"sliding-window-counter", func(c *refserver.Config) { c.Limiter = refserver.SlidingWindowCounter }, nil, nil, []string{"rest/rolling", "mcp/rolling"}, "sliding-window-counter"},
 		{"shared-budget", func(c *refserver.Config) { c.Limiter = refserver.SharedBudget }, nil, nil, []string{"rest/isolation", "mcp/isolation"}, ""},
 		{"no limit", func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil, nil, []string{"rest/onset", "mcp/onset"}, "none"},
+		// 5/6 of the documented limits: MCP's first burst refused 20 early
+		// is a spent budget's doing or a lower limit's, and where nothing
+		// later in the plan proves the limit lower, the follow-up burst
+		// once the run's requests have aged out does.
+		{"a lower limit", func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 200, 100 }, nil, nil, []string{"rest/onset", "mcp/onset"}, "sliding-log"},
 		{"window twice as long", func(c *refserver.Config) { c.Window *= 2 }, nil, nil, []string{"rest/rolling", "mcp/rolling"}, "sliding-log"},
 		{"trusts X-Forwarded-For", nil, forwarded, []string{"--checks", "isolation"}, []string{"rest/spoof", "mcp/spoof"}, ""},
 		{"one bucket for every address", nil, oneBucket, []string{"--checks", "isolation"}, []string{"rest/isolation", "mcp/isolation"}, ""},
@@ -403,40 +407,6 @@ func surfacesSaid(v verdictJSON) string {
 		}
 	}
 	return b.String()
-}
-
-// testVerifyLowerLimit: against limits of 5/6 of the documented ones,
-// verify exits 1 with onset failing on both surfaces, the family decided
-// a sliding log. One of quietTests: MCP proves its limit of 100 below the
-// documented 120 only by a margin of 20 requests in the window of the
-// second burst, and beside the package's other tests the timing spread
-// swallowed it twice in about ten whole-suite runs; the early refusals were
-// then left to a budget spent before the run (inconclusive), a premise the
-// plan does not yet follow up.
-func testVerifyLowerLimit(t *testing.T) {
-	if raceEnabled {
-		t.Skip("one of TestVerifyFailsOnWrongTargets' verdicts, checked by the plain run as they are")
-	}
-	url := startTarget(t, verifyWindow, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 200, 100 }, nil)
-	code, v, stderr := runVerifyJSON(t, verifyWindow, "--target", url)
-	holdsEvidence(t, v)
-	got := failing(v)
-	for _, w := range []string{"rest/onset", "mcp/onset"} {
-		if !slices.Contains(got, w) {
-			t.Errorf("%s did not fail; failing %v", w, got)
-		}
-	}
-	if code != exitCheckFailed || v.Verdict != "fail" {
-		t.Errorf("exit %d, verdict %s; want exit 1", code, v.Verdict)
-	}
-	for _, s := range v.Surfaces {
-		if s.Decided && s.Model != "sliding-log" || !s.Decided && s.Model != "sliding-log" && !slices.Contains(s.Alternatives, "sliding-log") {
-			t.Errorf("%s: model %s (decided %v, alternatives %v); want sliding-log", s.Surface, s.Model, s.Decided, s.Alternatives)
-		}
-	}
-	if t.Failed() {
-		t.Logf("%s\nstderr: %s", surfacesSaid(v), stderr)
-	}
 }
 
 // blur is how much a run's timing could hide: its worst latency relative

@@ -44,20 +44,38 @@ func followUp(v verifyRun, until float64, stderr io.Writer) *attack.FollowUp {
 		if len(results) == 0 {
 			return nil, nil
 		}
-		start := results[0].Timestamp
+		start, last := results[0].Timestamp, results[0].Timestamp
 		for _, r := range results {
 			if r.Timestamp.Before(start) {
 				start = r.Timestamp
 			}
+			if end := r.Timestamp.Add(r.Latency); end.After(last) {
+				last = end
+			}
 		}
 		in := analyze.FromResults(results)
-		rep, err := analyze.Analyze(in, analyze.Config{Window: w, Limits: v.limits, Checks: v.checks, Surfaces: v.surfaces})
+		rep, err := analyze.Analyze(in, analyze.Config{Window: w, Limits: v.limits, Checks: v.checks, Surfaces: v.surfaces, SentBefore: fu.SentBefore})
 		if err != nil {
 			return nil, nil
 		}
 		send, said := map[string]attack.Span{}, []string(nil)
 		at := func(windows float64) time.Duration { return time.Until(start.Add(time.Duration(windows * float64(w)))) }
 		for _, n := range rep.FollowUps(until) {
+			if n.AgedOut {
+				// The burst alone, once the run's last answered request
+				// has aged out of a window.
+				begin := time.Until(last.Add(time.Duration(method.FollowUpAgedOut * float64(w))))
+				stop := begin + time.Duration((method.FollowUpBurstSpan+method.FollowUpBurstLead)*float64(w))
+				line := fmt.Sprintf("%s: %s: a burst of its limit from the limit address in %v, once the run's requests have aged out", n.Surface, n.Why, begin.Round(100*time.Millisecond))
+				if stop > at(until) {
+					line = fmt.Sprintf("%s: %s: no follow-up burst, as it would end past --max-duration (%.2f windows)", n.Surface, n.Why, until)
+				} else {
+					send[n.Surface+"/"+method.StreamFollowUpBurst] = attack.Span{Start: max(begin, 0), Stop: stop}
+				}
+				said = append(said, line)
+				fmt.Fprintf(stderr, "ratecheck verify: follow-up on %s\n", line)
+				continue
+			}
 			stop := at(n.Until)
 			send[n.Surface+"/"+method.StreamFollowUp] = attack.Span{Stop: stop}
 			send[n.Surface+"/"+method.StreamFollowUpBurst] = attack.Span{Start: max(at(n.BurstAt), 0), Stop: stop}

@@ -80,26 +80,10 @@ func (f *freshStart) spent(s *surfaceRun) string {
 	if msg := f.short(s, s.primary, s.other); msg != "" {
 		return msg
 	}
-	// The other surface's early refusals say this address sent before the
-	// run unless the other surface proved a lower limit of its own, which
-	// explains them.
-	if o := s.other; o != nil && o.surface.fresh != nil && !o.surface.lowerProved() {
+	if o := s.other; o != nil && o.surface.fresh != nil {
 		return o.surface.fresh.short(o.surface, o, s.primary)
 	}
 	return ""
-}
-
-// lowerProved reports whether the onset check saw the primary refused a
-// window or more after the start with fewer than L in the window, where
-// no request sent before the run can be: a limit below L, not a spent
-// budget.
-func (s *surfaceRun) lowerProved() bool {
-	for _, c := range s.checks {
-		if o, ok := c.run.(*onsetCheck); ok {
-			return o.lateFalse > 0
-		}
-	}
-	return false
 }
 
 // short says how g's first burst, on surface s, was refused before L of it
@@ -124,10 +108,19 @@ func (f *freshStart) short(s *surfaceRun, g, og *groupRun) string {
 	if t.sent-t.refused+shared >= s.L {
 		return ""
 	}
+	if b := f.burst[g]; b != nil && b.sent >= s.L && b.sent-b.refused < s.L && t.sent-t.refused+shared >= b.sent-b.refused {
+		// The follow-up burst, once the run's requests had aged out, met a
+		// limit below L, and the first burst had as much: it was whole.
+		return ""
+	}
 	early := fmt.Sprintf("%d of the first burst's %d requests from %s on %s were refused before %d were admitted", t.refused, t.sent, g.source, s.name, s.L)
-	if f.whole(g, s.L) {
+	switch b := f.burst[g]; {
+	case f.whole(g, s.L):
 		return fmt.Sprintf("the address's budget was already spent: %s, and a burst of %d once the run's own requests had aged out was admitted in full, so the limit is not lower: it had sent within the window before the run (an earlier run, another job); wait a window or use other --sources",
 			early, s.L)
+	case b != nil && b.sent >= s.L:
+		return fmt.Sprintf("the address's budget was already spent: %s, fewer than the %d a burst admitted once the run's own requests had aged out (a limit below %d, too): it had sent within the window before the run (an earlier run, another job); wait a window or use other --sources",
+			early, b.sent-b.refused, s.L)
 	}
 	return fmt.Sprintf("either the address's budget was already spent (it had sent within the window before the run: an earlier run, another job) or its limit is below %d: %s, and no request of the run told the two apart; wait a window or use other --sources, or give --max-duration room for verify's follow-up burst, which weighs them",
 		s.L, early)

@@ -108,17 +108,23 @@ func (f *freshStart) short(s *surfaceRun, g, og *groupRun) string {
 	if t.sent-t.refused+shared >= s.L {
 		return ""
 	}
-	if b := f.burst[g]; b != nil && b.sent >= s.L && b.sent-b.refused < s.L && t.sent-t.refused+shared >= b.sent-b.refused {
+	b := f.burst[g]
+	weighed := b != nil && b.sent >= s.L
+	if weighed && 0 < b.sent-b.refused && b.sent-b.refused < s.L && t.sent-t.refused+shared >= b.sent-b.refused {
 		// The follow-up burst, once the run's requests had aged out, met a
 		// limit below L, and the first burst had as much: it was whole.
 		return ""
 	}
 	early := fmt.Sprintf("%d of the first burst's %d requests from %s on %s were refused before %d were admitted", t.refused, t.sent, g.source, s.name, s.L)
-	switch b := f.burst[g]; {
+	switch {
 	case f.whole(g, s.L):
 		return fmt.Sprintf("the address's budget was already spent: %s, and a burst of %d once the run's own requests had aged out was admitted in full, so the limit is not lower: it had sent within the window before the run (an earlier run, another job); wait a window or use other --sources",
 			early, s.L)
-	case b != nil && b.sent >= s.L:
+	case weighed && b.sent == b.refused:
+		// Nothing admitted even then: onset's late refusals say so.
+		return fmt.Sprintf("nothing was admitted: %s, and a burst of %d once the run's own requests had aged out was refused in full, which no budget spent before the run explains",
+			early, s.L)
+	case weighed:
 		return fmt.Sprintf("the address's budget was already spent: %s, fewer than the %d a burst admitted once the run's own requests had aged out (a limit below %d, too): it had sent within the window before the run (an earlier run, another job); wait a window or use other --sources",
 			early, b.sent-b.refused, s.L)
 	}

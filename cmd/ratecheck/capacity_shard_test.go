@@ -183,15 +183,18 @@ func shardArgs(url, out, rv, at string, i, n int, more ...string) []string {
 		"--step", "1s", "--warmup", "0.3s", "--timeout", "2s", "--max-lateness", "30ms"}, more...)
 }
 
-// TestCapacityShards runs the knee search as two shard processes started
+// testCapacityShards runs the knee search as two shard processes started
 // together, each from addresses of its own, against a pool of known
 // capacity (500/s nominal) in compressed time. Both print the same
 // result, which analyze of their two run folders gives again; every
 // step's rate is the sum of the shards' shares, and each shard sent it,
 // from its own addresses only, as the target saw; the knee lies where the
-// pool's capacity puts it.
-func TestCapacityShards(t *testing.T) {
-	t.Parallel()
+// pool's capacity puts it. One of quietTests: in the package's parallel
+// phase, beside seven other tests on 2 cores, the pool served 400/s at a
+// p99 of 23 ms and, re-measured seconds later, of 120 ms (a whole-suite
+// run), and the search rightly ended inconclusive where the test wants
+// the knee.
+func testCapacityShards(t *testing.T) {
 	url, meanService, seen := poolTarget(t)
 	out, rv := t.TempDir(), t.TempDir()
 	at := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)

@@ -381,7 +381,7 @@ func testNetnsCapacity(t *testing.T, h *netnsHosts, host, pool string) {
 	// (CI: 200/s, 40 % of the pool, failed at p99 164 ms, no stall above
 	// 40 ms): a knee under low (the pool's real capacity μ less δ = 11 %,
 	// where M/M/10 keeps the objective, over the precision), or none, is
-	// logged, and TestKneeOfPool and TestCapacityShards hold the knee from
+	// logged, and TestKneeOfPool and testCapacityShards hold the knee from
 	// below on loopback.
 	const S, SLO, prec, delta, T = 0.020, 0.100, 0.1, 0.11, 1.0
 	muReal := 10 / srv.meanService().Seconds()

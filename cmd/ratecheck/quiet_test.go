@@ -27,6 +27,7 @@ var quietTests = []struct {
 	{"VerifyAgainstNginxRoundRobin", testVerifyAgainstNginxRoundRobin},
 	{"VerifyAgainstNginx", testVerifyAgainstNginx},
 	{"VerifyAgainstNginxBurstDelay", testVerifyAgainstNginxBurstDelay},
+	{"CapacityShards", testCapacityShards},
 }
 
 // quietAtOnce is how many of quietTests run at once (a test's own

@@ -122,7 +122,7 @@ func (f *freshStart) short(s *surfaceRun, g, og *groupRun) string {
 			early, s.L)
 	case weighed && b.sent == b.refused:
 		// Nothing admitted even then: onset's late refusals say so.
-		return fmt.Sprintf("nothing was admitted: %s, and a burst of %d once the run's own requests had aged out was refused in full, which no budget spent before the run explains",
+		return fmt.Sprintf("%s, and a burst of %d once the run's own requests had aged out was refused in full, which no budget spent before the run explains",
 			early, s.L)
 	case weighed:
 		return fmt.Sprintf("the address's budget was already spent: %s, fewer than the %d a burst admitted once the run's own requests had aged out (a limit below %d, too): it had sent within the window before the run (an earlier run, another job); wait a window or use other --sources",

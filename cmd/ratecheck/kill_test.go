@@ -9,9 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -79,10 +80,13 @@ func TestKilledRunIsRecovered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var answered atomic.Int64
+	var mu sync.Mutex
+	var answeredAt []int64 // when the target answered each request, Unix ns
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		srv.ServeHTTP(w, r)
-		answered.Add(1)
+		mu.Lock()
+		answeredAt = append(answeredAt, time.Now().UnixNano())
+		mu.Unlock()
 	}))
 	defer ts.Close()
 	out := t.TempDir()
@@ -106,7 +110,10 @@ func TestKilledRunIsRecovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	sent := answered.Load() // answered by the target before the kill, or just after
+	mu.Lock()
+	answered := slices.Clone(answeredAt) // before the kill, or just after
+	mu.Unlock()
+	sent := int64(len(answered))
 	if results == "" {
 		t.Fatal("the attack archived nothing within 60 s")
 	}
@@ -129,10 +136,28 @@ func TestKilledRunIsRecovered(t *testing.T) {
 	if len(in.Records) == 0 {
 		t.Fatal("no result recovered")
 	}
-	// HEAD / is the reachability probe, not archived; the rest were
-	// archived as they came back, but for those in flight at the kill.
-	if lost := sent - 1 - int64(len(in.Records)); lost < 0 || lost > 10 {
-		t.Errorf("%d answered, %d recovered: %d lost (want at most the few in flight)", sent-1, len(in.Records), lost)
+	// HEAD / is the reachability probe, not archived; the rest are
+	// archived in the order they come back, a batch at a time, so what a
+	// kill loses is the tail: answers that came back after the last
+	// recovered one. Every request the target answered before the last
+	// recovered response arrived, less the longest latency recovered
+	// (an answer's way back), must be among the recovered. How many the
+	// tail holds is the host's business (a stalled generator catches up
+	// in a burst): on a loaded host 11 answers came back after the last
+	// batch written.
+	var last, longest int64
+	for _, r := range in.Records {
+		last, longest = max(last, r.End), max(longest, r.End-r.Start)
+	}
+	before := 0
+	for _, at := range answered {
+		if at < last-longest {
+			before++
+		}
+	}
+	if lost := sent - 1 - int64(len(in.Records)); lost < 0 || len(in.Records) < before-1 {
+		t.Errorf("%d answered, %d recovered (%d lost); %d were answered before the last recovered response, less its longest latency (%v), and all of those must be recovered",
+			sent-1, len(in.Records), lost, before-1, time.Duration(longest))
 	}
 	if len(in.Truncated) > 0 && !strings.Contains(in.Truncated[0], "complete records") {
 		t.Errorf("truncation warning %q does not say how many were recovered", in.Truncated[0])

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,17 +113,27 @@ func TestVerifyHeadersHTTPRate(t *testing.T) {
 			}),
 			httprate.WithLimitHandler(func(rw http.ResponseWriter, _ *http.Request) { body(rw) }))
 	}
-	rest := limiter(240, func(rw http.ResponseWriter) {
-		rw.Header().Set("Content-Type", "application/json")
-		rw.WriteHeader(http.StatusTooManyRequests)
-		_ = json.NewEncoder(rw).Encode(map[string]any{"error": map[string]any{"code": "rate_limited", "message": "too many requests"}})
-	}).Handler(srv)
-	mcp := limiter(120, func(rw http.ResponseWriter) {
-		rw.Header().Set("Content-Type", "application/json")
-		rw.WriteHeader(http.StatusTooManyRequests)
-		_ = json.NewEncoder(rw).Encode(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32603, "message": "rate limited"}})
-	}).Handler(srv)
+	// The limiters are made at the first request verify sends (its
+	// reachability probe, just before the run), not when the test starts:
+	// the test may wait for a slot of its own, and a limiter made a window
+	// or more before the run has windows that the first burst may straddle
+	// (its counter then admits one more just past the boundary, as a
+	// busy host's run showed).
+	var made sync.Once
+	var rest, mcp http.Handler
 	base := serveHandler(t, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		made.Do(func() {
+			rest = limiter(240, func(rw http.ResponseWriter) {
+				rw.Header().Set("Content-Type", "application/json")
+				rw.WriteHeader(http.StatusTooManyRequests)
+				_ = json.NewEncoder(rw).Encode(map[string]any{"error": map[string]any{"code": "rate_limited", "message": "too many requests"}})
+			}).Handler(srv)
+			mcp = limiter(120, func(rw http.ResponseWriter) {
+				rw.Header().Set("Content-Type", "application/json")
+				rw.WriteHeader(http.StatusTooManyRequests)
+				_ = json.NewEncoder(rw).Encode(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32603, "message": "rate limited"}})
+			}).Handler(srv)
+		})
 		if r.URL.Path == "/mcp" {
 			mcp.ServeHTTP(rw, r)
 			return

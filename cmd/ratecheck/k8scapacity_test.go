@@ -33,37 +33,13 @@ func TestK8sJobCapacityPodsRun(t *testing.T) {
 	if strings.Contains(stdout, "kind: ConfigMap") {
 		t.Errorf("a capacity Job ships no profile:\n%s", stdout)
 	}
-	docs := strings.Split(stdout, "\n---\n")
-	var job batchv1.Job
-	if err := yaml.Unmarshal([]byte(docs[len(docs)-1]), &job); err != nil {
-		t.Fatal(err)
-	}
+	job := printedJob(t, stdout)
 	c := job.Spec.Template.Spec.Containers[0]
 	if c.Command[0] != "ratecheck" || c.Args[0] != "capacity" {
 		t.Fatalf("command %v %v", c.Command, c.Args)
 	}
 	results := t.TempDir()
-	var wg sync.WaitGroup
-	codes := make([]int, *job.Spec.Completions)
-	outs, logs := make([]bytes.Buffer, len(codes)), make([]bytes.Buffer, len(codes))
-	for i := range codes {
-		var args []string
-		for _, a := range c.Args {
-			a = strings.ReplaceAll(a, "$(JOB_COMPLETION_INDEX)", strconv.Itoa(i))
-			args = append(args, strings.Replace(a, "/results", results, 1))
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			codes[i] = run(context.Background(), args, &outs[i], &logs[i])
-		}()
-	}
-	wg.Wait()
-	for i, code := range codes {
-		if code != exitOK && code != exitCheckFailed && code != exitInconclusive { // a loaded host may fail the first step: the plumbing is what is tested
-			t.Fatalf("pod %d: exit %d\n%s%s", i, code, outs[i].String(), logs[i].String())
-		}
-	}
+	codes, outs := runPods(t, job, c.Args, results)
 	if outs[0].String() != outs[1].String() || codes[0] != codes[1] {
 		t.Errorf("the pods judged otherwise: exit %d and %d\n%s\n%s", codes[0], codes[1], outs[0].String(), outs[1].String())
 	}
@@ -127,37 +103,13 @@ func TestK8sJobSharedPool(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	docs := strings.Split(stdout, "\n---\n")
-	var job batchv1.Job
-	if err := yaml.Unmarshal([]byte(docs[len(docs)-1]), &job); err != nil {
-		t.Fatal(err)
-	}
+	job := printedJob(t, stdout)
 	pod := job.Spec.Template.Spec
 	if !pod.HostNetwork || pod.NodeSelector["kubernetes.io/hostname"] != "node-7" {
 		t.Errorf("hostNetwork %v, nodeSelector %v: want the pods in node-7's network", pod.HostNetwork, pod.NodeSelector)
 	}
 	results := t.TempDir()
-	var wg sync.WaitGroup
-	codes := make([]int, *job.Spec.Completions)
-	outs, logs := make([]bytes.Buffer, len(codes)), make([]bytes.Buffer, len(codes))
-	for i := range codes {
-		var args []string
-		for _, a := range pod.Containers[0].Args {
-			a = strings.ReplaceAll(a, "$(JOB_COMPLETION_INDEX)", strconv.Itoa(i))
-			args = append(args, strings.Replace(a, "/results", results, 1))
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			codes[i] = run(context.Background(), args, &outs[i], &logs[i])
-		}()
-	}
-	wg.Wait()
-	for i, code := range codes {
-		if code != exitOK && code != exitCheckFailed && code != exitInconclusive { // a loaded host may fail the first step: the plumbing is what is tested
-			t.Fatalf("pod %d: exit %d\n%s%s", i, code, outs[i].String(), logs[i].String())
-		}
-	}
+	runPods(t, job, pod.Containers[0].Args, results)
 	// 480/s at 120/s an address (half of 240 a second) takes 4
 	// addresses: 127.0.9.1 to .4, shard 0 the odd ones, shard 1 the even.
 	want := [][]string{{"127.0.9.1", "127.0.9.3"}, {"127.0.9.2", "127.0.9.4"}}
@@ -176,4 +128,46 @@ func TestK8sJobSharedPool(t *testing.T) {
 			t.Errorf("the target saw %s, not one of the pool's first four", a)
 		}
 	}
+}
+
+// printedJob is the Job, the last document k8s-job printed.
+func printedJob(t *testing.T, stdout string) batchv1.Job {
+	t.Helper()
+	docs := strings.Split(stdout, "\n---\n")
+	var job batchv1.Job
+	if err := yaml.Unmarshal([]byte(docs[len(docs)-1]), &job); err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
+
+// runPods runs the job's pods side by side in this process, each with the
+// container's args for its completion index and /results under results,
+// and returns their exit codes and stdout; a pod that did not end with a
+// verdict (passing, failing or inconclusive: a loaded host may fail the
+// first step, and the plumbing is what is tested) fails the test.
+func runPods(t *testing.T, job batchv1.Job, podArgs []string, results string) ([]int, []bytes.Buffer) {
+	t.Helper()
+	var wg sync.WaitGroup
+	codes := make([]int, *job.Spec.Completions)
+	outs, logs := make([]bytes.Buffer, len(codes)), make([]bytes.Buffer, len(codes))
+	for i := range codes {
+		var args []string
+		for _, a := range podArgs {
+			a = strings.ReplaceAll(a, "$(JOB_COMPLETION_INDEX)", strconv.Itoa(i))
+			args = append(args, strings.Replace(a, "/results", results, 1))
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = run(context.Background(), args, &outs[i], &logs[i])
+		}()
+	}
+	wg.Wait()
+	for i, code := range codes {
+		if code != exitOK && code != exitCheckFailed && code != exitInconclusive {
+			t.Fatalf("pod %d: exit %d\n%s%s", i, code, outs[i].String(), logs[i].String())
+		}
+	}
+	return codes, outs
 }

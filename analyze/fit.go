@@ -154,7 +154,12 @@ func fitFamily(g Group, limit int, w time.Duration) Fit {
 // every origin given (boundaries taken from the data).
 type familyFit struct {
 	starts, ends []*replay // one per limit
-	byEnd        endHeap   // answered requests not yet replayed on their responses
+	// mixes replay admissions on send times and refusals on response
+	// times (one per limit): the order in which a limiter that decided
+	// admissions at once saw refusals held before it, and the order of
+	// the most load it can have admitted under (see better).
+	mixes []*replay
+	byEnd endHeap // answered requests not yet replayed on their responses
 	// watch holds the requests whose candidates' decisions are kept (by
 	// index), and decided those decisions: per watched request, one per
 	// decision slot of every replay on send times.
@@ -189,6 +194,7 @@ func newFamilyFit(limits []int, w time.Duration, n int, origins []int64) *family
 	for _, l := range limits {
 		f.starts = append(f.starts, newReplay(l, w, n, origins))
 		f.ends = append(f.ends, newReplay(l, w, n, origins))
+		f.mixes = append(f.mixes, newReplay(l, w, n, origins))
 	}
 	return f
 }
@@ -212,16 +218,18 @@ func (f *familyFit) add(r *decode.Record, index int32) {
 	// A response at or before this send can go: every later request is
 	// sent, so answered, no earlier; ties go in send order.
 	for len(f.byEnd) > 0 && f.byEnd[0].end <= r.Start {
-		e := f.byEnd.pop()
-		for _, rp := range f.ends {
-			rp.add(e.end, e.ok)
-		}
+		f.replayEnd(f.byEnd.pop())
 	}
 	if !admitted(r) && !refused(r) {
 		return
 	}
 	for _, rp := range f.starts {
 		rp.add(r.Start, admitted(r))
+	}
+	if admitted(r) {
+		for _, rp := range f.mixes {
+			rp.add(r.Start, true)
+		}
 	}
 	end := r.End
 	if f.decidedWithin > 0 {
@@ -238,12 +246,22 @@ func (f *familyFit) add(r *decode.Record, index int32) {
 }
 
 // result replays what is left and returns the fit.
+// replayEnd replays a request on its response (a refusal in the mixes
+// too).
+func (f *familyFit) replayEnd(e endItem) {
+	for _, rp := range f.ends {
+		rp.add(e.end, e.ok)
+	}
+	if !e.ok {
+		for _, rp := range f.mixes {
+			rp.add(e.end, false)
+		}
+	}
+}
+
 func (f *familyFit) result() Fit {
 	for len(f.byEnd) > 0 {
-		e := f.byEnd.pop()
-		for _, rp := range f.ends {
-			rp.add(e.end, e.ok)
-		}
+		f.replayEnd(f.byEnd.pop())
 	}
 	if len(f.starts) == 0 || !f.starts[0].started {
 		w := time.Duration(0)
@@ -255,9 +273,9 @@ func (f *familyFit) result() Fit {
 	fit := Fit{effM: math.MaxInt}
 	base := 0
 	for k := range f.starts {
-		fs, fe := f.starts[k].fit(), f.ends[k].fit()
+		fs, fe, fm := f.starts[k].fit(), f.ends[k].fit(), f.mixes[k].fit()
 		for i := range fs.Candidates {
-			c := better(fs.Candidates[i], fe.Candidates[i])
+			c := better(fs.Candidates[i], fe.Candidates[i], fm.Candidates[i])
 			if c.slot >= 0 {
 				c.slot += base
 			}
@@ -267,13 +285,15 @@ func (f *familyFit) result() Fit {
 			fit.Candidates = append(fit.Candidates, c)
 		}
 		for i := range fs.Scan {
-			fit.Scan = append(fit.Scan, better(fs.Scan[i], fe.Scan[i]))
+			fit.Scan = append(fit.Scan, better(fs.Scan[i], fe.Scan[i], fm.Scan[i]))
 		}
 		base += f.starts[k].slots()
 		if k == 0 { // the effective window, at the documented limit
 			fit.EffectiveWindow, fit.effM = fs.EffectiveWindow, fs.effM
-			if fe.effM < fs.effM {
-				fit.EffectiveWindow, fit.effM = fe.EffectiveWindow, fe.effM
+			for _, o := range []Fit{fe, fm} {
+				if o.effM < fit.effM {
+					fit.EffectiveWindow, fit.effM = o.EffectiveWindow, o.effM
+				}
 			}
 		}
 	}
@@ -281,14 +301,25 @@ func (f *familyFit) result() Fit {
 	return fit
 }
 
-// better is the candidate replayed on send times (s) or on response times
-// (e), whichever fits better, with how much worse the other does.
-func better(s, e Candidate) Candidate {
-	c, other := s, e
-	if e.Mismatches < s.Mismatches {
-		c, other = e, s
+// better is the candidate replayed on send times (s), on response times
+// (e) or mixed (m: admissions on send times, refusals on response times),
+// whichever fits best, with how much worse the worse of the two ends does
+// (its timing spread). The mix places each request within its interval,
+// as the ends do: where a host held some requests before the limiter and
+// not others (a stalled client's refusals reached nginx after the
+// admissions sent behind them), neither end orders them as the limiter
+// saw them, and the mix places the admissions as early and the refusals
+// as late as their intervals allow. It lowers a candidate's score where
+// it fits, and never widens the spread the ends measure.
+func better(s, e, m Candidate) Candidate {
+	c, worst := s, max(s.Mismatches, e.Mismatches)
+	if e.Mismatches < c.Mismatches {
+		c = e
 	}
-	c.TimingSpread = other.Mismatches - c.Mismatches
+	if m.Mismatches < c.Mismatches {
+		c = m
+	}
+	c.TimingSpread = max(worst-c.Mismatches, 0)
 	return c
 }
 

@@ -639,23 +639,31 @@ func refFitFamily(g Group, limit int, w time.Duration) Fit {
 	// response: refReplay on both ends and keep, per candidate, the better.
 	// Send times fit when the delay is on the way in, response times when
 	// requests queued at the server.
-	var starts, ends []int64
+	// The mix: admissions on their sends, refusals on their responses.
+	var starts, ends, mixed []int64
 	var obs []bool
 	for _, r := range g.Records {
 		if admitted(r) || refused(r) {
 			starts, ends, obs = append(starts, r.Start), append(ends, r.End), append(obs, admitted(r))
+			mixed = append(mixed, r.End)
+			if admitted(r) {
+				mixed[len(mixed)-1] = r.Start
+			}
 		}
 	}
 	if len(starts) == 0 {
 		return Fit{Best: Candidate{Family: familyUnknown, Window: w}}
 	}
 	endTs, endObs := refSortedBy(ends, obs)
-	fs, fe := refFitOn(starts, obs, limit, w), refFitOn(endTs, endObs, limit, w)
+	mixTs, mixObs := refSortedBy(mixed, obs)
+	fs, fe, fm := refFitOn(starts, obs, limit, w), refFitOn(endTs, endObs, limit, w), refFitOn(mixTs, mixObs, limit, w)
 	fit := Fit{Candidates: make([]Candidate, len(fs.Candidates))}
 	for i := range fs.Candidates {
 		fit.Candidates[i] = fs.Candidates[i]
-		if fe.Candidates[i].Mismatches < fs.Candidates[i].Mismatches {
-			fit.Candidates[i] = fe.Candidates[i]
+		for _, o := range []Fit{fe, fm} {
+			if o.Candidates[i].Mismatches < fit.Candidates[i].Mismatches {
+				fit.Candidates[i] = o.Candidates[i]
+			}
 		}
 	}
 	fit.Best = fit.Candidates[0]
@@ -665,8 +673,10 @@ func refFitFamily(g Group, limit int, w time.Duration) Fit {
 		}
 	}
 	fit.EffectiveWindow, fit.effM = fs.EffectiveWindow, fs.effM
-	if fe.effM < fs.effM {
-		fit.EffectiveWindow, fit.effM = fe.EffectiveWindow, fe.effM
+	for _, o := range []Fit{fe, fm} {
+		if o.effM < fit.effM {
+			fit.EffectiveWindow, fit.effM = o.EffectiveWindow, o.effM
+		}
 	}
 	return fit
 }

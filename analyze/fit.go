@@ -155,9 +155,9 @@ func fitFamily(g Group, limit int, w time.Duration) Fit {
 type familyFit struct {
 	starts, ends []*replay // one per limit
 	// mixes replay admissions on send times and refusals on response
-	// times (one per limit): the order in which a limiter that decided
-	// admissions at once saw refusals held before it, and the order of
-	// the most load it can have admitted under (see better).
+	// times (one per limit): the order a limiter saw when the host held
+	// refusals before it and not the admissions sent behind them (see
+	// better).
 	mixes []*replay
 	byEnd endHeap // answered requests not yet replayed on their responses
 	// watch holds the requests whose candidates' decisions are kept (by
@@ -245,7 +245,6 @@ func (f *familyFit) add(r *decode.Record, index int32) {
 	f.byEnd.push(endItem{end: end, index: index, ok: admitted(r)})
 }
 
-// result replays what is left and returns the fit.
 // replayEnd replays a request on its response (a refusal in the mixes
 // too).
 func (f *familyFit) replayEnd(e endItem) {
@@ -259,6 +258,7 @@ func (f *familyFit) replayEnd(e endItem) {
 	}
 }
 
+// result replays what is left and returns the fit.
 func (f *familyFit) result() Fit {
 	for len(f.byEnd) > 0 {
 		f.replayEnd(f.byEnd.pop())

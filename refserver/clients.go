@@ -262,6 +262,7 @@ func (c *Clients) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if c.cfg.Record != nil {
 		c.cfg.Record(a)
 	}
+	rec.deliver()
 }
 
 // scriptKind is what the script answers logical request k (from 2) of a
@@ -284,9 +285,8 @@ func (c *Clients) script(w *recorder, r *http.Request, body []byte, k, n int, ki
 		c.answer(w, body, k)
 	case "fault":
 		if k%4 == 0 {
-			w.reset = true
+			w.reset = true // ServeHTTP resets the connection once the arrival is recorded
 			w.told(0)
-			resetConn(w.ResponseWriter)
 			return
 		}
 		writeJSON(w, http.StatusServiceUnavailable, restError("unavailable", "scripted fault: retry"))
@@ -348,13 +348,16 @@ func fingerprint(r *http.Request, body []byte) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// recorder remembers the status written, and whether the connection was
-// reset instead.
+// recorder remembers the status written, and whether the connection is to
+// be reset instead. It holds the answer back (ServeHTTP delivers it) until
+// the arrival is on record, so that a client never sees an answer, and never
+// sends its next request, before the arrival it answers is recorded.
 type recorder struct {
 	http.ResponseWriter
 	status int
 	wrote  bool
 	reset  bool
+	body   bytes.Buffer
 	// onStatus, when set, is told the status before it is written (0: a
 	// reset), once.
 	onStatus func(int)
@@ -365,7 +368,6 @@ func (r *recorder) WriteHeader(code int) {
 		r.status, r.wrote = code, true
 		r.told(code)
 	}
-	r.ResponseWriter.WriteHeader(code)
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
@@ -373,7 +375,17 @@ func (r *recorder) Write(b []byte) (int, error) {
 		r.wrote = true
 		r.told(http.StatusOK)
 	}
-	return r.ResponseWriter.Write(b)
+	return r.body.Write(b)
+}
+
+// deliver sends the answer held back, or resets the connection.
+func (r *recorder) deliver() {
+	if r.reset {
+		resetConn(r.ResponseWriter)
+		return
+	}
+	r.ResponseWriter.WriteHeader(r.status)
+	_, _ = r.ResponseWriter.Write(r.body.Bytes())
 }
 
 // told calls onStatus once.

@@ -111,8 +111,13 @@ func TestVerifyTLS(t *testing.T) {
 	defer ts.Close()
 	ca := serverCA(t, ts)
 
-	code, v, stderr := runVerifyJSON(t, verifyWindow, "--target", ts.URL, "--cacert", ca)
-	if code != exitOK && !(code == exitInconclusive && len(failing(v)) == 0) {
+	// The contract's probes only: what TLS changes is how each connection
+	// is made, the same for every check, and the load checks' hundreds of
+	// handshakes at once (X25519MLKEM768 in Go code the race detector
+	// instruments) are more than two cores beside other tests make within
+	// the timeout. The load over TLS is attack's and fleet's below.
+	code, v, stderr := runVerifyJSON(t, verifyWindow, "--target", ts.URL, "--cacert", ca, "--checks", "contract")
+	if code != exitOK {
 		t.Fatalf("verify --cacert: exit %d, failing %v\n%s", code, failing(v), stderr)
 	}
 	if len(v.Surfaces) != 2 || v.Target != ts.URL {

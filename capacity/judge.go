@@ -121,14 +121,17 @@ type StepResult struct {
 // judge judges the samples of one step offered at offered requests per
 // second. In order:
 //   - no sample: client (nothing went out);
+//   - no 429 and the error rate's lower bound above the budget: fail
+//     (errors) — a figure the generator's lateness cannot inflate, named
+//     before latency because it is the more basic failure: the latency of
+//     answers that failed (an instant 503 held up on a busy host) says
+//     nothing of how fast the API serves;
 //   - the quantile's lower bound, measured from the actual send, above
 //     the objective: fail (latency) — the generator's lateness cannot
-//     inflate it, so the API failed whatever the generator did (a late
-//     generator's catch-up burst may have drawn 429s as well: the step's
-//     Refused still counts them);
+//     inflate it either, so the API failed whatever the generator did (a
+//     late generator's catch-up burst may have drawn 429s as well: the
+//     step's Refused still counts them);
 //   - a 429: limits;
-//   - the error rate's lower bound above the budget: fail (errors) — a
-//     figure the generator's lateness cannot inflate either;
 //   - achieved rate below MinAchieved of offered, or lateness p99 above
 //     MaxLateness: client;
 //   - the quantile's lower bound from the intended time above the
@@ -162,12 +165,12 @@ func judge(st *Stats, offered float64, c criteria) StepResult {
 	beyond := func(ci quantileCI) bool { return ci.HasLow && ci.Low > slo.Max }
 	onSchedule := r.AchievedRPS >= c.MinAchieved*offered && (c.MaxLateness < 0 || lateness <= c.MaxLateness)
 	switch {
+	case r.Refused == 0 && r.ErrorRateLow > budget:
+		r.Verdict, r.LimitedBy = StepFail, CauseErrors
 	case beyond(unc):
 		r.Verdict, r.LimitedBy = StepFail, CauseLatency
 	case r.Refused > 0:
 		r.Verdict, r.LimitedBy = StepLimits, causeLimits
-	case r.ErrorRateLow > budget:
-		r.Verdict, r.LimitedBy = StepFail, CauseErrors
 	case !onSchedule:
 		r.Verdict, r.LimitedBy = StepClient, causeClient
 	case beyond(corr):

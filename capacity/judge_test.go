@@ -52,6 +52,12 @@ func TestJudge(t *testing.T) {
 		{name: "5 % errors", rate: 200, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
 			return 0, 10 * time.Millisecond, i%20 == 0, false
 		}, verdict: StepFail, cause: CauseErrors},
+		{name: "every answer a 503, held up on a busy host: errors, not latency", rate: 200, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
+			return 0, 150 * time.Millisecond, true, false
+		}, verdict: StepFail, cause: CauseErrors},
+		{name: "429s and slow answers: latency, which no limiter explains", rate: 200, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
+			return 0, 150 * time.Millisecond, i%10 == 0, i%10 == 0
+		}, verdict: StepFail, cause: CauseLatency},
 		{name: "one 429", rate: 200, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
 			return 0, 10 * time.Millisecond, i == 7, i == 7
 		}, verdict: StepLimits, cause: causeLimits},

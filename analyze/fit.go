@@ -176,6 +176,11 @@ type familyFit struct {
 	// decidedWithin after its send, not at its response, which would let
 	// a family fit a stream the limiter itself smoothed.
 	decidedWithin int64
+	// heldTogether, when set, reports whether a response at the given
+	// time came back with a stall's: such a request is replayed at its
+	// response, as decided when the stall let it go (the limiter decides
+	// nothing while the host is stalled), whatever decidedWithin says.
+	heldTogether func(end int64) bool
 }
 
 // leakProof is what the uncertainty-interval model proved of a group's
@@ -232,7 +237,7 @@ func (f *familyFit) add(r *decode.Record, index int32) {
 		}
 	}
 	end := r.End
-	if f.decidedWithin > 0 {
+	if f.decidedWithin > 0 && (f.heldTogether == nil || !f.heldTogether(end)) {
 		end = min(end, r.Start+f.decidedWithin)
 	}
 	if f.watch[index] {

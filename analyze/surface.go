@@ -101,6 +101,7 @@ type surfaceRun struct {
 	errs         map[string]int
 	lat          reservoir
 	limitAnswers answerKinds // what the limit probes got back
+	otherAnswers answerKinds // what the surface's other probes got back
 	// second pass
 	primary     *groupRun
 	other       *groupRun // the other surface's group from the primary's source
@@ -129,7 +130,8 @@ type surfaceRun struct {
 // maxOrigins bounds the fixed-window starts taken from the data.
 const maxOrigins = 32
 
-// answerKinds counts what came back to the limit probes of a surface.
+// answerKinds counts what came back to the limit probes of a surface, or
+// to its other probes.
 type answerKinds struct {
 	answered, ok, refused, missing, nonJSON int
 }
@@ -214,8 +216,11 @@ func (s *surfaceRun) count(g *groupRun, r *decode.Record, seq int) {
 	default:
 		s.sd.OtherAnswers++
 	}
-	if limitProbe && r.Code != 0 {
+	if r.Code != 0 {
 		k := &s.limitAnswers
+		if !limitProbe {
+			k = &s.otherAnswers
+		}
 		k.answered++
 		json, typed := r.JSON()
 		switch {
@@ -227,6 +232,8 @@ func (s *surfaceRun) count(g *groupRun, r *decode.Record, seq int) {
 			k.ok++
 		case r.Code == 404 || r.Code == 405 || r.Code == 501:
 			k.missing++
+		case json && !limitProbe: // the API's own error (a 400, a 422): it is there
+			k.ok++
 		}
 	}
 	for _, c := range s.counters {
@@ -447,15 +454,21 @@ func (s *surfaceRun) effectiveLimit() int { return max(s.L, s.maxDefAdm) }
 func (s *surfaceRun) primaryAdmitted() int { return s.primary.answered - s.primary.refusals }
 
 // absent says, when the limit probes of the surface found no API there,
-// what they got instead (empty when the API answered).
+// what they got instead (empty when the API answered). When none of them
+// was answered (a server too slow for the burst, or a listen backlog too
+// short for it: every one timed out), the surface's other probes say it
+// instead: their answers too must all be 404, 405, 501 or not JSON.
 func (s *surfaceRun) absent(meta *decode.Meta) string {
-	k := s.limitAnswers
+	k, limits := s.limitAnswers, true
+	if k.answered == 0 {
+		k, limits = s.otherAnswers, false
+	}
 	if k.answered == 0 || k.ok > 0 || k.refused > 0 || k.missing+k.nonJSON == 0 {
 		return ""
 	}
 	what := fmt.Sprintf("%d of %d answers were 404, 405, 501 or not JSON", k.missing+k.nonJSON, k.answered)
 	if smp := s.sample(meta, func(smp *decode.Sample) bool {
-		return method.JudgedBy(smp.Stream) == "limits" && (smp.Code < 200 || smp.Code > 299) && smp.Code != 429
+		return (method.JudgedBy(smp.Stream) == "limits") == limits && (smp.Code < 200 || smp.Code > 299) && smp.Code != 429
 	}); smp != "" {
 		what = smp
 	}

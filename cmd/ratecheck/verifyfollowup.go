@@ -66,7 +66,7 @@ func followUp(v verifyRun, until float64, stderr io.Writer) *attack.FollowUp {
 				// has aged out of a window.
 				begin := time.Until(last.Add(time.Duration(method.FollowUpAgedOut * float64(w))))
 				stop := begin + time.Duration((method.FollowUpBurstSpan+method.FollowUpBurstLead)*float64(w))
-				line := fmt.Sprintf("%s: %s: a burst of its limit from the limit address in %v, once the run's requests have aged out", n.Surface, n.Why, begin.Round(100*time.Millisecond))
+				line := fmt.Sprintf("%s: %s: a burst of its limit from the limit address in %v, once the run's requests have aged out", n.Surface, n.Why, max(begin, 0).Round(100*time.Millisecond))
 				if stop > at(until) {
 					line = fmt.Sprintf("%s: %s: no follow-up burst, as it would end past --max-duration (%.2f windows)", n.Surface, n.Why, until)
 				} else {
@@ -79,9 +79,16 @@ func followUp(v verifyRun, until float64, stderr io.Writer) *attack.FollowUp {
 				continue
 			}
 			stop := at(n.Until)
-			send[n.Surface+"/"+method.StreamFollowUp] = attack.Span{Stop: stop}
-			send[n.Surface+"/"+method.StreamFollowUpBurst] = attack.Span{Start: max(at(n.BurstAt), 0), Stop: stop}
 			line := fmt.Sprintf("%s: %s: follow-up probes from the limit address until %.2f windows (%v more)", n.Surface, n.Why, n.Until, stop.Round(100*time.Millisecond))
+			if stop > 0 {
+				send[n.Surface+"/"+method.StreamFollowUp] = attack.Span{Stop: stop}
+				send[n.Surface+"/"+method.StreamFollowUpBurst] = attack.Span{Start: max(at(n.BurstAt), 0), Stop: stop}
+			} else {
+				// The probes tell the rivals apart at their planned times
+				// only: late, they would weigh nothing.
+				line = fmt.Sprintf("%s: %s: no follow-up probes: they were due until %.2f windows, %v before the plan's analysis ended (a busy host; a longer --window leaves it more time)",
+					n.Surface, n.Why, n.Until, (-stop).Round(100*time.Millisecond))
+			}
 			said = append(said, line)
 			fmt.Fprintf(stderr, "ratecheck verify: follow-up on %s\n", line)
 		}

@@ -44,6 +44,11 @@ const (
 	heldBin   = 2 * int64(time.Millisecond)
 	heldAfter = 20 * int64(time.Millisecond)
 	heldMin   = 4
+	// maxHeldBins bounds the bins a group keeps, so that analyze's memory
+	// stays the rate's and the window's, not the run's length: against a
+	// service slower than its limiter's refusals every admission is held,
+	// and a long run keeps the stalls of its first 65 536 bins.
+	maxHeldBins = 1 << 16
 )
 
 // heldTogether reports whether a response at end came back with a stall's
@@ -56,11 +61,13 @@ func (g *groupRun) heldTogether(end int64) bool {
 // add takes the group's next request in send order (second pass).
 func (g *groupRun) add(r *decode.Record) {
 	s := g.surface
-	if g.refusals > 0 && admitted(r) && r.End-r.Start > g.slowestRefusal+heldAfter {
+	if (g == s.primary || g == s.second) && g.refusals > 0 && admitted(r) && r.End-r.Start > g.slowestRefusal+heldAfter {
 		if g.held == nil {
 			g.held = map[int64]int{}
 		}
-		g.held[r.End/heldBin]++
+		if k := r.End / heldBin; g.held[k] > 0 || len(g.held) < maxHeldBins {
+			g.held[k]++
+		}
 	}
 	switch {
 	case g == s.primary && !s.forged(r):

@@ -147,29 +147,30 @@ func TestKneeOfPool(t *testing.T) {
 	meter, c, job, run, worst := searchPool(t, pool500)
 	res := job.Result()
 	const S, SLO, p, delta = 0.020, 0.100, 0.05, 0.05
-	if worst > time.Duration((SLO-S)/2*float64(time.Second)) {
-		t.Skipf("this process stalled for %v during the search (a loaded host): the latencies measure the host, not the pool", worst)
-	}
-	if res.Verdict == capacity.VerdictFound && res.LimitedBy == "client" && *res.KneeRPS <= 500*(1+(SLO-S)/(0.99*c.Search.Step.Seconds())) {
-		t.Skipf("the generator fell behind above %.1f/s (a starved host): the knee is bounded by the host, not the pool", *res.KneeRPS)
-	}
-	if res.Verdict == capacity.VerdictClient {
-		last := res.Steps[len(res.Steps)-1]
-		if last.AchievedRPS >= 0.95*last.OfferedRPS && last.LatenessP99Ms <= 10 {
-			t.Fatalf("verdict client but the last step went out on schedule: %+v", last)
-		}
-		t.Skipf("the generator fell behind at %.0f/s (lateness p99 %.1f ms): a starved host, not the search", last.OfferedRPS, last.LatenessP99Ms)
-	}
-	if res.Verdict != capacity.VerdictFound || res.KneeRPS == nil {
-		t.Fatalf("verdict %s (limited by %s), want found", res.Verdict, res.LimitedBy)
-	}
 	muReal := 10 / meter.mean().Seconds()
 	T := c.Search.Step.Seconds()
 	low, high := muReal*(1-delta)/(1+p), 500*(1+(SLO-S)/(0.99*T))
-	if k := *res.KneeRPS; k < low || k > high {
-		t.Errorf("knee %.1f/s outside [%.1f, %.1f] (real capacity %.1f/s, mean service %v)", k, low, high, muReal, meter.mean())
+	// A host that stalled this process, or starved its generator, only
+	// adds latency: no rate above high passes on any host, and a client
+	// verdict must show the schedule missed. The lower bound holds only
+	// where the host kept out of the latencies.
+	if res.KneeRPS != nil && *res.KneeRPS > high {
+		t.Errorf("knee %.1f/s above %.1f/s, which no host can reach (nominal capacity 500/s)", *res.KneeRPS, high)
 	}
-	if res.LimitedBy != capacity.CauseLatency && res.LimitedBy != capacity.CauseErrors {
+	if res.Verdict == capacity.VerdictClient {
+		if last := res.Steps[len(res.Steps)-1]; last.AchievedRPS >= 0.95*last.OfferedRPS && last.LatenessP99Ms <= 10 {
+			t.Errorf("verdict client but the last step went out on schedule: %+v", last)
+		}
+	}
+	hostBound := worst > time.Duration((SLO-S)/2*float64(time.Second)) || res.LimitedBy == "client"
+	switch {
+	case hostBound:
+		t.Logf("this process stalled for %v, limited by %q: the host bounds the search, the lower bound %.1f/s is not held", worst, res.LimitedBy, low)
+	case res.Verdict != capacity.VerdictFound || res.KneeRPS == nil:
+		t.Errorf("verdict %s (limited by %s), want found", res.Verdict, res.LimitedBy)
+	case *res.KneeRPS < low:
+		t.Errorf("knee %.1f/s below %.1f/s (real capacity %.1f/s, mean service %v)", *res.KneeRPS, low, muReal, meter.mean())
+	case res.LimitedBy != capacity.CauseLatency && res.LimitedBy != capacity.CauseErrors:
 		t.Errorf("limited by %s, want latency or errors", res.LimitedBy)
 	}
 	_, again, err := Replay(run.Dir)
@@ -253,17 +254,17 @@ func TestKneeOfUniformPool(t *testing.T) {
 		}
 	}
 	t.Logf("real mean service %v; the figure: p99 within %v up to %.1f/s over a whole step, beyond it from %.1f/s in any part", meter.mean(), slo, low, high)
-	if worst > (slo-nominal)/2 {
-		t.Skipf("this process stalled for %v during the search (a loaded host): the latencies measure the host, not the pool", worst)
+	// As in TestKneeOfPool: the host can only lower the knee.
+	if res.KneeRPS != nil && high > 0 && *res.KneeRPS >= high {
+		t.Errorf("knee %.1f/s at or above %.1f/s, where the figure is beyond the objective in any part", *res.KneeRPS, high)
 	}
-	if res.Verdict == capacity.VerdictClient || res.LimitedBy == "client" && (res.KneeRPS == nil || *res.KneeRPS < high) {
-		t.Skipf("the generator fell behind: a starved host, not the search")
-	}
-	if res.Verdict != capacity.VerdictFound || res.KneeRPS == nil {
-		t.Fatalf("verdict %s (limited by %s), want found", res.Verdict, res.LimitedBy)
-	}
-	if k := *res.KneeRPS; k < low*(1-delta)/(1+p) || k >= high {
-		t.Errorf("knee %.1f/s outside [%.1f, %.1f)", k, low*(1-delta)/(1+p), high)
+	switch {
+	case worst > (slo-nominal)/2 || res.Verdict == capacity.VerdictClient || res.LimitedBy == "client":
+		t.Logf("this process stalled for %v, verdict %s limited by %q: the host bounds the search, the lower bound is not held", worst, res.Verdict, res.LimitedBy)
+	case res.Verdict != capacity.VerdictFound || res.KneeRPS == nil:
+		t.Errorf("verdict %s (limited by %s), want found", res.Verdict, res.LimitedBy)
+	case *res.KneeRPS < low*(1-delta)/(1+p):
+		t.Errorf("knee %.1f/s below %.1f/s", *res.KneeRPS, low*(1-delta)/(1+p))
 	}
 }
 

@@ -28,8 +28,12 @@ type freshStart struct {
 	byGroup, burst map[*groupRun]*onsetTally
 }
 
-// onsetTally counts a group's onset requests: sent, admitted, refused.
-type onsetTally struct{ sent, admitted, refused int }
+// onsetTally counts a group's onset requests: sent, admitted, refused,
+// and when the first of them was sent (Unix ns).
+type onsetTally struct {
+	sent, admitted, refused int
+	first                   int64
+}
 
 // count takes every request in the first pass and tallies the onset's.
 func (f *freshStart) count(s *surfaceRun, g *groupRun, r *decode.Record, kind uint8, _ int) {
@@ -64,6 +68,9 @@ func (f *freshStart) count(s *surfaceRun, g *groupRun, r *decode.Record, kind ui
 		t = &onsetTally{}
 		(*m)[g] = t
 	}
+	if t.sent == 0 || r.Start < t.first {
+		t.first = r.Start
+	}
 	t.sent++
 	switch {
 	case refused(r):
@@ -92,7 +99,8 @@ func (f *freshStart) spent(s *surfaceRun) string {
 // count only where one counter for both surfaces could have admitted them
 // all beside this burst's: such a counter admits no more than the larger
 // of the two limits in a window, so more admitted than that is no shared
-// counter, and the budget was spent before the run.
+// counter, and the budget was spent before the run; and only where no
+// earlier run is known to have sent within the window before the burst.
 func (f *freshStart) short(s *surfaceRun, g, og *groupRun) string {
 	t := f.byGroup[g]
 	if t == nil || t.refused == 0 {
@@ -104,6 +112,13 @@ func (f *freshStart) short(s *surfaceRun, g, og *groupRun) string {
 		if t.admitted+shared > max(s.L, og.surface.L) {
 			shared = 0
 		}
+	}
+	if s.sentBefore > t.first-int64(s.W) {
+		// An earlier run known to have sent from these addresses within
+		// the window before this burst (verify --no-wait) explains its
+		// refusals as well as a shared counter does: neither can be
+		// named, and the budget was not proved whole.
+		shared = 0
 	}
 	if t.sent-t.refused+shared >= s.L {
 		return ""

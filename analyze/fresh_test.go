@@ -46,6 +46,39 @@ func TestFreshStartSpentOnBothSurfaces(t *testing.T) {
 	}
 }
 
+// TestFreshStartSpentOnOneSurfaceAfterAKnownRun: an earlier run (verify
+// --no-wait) spent the limit address's MCP budget half a window before
+// this run, its REST budget not at all. MCP's first burst is refused in
+// full while REST's is admitted in full: one counter for both surfaces
+// would explain that as well (REST's 240 fill it), but so does the earlier
+// run the analysis is told of (Config.SentBefore), so the premise is not
+// proved and nothing fails. Without SentBefore, nothing tells a shared
+// counter from a spent budget the run knows nothing of, and that run is
+// judged (the independence check weighs the shared counter).
+func TestFreshStartSpentOnOneSurfaceAfterAKnownRun(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano() // simulatePlan's
+	srv := documented(1, 0)
+	log := srv.mcp.(*slidingLogSim).log
+	for i := range 120 {
+		log["mcp|"+srcA] = append(log["mcp|"+srcA], t0-int64(synthW)/2+int64(i))
+	}
+	in := simulate(srv, quiet)
+	rep, err := Analyze(in, Config{Window: synthW, Limits: map[string]int{method.REST: 240, method.MCP: 120},
+		SentBefore: time.Unix(0, t0-int64(synthW)/2+120)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := failed(rep); len(got) > 0 {
+		t.Errorf("failed %v, want none: an earlier run known to the analysis spent the MCP budget", got)
+	}
+	for _, s := range rep.Verdict.Surfaces {
+		if s.Verdict != Inconclusive || !strings.Contains(s.Missing, "budget was already spent") {
+			t.Errorf("%s: %s, missing %q, want inconclusive naming the spent budget", s.Surface, s.Verdict, s.Missing)
+		}
+	}
+}
+
 // refuseAll is a limiter that admits nothing.
 type refuseAll struct{}
 

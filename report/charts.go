@@ -139,7 +139,7 @@ func windowMarks(p *plot.Plot, limit int, firstRefusal int64, g timeGrid, leaks,
 		xys  plotter.XYs
 		c    color.Color
 		g    draw.GlyphDrawer
-	}{{"leak (admitted over the limit)", leaks, red, draw.CrossGlyph{}}, {"false throttle (refused under it)", falses, orange, draw.TriangleGlyph{}}} {
+	}{{"leak (admitted over the limit)", leaks, red, boldCross{}}, {"false throttle (refused under it)", falses, orange, draw.PyramidGlyph{}}} {
 		if len(m.xys) == 0 {
 			continue
 		}
@@ -181,7 +181,7 @@ func outcomeChart(recs []*decode.Record, g timeGrid) (*plot.Plot, error) {
 		if !slices.ContainsFunc(s.v, func(v float64) bool { return v > 0 }) {
 			continue // a series all at zero would lie hidden on the axis beside its legend entry
 		}
-		if err := addSteps(p, s.name, []plotter.XYs{g.steps(s.v, 0, g.n, g.x(g.n))}, s.c); err != nil {
+		if err := addSteps(p, s.name, []plotter.XYs{g.steps(s.v, 0, g.n, g.x(g.n))}, s.c, lineWidth); err != nil {
 			return nil, err
 		}
 	}
@@ -202,11 +202,15 @@ func latencyChart(recs []*decode.Record, fine timeGrid) (*plot.Plot, error) {
 	for _, ls := range lat {
 		slices.Sort(ls)
 	}
+	// widest first: where the quantiles of a bin coincide (a bin of one
+	// request, a target answering in constant time) each still shows as a
+	// band around the next, so no legend entry is left without its line
 	for _, q := range []struct {
-		name string
-		q    float64
-		c    color.Color
-	}{{"p50", 0.50, green}, {"p95", 0.95, orange}, {"p99", 0.99, red}} {
+		name  string
+		q     float64
+		c     color.Color
+		width vg.Length
+	}{{"p99", 0.99, red, 3 * lineWidth}, {"p95", 0.95, orange, 2 * lineWidth}, {"p50", 0.50, green, lineWidth}} {
 		v := make([]float64, g.n)
 		var runs []plotter.XYs
 		for k := 0; k < g.n; k++ {
@@ -219,7 +223,7 @@ func latencyChart(recs []*decode.Record, fine timeGrid) (*plot.Plot, error) {
 			}
 			runs = append(runs, g.steps(v, from, k, fine.x(fine.n)))
 		}
-		if err := addSteps(p, q.name, runs, q.c); err != nil {
+		if err := addSteps(p, q.name, runs, q.c, q.width); err != nil {
 			return nil, err
 		}
 	}
@@ -301,7 +305,7 @@ func addLine(p *plot.Plot, name string, xys plotter.XYs, c color.Color, dashed b
 	if err != nil {
 		return fmt.Errorf("chart %q, series %q: %w", p.Title.Text, name, err)
 	}
-	l.Color, l.Width = c, vg.Points(1.2)
+	l.Color, l.Width = c, lineWidth
 	if dashed {
 		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 	}
@@ -310,15 +314,30 @@ func addLine(p *plot.Plot, name string, xys plotter.XYs, c color.Color, dashed b
 	return nil
 }
 
+// lineWidth is the width of the charts' lines.
+var lineWidth = vg.Points(1.2)
+
+// boldCross is gonum's cross glyph drawn as wide as the lines (gonum's
+// own draws a hairline, hard to see beside them).
+type boldCross struct{}
+
+// DrawGlyph implements draw.GlyphDrawer.
+func (boldCross) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
+	ls := draw.LineStyle{Color: sty.Color, Width: lineWidth}
+	r := sty.Radius * math.Sqrt2 / 2
+	c.StrokeLine2(ls, pt.X-r, pt.Y-r, pt.X+r, pt.Y+r)
+	c.StrokeLine2(ls, pt.X-r, pt.Y+r, pt.X+r, pt.Y-r)
+}
+
 // addSteps adds a series drawn as steps (see timeGrid.steps), in one or
 // more runs of bins, with one legend entry; no runs add nothing.
-func addSteps(p *plot.Plot, name string, runs []plotter.XYs, c color.Color) error {
+func addSteps(p *plot.Plot, name string, runs []plotter.XYs, c color.Color, width vg.Length) error {
 	for i, xys := range runs {
 		l, err := plotter.NewLine(xys)
 		if err != nil {
 			return fmt.Errorf("chart %q, series %q: %w", p.Title.Text, name, err)
 		}
-		l.Color, l.Width, l.StepStyle = c, vg.Points(1.2), plotter.PostStep
+		l.Color, l.Width, l.StepStyle = c, width, plotter.PostStep
 		p.Add(l)
 		if i == 0 {
 			p.Legend.Add(name, l)

@@ -234,6 +234,9 @@ func TestOutcomeChartHeights(t *testing.T) {
 	for i, c := range charts {
 		xs[i], _, ticks[i] = c.axes(t)
 	}
+	if len(ticks[0]) == 0 || ticks[0][0] != "0" {
+		t.Errorf("the time axis is labelled %v: want it to start at 0, the run's first request", ticks[0])
+	}
 	for i := 1; i < 3; i++ {
 		if !slices.Equal(ticks[i], ticks[0]) || math.Abs(xs[i].a-xs[0].a) > 0.05 || math.Abs(xs[i].b-xs[0].b) > 0.05 {
 			t.Errorf("chart %d's time axis %v (%+v) is not chart 0's %v (%+v)", i, ticks[i], xs[i], ticks[0], xs[0])

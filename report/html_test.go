@@ -3,7 +3,9 @@ package report
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
+	"image/color"
 	"image/png"
 	"math"
 	"os"
@@ -88,8 +90,18 @@ func TestHTML(t *testing.T) {
 }
 
 // TestHTMLInChromium renders the page in headless Chromium: it loads with
-// no console error, and the screenshot shows the charts drew (many
-// colours, not a blank page). Skipped where Chromium is absent.
+// no console error, the screenshot shows the charts drew (many colours,
+// not a blank page), and every legend entry's series is visible beside its
+// legend sample. For that, every coloured path of the figure is given a
+// colour of its own before rendering; the paths of one chart drawn in one
+// style (colour, width, dashes) are one legend entry's (or a few sharing
+// it), and the last of them is a legend sample (gonum draws the legend
+// after the data). The screenshot must show the others at least half as
+// many pixels as that sample (a marker as short as the first 429's is no
+// longer than a few samples): a series hidden under another, on an axis
+// or drawn nowhere shows none. (Two entries of one chart in one style,
+// such as a fleet's attempts 1 and 6, are held as one.) Skipped where
+// Chromium is absent.
 func TestHTMLInChromium(t *testing.T) {
 	bin := ""
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
@@ -102,26 +114,28 @@ func TestHTMLInChromium(t *testing.T) {
 		t.Skip("no chromium on PATH (apt-get install chromium; .ci/run installs it)")
 	}
 	in, cfg := flood()
-	dir := t.TempDir()
-	page := filepath.Join(dir, HTMLFile)
-	f, err := os.Create(page)
-	if err != nil {
-		t.Fatal(err)
-	}
 	rep, err := analyze.Analyze(in, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := HTML(f, in, rep, cfg, nil); err != nil {
+	var buf bytes.Buffer
+	if err := HTML(&buf, in, rep, cfg, nil); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	html, entries := recolour(t, buf.String())
+	dir := t.TempDir()
+	page := filepath.Join(dir, HTMLFile)
+	if err := os.WriteFile(page, []byte(html), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	shot := filepath.Join(dir, "shot.png")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// at twice the pixels, a line of the charts covers whole pixels in its
+	// own colour, not only edges blended with the background
 	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
 		"--user-data-dir="+filepath.Join(dir, "profile"), "--enable-logging=stderr", "--v=0",
-		"--window-size=1200,2400", "--screenshot="+shot, "file://"+page)
+		"--force-device-scale-factor=2", "--window-size=1200,2400", "--screenshot="+shot, "file://"+page)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("chromium: %v\n%s", err, out)
@@ -143,6 +157,103 @@ func TestHTMLInChromium(t *testing.T) {
 	if n := colours(img); n < 20 {
 		t.Errorf("the screenshot has %d colours: the charts did not draw", n)
 	}
+	shown := pixelCounts(img)
+	if len(entries) < 8 {
+		t.Fatalf("%d styles of coloured lines in the figure, want the window chart's, the outcomes' and the latencies'", len(entries))
+	}
+	for _, e := range entries {
+		series := 0
+		for _, c := range e.series {
+			series += shown[c]
+		}
+		sample := shown[e.sample]
+		t.Logf("chart %d, %s: %d pixels of the series, %d of the legend sample", e.chart, e.style, series, sample)
+		if sample == 0 || 2*series < sample {
+			t.Errorf("chart %d: the series drawn %s show %d pixels beside their legend sample's %d: a legend entry without a visible line", e.chart, e.style, series, sample)
+		}
+	}
+}
+
+// legendStyle is one style of coloured path of one chart, each of its
+// paths recoloured apart: the last one, a legend sample, and the others.
+type legendStyle struct {
+	chart  int
+	style  string
+	series []color.RGBA
+	sample color.RGBA
+}
+
+// pathStyle matches a coloured path's style and its stroke colour (black
+// and grey are the axes, the grid and the limit line).
+var pathStyle = regexp.MustCompile(`style="(fill:none;stroke:(#[0-9A-F]{6});[^"]*)"`)
+
+// recolour gives every coloured path of the page's figure a colour of its
+// own, and returns them by chart and style (see TestHTMLInChromium).
+func recolour(t *testing.T, page string) (string, []legendStyle) {
+	t.Helper()
+	const background = `style="fill:#FFFFFF"`
+	charts := strings.Split(page, background)
+	if len(charts) < 4 {
+		t.Fatalf("%d charts, want at least 3", len(charts)-1)
+	}
+	var styles []legendStyle
+	k := 0
+	pick := func() color.RGBA { // a 9×9×9 grid of colours 28 levels apart
+		k++
+		return color.RGBA{R: uint8(20 + 28*(k%9)), G: uint8(20 + 28*(k/9%9)), B: uint8(20 + 28*(k/81%9)), A: 0xff}
+	}
+	for i := 1; i < len(charts); i++ {
+		byStyle := map[string]*legendStyle{}
+		var order []string
+		charts[i] = pathStyle.ReplaceAllStringFunc(charts[i], func(m string) string {
+			sub := pathStyle.FindStringSubmatch(m)
+			if sub[2] == "#000000" || sub[2] == "#808080" {
+				return m
+			}
+			st := byStyle[sub[1]]
+			if st == nil {
+				st = &legendStyle{chart: i - 1, style: sub[1]}
+				byStyle[sub[1]] = st
+				order = append(order, sub[1])
+			}
+			c := pick()
+			st.series = append(st.series, c)
+			return strings.Replace(m, sub[2], hexColour(c), 1)
+		})
+		for _, s := range order {
+			st := byStyle[s]
+			st.sample, st.series = st.series[len(st.series)-1], st.series[:len(st.series)-1]
+			styles = append(styles, *st)
+		}
+	}
+	return strings.Join(charts, background), styles
+}
+
+func hexColour(c color.RGBA) string { return fmt.Sprintf("#%02X%02X%02X", c.R, c.G, c.B) }
+
+// pixelCounts counts the pixels of img by colour, each snapped to the
+// grid recolour picks from (within 8 levels in every channel): the
+// inside of a line, not its edges blended with what is under them.
+func pixelCounts(img image.Image) map[color.RGBA]int {
+	n := map[color.RGBA]int{}
+	b := img.Bounds()
+	snap := func(v uint32) (uint8, bool) {
+		x := int(v >> 8)
+		g := (x - 20 + 14) / 28 * 28
+		return uint8(20 + g), x-20-g >= -8 && x-20-g <= 8 && x >= 12
+	}
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			R, okR := snap(r)
+			G, okG := snap(g)
+			B, okB := snap(bl)
+			if okR && okG && okB {
+				n[color.RGBA{R: R, G: G, B: B, A: 0xff}]++
+			}
+		}
+	}
+	return n
 }
 
 // colours counts the distinct colours of img.

@@ -114,7 +114,7 @@ func summaryLine(s analyze.SurfaceVerdict, d analyze.SurfaceDetail) string {
 		model = fmt.Sprintf("%s of %d", s.Model, b.Limit)
 	}
 	if len(s.ModelAlternatives) > 0 {
-		model += " (or " + strings.Join(s.ModelAlternatives, ", ") + ": the run fits them equally)"
+		model += " (or " + strings.Join(s.ModelAlternatives, ", ") + ": the run's timing cannot tell them apart)"
 	}
 	line := fmt.Sprintf("expected limit %d, observed %s, model %s, refused requests count: %s", s.ExpectedLimit, observed, model, rc)
 	if s.MCPRevision != "" {

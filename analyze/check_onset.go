@@ -55,9 +55,12 @@ func (c *onsetCheck) judge(e *evidence) (string, string) {
 	case !e.anyRefused:
 		return Fail, fmt.Sprintf("no 429 at all from %s although %d requests provably exceeded %d in one window: no limit enforced", p, e.required429, L)
 	case c.onsetLeaks > 0:
-		// observed_limit counts every admission of the fullest window;
-		// the leaks only those the timing proves past the limit.
-		return Fail, fmt.Sprintf("from %s %s admitted past the limit of %d before the first 429, each with %d or more others surely in its window; the fullest window before a 429 admitted %d (observed_limit), %d past the limit",
+		// observed_limit counts every admission surely in the fullest
+		// window ending at a refusal, the refills after the first 429
+		// too; the leaks only those before it that the timing proves
+		// past the limit: the two need not add up, and the detail says
+		// why.
+		return Fail, fmt.Sprintf("from %s %s admitted past the limit of %d before the first 429, each with %d or more others surely in its window; the fullest window ending at a 429 admitted %d (observed_limit), %d past the limit, counting admissions after the first 429 too",
 			p, human.Count(c.onsetLeaks, "request was", "requests were"), L, L, obs, obs-L)
 	case c.onsetFalse > 0:
 		return Fail, fmt.Sprintf("from %s 429s began before %d requests could have been in one window (observed_limit %d; if this address sent requests in the window before the run, wait a window and run again)", p, L, obs)

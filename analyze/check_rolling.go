@@ -43,9 +43,10 @@ func (c *rollingCheck) judge(e *evidence) (string, string) {
 		ew = fmt.Sprintf("best fit a token bucket of %d refilling one token every %s (%d per %v): a burst of %d, then one every %s, whatever came in the window before",
 			b.Limit, human.Duration(b.Window/time.Duration(b.Limit)), b.Limit, b.Window.Round(time.Millisecond), b.Limit, human.Duration(b.Window/time.Duration(b.Limit)))
 	case b.Family == familyFixedWindow && b.Limit > 0:
-		// a fixed window is no shorter rolling one: its count resets
-		ew = fmt.Sprintf("best fit a fixed window of %d per %v: the count resets at fixed boundaries, so up to %d are admitted within one window's length across a boundary (%s)",
-			b.Limit, b.Window.Round(time.Millisecond), 2*b.Limit, ew)
+		// a fixed window is no shorter rolling one: its count resets (the
+		// rolling window that fits best says nothing of it)
+		ew = fmt.Sprintf("best fit a fixed window of %d per %v: the count resets at fixed boundaries, so up to %d are admitted within one window's length across a boundary",
+			b.Limit, b.Window.Round(time.Millisecond), 2*b.Limit)
 	}
 	switch {
 	case e.sd.Leaks+e.sd.FalseThrottles > 0:

@@ -269,7 +269,7 @@ func refAnalyzeSurface(tab *decode.Tables, sf string, groups, other map[string]*
 	case !anyRefused:
 		add("onset", Fail, "no 429 at all from %s although %d requests provably exceeded %d in one window: no limit enforced", primary.Source, required429, L)
 	case onsetLeaks > 0:
-		add("onset", Fail, "from %s %s admitted past the limit of %d before the first 429, each with %d or more others surely in its window; the fullest window before a 429 admitted %d (observed_limit), %d past the limit",
+		add("onset", Fail, "from %s %s admitted past the limit of %d before the first 429, each with %d or more others surely in its window; the fullest window ending at a 429 admitted %d (observed_limit), %d past the limit, counting admissions after the first 429 too",
 			primary.Source, human.Count(onsetLeaks, "request was", "requests were"), L, L, obs, obs-L)
 	case onsetFalse > 0:
 		add("onset", Fail, "from %s 429s began before %d requests could have been in one window (observed_limit %d)", primary.Source, L, obs)

@@ -182,7 +182,7 @@ type evidenceClaim struct {
 
 var (
 	fromAddr    = regexp.MustCompile(`\bfrom (\d+\.\d+\.\d+\.\d+|[0-9a-f]*:[0-9a-f:]+)`)
-	fullest     = regexp.MustCompile(`the fullest window before a 429 admitted (\d+) \(observed_limit\), (\d+) past the limit`)
+	fullest     = regexp.MustCompile(`the fullest window ending at a 429 admitted (\d+) \(observed_limit\), (\d+) past the limit`)
 	spoofAlike  = regexp.MustCompile(`(X-Forwarded-For|Forwarded|X-Real-IP) \((\d+) of (\d+)\)`)
 	spoofPlain  = regexp.MustCompile(`the (\d+) plain probes from (\S+) in the same span \((\d+) admitted`)
 	spoofFailed = regexp.MustCompile(`(X-Forwarded-For|Forwarded|X-Real-IP) \((\d+) of (\d+) admitted against (\d+) of (\d+) plain`)

@@ -207,7 +207,8 @@ func TestJitterHostNoiseIgnored(t *testing.T) {
 }
 
 // TestBinnerMatchesSort: the counting sort's collisions and peak are the
-// sorted reference's, narrow ranges and wide.
+// sorted reference's, narrow ranges and wide, and it leaves the times
+// sorted with their indices.
 func TestBinnerMatchesSort(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -225,10 +226,79 @@ func TestBinnerMatchesSort(t *testing.T) {
 		if !slices.Equal(ts, orig) {
 			t.Fatal("figures reordered its input")
 		}
+		for k, j := range b.idx {
+			if ts[j] != b.sorted[k] || k > 0 && b.sorted[k] < b.sorted[k-1] {
+				t.Fatalf("%v: sorted %v, indices %v", orig, b.sorted, b.idx)
+			}
+		}
 		s := slices.Clone(ts)
 		wantC := countCollisions(s, 10)
 		if wantP := peakBin(s, t0, 10); c != wantC || p != wantP {
 			t.Fatalf("%v from %d: collisions %d, peak %d; want %d, %d", orig, t0, c, p, wantC, wantP)
 		}
+	}
+}
+
+// TestPairCounterMatchesOneByOne: the bit sets count what testing each
+// pair does, for sparse pair sets and dense (every index with every
+// other, as a fleet in lockstep leaves), pairs listed twice, and spans
+// too wide to pack.
+func TestPairCounterMatchesOneByOne(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := range 600 {
+		n := 2 + rng.IntN(150)
+		var pairs [][2]int
+		switch i % 3 {
+		case 0: // dense
+			for a := range n {
+				for b := a + 1; b < n; b++ {
+					if rng.IntN(4) > 0 {
+						pairs = append(pairs, [2]int{a, b})
+					}
+				}
+			}
+		case 1: // sparse
+			for range n / 2 {
+				a, b := rng.IntN(n), rng.IntN(n)
+				if a != b {
+					pairs = append(pairs, [2]int{min(a, b), max(a, b)})
+				}
+			}
+		default: // dense, one pair listed twice
+			for a := range n {
+				for b := a + 1; b < n; b++ {
+					pairs = append(pairs, [2]int{a, b})
+				}
+			}
+			pairs = append(pairs, pairs[0])
+		}
+		if len(pairs) == 0 {
+			continue
+		}
+		span := []int64{30, 1000, 1 << 62}[i%5%3]
+		ts := make([]int64, n)
+		for j := range ts {
+			ts[j] = rng.Int64N(span) - span/4
+		}
+		c, b := newPairCounter(pairs, n, 10), &binner{eps: 10}
+		b.figures(ts, ts[0])
+		if got, want := c.count(ts, b.idx), c.oneByOne(ts); got != want {
+			t.Fatalf("case %d: %d indices, %d pairs, span %d: counted %d, want %d", i, n, len(pairs), span, got, want)
+		}
+	}
+}
+
+// BenchmarkJitterLockstep measures judging a 100-client fleet in
+// lockstep with the fleet command's defaults: every client collides with
+// every other, so each wave's re-collisions are counted over 4 950 pairs
+// in each of its simulated fleets.
+func BenchmarkJitterLockstep(b *testing.B) {
+	f := fleetDefaults
+	f.Strategy = client.None
+	in := clientFleet(100, 4, 1, 1, f)
+	cfg := Config{Base: f.Base, Cap: f.Cap, Strategy: string(client.None), Attempts: 4, Seed: 1}
+	for b.Loop() {
+		Judge(in, cfg)
 	}
 }

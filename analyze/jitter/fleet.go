@@ -615,7 +615,7 @@ func (t *waveTests) followed(prev *Wave, pts []point) (pairs [][2]int, again int
 func (t *waveTests) simulate(pts []point, pairs [][2]int, t0 int64) (coll, peak, rc []float64) {
 	coll, peak, rc = make([]float64, t.sims), make([]float64, t.sims), make([]float64, t.sims)
 	sim := make([]int64, len(pts))
-	bins := &binner{eps: t.eps}
+	bins, again := &binner{eps: t.eps}, newPairCounter(pairs, len(pts), t.eps)
 	for s := range t.sims {
 		for i, p := range pts {
 			sim[i] = p.from + int64(p.lo) + int64(t.rng.Float64()*float64(p.hi-p.lo-p.smear))
@@ -623,13 +623,8 @@ func (t *waveTests) simulate(pts []point, pairs [][2]int, t0 int64) (coll, peak,
 				sim[i] += int64(t.rng.Float64() * float64(p.smear))
 			}
 		}
-		n := 0
-		for _, pr := range pairs {
-			if abs64(sim[pr[0]]-sim[pr[1]]) <= t.eps {
-				n++
-			}
-		}
 		c, p := bins.figures(sim, t0)
+		n := again.count(sim, bins.idx)
 		coll[s], peak[s], rc[s] = float64(c), float64(p), float64(n)
 	}
 	return coll, peak, rc

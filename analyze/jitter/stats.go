@@ -3,6 +3,7 @@ package jitter
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 	"time"
 )
@@ -78,18 +79,105 @@ func collidingPairs[P any](pts []P, at func(P) int64, id func(P) int, eps int64)
 	return out
 }
 
+// pairCounter counts how many of a fixed set of pairs of indices have
+// times within eps of each other, for one set of times after another (a
+// wave's simulated fleets). Few pairs are tested one by one. Many (a
+// fleet in lockstep: every client collided with every other, n²/2 pairs)
+// are counted along the times sorted (as a binner leaves them): each
+// index is tested against every partner within eps before it at once, as
+// a bit set, so a set of times costs about n·n/64 words, not n²/2 tests.
+// Both count the same pairs.
+type pairCounter struct {
+	pairs [][2]int
+	eps   int64
+	// For the bit sets (nil adj: one by one): pos is each index's
+	// position among those in pairs (−1: in none), adj each position's
+	// partners, win the positions within eps of the current one.
+	pos []int32
+	adj [][]uint64
+	win []uint64
+}
+
+// newPairCounter prepares to count pairs of indices below n, as bit sets
+// where there are more pairs than eight per index in them and no pair is
+// listed twice.
+func newPairCounter(pairs [][2]int, n int, eps int64) *pairCounter {
+	c := &pairCounter{pairs: pairs, eps: eps, pos: make([]int32, n)}
+	for i := range c.pos {
+		c.pos[i] = -1
+	}
+	k := int32(0)
+	for _, pr := range pairs {
+		for _, i := range pr {
+			if c.pos[i] < 0 {
+				c.pos[i] = k
+				k++
+			}
+		}
+	}
+	if len(pairs) <= 8*int(k) {
+		return c
+	}
+	words := (k + 63) / 64
+	c.adj = make([][]uint64, k)
+	for i := range c.adj {
+		c.adj[i] = make([]uint64, words)
+	}
+	for _, pr := range pairs {
+		a, b := c.pos[pr[0]], c.pos[pr[1]]
+		if a == b || c.adj[a][b/64]&(1<<(b%64)) != 0 {
+			c.adj = nil // a pair listed twice counts twice: one by one
+			return c
+		}
+		c.adj[a][b/64] |= 1 << (b % 64)
+		c.adj[b][a/64] |= 1 << (a % 64)
+	}
+	c.win = make([]uint64, words)
+	return c
+}
+
+// oneByOne counts the pairs within eps one by one.
+func (c *pairCounter) oneByOne(times []int64) int {
+	n := 0
+	for _, pr := range c.pairs {
+		if abs64(times[pr[0]]-times[pr[1]]) <= c.eps {
+			n++
+		}
+	}
+	return n
+}
+
+// count returns how many of the pairs have times within eps; order holds
+// the indices of times sorted by time.
+func (c *pairCounter) count(times []int64, order []int32) int {
+	if c.adj == nil {
+		return c.oneByOne(times)
+	}
+	clear(c.win)
+	n, j := 0, 0
+	for _, i := range order {
+		p := c.pos[i]
+		if p < 0 {
+			continue
+		}
+		for ; times[i]-times[order[j]] > c.eps; j++ {
+			if q := c.pos[order[j]]; q >= 0 {
+				c.win[q/64] &^= 1 << (q % 64)
+			}
+		}
+		for w, set := range c.adj[p] {
+			n += bits.OnesCount64(set & c.win[w])
+		}
+		c.win[p/64] |= 1 << (p % 64)
+	}
+	return n
+}
+
 // countCollisions counts the pairs of times within eps of each other; it
 // sorts ts.
 func countCollisions(ts []int64, eps int64) int {
 	slices.Sort(ts)
-	n, j := 0, 0
-	for i := range ts {
-		for ts[i]-ts[j] > eps {
-			j++
-		}
-		n += i - j
-	}
-	return n
+	return collisionsSorted(ts, eps)
 }
 
 // peakBin returns the most times in one bin of width eps from t0; ts must
@@ -174,30 +262,35 @@ func abs64(x int64) int64 {
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
 // binner counts the collisions and the busiest ε-bin of many simulated
-// waves, faster than sorting each: a counting sort by bin of width eps
-// from t0 leaves the times out of order only within a bin, which an
-// insertion sort then mends in a few steps. Its buffers are reused from
-// wave to wave.
+// fleets' times, and sorts them for a pairCounter: a counting sort into
+// bins of ε (the times are spread over a few ranges of ε at most), then
+// an insertion sort of what each bin holds, reusing its buffers from one
+// fleet to the next; over a range too wide for bins, a sort of the times
+// packed with their indices.
 type binner struct {
 	eps    int64
 	count  []int32 // per bin; then where its times go next in sorted
 	bin    []int32 // each time's bin: one division per time, not two
 	sorted []int64
+	idx    []int32 // the indices of sorted's times in ts
+	keys   []int64
 }
 
 // figures returns the collisions of ts (pairs within eps) and the most
 // times in one bin of width eps from t0 (times before t0 count in the
-// first). It leaves ts as it was.
+// first), and leaves ts sorted in b.sorted, their indices in b.idx. It
+// leaves ts as it was.
 func (b *binner) figures(ts []int64, t0 int64) (collisions, peak int) {
-	hi := t0
+	lo, hi := t0, t0
 	for _, t := range ts {
-		hi = max(hi, t)
+		lo, hi = min(lo, t), max(hi, t)
 	}
+	b.sorted = slices.Grow(b.sorted[:0], len(ts))[:len(ts)]
+	b.idx = slices.Grow(b.idx[:0], len(ts))[:len(ts)]
 	bins := (hi-t0)/b.eps + 1
 	if bins > int64(16*len(ts)+1024) { // a narrow ε over a wide range: sort instead
-		s := slices.Clone(ts)
-		n := countCollisions(s, b.eps)
-		return n, peakBin(s, t0, b.eps)
+		b.sortWide(ts, lo, hi)
+		return collisionsSorted(b.sorted, b.eps), peakBin(b.sorted, t0, b.eps)
 	}
 	b.count = slices.Grow(b.count[:0], int(bins))[:bins]
 	clear(b.count)
@@ -213,24 +306,55 @@ func (b *binner) figures(ts []int64, t0 int64) (collisions, peak int) {
 		b.count[i] = at
 		at += c
 	}
-	b.sorted = slices.Grow(b.sorted[:0], len(ts))[:len(ts)]
 	for k, t := range ts {
 		i := b.bin[k]
-		b.sorted[b.count[i]] = t
+		b.sorted[b.count[i]], b.idx[b.count[i]] = t, int32(k)
 		b.count[i]++
 	}
-	s := b.sorted
+	s, x := b.sorted, b.idx
 	for i := 1; i < len(s); i++ {
 		for j := i; j > 0 && s[j] < s[j-1]; j-- {
 			s[j], s[j-1] = s[j-1], s[j]
+			x[j], x[j-1] = x[j-1], x[j]
 		}
 	}
-	j := 0
+	return collisionsSorted(s, b.eps), peak
+}
+
+// sortWide sorts ts (from lo to hi) into b.sorted and b.idx as integers,
+// each time from lo packed with its index in the low bits; a span too
+// wide to pack (over a day) is sorted by comparison.
+func (b *binner) sortWide(ts []int64, lo, hi int64) {
+	shift := uint(bits.Len(uint(len(ts))))
+	if hi-lo >= 1<<(63-shift) {
+		for k := range b.idx {
+			b.idx[k] = int32(k)
+		}
+		slices.SortFunc(b.idx, func(i, j int32) int { return cmp.Compare(ts[i], ts[j]) })
+		for k, i := range b.idx {
+			b.sorted[k] = ts[i]
+		}
+		return
+	}
+	b.keys = slices.Grow(b.keys[:0], len(ts))[:len(ts)]
+	for k, t := range ts {
+		b.keys[k] = (t-lo)<<shift | int64(k)
+	}
+	slices.Sort(b.keys)
+	mask := int64(1)<<shift - 1
+	for k, key := range b.keys {
+		b.sorted[k], b.idx[k] = key>>shift+lo, int32(key&mask)
+	}
+}
+
+// collisionsSorted counts the pairs of sorted times within eps.
+func collisionsSorted(s []int64, eps int64) int {
+	n, j := 0, 0
 	for i := range s {
-		for s[i]-s[j] > b.eps {
+		for s[i]-s[j] > eps {
 			j++
 		}
-		collisions += i - j
+		n += i - j
 	}
-	return collisions, peak
+	return n
 }

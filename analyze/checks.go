@@ -287,17 +287,19 @@ func (s *surfaceRun) summary() (SurfaceVerdict, SurfaceDetail) {
 }
 
 // missing says why no check has its evidence, if none has: a surface the
-// run meant to exercise but sent nothing to, whose every request went
-// unanswered, or where the API is not there (empty: the checks judge).
+// run meant to exercise but sent nothing to, where the API is not there
+// (though most requests timed out: a server with a short listen backlog
+// answers a few with 501 and drops the rest), or whose every request went
+// unanswered or failed (empty: the checks judge).
 func (s *surfaceRun) missing(meta *decode.Meta, sd *SurfaceDetail) string {
 	switch {
 	case s.primary == nil:
 		return "no request of this surface in the run"
-	case s.unanswered() != "":
-		return s.unanswered()
-	case s.absent(meta) != "":
+	case s.absent(meta) != "": // before unanswered: a 501 is an answer
 		sd.Absent = true
 		return s.absent(meta)
+	case s.unanswered() != "":
+		return s.unanswered()
 	}
 	return ""
 }

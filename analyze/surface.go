@@ -537,7 +537,7 @@ func quoteBody(b []byte) string {
 }
 
 // unanswered says, when the target answered none of the surface's
-// requests, why (empty when it answered some).
+// requests or only with 5xx, why (empty when it answered some otherwise).
 func (s *surfaceRun) unanswered() string {
 	sd := s.sd
 	if sd.Requests == 0 || sd.Admitted+sd.Refused+sd.OtherAnswers > 0 {
@@ -563,6 +563,9 @@ func (s *surfaceRun) unanswered() string {
 	parts := kinds
 	if fives > 0 {
 		parts = append(parts, fmt.Sprintf("%d× 5xx", fives))
+	}
+	if fives > 0 { // a 5xx is an answer, but a failure
+		return fmt.Sprintf("none of the %d requests got an answer other than a failure (%s)", sd.Requests, strings.Join(parts, "; "))
 	}
 	return fmt.Sprintf("the target answered none of the %d requests (%s)", sd.Requests, strings.Join(parts, "; "))
 }

@@ -63,8 +63,21 @@ func (c *rollingCheck) judge(e *evidence) (string, string) {
 			human.Count(c.judgedN, "request", ""), e.primary, were, e.L, e.L, human.Duration(e.W))
 	case c.judgedN == c.indet:
 		return Inconclusive, fmt.Sprintf("the outcome of every one of the %s from %s is indeterminate: latency too large against the window", human.Count(c.judgedN, "answered request", ""), e.primary)
+	case c.indet > 0 && !rollingAtW(e.sd.Fit.Best, e.W):
+		// No request proved a violation, but the timing hid some, and the
+		// limiter that fits the run best is not a rolling window of the
+		// documented length: a longer window's false throttles or a
+		// counter's leaks may be among the hidden.
+		return Inconclusive, fmt.Sprintf("%s from %s: 0 leaks, 0 false throttles, but the timing left %d outcomes open and the best fit is %v, not a rolling window of %v; %s",
+			human.Count(c.judgedN, "request", ""), e.primary, c.indet, e.sd.Fit.Best, human.Duration(e.W), ew)
 	}
 	return Pass, fmt.Sprintf("%s from %s: 0 leaks, 0 false throttles (%d indeterminate); %s", human.Count(c.judgedN, "request", ""), e.primary, c.indet, ew)
+}
+
+// rollingAtW reports whether c is a rolling window of length w: one
+// sliding log, at any limit (the limit is onset's to judge).
+func rollingAtW(c Candidate, w time.Duration) bool {
+	return c.Family == familySlidingLog && c.Replicas <= 1 && c.Window == w
 }
 
 // judgeSpent judges a run whose first burst says the budget was spent

@@ -60,6 +60,16 @@ type Candidate struct {
 // intervals that fits it worse.
 func (c Candidate) worst() int { return c.Mismatches + c.TimingSpread }
 
+// fewest is the fewest mismatches the run's timing could have given the
+// candidate: its score less its timing spread. The order the target saw
+// lies within the requests' intervals, not at either end, so a
+// candidate's score there may be below its best at the ends by as much
+// as the ends move it; on a starved host (latencies of a third of the
+// window) a sliding log's score moves by dozens between its ends while a
+// fixed window's, its phase fitted at each, hardly moves, and the log
+// that made the run lost to it by a few mismatches at every end.
+func (c Candidate) fewest() int { return c.Mismatches - c.TimingSpread }
+
 // key tells the candidates of one family and replica count apart from
 // the others (what the alternatives are named by).
 func (c Candidate) key() string { return fmt.Sprintf("%s×%d", c.Family, max(c.Replicas, 1)) }
@@ -91,8 +101,9 @@ type Fit struct {
 	Best Candidate
 	// Alternatives are the best candidates of the other families (and
 	// replica counts) that the run's timing could have made fit as well
-	// as Best: their fewest mismatches are at most Best's at the end of
-	// the intervals that fits it worse. The run cannot tell them apart.
+	// as Best: their fewest mismatches (see Candidate.fewest) are at most
+	// Best's at the end of the intervals that fits it worse. The run
+	// cannot tell them apart.
 	Alternatives []Candidate
 	// Decided says Best won by a margin the run's timing cannot produce:
 	// no alternative.
@@ -383,13 +394,13 @@ func (fit *Fit) choose(leaks leakProof, documented int) {
 		case c.worst()+oneMisplaced < fit.Best.Mismatches:
 			open = append(open, c)
 			fit.Best = c
-		case c.Mismatches <= fit.Best.worst()+oneMisplaced:
+		case c.fewest() <= fit.Best.worst()+oneMisplaced:
 			open = append(open, c)
 		}
 	}
 	seen := map[string]bool{fit.Best.key(): true}
 	for _, c := range open {
-		if c.Mismatches <= fit.Best.worst()+oneMisplaced && !seen[c.key()] && c.Family != familyNone {
+		if c.fewest() <= fit.Best.worst()+oneMisplaced && !seen[c.key()] && c.Family != familyNone {
 			seen[c.key()] = true
 			fit.Alternatives = append(fit.Alternatives, c)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/decode"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 )
 
 // RunSummary is what a comparison reads of one run.
@@ -97,14 +98,12 @@ func Summarize(in *decode.Input, rep *Report) RunSummary {
 			ss.Rate, ss.Throughput = float64(sd.Requests)/span, float64(sd.Admitted)/span
 		}
 		if m := sd.Latency; m != nil && m.Count > 0 {
-			ss.P50MS, ss.P95MS, ss.P99MS, ss.MaxMS = msOf(m.Time.P50), msOf(m.Time.P95), msOf(m.Time.P99), msOf(m.Time.Max)
+			ss.P50MS, ss.P95MS, ss.P99MS, ss.MaxMS = clock.Ms(m.Time.P50), clock.Ms(m.Time.P95), clock.Ms(m.Time.P99), clock.Ms(m.Time.Max)
 		}
 		s.Surfaces = append(s.Surfaces, ss)
 	}
 	return s
 }
-
-func msOf(d time.Duration) float64 { return float64(d) / 1e6 }
 
 // p99Confidence is the confidence of the interval of a p99 ratio.
 const p99Confidence = 0.98
@@ -181,7 +180,7 @@ const Incomparable = "incomparable"
 // in p99 by tens of percent, more on a busy host, since the p99 of a few
 // hundred requests rests on a handful of them.
 func Compare(base, run RunSummary, o CompareOptions) Comparison {
-	c := Comparison{Baseline: base, Run: run, MaxP99Increase: o.MaxP99Increase, P99FloorMS: msOf(o.P99Floor), Confidence: p99Confidence,
+	c := Comparison{Baseline: base, Run: run, MaxP99Increase: o.MaxP99Increase, P99FloorMS: clock.Ms(o.P99Floor), Confidence: p99Confidence,
 		P99: []P99Change{}, Regressions: []string{}, Notes: []string{}, Incomparable: []string{}, Unjudged: []string{}, Verdict: Pass}
 	unjudged := false
 	for _, b := range base.Surfaces {
@@ -324,10 +323,10 @@ func (c *Comparison) p99(b, r SurfaceSummary, o CompareOptions) {
 // interval, which takes a few dozen rounds of the test.
 func judgeP99(b, r SurfaceSummary, o CompareOptions, withInterval bool) P99Change {
 	ch := P99Change{Surface: b.Surface, BaselineMS: b.P99MS, RunMS: r.P99MS, Ratio: r.P99MS / b.P99MS}
-	theta := max(1+o.MaxP99Increase, 1+msOf(o.P99Floor)/b.P99MS)
+	theta := max(1+o.MaxP99Increase, 1+clock.Ms(o.P99Floor)/b.P99MS)
 	t, ok := newP99Test(b.Latencies, b.Sent, r.Latencies, r.Sent)
 	if !ok {
-		ch.Regressed = ch.Ratio > 1+o.MaxP99Increase && r.P99MS-b.P99MS >= msOf(o.P99Floor)
+		ch.Regressed = ch.Ratio > 1+o.MaxP99Increase && r.P99MS-b.P99MS >= clock.Ms(o.P99Floor)
 		return ch
 	}
 	ch.Regressed = ch.Ratio > theta && t.pUpper(theta) <= (1-p99Confidence)/2

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"github.com/connectbyjbrh/ratecheck/internal/hostsim"
 )
 
@@ -26,10 +27,10 @@ func surfaceOfRun(lat, sent []time.Duration) SurfaceSummary {
 	s := slices.Clone(lat)
 	slices.Sort(s)
 	limit := 240
-	at := func(q float64) float64 { return msOf(s[min(max(int(float64(len(s))*q+0.5)-1, 0), len(s)-1)]) }
+	at := func(q float64) float64 { return clock.Ms(s[min(max(int(float64(len(s))*q+0.5)-1, 0), len(s)-1)]) }
 	rate := float64(len(lat)) / max(sent[len(sent)-1].Seconds(), 1e-3)
 	return SurfaceSummary{Surface: "rest", Requests: len(lat), Rate: rate, Throughput: rate * 240 / float64(len(lat)),
-		P50MS: at(0.5), P95MS: at(0.95), P99MS: msOf(p99(s)), MaxMS: msOf(s[len(s)-1]),
+		P50MS: at(0.5), P95MS: at(0.95), P99MS: clock.Ms(p99(s)), MaxMS: clock.Ms(s[len(s)-1]),
 		ObservedLimit: &limit, Model: "sliding-log", ModelDecided: true, Verdict: "pass", Latencies: lat, Sent: sent}
 }
 

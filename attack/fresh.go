@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 )
 
 // WaitingForFresh says an earlier run in Out (Run, its folder) sent to the
@@ -50,12 +51,5 @@ func (e *engine) waitFresh(ctx context.Context, job Job, target string) error {
 		return nil
 	}
 	e.emit(WaitingForFresh{Run: dir, End: end, Wait: left})
-	t := time.NewTimer(left)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.Sleep(ctx, left)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/client"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"github.com/connectbyjbrh/ratecheck/redact"
 )
 
@@ -312,14 +313,7 @@ func (e *engine) waitForStart(ctx context.Context) error {
 		return nil
 	}
 	e.emit(WaitingForStart{At: at, Wait: d})
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.Sleep(ctx, d)
 }
 
 // tlsCause strips the request's method and URL from a client error

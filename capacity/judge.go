@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"slices"
 	"time"
 )
@@ -154,10 +155,10 @@ func judge(st *Stats, offered float64, c criteria) StepResult {
 	slices.Sort(st.lateness)
 	corr := quantileInterval(st.corrected, q, c.Confidence)
 	unc := quantileInterval(st.uncorrected, q, c.Confidence)
-	r.QuantileMs, r.QuantileLowMs, r.QuantileHighMs = ms(corr.Estimate), bound(corr.Low, corr.HasLow), bound(corr.High, corr.HasHigh)
-	r.UncorrectedQuantileMs, r.UncorrectedLowMs, r.UncorrectedHighMs = ms(unc.Estimate), bound(unc.Low, unc.HasLow), bound(unc.High, unc.HasHigh)
+	r.QuantileMs, r.QuantileLowMs, r.QuantileHighMs = clock.Ms(corr.Estimate), bound(corr.Low, corr.HasLow), bound(corr.High, corr.HasHigh)
+	r.UncorrectedQuantileMs, r.UncorrectedLowMs, r.UncorrectedHighMs = clock.Ms(unc.Estimate), bound(unc.Low, unc.HasLow), bound(unc.High, unc.HasHigh)
 	lateness := st.lateness[nearestRank(len(st.lateness), 0.99)-1]
-	r.LatenessP99Ms = ms(lateness)
+	r.LatenessP99Ms = clock.Ms(lateness)
 	r.ErrorRate = float64(r.Errors) / float64(r.Requests)
 	r.ErrorRateLow, r.ErrorRateHigh = clopperPearson(r.Errors, r.Requests, c.Confidence)
 
@@ -204,15 +205,12 @@ func (s *Stats) figures(r *StepResult) {
 	r.Concurrency = responses * mean
 }
 
-// ms returns d in milliseconds.
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
 // bound returns d in milliseconds, or nil when it is no bound.
 func bound(d time.Duration, ok bool) *float64 {
 	if !ok {
 		return nil
 	}
-	v := ms(d)
+	v := clock.Ms(d)
 	return &v
 }
 

@@ -1,5 +1,7 @@
 package capacity
 
+import "github.com/connectbyjbrh/ratecheck/internal/clock"
+
 // Result is the outcome of a search, in the form of capacity --json
 // (docs/schema/capacity.json). Rates are per second, durations in
 // milliseconds; an absent figure is nil (JSON null).
@@ -50,7 +52,7 @@ type Result struct {
 func (s *Search) Result() Result {
 	o := s.o
 	r := Result{Verdict: verdictInconclusive, LimitedBy: s.cause,
-		SLO: o.Objective.SLO.String(), Quantile: o.Objective.SLO.Quantile, SLOMs: ms(o.Objective.SLO.Max),
+		SLO: o.Objective.SLO.String(), Quantile: o.Objective.SLO.Quantile, SLOMs: clock.Ms(o.Objective.SLO.Max),
 		ErrorBudget: o.Objective.ErrorBudget, Confidence: o.Confidence, Precision: o.Precision,
 		StartRPS: o.StartRate, MaxRPS: o.MaxRate, Steps: append([]StepResult{}, s.steps...)}
 	if s.done {

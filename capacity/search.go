@@ -3,6 +3,7 @@ package capacity
 import (
 	"errors"
 	"fmt"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"math"
 	"time"
 )
@@ -263,7 +264,7 @@ func (s *Search) Record(st *Stats) (StepResult, error) {
 	s.issued = nil
 	s.judged += step.Duration
 	r := judge(st, step.Rate, s.o.criteria())
-	r.Phase, r.Sources, r.DurationMs, r.Lengthened = step.Phase, step.Sources, ms(s.judged), s.lengthened
+	r.Phase, r.Sources, r.DurationMs, r.Lengthened = step.Phase, step.Sources, clock.Ms(s.judged), s.lengthened
 	if r.Verdict == stepUndecided && s.judged < s.o.MaxStep {
 		s.lengthened++
 		s.next = &Step{Index: step.Index, Phase: step.Phase, Rate: step.Rate, Continue: true,

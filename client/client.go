@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"github.com/connectbyjbrh/ratecheck/mcpwire"
 )
 
@@ -187,7 +188,7 @@ func (c *Client) Do(ctx context.Context, route string, newReq func(ctx context.C
 		now = time.Now
 	}
 	if sleep == nil {
-		sleep = timerSleep
+		sleep = clock.Sleep
 	}
 	if draw == nil {
 		draw = rand.Float64
@@ -297,19 +298,4 @@ func errKind(err error) string {
 		return ue.Err.Error()
 	}
 	return err.Error()
-}
-
-// timerSleep waits d or until ctx is done.
-func timerSleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

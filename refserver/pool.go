@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -103,7 +104,7 @@ type workerPool struct {
 
 func newWorkerPool(cfg Pool, seed uint64, sleep func(context.Context, time.Duration) error) *workerPool {
 	if sleep == nil {
-		sleep = sleepTimer
+		sleep = clock.Sleep
 	}
 	return &workerPool{cfg: cfg, sleep: sleep, waiting: list.New(),
 		rng: rand.New(rand.NewPCG(seed^0x5851f42d4c957f2d, seed+0x14057b7ef767814f))}
@@ -171,16 +172,4 @@ func (p *workerPool) service() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.cfg.ServiceMin + time.Duration(p.rng.Int64N(spread+1))
-}
-
-// sleepTimer waits d on a real timer, or until ctx ends.
-func sleepTimer(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

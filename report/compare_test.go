@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"github.com/connectbyjbrh/ratecheck/internal/hostsim"
 )
 
@@ -17,10 +18,10 @@ func surfaceOfRun(lat, sent []time.Duration) analyze.SurfaceSummary {
 	s := slices.Clone(lat)
 	slices.Sort(s)
 	limit := 240
-	at := func(q float64) float64 { return msOf(s[min(max(int(float64(len(s))*q+0.5)-1, 0), len(s)-1)]) }
+	at := func(q float64) float64 { return clock.Ms(s[min(max(int(float64(len(s))*q+0.5)-1, 0), len(s)-1)]) }
 	rate := float64(len(lat)) / max(sent[len(sent)-1].Seconds(), 1e-3)
 	return analyze.SurfaceSummary{Surface: "rest", Requests: len(lat), Rate: rate, Throughput: rate * 240 / float64(len(lat)),
-		P50MS: at(0.5), P95MS: at(0.95), P99MS: at(0.99), MaxMS: msOf(s[len(s)-1]),
+		P50MS: at(0.5), P95MS: at(0.95), P99MS: at(0.99), MaxMS: clock.Ms(s[len(s)-1]),
 		ObservedLimit: &limit, Model: "sliding-log", Verdict: "pass", Latencies: lat, Sent: sent}
 }
 
@@ -49,8 +50,6 @@ func TestCompareGolden(t *testing.T) {
 		t.Errorf("no regression line:\n%s", got.String())
 	}
 }
-
-func msOf(d time.Duration) float64 { return float64(d) / 1e6 }
 
 // TestCompareTableUnlike: runs made in different ways get a warning per
 // difference and no verdict of regression.

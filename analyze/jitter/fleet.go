@@ -14,6 +14,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/decode"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -158,7 +159,7 @@ func Judge(in *decode.Input, cfg Config) *Report {
 	rep := &Report{Verdict: analyze.Pass, Alpha: cfg.Alpha, Null: nullOf(cfg.Strategy), Notes: []string{}}
 	f := groupFleet(in)
 	if len(f.clients) == 0 {
-		rep.EpsilonMS = ms(cfg.Epsilon)
+		rep.EpsilonMS = clock.Ms(cfg.Epsilon)
 		if cfg.Clients > 0 { // client programs that sent nothing: no evidence
 			v, d := judgeClients(&fleetEvidence{f: f, cfg: cfg, rep: rep, discipline: disciplineCounts{perClient: map[int]int{}}})
 			rep.add(analyze.Check{Name: "clients", Verdict: v, Detail: d})
@@ -172,7 +173,7 @@ func Judge(in *decode.Input, cfg Config) *Report {
 	if cfg.Base <= 0 && cfg.Epsilon <= 0 { // a client program's records: ε from the data
 		cfg.Epsilon, rep.EpsilonBasis = f.epsilonFromRelease()
 	}
-	rep.EpsilonMS = ms(cfg.Epsilon)
+	rep.EpsilonMS = clock.Ms(cfg.Epsilon)
 	e := &fleetEvidence{in: in, f: f, cfg: cfg, rep: rep}
 	e.jitter = judgeWaves(rep, f.waves(cfg), cfg)
 	e.discipline = f.discipline(cfg)
@@ -554,7 +555,7 @@ func (t *waveTests) judge(w wave, prev *Wave) Wave {
 		times[i], late[i] = p.at, float64(p.late)
 		out.us[i] = place(p)
 	}
-	out.RangeLowMS, out.RangeMS = ms(lo), ms(hi)
+	out.RangeLowMS, out.RangeMS = clock.Ms(lo), clock.Ms(hi)
 	out.LateP99MS = quantile(late, 0.99) / 1e6
 	out.pairs = collidingPairs(pts, func(p point) int64 { return p.at }, func(p point) int { return p.client }, t.eps)
 	out.Collisions = len(out.pairs)

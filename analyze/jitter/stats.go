@@ -259,8 +259,6 @@ func abs64(x int64) int64 {
 	return x
 }
 
-func ms(d time.Duration) float64 { return float64(d) / 1e6 }
-
 // binner counts the collisions and the busiest ε-bin of many simulated
 // fleets' times, and sorts them for a pairCounter: a counting sort into
 // bins of ε (the times are spread over a few ranges of ε at most), then

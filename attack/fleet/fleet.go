@@ -16,6 +16,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/client"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -138,7 +139,6 @@ func (f Fleet) Duration() time.Duration {
 // Info describes the fleet for run.json.
 func (f Fleet) Info() archive.RunInfo {
 	f = f.Defaults()
-	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
 	var sources []string
 	for _, s := range []string{f.Source, f.RowSource} {
 		if s != "" {
@@ -148,7 +148,7 @@ func (f Fleet) Info() archive.RunInfo {
 	info := archive.RunInfo{Profile: "fleet", WindowMS: f.Window.Milliseconds(),
 		Policy: archive.PolicyInfo{Surface: f.Surface, Limit: f.Limit, WindowMS: f.Window.Milliseconds()}, Sources: sources,
 		Fleet: &archive.FleetInfo{Surface: f.Surface, Source: f.Source, Clients: f.Clients, Requests: f.Requests, Strategy: string(f.Backoff.Strategy),
-			BaseMS: ms(f.Backoff.Base), CapMS: ms(f.Backoff.Cap), Attempts: f.Attempts, SlowDownMS: ms(f.SlowDown), EpsilonMS: ms(f.Epsilon), Rows: len(f.Rows)}}
+			BaseMS: clock.Ms(f.Backoff.Base), CapMS: clock.Ms(f.Backoff.Cap), Attempts: f.Attempts, SlowDownMS: clock.Ms(f.SlowDown), EpsilonMS: clock.Ms(f.Epsilon), Rows: len(f.Rows)}}
 	f.MCP.Record(&info)
 	return info
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/capacity"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 )
 
 // Info is run.json's capacity section: what the search was held to, the
@@ -56,8 +57,8 @@ func infoOf(cfg Config) Info {
 	o := cfg.Search
 	return Info{Surface: cfg.Surface, ThroughLimit: cfg.ThroughLimit, SLO: o.Objective.SLO.String(), ErrorBudget: o.Objective.ErrorBudget,
 		Confidence: o.Confidence, StartRPS: o.StartRate, MaxRPS: o.MaxRate, Factor: o.Factor, Precision: o.Precision,
-		StepMS: msOf(o.Step), WarmupMS: msOf(o.Warmup), MaxStepMS: msOf(o.MaxStep), MaxSteps: o.MaxSteps,
-		MinAchieved: o.MinAchieved, MaxLatenessMS: msOf(o.MaxLateness), Limit: o.Limit, WindowMS: msOf(o.Window),
+		StepMS: clock.Ms(o.Step), WarmupMS: clock.Ms(o.Warmup), MaxStepMS: clock.Ms(o.MaxStep), MaxSteps: o.MaxSteps,
+		MinAchieved: o.MinAchieved, MaxLatenessMS: clock.Ms(o.MaxLateness), Limit: o.Limit, WindowMS: clock.Ms(o.Window),
 		Share: o.Share, Sources: o.Sources, Seed: o.Seed, Resamples: o.Resamples}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/capacity"
 	"github.com/connectbyjbrh/ratecheck/client"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -297,7 +298,7 @@ func (j *Job) segment(step capacity.Step, k int) Segment {
 		srcs = []string{""}
 	}
 	g := Segment{Step: step.Index, Phase: step.Phase, Continue: step.Continue, Stream: streamName(step.Index, k),
-		RateRPS: step.Rate, WarmupMS: msOf(step.Warmup), DurationMS: msOf(step.Duration),
+		RateRPS: step.Rate, WarmupMS: clock.Ms(step.Warmup), DurationMS: clock.Ms(step.Duration),
 		Sources: srcs, PerSourceRPS: step.Rate / float64(len(srcs))}
 	if j.cfg.sharded() {
 		g.ShardIndex, g.Shards = j.cfg.Shard.I, j.cfg.Shard.N
@@ -305,9 +306,6 @@ func (j *Job) segment(step capacity.Step, k int) Segment {
 	}
 	return g
 }
-
-// msOf returns d in milliseconds.
-func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // senders hold what each source keeps across steps: its HTTP client
 // (and so its connections) and its targeter.
@@ -447,7 +445,7 @@ func (s *senders) send(ctx context.Context, seg *Segment, st *capacity.Stats, si
 			if smp, judged := sampleOf(seg, x.j, x.r, s.cfg.ThroughLimit); judged {
 				st.Add(smp)
 				if cut.came(smp) && seg.CutMS == 0 {
-					seg.CutMS = max(msOf(time.Since(start)), 1e-3)
+					seg.CutMS = max(clock.Ms(time.Since(start)), 1e-3)
 					halt()
 				}
 			}

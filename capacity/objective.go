@@ -35,33 +35,43 @@ func (s SLO) String() string {
 	return "p" + strconv.FormatFloat(s.Quantile*100, 'f', -1, 64) + "<=" + s.Max.String()
 }
 
+// ValueError is a bad value of one of the objective's fields: the field
+// as run.json names it (slo, error_budget), the value given and what is
+// wanted. It names no flag: a command that read the value from one says
+// which (a value read back from run.json is not a flag's).
+type ValueError struct {
+	Field, Value, Want string
+}
+
+func (e *ValueError) Error() string { return fmt.Sprintf("%s %q: %s", e.Field, e.Value, e.Want) }
+
 // sloSyntax is pNN or pNN.N (any number of decimals), "<=", a duration.
 var sloSyntax = regexp.MustCompile(`^p([0-9]+(?:\.[0-9]+)?)<=(.+)$`)
 
 // ParseSLO parses a latency objective such as "p99<=100ms" or
 // "p99.9<=1.5s": p and a percentile above 0 and below 100, "<=", and a Go
-// duration above zero (spaces are ignored). Its errors name the --slo flag
-// and say what is expected.
+// duration above zero (spaces are ignored). Its errors are *ValueError
+// of field slo.
 func ParseSLO(s string) (SLO, error) {
 	text := strings.Join(strings.Fields(s), "")
 	m := sloSyntax.FindStringSubmatch(text)
 	if m == nil {
-		return SLO{}, fmt.Errorf("--slo %q: want a quantile, <= and a duration, such as p99<=100ms or p99.9<=1s", s)
+		return SLO{}, &ValueError{"slo", s, "want a quantile, <= and a duration, such as p99<=100ms or p99.9<=1s"}
 	}
 	pct, err := strconv.ParseFloat(m[1], 64)
 	if err != nil || pct <= 0 || pct >= 100 {
-		return SLO{}, fmt.Errorf("--slo %q: the quantile p%s must be above p0 and below p100, such as p95 or p99.9", s, m[1])
+		return SLO{}, &ValueError{"slo", s, fmt.Sprintf("the quantile p%s must be above p0 and below p100, such as p95 or p99.9", m[1])}
 	}
 	d, err := time.ParseDuration(m[2])
 	if err != nil || d <= 0 {
-		return SLO{}, fmt.Errorf("--slo %q: %q is not a duration above zero (want such as 100ms or 1.5s)", s, m[2])
+		return SLO{}, &ValueError{"slo", s, fmt.Sprintf("%q is not a duration above zero (want such as 100ms or 1.5s)", m[2])}
 	}
 	return SLO{Quantile: pct / 100, Max: d, text: text}, nil
 }
 
 // ParseErrorBudget parses an error budget: the share of requests that may
 // fail, a ratio above 0 and below 1 such as 0.01 (or a percentage such as
-// 1%). Its errors name the --error-budget flag and say what is expected.
+// 1%). Its errors are *ValueError of field error_budget.
 func ParseErrorBudget(s string) (float64, error) {
 	t := strings.TrimSpace(s)
 	scale := 1.0
@@ -70,11 +80,11 @@ func ParseErrorBudget(s string) (float64, error) {
 	}
 	v, err := strconv.ParseFloat(t, 64)
 	if err != nil || math.IsNaN(v) {
-		return 0, fmt.Errorf("--error-budget %q: want the share of requests that may fail, a ratio such as 0.01", s)
+		return 0, &ValueError{"error_budget", s, "want the share of requests that may fail, a ratio such as 0.01"}
 	}
 	v /= scale
 	if v <= 0 || v >= 1 {
-		return 0, fmt.Errorf("--error-budget %q: want a ratio above 0 and below 1, such as 0.01 (1 %% of requests may fail)", s)
+		return 0, &ValueError{"error_budget", s, "want a ratio above 0 and below 1, such as 0.01 (1 % of requests may fail)"}
 	}
 	return v, nil
 }

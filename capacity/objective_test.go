@@ -18,13 +18,13 @@ func TestParseSLO(t *testing.T) {
 		{in: "p95<=80ms", q: 0.95, max: 80 * time.Millisecond},
 		{in: "p99.9<=1.5s", q: 0.999, max: 1500 * time.Millisecond},
 		{in: " p50 <= 2ms ", q: 0.5, max: 2 * time.Millisecond},
-		{in: "p99<100ms", wantErr: `--slo "p99<100ms": want a quantile, <= and a duration`},
+		{in: "p99<100ms", wantErr: `slo "p99<100ms": want a quantile, <= and a duration`},
 		{in: "99<=100ms", wantErr: "want a quantile, <= and a duration"},
 		{in: "p100<=1s", wantErr: "the quantile p100 must be above p0 and below p100"},
 		{in: "p0<=1s", wantErr: "the quantile p0 must be above p0"},
 		{in: "p99<=soon", wantErr: `"soon" is not a duration above zero`},
 		{in: "p99<=0s", wantErr: `"0s" is not a duration above zero`},
-		{in: "", wantErr: "--slo"},
+		{in: "", wantErr: `slo "": want a quantile`},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			t.Parallel()
@@ -68,10 +68,10 @@ func TestParseErrorBudget(t *testing.T) {
 		{in: "0.01", want: 0.01},
 		{in: "0.001", want: 0.001},
 		{in: "1%", want: 0.01},
-		{in: "0", wantErr: `--error-budget "0": want a ratio above 0 and below 1`},
+		{in: "0", wantErr: `error_budget "0": want a ratio above 0 and below 1`},
 		{in: "1", wantErr: "want a ratio above 0 and below 1"},
 		{in: "-0.1", wantErr: "want a ratio above 0 and below 1"},
-		{in: "lots", wantErr: `--error-budget "lots": want the share of requests that may fail`},
+		{in: "lots", wantErr: `error_budget "lots": want the share of requests that may fail`},
 		{in: "NaN", wantErr: "want the share of requests that may fail"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {

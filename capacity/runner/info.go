@@ -66,7 +66,7 @@ func infoOf(cfg Config) Info {
 func (i *Info) options() (capacity.Options, error) {
 	slo, err := capacity.ParseSLO(i.SLO)
 	if err != nil {
-		return capacity.Options{}, err
+		return capacity.Options{}, fmt.Errorf("run.json's capacity section: %w", err)
 	}
 	d := func(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 	shard, err := i.shard()

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"time"
 
@@ -136,14 +138,24 @@ func (o *capacityOptions) flagSet(stderr io.Writer) *flag.FlagSet {
 func (o *capacityOptions) search() (capacity.Options, error) {
 	slo, err := capacity.ParseSLO(o.slo)
 	if err != nil {
-		return capacity.Options{}, err
+		return capacity.Options{}, asFlag(err, "--slo")
 	}
 	budget, err := capacity.ParseErrorBudget(o.errorBudget)
 	if err != nil {
-		return capacity.Options{}, err
+		return capacity.Options{}, asFlag(err, "--error-budget")
 	}
 	return capacity.Options{Objective: capacity.Objective{SLO: slo, ErrorBudget: budget}, StartRate: o.startRate,
 		MaxRate: o.maxRate, Precision: o.prec, Step: o.step, Warmup: o.warmup, MaxStep: o.maxStep, MaxLateness: o.maxLateness, Seed: o.seed}, nil
+}
+
+// asFlag says a library's bad value as the flag it came from: `--slo
+// "p99<100ms": want …`.
+func asFlag(err error, flag string) error {
+	var ve *capacity.ValueError
+	if errors.As(err, &ve) {
+		return fmt.Errorf("%s %q: %s", flag, ve.Value, ve.Want)
+	}
+	return err
 }
 
 var _ attack.Job = (*runner.Job)(nil)

@@ -61,14 +61,16 @@ type Candidate struct {
 func (c Candidate) worst() int { return c.Mismatches + c.TimingSpread }
 
 // fewest is the fewest mismatches the run's timing could have given the
-// candidate: its score less its timing spread. The order the target saw
-// lies within the requests' intervals, not at either end, so a
-// candidate's score there may be below its best at the ends by as much
-// as the ends move it; on a starved host (latencies of a third of the
-// window) a sliding log's score moves by dozens between its ends while a
-// fixed window's, its phase fitted at each, hardly moves, and the log
-// that made the run lost to it by a few mismatches at every end.
-func (c Candidate) fewest() int { return c.Mismatches - c.TimingSpread }
+// candidate: its score less half its timing spread. The order the target
+// saw lies within the requests' intervals, not at either end, so a
+// candidate's score there may be below its best at the ends; on a starved
+// host (latencies of a third of the window) a sliding log's score moved
+// by dozens between its ends while a fixed window's, its phase fitted at
+// each, hardly moved, and the log that made the run lost to it by a few
+// mismatches at every end. Half the spread kept every such run undecided
+// in simulation; the whole spread did too, but left a fixed window or a
+// token bucket undecided in half the runs of a loaded host.
+func (c Candidate) fewest() int { return c.Mismatches - c.TimingSpread/2 }
 
 // key tells the candidates of one family and replica count apart from
 // the others (what the alternatives are named by).

@@ -302,3 +302,10 @@ func BenchmarkJitterLockstep(b *testing.B) {
 		Judge(in, cfg)
 	}
 }
+
+// countCollisions, the tests' reference, counts the pairs of times within eps of each other; it
+// sorts ts.
+func countCollisions(ts []int64, eps int64) int {
+	slices.Sort(ts)
+	return collisionsSorted(ts, eps)
+}

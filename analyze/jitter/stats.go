@@ -173,13 +173,6 @@ func (c *pairCounter) count(times []int64, order []int32) int {
 	return n
 }
 
-// countCollisions counts the pairs of times within eps of each other; it
-// sorts ts.
-func countCollisions(ts []int64, eps int64) int {
-	slices.Sort(ts)
-	return collisionsSorted(ts, eps)
-}
-
 // peakBin returns the most times in one bin of width eps from t0; ts must
 // be sorted.
 func peakBin(ts []int64, t0, eps int64) int {

@@ -1,0 +1,192 @@
+package analyze
+
+import (
+	"math"
+)
+
+// This file holds the fit's choice: which candidate it names, which rivals
+// it cannot tell from it, and what the leaks the model proved rule out.
+
+// ruledOut reports whether the leaks proved rule c out: a sliding log of
+// one limiter that admitted with more than its limit surely in its window.
+func (p leakProof) ruledOut(c Candidate) bool {
+	if c.Family != familySlidingLog || c.Replicas > 1 {
+		return false
+	}
+	if c.counts() {
+		return p.All > c.Limit
+	}
+	return p.Admitted > c.Limit
+}
+
+// choose names the best candidate the leaks do not rule out (the fewest
+// mismatches; on a tie the simplest family (rank), at any limit, then
+// the documented limit, replayed first) and the alternatives the run's
+// timing cannot tell from it. At a limit other than the documented one
+// (the observed limit: the most admitted surely in one window) only a
+// sliding log is named: it is the one limiter that admits at most its
+// limit in every window, so the only one whose limit the observed limit
+// is. A token bucket of C admits up to 2C in a window, a fixed window
+// 2L across a boundary, a counter more than L where the previous
+// window's requests came late: replayed at the observed limit they stand
+// for no limiter the target could be, and with a limit fitted to the run
+// (and dozens of phases besides) a counter could fit one flood of
+// refusals better, by a request or two, than the token bucket that
+// produced it.
+func (fit *Fit) choose(leaks leakProof, documented int) {
+	var open []Candidate
+	for i, c := range fit.Candidates {
+		switch {
+		case leaks.ruledOut(c):
+			fit.Candidates[i].ruled = true
+		case c.Limit == documented || c.Family == familySlidingLog && c.Replicas <= 1:
+			open = append(open, c)
+		}
+	}
+	fit.Best = open[0] // "none" is never ruled out
+	for _, c := range open[1:] {
+		if c.Mismatches < fit.Best.Mismatches || c.Mismatches == fit.Best.Mismatches && c.rank() < fit.Best.rank() {
+			fit.Best = c
+		}
+	}
+	// A sliding log at another window length (the scan, at the documented
+	// limit) is the same family with a wrong window. Where it beats every
+	// family at the documented window by more than the run's timing can
+	// move (its worst against their best), the family is a sliding log,
+	// not the fixed window or counter whose phases came nearest to it;
+	// where it comes as close as Best (a fixed window's phase and a log's
+	// length can mimic each other over one run), it is an alternative.
+	for _, c := range fit.Scan {
+		switch {
+		case c.Limit != documented || c.Mismatches == math.MaxInt:
+		case c.worst()+oneMisplaced < fit.Best.Mismatches:
+			open = append(open, c)
+			fit.Best = c
+		case c.fewest() <= fit.Best.worst()+oneMisplaced:
+			open = append(open, c)
+		}
+	}
+	seen := map[string]bool{fit.Best.key(): true}
+	for _, c := range open {
+		if c.fewest() <= fit.Best.worst()+oneMisplaced && !seen[c.key()] && c.Family != familyNone {
+			seen[c.key()] = true
+			fit.Alternatives = append(fit.Alternatives, c)
+		}
+	}
+	fit.Decided = len(fit.Alternatives) == 0
+}
+
+// oneMisplaced is what one admission replayed in the bin next to the
+// target's costs a candidate: 2 mismatches, one where it is missing and
+// one where it is extra. A request sent at a bin's edge costs that with
+// any jitter at all, and so does a server whose clock is coarser than a
+// bin (nginx reads its clock once per event-loop turn), so no family is
+// named by a margin of one misplaced admission: a rival within it is an
+// alternative. (The causes' rivals need no such allowance: a rival
+// decides the very request a cause rests on, whatever its score.)
+const oneMisplaced = 2
+
+// rank is how simple the candidate's family is, the tie order of the fit:
+// none, sliding log, token bucket, fixed window, sliding-window counter,
+// then replicas (several limiters are less simple than one), whatever the
+// limit it was replayed at.
+func (c Candidate) rank() int {
+	if c.Replicas > 1 {
+		return 5
+	}
+	switch c.Family {
+	case familyNone:
+		return 0
+	case familySlidingLog:
+		return 1
+	case familyTokenBucket:
+		return 2
+	case familyFixedWindow:
+		return 3
+	}
+	return 4
+}
+
+// rivals reports whether the run's timing could have made b fit as well
+// as a or better: b's fewest mismatches, less what chance alone gives
+// replicas, are at most a's worst.
+func rivals(a, b Candidate) bool { return b.least() <= a.worst() }
+
+// least is the fewest mismatches the candidate could have had: its
+// score, less what chance alone gives replicas.
+func (c Candidate) least() int { return c.Mismatches - c.chance }
+
+// bestOf returns the candidate of fit (families and window scan, none
+// and those ruled out aside) that want takes with the fewest mismatches,
+// and false when want takes none.
+func (fit Fit) bestOf(want func(Candidate) bool) (Candidate, bool) {
+	return fit.fewest(want, func(c Candidate) int { return c.Mismatches })
+}
+
+// closestOf is bestOf ranked by least: the candidate want takes that
+// comes closest to rivalling another.
+func (fit Fit) closestOf(want func(Candidate) bool) (Candidate, bool) {
+	return fit.fewest(want, Candidate.least)
+}
+
+// fewest returns the candidate of fit (none and those ruled out aside)
+// that want takes with the lowest score.
+func (fit Fit) fewest(want func(Candidate) bool, score func(Candidate) int) (Candidate, bool) {
+	var best Candidate
+	found := false
+	for _, cs := range [][]Candidate{fit.Candidates, fit.Scan} {
+		for _, c := range cs {
+			if c.Family == familyNone || c.ruled || !want(c) {
+				continue
+			}
+			if !found || score(c) < score(best) {
+				best, found = c, true
+			}
+		}
+	}
+	return best, found
+}
+
+// explainsRun reports whether c explains a run of admitted admissions:
+// it misplaces at most one admission in ten (mismatches count each
+// admission misplaced once where it is missing and once where it is
+// extra, so the bound is a fifth of them). A target that admitted
+// nothing is explained by no limiter.
+func explainsRun(c Candidate, admitted int) bool {
+	return admitted > 0 && 5*c.Mismatches <= admitted
+}
+
+// explainsWithout returns a candidate of fit other than "none" that,
+// replayed on send times, decided the watched request of index as the
+// target did (admitted: ok), and false when none did. Every family's best
+// is asked, whatever its score (a check names a cause only when no
+// limiter the fit considers explains the evidence); a fixed window or
+// counter the run's timing could have made fit as well as the best, in
+// every phase it was replayed at (a boundary elsewhere explains as
+// well), and such a token bucket at every refill (a slower one explains
+// as well); replicas, whose decision is a probability (more likely admitted
+// than not), only when the timing could have made them fit as well as
+// the best. A check that asks of a refusal whether something other than
+// its cause explains it, or the spoof check of a forged probe's
+// admission, asks this.
+func (f *familyFit) explainsWithout(fit Fit, index int32, ok bool) (Candidate, bool) {
+	d := f.decided[index]
+	decides := func(slot int) bool { return slot >= 0 && slot < len(d) && d[slot] == ok }
+	for _, c := range fit.Candidates {
+		if c.Family == familyNone || c.ruled || c.Replicas > 1 && !rivals(fit.Best, c) {
+			continue
+		}
+		if decides(c.slot) {
+			return c, true
+		}
+		if c.phases[1] > 0 && rivals(fit.Best, c) {
+			for s := c.phases[0]; s < c.phases[1]; s++ {
+				if decides(s) {
+					c.slot = s
+					return c, true
+				}
+			}
+		}
+	}
+	return Candidate{}, false
+}

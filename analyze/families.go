@@ -1,0 +1,285 @@
+package analyze
+
+import (
+	"math"
+)
+
+// This file holds the families the replay runs: a sliding log, replicas
+// behind a balancer, a token bucket, a fixed window and a sliding-window
+// counter, each told one request at a time whether it would admit it.
+
+// slidingLog admits a request when fewer than L counted requests arrived in
+// (t − W, t): the L-th newest counted arrival decides.
+type slidingLog struct {
+	score
+	W            int64
+	countRefused bool
+	ring         []int64 // grows up to limit
+	head         int
+}
+
+func newSlidingLog(limit int, W int64, countRefused bool) slidingLog {
+	return slidingLog{W: W, countRefused: countRefused, ring: make([]int64, 0, limit)}
+}
+
+func (l *slidingLog) add(t int64) {
+	limit := cap(l.ring)
+	ok := len(l.ring) < limit || l.ring[l.head] <= t-l.W
+	if ok || l.countRefused {
+		if len(l.ring) < limit {
+			l.ring = append(l.ring, t)
+		} else {
+			l.ring[l.head] = t
+			if l.head++; l.head == limit { // (head+1) % limit, without a division
+				l.head = 0
+			}
+		}
+	}
+	l.admit(ok)
+}
+
+// maxReplicas is the most replicas behind a balancer the fit considers.
+const maxReplicas = 4
+
+// replicas is k limiters of L, each a sliding log counting refusals,
+// behind an assignment the client cannot predict: each request goes to
+// one of them at random, alike and independently (a balancer
+// interleaving every client's requests looks so to one client). Its
+// score is exact and needs no seed: a replica counts every request
+// assigned to it, admitted or not, so the count a request meets is
+// Binomial(n, 1/k) over the n others of the last window whatever was
+// decided before, and the request is admitted with probability
+// P(Binomial(n, 1/k) ≤ L − 1). Its admissions per bin are the expected
+// ones (a sum of those probabilities), with their variance (the sum of
+// p(1 − p)), and a bin costs what the observed admissions lie beyond one
+// standard deviation of the expected: what the assignment's chance alone
+// produces costs nothing, as what the timing allows costs a candidate
+// nothing. This is what the candidate predicts, not the luckiest of
+// some seeded assignments, which would fit noise and favour replicas
+// over one limiter. (Replicas forgetting refusals have no such closed
+// form, and are not replayed.)
+type replicas struct {
+	k, limit       int
+	cdf            []float64 // P(Binomial(n, 1/k) ≤ L − 1) for n = L, L+1, …
+	tail           bool      // cdf reached 0: every n past it is 0 too
+	adm, vari, mis float64
+	// chanceMean and chanceVar are the mean and variance of mis were the
+	// run drawn from these replicas (see close).
+	chanceMean, chanceVar float64
+	last                  float64 // the probability the last request was admitted
+}
+
+func newReplicas(k, limit int) replicas { return replicas{k: k, limit: limit} }
+
+// admitP is P(Binomial(n, 1/k) ≤ L − 1), the table grown as needed:
+// F(n+1) = F(n) − p·P(Binomial(n, p) = L − 1).
+func (r *replicas) admitP(n int) float64 {
+	m := r.limit - 1
+	if n <= m {
+		return 1
+	}
+	p := 1 / float64(r.k)
+	lg := func(x int) float64 { v, _ := math.Lgamma(float64(x) + 1); return v }
+	for len(r.cdf) < n-m && !r.tail {
+		j := m + len(r.cdf) // F(j) known: 1 for j = m, else the last in cdf
+		f := 1.0
+		if len(r.cdf) > 0 {
+			f = r.cdf[len(r.cdf)-1]
+		}
+		pmf := math.Exp(lg(j) - lg(m) - lg(j-m) + float64(m)*math.Log(p) + float64(j-m)*math.Log1p(-p))
+		f = max(f-p*pmf, 0)
+		r.cdf = append(r.cdf, f)
+		r.tail = f < 1e-12
+	}
+	if i := n - m - 1; i < len(r.cdf) {
+		return r.cdf[i]
+	}
+	return 0
+}
+
+// certain is the fewest others in a window for which a request is
+// refused for sure (P(Binomial(n, 1/k) ≤ L − 1) below 1e-12): past it, how
+// many more does not matter, so the fit keeps no more of a window.
+func (r *replicas) certain() int {
+	n := r.limit
+	for r.admitP(n) > 0 {
+		n++
+	}
+	return n
+}
+
+// add replays a request that met n others in the last window.
+func (r *replicas) add(n int) {
+	r.last = r.admitP(n)
+	r.adm += r.last
+	r.vari += r.last * (1 - r.last)
+}
+
+// close ends a bin of obs observed admissions. What it costs, the
+// observed admissions beyond one standard deviation σ of the expected,
+// is itself a chance quantity were the run drawn from these replicas:
+// taking the bin's admissions as normal, its mean is σ·E[(|Z| − 1)⁺] =
+// 0.1666 σ and its variance σ²·(E[((|Z| − 1)⁺)²] − 0.1666²) = 0.1229 σ².
+func (r *replicas) close(obs int) {
+	sd := math.Sqrt(r.vari)
+	r.mis += max(math.Abs(r.adm-float64(obs))-sd, 0)
+	r.chanceMean += 0.1666 * sd
+	r.chanceVar += 0.1229 * r.vari
+	r.adm, r.vari = 0, 0
+}
+
+// chance is the score these replicas reach by chance alone in all but
+// one run in forty: the mean of mis and two standard deviations.
+func (r *replicas) chance() int {
+	return int(math.Ceil(r.chanceMean + 2*math.Sqrt(r.chanceVar)))
+}
+
+// window counts the requests of the last w before each, in time order.
+type window struct {
+	ts   []int64
+	head int
+}
+
+// add takes a request at t and returns how many others came in (t − w, t],
+// or most when more did (0: no bound): a window of a flood holds at most
+// most of its requests.
+func (q *window) add(t, w int64, most int) int {
+	for q.head < len(q.ts) && q.ts[q.head] <= t-w {
+		q.head++
+	}
+	if most > 0 && len(q.ts)-q.head > most {
+		q.head = len(q.ts) - most
+	}
+	if q.head > 1024 && 2*q.head > len(q.ts) { // move what is held to the front
+		q.ts = q.ts[:copy(q.ts, q.ts[q.head:])]
+		q.head = 0
+	}
+	n := len(q.ts) - q.head
+	q.ts = append(q.ts, t)
+	return n
+}
+
+// refillScan lists how many windows the token buckets take to refill
+// their L tokens: the documented one (1), then 2, 4, 8, … below L, and L
+// (one token per window).
+func refillScan(limit int) []int64 {
+	ks := []int64{1}
+	for k := int64(2); k < int64(limit); k *= 2 {
+		ks = append(ks, k)
+	}
+	if limit > 1 {
+		ks = append(ks, int64(limit))
+	}
+	return ks
+}
+
+// tokenBucket holds L tokens refilled at L per W; refusals cost nothing.
+type tokenBucket struct {
+	score
+	limit  int
+	W      int64
+	tokens float64
+	at     int64 // the last request's time
+}
+
+func (b *tokenBucket) add(t int64) {
+	b.tokens = math.Min(float64(b.limit), b.tokens+float64(t-b.at)*float64(b.limit)/float64(b.W))
+	b.at = t
+	ok := b.tokens >= 1
+	if ok {
+		b.tokens--
+	}
+	b.admit(ok)
+}
+
+// windowSpan is the span of t − origin the current window idx covers,
+// [lo, hi), so that a request in it needs no division to find its window:
+// a replay runs dozens of fixed and sliding windows on every request.
+type windowSpan struct {
+	lo, hi int64
+	ok     bool // lo and hi are set (idx·W did not overflow)
+}
+
+// in reports whether d, a time less origin, is in the span.
+func (s *windowSpan) in(d int64) bool { return s.ok && d >= s.lo && d < s.hi }
+
+// set makes the span window idx's, of length W.
+func (s *windowSpan) set(idx, W int64) {
+	s.lo = idx * W
+	s.hi = s.lo + W
+	s.ok = s.lo/W == idx && s.hi > s.lo
+}
+
+// fixedWindow admits L per window aligned at origin.
+type fixedWindow struct {
+	score
+	limit          int
+	W, origin, idx int64
+	n              int
+	span           windowSpan
+}
+
+func (f *fixedWindow) add(t int64) {
+	if d := t - f.origin; !f.span.in(d) {
+		if k := floorDiv(d, f.W); k != f.idx {
+			f.idx, f.n = k, 0
+		}
+		f.span.set(f.idx, f.W)
+	}
+	ok := f.n < f.limit
+	if ok {
+		f.n++
+	}
+	f.admit(ok)
+}
+
+// slidingCounter estimates the rolling count as the previous fixed window's
+// count weighted by its overlap plus the current window's count.
+type slidingCounter struct {
+	score
+	limit          int
+	W, origin, idx int64
+	countRefused   bool
+	cur, prev      int
+	span           windowSpan
+}
+
+func (c *slidingCounter) add(t int64) {
+	if d := t - c.origin; !c.span.in(d) {
+		if k := floorDiv(d, c.W); k != c.idx {
+			if k == c.idx+1 {
+				c.prev = c.cur
+			} else {
+				c.prev = 0
+			}
+			c.idx, c.cur = k, 0
+		}
+		c.span.set(c.idx, c.W)
+	}
+	var ok bool
+	switch {
+	// The estimate lies between cur and prev+cur, in floating point too
+	// (rounding is monotonic, and the counts are exact): where both
+	// bounds decide alike, the division is not needed.
+	case c.cur+1 > c.limit:
+		ok = false
+	case c.prev+c.cur+1 <= c.limit:
+		ok = true
+	default:
+		frac := float64(t-c.origin-c.idx*c.W) / float64(c.W)
+		est := float64(c.prev)*(1-frac) + float64(c.cur)
+		ok = est+1 <= float64(c.limit)
+	}
+	if ok || c.countRefused {
+		c.cur++
+	}
+	c.admit(ok)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}

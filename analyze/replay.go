@@ -1,0 +1,401 @@
+package analyze
+
+import (
+	"math"
+	"time"
+)
+
+// This file holds the replay: every candidate limiter run at once over a
+// group's requests in time order, scored per time bin, with the window and
+// phase scans.
+
+type replay struct {
+	limit        int
+	w            int64
+	phases       int
+	origins      []int64 // fixed-window starts taken from the data
+	scan         []int   // effective-window lengths, percent of w, nearest first
+	forgetScan   []int   // the same, coarser, for logs forgetting refusals
+	started      bool
+	t0, bin, cur int64
+	obs          int // observed admissions in the current bin
+	none         score
+	logs         []slidingLog  // counting refusals, not; then the window scan; then the forgetting scan
+	buckets      []tokenBucket // refilled L per W, then more slowly (see refillScan)
+	fixed        []fixedWindow
+	counters     []slidingCounter // counting refusals (phases), then not
+	recent       window           // the requests of the last w, for the replicas (at most recentCap)
+	recentCap    int
+	reps         []replicas // k = 2, 3, 4
+	// kept holds every request replayed, for refine: set for a run short
+	// enough to keep (the finest phase grid), nil otherwise.
+	kept []replayed
+}
+
+// replayed is a request replayed: its time, and whether the server admitted it.
+type replayed struct {
+	t  int64
+	ok bool
+}
+
+// score is a candidate's admissions in the current bin, its mismatches
+// over the bins closed, and whether it admitted the last request.
+type score struct {
+	adm, mis int
+	last     bool
+}
+
+func (s *score) close(obs int) {
+	s.mis += abs(s.adm - obs)
+	s.adm = 0
+}
+
+func (s *score) misses() int { return s.mis }
+
+func (s *score) admit(ok bool) {
+	s.last = ok
+	if ok {
+		s.adm++
+	}
+}
+
+func newReplay(limit int, w time.Duration, n int, origins []int64) *replay {
+	// Scans are bounded so that a flood of a million results fits in about
+	// the time it takes to decode them. A run of verify's plan (about a
+	// thousand answered requests a surface) gets a phase every W/200: a
+	// counter's boundary inside the onset burst (0.03 W) is then placed
+	// within a sixth of the burst, where W/50 missed it by enough for a
+	// token bucket to fit better. Within a sixth of the burst is still
+	// some forty requests, enough for a token bucket of a scanned refill to
+	// beat the counter that produced the run: such a run's requests are
+	// kept, and refine replays fixed windows and counters at ten phases a
+	// grid step around the best grid phase.
+	phases := 50
+	switch {
+	case n <= 5000:
+		phases = finestPhases
+	case n > 20000:
+		phases = 10
+	}
+	r := &replay{limit: limit, w: int64(w), phases: phases, origins: origins, scan: windowScan(n), forgetScan: forgetScan(n)}
+	if phases == finestPhases {
+		r.kept = make([]replayed, 0, n)
+	}
+	return r
+}
+
+// finestPhases is the phase grid of a short run, the one refine refines.
+const finestPhases = 200
+
+// refineSteps is how many phases refine replays in each grid step either
+// side of the best grid phase: a boundary every W/2000 (3 ms of verify's
+// 6 s window), a few requests of the onset burst (240 in 0.03 W, one every
+// 0.75 ms) where the grid's W/200 is some forty.
+const refineSteps = 10
+
+// start sets the candidates up at the first request's time t.
+func (r *replay) start(t int64) {
+	r.started, r.t0, r.bin = true, t, max(r.w/100, 1)
+	W := r.w
+	r.logs = append(r.logs, newSlidingLog(r.limit, W, true), newSlidingLog(r.limit, W, false))
+	for _, k := range r.scan {
+		r.logs = append(r.logs, newSlidingLog(r.limit, W*int64(k)/100, true))
+	}
+	for _, k := range r.forgetScan {
+		r.logs = append(r.logs, newSlidingLog(r.limit, W*int64(k)/100, false))
+	}
+	for k := 2; k <= maxReplicas; k++ {
+		r.reps = append(r.reps, newReplicas(k, r.limit))
+		r.recentCap = max(r.recentCap, r.reps[len(r.reps)-1].certain())
+	}
+	for _, k := range refillScan(r.limit) {
+		r.buckets = append(r.buckets, tokenBucket{limit: r.limit, W: W * k, tokens: float64(r.limit), at: t})
+	}
+	origins := make([]int64, 0, r.phases+len(r.origins))
+	for p := range r.phases {
+		origins = append(origins, t-W*int64(p)/int64(r.phases))
+	}
+	origins = append(origins, r.origins...)
+	for _, o := range origins {
+		r.fixed = append(r.fixed, fixedWindow{limit: r.limit, W: W, origin: o, idx: math.MinInt64})
+	}
+	for _, cr := range []bool{true, false} {
+		for _, o := range origins {
+			r.counters = append(r.counters, slidingCounter{limit: r.limit, W: W, origin: o, countRefused: cr, idx: math.MinInt64})
+		}
+	}
+}
+
+// add replays one request at time t, admitted or not by the server.
+func (r *replay) add(t int64, ok bool) {
+	if !r.started {
+		r.start(t)
+	}
+	if b := (t - r.t0) / r.bin; b != r.cur {
+		r.closeBin()
+		r.cur = b
+	}
+	if ok {
+		r.obs++
+	}
+	if r.kept != nil {
+		r.kept = append(r.kept, replayed{t, ok})
+	}
+	r.none.admit(true)
+	for i := range r.logs {
+		r.logs[i].add(t)
+	}
+	for i := range r.buckets {
+		r.buckets[i].add(t)
+	}
+	for i := range r.fixed {
+		r.fixed[i].add(t)
+	}
+	for i := range r.counters {
+		r.counters[i].add(t)
+	}
+	n := r.recent.add(t, r.w, r.recentCap)
+	for i := range r.reps {
+		r.reps[i].add(n)
+	}
+}
+
+// slots is how many decisions decisions appends: one per candidate that
+// can be named (the window scan is not).
+func (r *replay) slots() int {
+	return 3 + len(r.buckets) + len(r.fixed) + len(r.counters) + len(r.reps)
+}
+
+// decisions appends whether each candidate admitted the last request, in
+// the order fit lists them (see Candidate.slot).
+func (r *replay) decisions(d []bool) []bool {
+	d = append(d, r.none.last, r.logs[0].last, r.logs[1].last)
+	for i := range r.buckets {
+		d = append(d, r.buckets[i].last)
+	}
+	for i := range r.fixed {
+		d = append(d, r.fixed[i].last)
+	}
+	for i := range r.counters {
+		d = append(d, r.counters[i].last)
+	}
+	for i := range r.reps {
+		d = append(d, r.reps[i].last >= 0.5)
+	}
+	return d
+}
+
+func (r *replay) closeBin() {
+	r.none.close(r.obs)
+	for i := range r.logs {
+		r.logs[i].close(r.obs)
+	}
+	for i := range r.buckets {
+		r.buckets[i].close(r.obs)
+	}
+	for i := range r.fixed {
+		r.fixed[i].close(r.obs)
+	}
+	for i := range r.counters {
+		r.counters[i].close(r.obs)
+	}
+	for i := range r.reps {
+		r.reps[i].close(r.obs)
+	}
+	r.obs = 0
+}
+
+// fit closes the last bin and names each family's best candidate.
+func (r *replay) fit() Fit {
+	r.closeBin()
+	w := time.Duration(r.w)
+	cand := func(family string, cr *bool, mis, slot int) Candidate {
+		return Candidate{Family: family, CountsRefused: cr, Limit: r.limit, Window: w, Mismatches: mis, slot: slot}
+	}
+	cands := []Candidate{cand(familyNone, nil, r.none.mis, 0)}
+	for i, cr := range []bool{true, false} {
+		cands = append(cands, cand(familySlidingLog, boolPtr(cr), r.logs[i].mis, 1+i))
+	}
+	nb := len(r.buckets)
+	bucket := cand(familyTokenBucket, boolPtr(false), math.MaxInt, 0)
+	bucket.phases = [2]int{3, 3 + nb}
+	for i, b := range r.buckets {
+		if b.mis < bucket.Mismatches {
+			bucket.Mismatches, bucket.Refill, bucket.slot = b.mis, time.Duration(b.W), 3+i
+		}
+	}
+	cands = append(cands, bucket)
+	phase := func(origin int64) time.Duration { // how long before the first request a window starts
+		return time.Duration(((r.t0-origin)%r.w + r.w) % r.w)
+	}
+	n := len(r.fixed)
+	first := 3 + nb // the first fixed window's slot
+	best := cand(familyFixedWindow, nil, math.MaxInt, 0)
+	best.phases = [2]int{first, first + n}
+	// refined is best, or a phase refine found between the best grid
+	// phase's neighbours that fits better: no decisions are kept for it
+	// (slot −1); the grid's phases around it stand for it (see phases).
+	refined := func(best Candidate, grid int64, mk func(origin int64) windowed) Candidate {
+		if o, mis, ok := r.refine(grid, mk); ok && mis < best.Mismatches {
+			best.Mismatches, best.Phase, best.slot = mis, phase(o), -1
+		}
+		return best
+	}
+	gridBest := func(mis func(p int) int, origin func(p int) int64) int64 {
+		g := 0
+		for p := 1; p < r.phases; p++ {
+			if mis(p) < mis(g) {
+				g = p
+			}
+		}
+		return origin(g)
+	}
+	for p, f := range r.fixed {
+		if f.mis < best.Mismatches {
+			best.Mismatches, best.Phase, best.slot = f.mis, phase(f.origin), first+p
+		}
+	}
+	if r.kept != nil {
+		grid := gridBest(func(p int) int { return r.fixed[p].mis }, func(p int) int64 { return r.fixed[p].origin })
+		best = refined(best, grid, func(o int64) windowed {
+			return &fixedWindow{limit: r.limit, W: r.w, origin: o, idx: math.MinInt64}
+		})
+	}
+	cands = append(cands, best)
+	for i, cr := range []bool{true, false} {
+		best := cand(familySlidingWindow, boolPtr(cr), math.MaxInt, 0)
+		best.phases = [2]int{first + n + i*n, first + n + (i+1)*n}
+		cs := r.counters[i*n : (i+1)*n]
+		for p, c := range cs {
+			if c.mis < best.Mismatches {
+				best.Mismatches, best.Phase, best.slot = c.mis, phase(c.origin), first+n+i*n+p
+			}
+		}
+		if r.kept != nil {
+			grid := gridBest(func(p int) int { return cs[p].mis }, func(p int) int64 { return cs[p].origin })
+			best = refined(best, grid, func(o int64) windowed {
+				return &slidingCounter{limit: r.limit, W: r.w, origin: o, countRefused: cr, idx: math.MinInt64}
+			})
+		}
+		cands = append(cands, best)
+	}
+	slot := first + n + len(r.counters)
+	for i, rp := range r.reps {
+		c := cand(familySlidingLog, boolPtr(true), int(math.Round(rp.mis)), slot+i)
+		c.Replicas, c.chance = rp.k, rp.chance()
+		cands = append(cands, c)
+	}
+	fit := Fit{Candidates: cands}
+	// The effective window: the sliding-log window length (counting
+	// refusals, as documented) that fits best, scanned from half to twice
+	// the documented one; on a tie the one nearest the documented.
+	fit.effM = math.MaxInt
+	scan := r.logs[2 : 2+len(r.scan)]
+	for i, l := range scan {
+		if l.mis < fit.effM {
+			fit.effM, fit.EffectiveWindow = l.mis, time.Duration(r.w*int64(r.scan[i])/100)
+		}
+	}
+	fit.Scan = []Candidate{r.scanBest(scan, r.scan, true), r.scanBest(r.logs[2+len(r.scan):], r.forgetScan, false)}
+	return fit
+}
+
+// windowed is a limiter of windows (fixed, or a sliding-window counter)
+// replayed by refine.
+type windowed interface {
+	add(t int64)
+	close(obs int)
+	misses() int
+}
+
+// refine replays the requests kept through windows (made by mk) at phases
+// between the grid phases either side of grid (the best grid phase's
+// origin), refineSteps a grid step, and returns the origin of the best and
+// its mismatches; false when none was replayed. The grid places a window's
+// boundary within W/200 of any time, but in a burst that is dozens of
+// requests: a sliding-window counter whose boundary cuts the onset burst
+// a few dozen requests from where the target's did gives capacity back at
+// another pace, and a token bucket of some refill scanned beside it could
+// fit the run better than the truth's own family.
+func (r *replay) refine(grid int64, mk func(origin int64) windowed) (int64, int, bool) {
+	if len(r.kept) == 0 {
+		return 0, 0, false
+	}
+	bestO, bestM := int64(0), math.MaxInt
+	for j := -refineSteps + 1; j < refineSteps; j++ {
+		if j == 0 {
+			continue // the grid phase itself, replayed already
+		}
+		o := grid + r.w*int64(j)/int64(r.phases*refineSteps)
+		wd, cur, obs := mk(o), int64(0), 0
+		for _, k := range r.kept {
+			if b := (k.t - r.t0) / r.bin; b != cur {
+				wd.close(obs)
+				cur, obs = b, 0
+			}
+			if k.ok {
+				obs++
+			}
+			wd.add(k.t)
+		}
+		wd.close(obs)
+		if m := wd.misses(); m < bestM {
+			bestO, bestM = o, m
+		}
+	}
+	return bestO, bestM, true
+}
+
+// scanBest is the best of the sliding logs of a window scan (lengths in
+// percent of w, nearest first), as a candidate of its window length.
+func (r *replay) scanBest(logs []slidingLog, pct []int, countRefused bool) Candidate {
+	c := Candidate{Family: familySlidingLog, CountsRefused: boolPtr(countRefused), Limit: r.limit, Window: time.Duration(r.w), Mismatches: math.MaxInt, slot: -1}
+	for i, l := range logs {
+		if l.mis < c.Mismatches {
+			c.Mismatches, c.Window = l.mis, time.Duration(r.w*int64(pct[i])/100)
+		}
+	}
+	return c
+}
+
+// windowScan lists window lengths in percent of the documented one, nearest
+// first, so that the first best is the nearest.
+func windowScan(n int) []int {
+	step := 1
+	if n > 20000 {
+		step = 5
+	}
+	ks := []int{100}
+	for d := step; d <= 100; d += step {
+		if 100-d >= 50 {
+			ks = append(ks, 100-d)
+		}
+		ks = append(ks, 100+d)
+	}
+	return ks
+}
+
+// forgetScan lists the window lengths, in percent of the documented one,
+// at which a sliding log forgetting refusals is replayed: the documented
+// one aside (a candidate of its own), from half to twice it, coarser than
+// the effective-window scan (a rival of a cause needs no finer).
+func forgetScan(n int) []int {
+	step := 5
+	if n > 20000 {
+		step = 25
+	}
+	var ks []int
+	for k := 50; k <= 200; k += step {
+		if k != 100 {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -113,7 +113,7 @@ func runK8sJob(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		o.Claim = o.Name + "-results"
 	}
 	if err == nil {
-		err = o.Check()
+		err = k8sFlagError(o.Check())
 	}
 	if err != nil {
 		return usageErr(stderr, "k8s-job", "%v", err)
@@ -150,4 +150,19 @@ func profileJob(o *kubernetes.Options, profile string, pool client.Pool) error {
 	}
 	o.ProfileFile, o.Profile = filepath.Base(profile), text
 	return nil
+}
+
+// k8sFlags are the k8s-job flags that set kubernetes.Options' fields, by
+// the field's name in a *kubernetes.FieldError.
+var k8sFlags = map[string]string{"Name": "--name", "Namespace": "--namespace", "Shards": "--shards", "Image": "--image",
+	"Claim": "--claim", "ClaimSize": "--claim-size", "Sources": "--sources", "Node": "--node", "Target": "--target"}
+
+// k8sFlagError is err with the fields a *kubernetes.FieldError names
+// called by the k8s-job flags that set them.
+func k8sFlagError(err error) error {
+	var fe *kubernetes.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	return errors.New(fe.Named(func(field string) string { return k8sFlags[field] }))
 }

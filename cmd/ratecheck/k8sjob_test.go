@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/deploy/kubernetes"
 	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
@@ -113,6 +114,10 @@ func TestK8sJobUsage(t *testing.T) {
 		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--node", "n1", "--sources", "198.18.0.1-198.18.0.2"}, "--sources 198.18.0.1-198.18.0.2 holds 2 addresses, fewer than the 3 shards: every pod needs addresses of its own"},
 		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--node", "n1", "--sources", "2001:db8:2::/112"}, "--sources: 2001:db8:2::/112 holds 65535 addresses, and attack sends every stream from each of its sources: name at most 4096"},
 		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--sources", "198.18.0.0/24"}, "--sources needs --node"},
+		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--namespace", "Load"}, `--namespace "Load": not a valid Kubernetes namespace name`},
+		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--claim-size", "lots"}, `--claim-size "lots": want a storage size`},
+		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--node", "Node_1"}, `--node "Node_1": not a valid Kubernetes node name`},
+		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--image", "a b"}, `--image "a b": want an image reference`},
 	} {
 		code, stdout, stderr := runCmd(t, tc.args...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) || stdout != "" || strings.Contains(stderr, "S3CRET") {
@@ -124,6 +129,20 @@ func TestK8sJobUsage(t *testing.T) {
 		args = append([]string{"k8s-job", "--profile", "testdata/busy.yaml", "--target", "http://api.internal"}, args...)
 		if code, stdout, stderr := runCmd(t, args...); code != exitOK || !strings.Contains(stdout, "kind: Job") {
 			t.Errorf("%v: exit %d, %s; want the Job", args, code, stderr)
+		}
+	}
+}
+
+// TestK8sFlagsOfFields holds k8sFlags to the library's fields and to the
+// command's flags: every field a *kubernetes.FieldError can name is said
+// as a flag k8s-job has.
+func TestK8sFlagsOfFields(t *testing.T) {
+	t.Parallel()
+	_, _, help := runCmd(t, "k8s-job", "--help")
+	for _, field := range kubernetes.Fields {
+		flag, ok := k8sFlags[field]
+		if !ok || !strings.Contains(help, "\n  -"+strings.TrimPrefix(flag, "--")+" ") && !strings.Contains(help, "\n  -"+strings.TrimPrefix(flag, "--")+"\n") {
+			t.Errorf("field %s: flag %q (known %v), not among k8s-job's:\n%s", field, flag, ok, help)
 		}
 	}
 }

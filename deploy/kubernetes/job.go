@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -105,19 +106,53 @@ func DefaultName(profile string) string {
 	return strings.Trim(string(b[:min(len(b), 40)]), "-")
 }
 
-// Check says what is wrong with o, naming the k8s-job flag that sets it.
+// FieldError is a bad value of one of Options' fields: the field's name
+// (one of Fields), its value and what is wanted of it; or, where the
+// field needs another set beside it, that one's name (Needs); or, for a
+// value that must not be shown as given (a target URL may carry
+// credentials), the error that says what is wrong with it (Err). It
+// names no flag: the command that set the field says which of its flags
+// did.
+type FieldError struct {
+	Field, Value, Want, Needs string
+	Err                       error
+}
+
+func (e *FieldError) Error() string { return e.Named(func(field string) string { return field }) }
+
+// Named is the error's text with each field called what name returns for
+// it: a command gives the flag that set the field.
+func (e *FieldError) Named(name func(field string) string) string {
+	switch {
+	case e.Err != nil:
+		return fmt.Sprintf("%s %v", name(e.Field), e.Err)
+	case e.Needs != "":
+		return fmt.Sprintf("%s needs %s: %s", name(e.Field), name(e.Needs), e.Want)
+	}
+	return fmt.Sprintf("%s %s: %s", name(e.Field), quote(e.Value), e.Want)
+}
+
+// Unwrap returns the error that says what is wrong with a value not shown.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Fields are the names a FieldError gives, one per field of Options it
+// checks.
+var Fields = []string{"Name", "Namespace", "Shards", "Image", "Claim", "ClaimSize", "Sources", "Node", "Target"}
+
+// Check says what is wrong with o: a *FieldError for a bad field, a plain
+// error for the profile, the start instant and the extra arguments.
 func (o Options) Check() error {
 	switch {
 	case len(o.Name) > 40 || !dnsLabel.MatchString(o.Name):
-		return fmt.Errorf("--name %q: want at most 40 lowercase letters, digits and '-', starting and ending with a letter or digit (it prefixes the names of the Job's objects)", o.Name)
+		return &FieldError{Field: "Name", Value: o.Name, Want: "want at most 40 lowercase letters, digits and '-', starting and ending with a letter or digit (it prefixes the names of the Job's objects)"}
 	case o.Namespace != "" && (len(o.Namespace) > 63 || !dnsLabel.MatchString(o.Namespace)):
-		return fmt.Errorf("--namespace %q is not a valid Kubernetes namespace name", o.Namespace)
+		return &FieldError{Field: "Namespace", Value: o.Namespace, Want: "not a valid Kubernetes namespace name"}
 	case o.Shards < 1 || o.Shards > 1000:
-		return fmt.Errorf("--shards %d: want 1 to 1000", o.Shards)
+		return &FieldError{Field: "Shards", Value: strconv.Itoa(o.Shards), Want: "want 1 to 1000"}
 	case o.Image == "" || strings.ContainsAny(o.Image, " \t\n"):
-		return fmt.Errorf("--image %q: want an image reference such as registry.example.com/ratecheck:v1", o.Image)
+		return &FieldError{Field: "Image", Value: o.Image, Want: "want an image reference such as registry.example.com/ratecheck:v1"}
 	case len(o.Claim) > 63 || !dnsLabel.MatchString(o.Claim):
-		return fmt.Errorf("--claim %q is not a valid PersistentVolumeClaim name", o.Claim)
+		return &FieldError{Field: "Claim", Value: o.Claim, Want: "not a valid PersistentVolumeClaim name"}
 	case !o.Capacity && !configKey.MatchString(o.ProfileFile):
 		return fmt.Errorf("profile file name %q cannot be a ConfigMap key: rename it to letters, digits, '-', '_' and '.'", o.ProfileFile)
 	case !o.Capacity && !utf8.Valid(o.Profile):
@@ -125,26 +160,26 @@ func (o Options) Check() error {
 	case o.StartAt.IsZero():
 		return fmt.Errorf("no start instant")
 	case !plain(o.Image, 512):
-		return fmt.Errorf("--image %s: want an image reference such as registry.example.com/ratecheck:v1", quote(o.Image))
+		return &FieldError{Field: "Image", Value: o.Image, Want: "want an image reference such as registry.example.com/ratecheck:v1"}
 	case o.NewClaim && !quantity.MatchString(o.ClaimSize):
-		return fmt.Errorf("--claim-size %s: want a storage size such as 1Gi or 500Mi", quote(o.ClaimSize))
+		return &FieldError{Field: "ClaimSize", Value: o.ClaimSize, Want: "want a storage size such as 1Gi or 500Mi"}
 	case len(o.Args) > maxArgs || len(o.TargetArgs) > maxArgs:
 		return fmt.Errorf("%d extra arguments: want at most %d", max(len(o.Args), len(o.TargetArgs)), maxArgs)
 	}
 	switch {
 	case o.Sources != "" && o.Node == "":
-		return fmt.Errorf("--sources needs --node: a pool of addresses is routed to one node, and the pods that share it run there, in its network")
+		return &FieldError{Field: "Sources", Value: o.Sources, Needs: "Node", Want: "a pool of addresses is routed to one node, and the pods that share it run there, in its network"}
 	case o.Sources != "" && !plain(o.Sources, 16384):
-		return fmt.Errorf("--sources %s: want addresses, ranges and prefixes, comma-separated, without spaces", quote(o.Sources))
+		return &FieldError{Field: "Sources", Value: o.Sources, Want: "want addresses, ranges and prefixes, comma-separated, without spaces"}
 	case o.Node != "" && (len(o.Node) > 253 || !nodeName.MatchString(o.Node)):
-		return fmt.Errorf("--node %s is not a valid Kubernetes node name", quote(o.Node))
+		return &FieldError{Field: "Node", Value: o.Node, Want: "not a valid Kubernetes node name"}
 	}
 	if o.Target != "" {
 		if err := redact.CheckBaseURL(o.Target); err != nil {
-			return fmt.Errorf("--target %v", err)
+			return &FieldError{Field: "Target", Err: err}
 		}
 		if !plain(o.Target, 2048) {
-			return fmt.Errorf("--target: want a base URL such as http://127.0.0.1:8080, without spaces or control characters")
+			return &FieldError{Field: "Target", Err: errors.New("not a base URL such as http://127.0.0.1:8080: it has spaces or control characters")}
 		}
 	}
 	for _, a := range append(o.Args[:len(o.Args):len(o.Args)], o.TargetArgs...) {

@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -318,31 +319,40 @@ func TestCheck(t *testing.T) {
 		change func(*Options)
 		want   string
 	}{
-		{func(o *Options) { o.Name = "Rate_Check" }, `--name "Rate_Check": want at most 40 lowercase letters`},
-		{func(o *Options) { o.Name = strings.Repeat("a", 41) }, `want at most 40 lowercase letters`},
-		{func(o *Options) { o.Namespace = "Load" }, `--namespace "Load" is not a valid Kubernetes namespace name`},
-		{func(o *Options) { o.Shards = 0 }, `--shards 0: want 1 to 1000`},
-		{func(o *Options) { o.Image = "" }, `--image "": want an image reference`},
-		{func(o *Options) { o.Claim = "results/x" }, `--claim "results/x" is not a valid PersistentVolumeClaim name`},
+		{func(o *Options) { o.Name = "Rate_Check" }, `Name "Rate_Check": want at most 40 lowercase letters`},
+		{func(o *Options) { o.Name = strings.Repeat("a", 41) }, `Name "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa": want at most 40 lowercase letters`},
+		{func(o *Options) { o.Namespace = "Load" }, `Namespace "Load": not a valid Kubernetes namespace name`},
+		{func(o *Options) { o.Shards = 0 }, `Shards "0": want 1 to 1000`},
+		{func(o *Options) { o.Image = "" }, `Image "": want an image reference`},
+		{func(o *Options) { o.Claim = "results/x" }, `Claim "results/x": not a valid PersistentVolumeClaim name`},
 		{func(o *Options) { o.ProfileFile = "my profile.yaml" }, `profile file name "my profile.yaml" cannot be a ConfigMap key`},
 		{func(o *Options) { o.Profile = []byte("name: \xff") }, `the profile is not UTF-8 text`},
-		{func(o *Options) { o.Image = "img\n---\nkind: Secret" }, `--image "img\n---\nkind: Secret": want an image reference`},
-		{func(o *Options) { o.ClaimSize = "1Gi\nkind: Secret" }, `--claim-size "1Gi\nkind: Secret": want a storage size`},
-		{func(o *Options) { o.Target = "http://h/?token=S3CRET" }, `--target "http://h/": a base URL has no query or fragment`},
-		{func(o *Options) { o.Target = "http://h/\u2028x" }, `--target: want a base URL`},
+		{func(o *Options) { o.Image = "img\n---\nkind: Secret" }, `Image "img\n---\nkind: Secret": want an image reference`},
+		{func(o *Options) { o.ClaimSize = "1Gi\nkind: Secret" }, `ClaimSize "1Gi\nkind: Secret": want a storage size`},
+		{func(o *Options) { o.Target = "http://h/?token=S3CRET" }, `Target "http://h/": a base URL has no query or fragment`},
+		{func(o *Options) { o.Target = "http://h/\u2028x" }, `Target not a base URL such as http://127.0.0.1:8080: it has spaces or control characters`},
 		{func(o *Options) { o.Args = []string{"--header", "X: y\n---\nkind: Secret"} }, `extra argument "X: y\n---\nkind: Secret": want at most 1024 characters`},
 		{func(o *Options) { o.Args = []string{"\u202e"} }, `extra argument "\u202e"`},
 		{func(o *Options) { o.Args = make([]string, 65) }, `65 extra arguments: want at most 64`},
 		{func(o *Options) { o.TargetArgs = []string{"--queue", "1\n---\nkind: Secret"} }, `extra argument "1\n---\nkind: Secret"`},
-		{func(o *Options) { o.Capacity, o.ProfileFile, o.Image = true, "", "" }, `--image "": want an image reference`},
-		{func(o *Options) { o.Sources = "2001:db8:2::/112" }, `--sources needs --node`},
-		{func(o *Options) { o.Sources, o.Node = "198.18.0.0/16\nkind: Secret", "n1" }, `--sources "198.18.0.0/16\nkind: Secret": want addresses`},
-		{func(o *Options) { o.Node = "Node_1" }, `--node "Node_1" is not a valid Kubernetes node name`},
+		{func(o *Options) { o.Capacity, o.ProfileFile, o.Image = true, "", "" }, `Image "": want an image reference`},
+		{func(o *Options) { o.Sources = "2001:db8:2::/112" }, `Sources needs Node: a pool of addresses`},
+		{func(o *Options) { o.Sources, o.Node = "198.18.0.0/16\nkind: Secret", "n1" }, `Sources "198.18.0.0/16\nkind: Secret": want addresses`},
+		{func(o *Options) { o.Node = "Node_1" }, `Node "Node_1": not a valid Kubernetes node name`},
 	} {
 		opts := options()
 		tc.change(&opts)
-		if err := Write(new(bytes.Buffer), opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+		err := Write(new(bytes.Buffer), opts)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want %q", opts, err, tc.want)
+			continue
+		}
+		// A field's error is typed, so the command that set it can name
+		// its flag; the profile's and the arguments' are not a field's.
+		var fe *FieldError
+		field, _, _ := strings.Cut(tc.want, " ")
+		if isField := slices.Contains(Fields, field); errors.As(err, &fe) != isField || isField && fe.Field != field {
+			t.Errorf("%q: error %#v, want a *FieldError of %s: %v", tc.want, err, field, isField)
 		}
 	}
 	for profile, want := range map[string]string{"capacity": "ratecheck-capacity", "REST Limit!": "ratecheck-rest-limit", strings.Repeat("x", 60): "ratecheck-" + strings.Repeat("x", 30)} {

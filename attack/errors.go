@@ -94,7 +94,7 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // TLSError is a target whose TLS handshake failed: it answers, but not to
 // a client configured as this one is. Err is the handshake's error
-// ([client.TLSHint] says what fixes it).
+// ([client.TLSProblemOf] says which failure it was).
 type TLSError struct {
 	Target string
 	Err    error

@@ -238,7 +238,7 @@ func reachable(ctx context.Context, nw *client.Network, from, base string, timeo
 	hc := nw.Client(from, 0)
 	defer hc.CloseIdleConnections()
 	resp, err := hc.Do(req)
-	_, isTLS := client.TLSHint(err)
+	isTLS := client.TLSProblemOf(err) != client.NotTLS
 	switch {
 	case err == nil:
 	case isTLS:

@@ -52,6 +52,10 @@ func (e *FileError) Error() string {
 }
 func (e *FileError) Unwrap() error { return e.Err }
 
+// ErrKeyWithoutCert is the error of a key file given without its
+// certificate.
+var ErrKeyWithoutCert = errors.New("a key without its certificate: name the client certificate too")
+
 // maxPEM is the largest certificate or key file read.
 const maxPEM = 1 << 20
 
@@ -72,7 +76,7 @@ func (f TLSFiles) Config() (*tls.Config, error) {
 	}
 	switch {
 	case f.Cert == "" && f.Key != "":
-		return nil, &FileError{"key", f.Key, errors.New("a key without --cert: name the client certificate too")}
+		return nil, &FileError{"key", f.Key, ErrKeyWithoutCert}
 	case f.Cert != "":
 		certPEM, err := safefile.Read(f.Cert, maxPEM)
 		if err != nil {
@@ -176,12 +180,27 @@ func (n *Network) Client(source string, timeout time.Duration) *http.Client {
 	}
 }
 
-// TLSHint returns the flag that fixes a TLS failure err, as a sentence
-// ("use --cacert FILE or --insecure"), and whether err is a TLS failure at
-// all: the server's certificate not trusted, not for this host, or
-// expired; a server that wants a client certificate; a server that does
-// not speak TLS.
-func TLSHint(err error) (hint string, ok bool) {
+// TLSProblem is what went wrong in a TLS handshake, as far as a client
+// can tell: NotTLS for an error that is no TLS failure.
+type TLSProblem int
+
+// The TLS failures TLSProblemOf tells apart.
+const (
+	NotTLS              TLSProblem = iota
+	TLSUntrusted                   // the server's certificate is signed by an authority this machine does not trust
+	TLSWrongHost                   // the server's certificate is not for this host name
+	TLSInvalid                     // the server's certificate is not valid (expired, or not for serving)
+	TLSClientCertWanted            // the server wants a client certificate it trusts
+	TLSHandshakeEnded              // the server ended the handshake (a certificate or a TLS version it refused)
+	TLSNotSpoken                   // the server does not speak TLS there
+	TLSUnverified                  // the server's certificate could not be verified, for another reason
+)
+
+// TLSProblemOf says which TLS failure err is, if any: the server's
+// certificate not trusted, not for this host, or expired; a server that
+// wants a client certificate; a server that does not speak TLS. A command
+// says what fixes each.
+func TLSProblemOf(err error) TLSProblem {
 	var (
 		unknown  x509.UnknownAuthorityError
 		hostname x509.HostnameError
@@ -195,19 +214,19 @@ func TLSHint(err error) (hint string, ok bool) {
 	remote := errors.As(err, &op) && op.Op == "remote error" && strings.HasPrefix(op.Err.Error(), "tls: ")
 	switch {
 	case errors.As(err, &unknown):
-		return "the server's certificate is signed by an authority this machine does not trust: use --cacert FILE (the CA's PEM certificate, or set SSL_CERT_FILE) or --insecure", true
+		return TLSUntrusted
 	case errors.As(err, &hostname):
-		return "the server's certificate is not for this host name: use the name it was issued for in --target, or --insecure", true
+		return TLSWrongHost
 	case errors.As(err, &invalid):
-		return "the server's certificate is not valid (expired, or not for serving): fix it, or use --insecure", true
+		return TLSInvalid
 	case remote && (strings.Contains(op.Err.Error(), "certificate required") || strings.Contains(op.Err.Error(), "bad certificate")):
-		return "the server wants a client certificate it trusts: use --cert FILE and --key FILE", true
+		return TLSClientCertWanted
 	case remote:
-		return "the server ended the TLS handshake: check --cert and --key, or the TLS versions it accepts", true
+		return TLSHandshakeEnded
 	case errors.As(err, &header) || (err != nil && strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")):
-		return "the server does not speak TLS there: use an http:// --target", true
+		return TLSNotSpoken
 	case errors.As(err, &verify):
-		return "the server's certificate could not be verified: use --cacert FILE or --insecure", true
+		return TLSUnverified
 	}
-	return "", false
+	return NotTLS
 }

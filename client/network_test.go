@@ -48,7 +48,7 @@ func TestTLSFilesErrors(t *testing.T) {
 		{TLSFiles{CACert: filepath.Join(dir, "none.pem")}, "cacert", "no such file"},
 		{TLSFiles{CACert: junk}, "cacert", "no PEM certificate"},
 		{TLSFiles{Cert: junk}, "cert", "no PEM certificate"},
-		{TLSFiles{Key: junk}, "key", "a key without --cert"},
+		{TLSFiles{Key: junk}, "key", "a key without its certificate"},
 	}
 	for _, tt := range tests {
 		_, err := tt.files.Config()
@@ -63,7 +63,7 @@ func TestTLSFilesErrors(t *testing.T) {
 	}
 }
 
-func TestTLSHint(t *testing.T) {
+func TestTLSProblemOf(t *testing.T) {
 	tlsTS := httptest.NewTLSServer(http.NotFoundHandler())
 	defer tlsTS.Close()
 	plainTS := httptest.NewServer(http.NotFoundHandler())
@@ -73,17 +73,16 @@ func TestTLSHint(t *testing.T) {
 	_, plain := nw.Client("", 0).Get(strings.Replace(plainTS.URL, "http:", "https:", 1))
 	tests := []struct {
 		err  error
-		want string
+		want TLSProblem
 	}{
-		{unknown, "use --cacert FILE"},
-		{plain, "does not speak TLS"},
-		{errors.New("connection refused"), ""},
-		{nil, ""},
+		{unknown, TLSUntrusted},
+		{plain, TLSNotSpoken},
+		{errors.New("connection refused"), NotTLS},
+		{nil, NotTLS},
 	}
 	for _, tt := range tests {
-		hint, ok := TLSHint(tt.err)
-		if ok != (tt.want != "") || !strings.Contains(hint, tt.want) {
-			t.Errorf("TLSHint(%v) = %q, %v; want %q", tt.err, hint, ok, tt.want)
+		if got := TLSProblemOf(tt.err); got != tt.want {
+			t.Errorf("TLSProblemOf(%v) = %d, want %d", tt.err, got, tt.want)
 		}
 	}
 }

@@ -101,7 +101,7 @@ func describe(err error) string {
 	case errors.As(err, &revision):
 		return fmt.Sprintf("--mcp-revision %s: %v", revision.Want, revision.Err)
 	case errors.As(err, &tlsErr):
-		if hint, ok := client.TLSHint(tlsErr.Err); ok {
+		if hint, ok := tlsHints[client.TLSProblemOf(tlsErr.Err)]; ok {
 			return fmt.Sprintf("%v: %s", err, hint)
 		}
 	case errors.As(err, &redirect):
@@ -123,4 +123,15 @@ func reportMCP(stderr io.Writer, name string, info archive.RunInfo) {
 			name, strings.Join(m.BoundSources, ", "))
 	}
 	fmt.Fprintf(stderr, "ratecheck %s: MCP handshakes: %d, %d requests in all (run.json mcp)\n", name, m.Handshakes, m.Requests)
+}
+
+// tlsHints say, per TLS failure, the flags that fix it.
+var tlsHints = map[client.TLSProblem]string{
+	client.TLSUntrusted:        "the server's certificate is signed by an authority this machine does not trust: use --cacert FILE (the CA's PEM certificate, or set SSL_CERT_FILE) or --insecure",
+	client.TLSWrongHost:        "the server's certificate is not for this host name: use the name it was issued for in --target, or --insecure",
+	client.TLSInvalid:          "the server's certificate is not valid (expired, or not for serving): fix it, or use --insecure",
+	client.TLSClientCertWanted: "the server wants a client certificate it trusts: use --cert FILE and --key FILE",
+	client.TLSHandshakeEnded:   "the server ended the TLS handshake: check --cert and --key, or the TLS versions it accepts",
+	client.TLSNotSpoken:        "the server does not speak TLS there: use an http:// --target",
+	client.TLSUnverified:       "the server's certificate could not be verified: use --cacert FILE or --insecure",
 }

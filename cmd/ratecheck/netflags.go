@@ -78,6 +78,9 @@ func (n *netFlags) network(target string) (*client.Network, error) {
 	tlsc, err := client.TLSFiles{CACert: n.cacert, Cert: n.cert, Key: n.key, Insecure: n.insecure}.Config()
 	var fe *client.FileError
 	if errors.As(err, &fe) {
+		if errors.Is(err, client.ErrKeyWithoutCert) {
+			return nil, fmt.Errorf("--key %s: a key without --cert: name the client certificate too", fe.Path)
+		}
 		return nil, fmt.Errorf("--%s %v", fe.Role, fe)
 	}
 	if err != nil {

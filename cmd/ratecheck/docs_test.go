@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"flag"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -185,6 +187,60 @@ func TestArchitectureListsEveryPackage(t *testing.T) {
 	for p := range listed {
 		if !slices.Contains(pkgs, p) {
 			t.Errorf("ARCHITECTURE.md: the package map lists %s, which is no Go package of the repository (any more): remove its row or fix its path (rows are `dir/`)", p)
+		}
+	}
+}
+
+// TestFeatureFoldersAreTheImports: each row of ARCHITECTURE.md's feature
+// table lists exactly the repository's library packages (internal/ aside)
+// that its command files import, so the table says where a feature's code
+// is as the code says it.
+func TestFeatureFoldersAreTheImports(t *testing.T) {
+	doc := readDoc(t, "ARCHITECTURE.md")
+	m := section(doc, "## Where each feature lives")
+	tbs := tables(m)
+	if len(tbs) == 0 {
+		t.Fatal(`ARCHITECTURE.md: no table in a "## Where each feature lives" section`)
+	}
+	const module = "github.com/connectbyjbrh/ratecheck/"
+	for _, row := range tbs[0][1:] {
+		if len(row) != 3 {
+			t.Fatalf("ARCHITECTURE.md: feature row %q: want | feature | command files | packages |", row)
+		}
+		files, err := filepath.Glob(filepath.Join(repoRoot, codeName(row[1])))
+		if err != nil || len(files) == 0 {
+			t.Errorf("ARCHITECTURE.md: feature %s: %s matches no file (%v)", row[0], row[1], err)
+			continue
+		}
+		imported := map[string]bool{}
+		for _, file := range files {
+			if strings.HasSuffix(file, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, im := range f.Imports {
+				p := strings.Trim(im.Path.Value, `"`)
+				if strings.HasPrefix(p, module) && !strings.HasPrefix(p, module+"internal/") {
+					imported[strings.TrimPrefix(p, module)] = true
+				}
+			}
+		}
+		listed := map[string]bool{}
+		for _, p := range strings.Split(row[2], ",") {
+			listed[strings.Trim(strings.TrimSpace(p), "`")] = true
+		}
+		for p := range imported {
+			if !listed[p] {
+				t.Errorf("ARCHITECTURE.md: feature %s: its command files import %s, which its row does not list", row[0], p)
+			}
+		}
+		for p := range listed {
+			if !imported[p] {
+				t.Errorf("ARCHITECTURE.md: feature %s lists %s, which its command files (%s) do not import", row[0], p, row[1])
+			}
 		}
 	}
 }

@@ -76,6 +76,11 @@ type Options struct {
 	// Share is the share of its limit one address may send at; 0 means
 	// defaultShare.
 	Share float64
+	// ThroughLimit measures the limiter itself from one address a shard:
+	// a 429 is an answer, not a failure, and no rate is spread over
+	// addresses to stay below Limit (which, with Window, is still the
+	// surface's).
+	ThroughLimit bool
 	// Sources is how many source addresses the caller has (over all its
 	// shards); 0 means as many as needed. With fewer than MaxRate needs,
 	// [NewSearch] refuses with a [*TooFewSourcesError].
@@ -157,19 +162,41 @@ func (o Options) validate() error {
 		return fmt.Errorf("shards %d: want at least 1", o.Shards)
 	}
 	if need := o.sourcesFor(o.MaxRate); o.Sources > 0 && need > o.Sources {
-		if o.Shards > 1 {
-			return &TooFewSourcesError{Rate: o.MaxRate, Need: need / o.Shards, Have: o.Sources / o.Shards, Shards: o.Shards}
-		}
-		return &TooFewSourcesError{Rate: o.MaxRate, Need: need, Have: o.Sources}
+		return &TooFewSourcesError{Rate: o.MaxRate, Need: need / o.Shards, Have: o.Sources / o.Shards, Shards: o.Shards,
+			Limit: o.Limit, Window: o.Window, Share: o.Share}
 	}
 	return nil
 }
 
 // sourcesFor is how many source addresses a step at rate is spread
-// over: as many as it needs, rounded up to a multiple of the shards.
+// over: as many as it needs, rounded up to a multiple of the shards; one
+// a shard through the limit.
 func (o Options) sourcesFor(rate float64) int {
+	if o.ThroughLimit {
+		return o.Shards
+	}
 	n := SourcesNeeded(rate, o.Limit, o.Window, o.Share)
 	return (n + o.Shards - 1) / o.Shards * o.Shards
+}
+
+// SourcesPerShard is how many source addresses each of the search's
+// shards sends its highest rate from: none more than its share of the
+// limit (one through the limit). A shard given fewer is refused
+// ([NewSearch]: a [*TooFewSourcesError]).
+func (o Options) SourcesPerShard() int {
+	o = o.withDefaults()
+	return o.sourcesFor(o.MaxRate) / o.Shards
+}
+
+// MostRate is the highest rate, per second, that perShard addresses a
+// shard carry with none above its share of the limit (+Inf through the
+// limit or without one).
+func (o Options) MostRate(perShard int) float64 {
+	o = o.withDefaults()
+	if o.ThroughLimit || o.Limit <= 0 || o.Window <= 0 {
+		return math.Inf(1)
+	}
+	return float64(perShard*o.Shards) * o.Share * float64(o.Limit) / o.Window.Seconds()
 }
 
 // criteria is what every step of the search is judged by.

@@ -306,11 +306,14 @@ func TestNewSearchRefuses(t *testing.T) {
 		{"precision 1", Options{Objective: obj, StartRate: 1, MaxRate: 2, Precision: 1}, "precision 1"},
 		{"max step below step", Options{Objective: obj, StartRate: 1, MaxRate: 2, Step: time.Second, MaxStep: time.Millisecond}, "max step"},
 		{"too few sources", Options{Objective: obj, StartRate: 100, MaxRate: 2500, Limit: 240, Window: time.Minute, Sources: 3},
-			"2500 requests per second need 1250 source addresses (each at most its share of the limit), but 3 are given"},
+			"2500 requests per second need 1250 source addresses (each at most half its limit of 240 per 1m0s), but 3 are given"},
 		// 1250 addresses over 3 shards: 417 each, and a shard has 3.
 		{"too few sources a shard", Options{Objective: obj, StartRate: 100, MaxRate: 2500, Limit: 240, Window: time.Minute, Sources: 9, Shards: 3},
-			"2500 requests per second over 3 shards need 417 source addresses a shard (each at most its share of the limit), but this shard is given 3"},
+			"2500 requests per second over 3 shards need 417 source addresses a shard (each at most half its limit of 240 per 1m0s), but this shard is given 3"},
 		{"negative shards", Options{Objective: obj, StartRate: 1, MaxRate: 2, Shards: -1}, "shards -1: want at least 1"},
+		// A share other than half is said as one.
+		{"too few sources at a share", Options{Objective: obj, StartRate: 100, MaxRate: 2500, Limit: 240, Window: time.Minute, Share: 0.25, Sources: 1},
+			"2500 requests per second need 2500 source addresses (each at most 25% of its limit of 240 per 1m0s), but 1 is given"},
 	} {
 		_, err := NewSearch(tc.o)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -58,13 +58,32 @@ type TooFewSourcesError struct {
 	Need, Have int
 	// Shards is how many shards send the search (0 or 1: one process).
 	Shards int
+	// Limit, Window and Share are what each address may send: Share of
+	// Limit per Window.
+	Limit  int
+	Window time.Duration
+	Share  float64
 }
 
-// Error says how many addresses are needed and how many there are.
+// Error says how many addresses are needed, each at what share of the
+// limit, and how many there are.
 func (e *TooFewSourcesError) Error() string {
-	if e.Shards > 1 {
-		return fmt.Sprintf("%g requests per second over %d shards need %d source addresses a shard (each at most its share of the limit), but this shard is given %d",
-			e.Rate, e.Shards, e.Need, e.Have)
+	each := fmt.Sprintf("each at most %s its limit of %d per %v", shareOf(e.Share), e.Limit, e.Window)
+	given := fmt.Sprintf("%d are given", e.Have)
+	if e.Have == 1 {
+		given = "1 is given"
 	}
-	return fmt.Sprintf("%g requests per second need %d source addresses (each at most its share of the limit), but %d are given", e.Rate, e.Need, e.Have)
+	if e.Shards > 1 {
+		return fmt.Sprintf("%g requests per second over %d shards need %d source addresses a shard (%s), but this shard is given %d",
+			e.Rate, e.Shards, e.Need, each, e.Have)
+	}
+	return fmt.Sprintf("%g requests per second need %d source addresses (%s), but %s", e.Rate, e.Need, each, given)
+}
+
+// shareOf says a share of what follows: "half", or a percentage ("25% of").
+func shareOf(share float64) string {
+	if share == 0.5 {
+		return "half"
+	}
+	return fmt.Sprintf("%g%% of", share*100)
 }

@@ -55,7 +55,7 @@ type Info struct {
 // infoOf is the configuration part of cfg's Info.
 func infoOf(cfg Config) Info {
 	o := cfg.Search
-	return Info{Surface: cfg.Surface, ThroughLimit: cfg.ThroughLimit, SLO: o.Objective.SLO.String(), ErrorBudget: o.Objective.ErrorBudget,
+	return Info{Surface: cfg.Surface, ThroughLimit: o.ThroughLimit, SLO: o.Objective.SLO.String(), ErrorBudget: o.Objective.ErrorBudget,
 		Confidence: o.Confidence, StartRPS: o.StartRate, MaxRPS: o.MaxRate, Factor: o.Factor, Precision: o.Precision,
 		StepMS: clock.Ms(o.Step), WarmupMS: clock.Ms(o.Warmup), MaxStepMS: clock.Ms(o.MaxStep), MaxSteps: o.MaxSteps,
 		MinAchieved: o.MinAchieved, MaxLatenessMS: clock.Ms(o.MaxLateness), Limit: o.Limit, WindowMS: clock.Ms(o.Window),
@@ -76,7 +76,7 @@ func (i *Info) options() (capacity.Options, error) {
 	return capacity.Options{Shards: shard.N, Objective: capacity.Objective{SLO: slo, ErrorBudget: i.ErrorBudget}, Confidence: i.Confidence,
 		StartRate: i.StartRPS, MaxRate: i.MaxRPS, Factor: i.Factor, Precision: i.Precision, Step: d(i.StepMS),
 		Warmup: d(i.WarmupMS), MaxStep: d(i.MaxStepMS), MaxSteps: i.MaxSteps, MinAchieved: i.MinAchieved,
-		MaxLateness: d(i.MaxLatenessMS), Limit: i.Limit, Window: d(i.WindowMS), Share: i.Share, Sources: i.Sources,
+		MaxLateness: d(i.MaxLatenessMS), Limit: i.Limit, Window: d(i.WindowMS), Share: i.Share, ThroughLimit: i.ThroughLimit, Sources: i.Sources,
 		Seed: i.Seed, Resamples: i.Resamples}, nil
 }
 

@@ -25,6 +25,8 @@ import (
 // the zero values of the others are documented on each.
 type Config struct {
 	// Search configures the knee search; its Sources is set from Sources.
+	// Its Window is the run's, recorded in run.json; ThroughLimit makes a
+	// 429 an answer like any other, not a failure.
 	Search capacity.Options
 	// Surface is method.REST or method.MCP.
 	Surface string
@@ -32,11 +34,6 @@ type Config struct {
 	// rate needs; a step of k sources sends from the first k ("": the
 	// system's choice, for a single source).
 	Sources []string
-	// ThroughLimit measures the limiter itself from one address: a 429 is
-	// then an answer like any other, not a failure.
-	ThroughLimit bool
-	// Window is the run's window, recorded in run.json.
-	Window time.Duration
 	// Timeout bounds each request (0: 10 s).
 	Timeout time.Duration
 	// Network is how requests reach the target (nil: HTTP/1.1).
@@ -101,9 +98,6 @@ func New(cfg Config) (*Job, error) {
 	o := cfg.Search
 	o.Shards = max(cfg.Shard.N, 1)
 	o.Sources = max(len(cfg.Sources), 1) * o.Shards
-	if cfg.ThroughLimit {
-		o.Limit, o.Window = 0, 0
-	}
 	if cfg.sharded() && (cfg.Rendezvous == "" || cfg.StartAt.IsZero()) {
 		return nil, fmt.Errorf("shard %v: a sharded search needs a rendezvous folder and an agreed start", cfg.Shard)
 	}
@@ -173,7 +167,7 @@ func (j *Job) Info() archive.RunInfo {
 			srcs = append(srcs, s)
 		}
 	}
-	return archive.RunInfo{Profile: "capacity", WindowMS: j.cfg.Window.Milliseconds(), Sources: srcs,
+	return archive.RunInfo{Profile: "capacity", WindowMS: window.Milliseconds(), Sources: srcs,
 		Policy: archive.PolicyInfo{Surface: j.cfg.Surface, Limit: limit, WindowMS: window.Milliseconds()}}
 }
 
@@ -379,7 +373,7 @@ func (s *senders) network() *client.Network {
 	}
 	o := s.cfg.Search
 	perSource := o.MaxRate
-	if o.Limit > 0 && o.Window > 0 {
+	if o.Limit > 0 && o.Window > 0 && !o.ThroughLimit {
 		perSource = min(perSource, float64(o.Limit)/o.Window.Seconds())
 	}
 	nw.MaxConnections = int(math.Ceil(perSource*2*o.Objective.SLO.Max.Seconds())) + 2
@@ -442,7 +436,7 @@ func (s *senders) send(ctx context.Context, seg *Segment, st *capacity.Stats, si
 				halt()
 				return sinkErr
 			}
-			if smp, judged := sampleOf(seg, x.j, x.r, s.cfg.ThroughLimit); judged {
+			if smp, judged := sampleOf(seg, x.j, x.r, s.cfg.Search.ThroughLimit); judged {
 				st.Add(smp)
 				if cut.came(smp) && seg.CutMS == 0 {
 					seg.CutMS = max(clock.Ms(time.Since(start)), 1e-3)

@@ -90,7 +90,7 @@ func poolSearch(t *testing.T) Config {
 		t.Fatal(err)
 	}
 	slo, _ := capacity.ParseSLO("p99<=100ms")
-	return Config{Surface: method.REST, Sources: srcs, Window: time.Second, Timeout: 5 * time.Second,
+	return Config{Surface: method.REST, Sources: srcs, Timeout: 5 * time.Second,
 		Search: capacity.Options{Objective: capacity.Objective{SLO: slo, ErrorBudget: 0.01}, StartRate: 300, MaxRate: maxRate,
 			Step: 1500 * time.Millisecond, Warmup: 500 * time.Millisecond, MaxStep: 3 * time.Second,
 			Limit: method.RESTLimit, Window: time.Second, Seed: 1}}
@@ -194,8 +194,8 @@ func TestFreezeShowsInIntendedTime(t *testing.T) {
 	cfg.Faults = refserver.Faults{FreezeFor: time.Second, FreezeEvery: 4 * time.Second}
 	url := target(t, cfg) // the first freeze is 3 s to 4 s after this
 	slo, _ := capacity.ParseSLO("p99<=100ms")
-	c := Config{Surface: method.REST, Sources: []string{"127.0.0.1"}, Window: time.Second, MaxWorkers: 1, ThroughLimit: true,
-		Search: capacity.Options{Objective: capacity.Objective{SLO: slo, ErrorBudget: 0.01}, StartRate: 250, MaxRate: 250,
+	c := Config{Surface: method.REST, Sources: []string{"127.0.0.1"}, MaxWorkers: 1,
+		Search: capacity.Options{Window: time.Second, ThroughLimit: true, Objective: capacity.Objective{SLO: slo, ErrorBudget: 0.01}, StartRate: 250, MaxRate: 250,
 			Step: 4 * time.Second, Warmup: 500 * time.Millisecond, MaxStep: 4 * time.Second, MaxSteps: 1, MaxLateness: -1}}
 	job, _ := search(t, url, c)
 	res := job.Result()

@@ -43,8 +43,9 @@ func TestCapacityShardUsage(t *testing.T) {
 		{append(remote, "--start-at", "noon"), `--start-at "noon": want an RFC 3339 instant`},
 		{append(remote, "--rendezvous-gap", "0s"), "--rendezvous-gap 0s and --rendezvous-slack 5s: want durations above zero"},
 		// 100/s at 2/s an address needs 50 addresses: 25 a shard.
-		{append(sharded, "--sources", "127.0.0.1"), "100 requests per second over 2 shards need 25 source addresses a shard (each at most its share of the limit), but this shard is given 1; give this shard at least 25 addresses"},
-		{sharded, "100 requests per second over 2 shards need 25 source addresses a shard (each at most half its limit of 240 per 1m0s), and none are given"},
+		{append(sharded, "--sources", "127.0.0.1"), "100 requests per second over 2 shards need 25 source addresses a shard (each at most half its limit of 240 per 1m0s), but this shard is given 1; give this shard at least 25 addresses"},
+		{sharded, "100 requests per second over 2 shards need 25 source addresses a shard (each at most half its limit of 240 per 1m0s), but this shard is given 1 (without --sources, the system's own address); give this shard at least 25 addresses"},
+		{remote, "--sources: 100 requests per second need 50 source addresses (each at most half its limit of 240 per 1m0s), but 1 is given (without --sources, the system's own address); give at least 50 addresses, or lower --max-rate"},
 	} {
 		code, _, stderr := runCmd(t, tc.args...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {

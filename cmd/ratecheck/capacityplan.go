@@ -38,7 +38,7 @@ func (o *capacityOptions) prepare(stderr io.Writer) (*runner.Job, attack.Options
 		return fail("%v", err)
 	}
 	window := o.runFlags.window(o.wind, method.Window, time.Second)
-	so.Limit, so.Window = method.Limit(o.surface), window
+	so.Limit, so.Window, so.ThroughLimit = method.Limit(o.surface), window, o.throughLimit
 	sources, err := parseSources("--sources", o.sources)
 	if err != nil {
 		return fail("%v", err)
@@ -51,7 +51,7 @@ func (o *capacityOptions) prepare(stderr io.Writer) (*runner.Job, attack.Options
 	}
 	opts.Sources = sources
 	opts.Folder, opts.Seed = "capacity", o.seed
-	cfg := runner.Config{Search: so, Surface: o.surface, ThroughLimit: o.throughLimit, Window: window, Timeout: o.timeout,
+	cfg := runner.Config{Search: so, Surface: o.surface, Timeout: o.timeout,
 		MaxWorkers: o.maxWorkers, ClientVersion: version}
 	if opts.StartAt, err = o.capacityShard.schedule(&cfg, o.runFlags.target); err != nil {
 		return fail("%v", err)
@@ -66,14 +66,18 @@ func (o *capacityOptions) prepare(stderr io.Writer) (*runner.Job, attack.Options
 	if o.surface == method.MCP {
 		cfg.MCP = o.mcpSession(negotiationSource(o.runFlags.target, cfg.Sources), o.timeout, nil)
 	}
-	cfg.Events = stepEvents(stderr, quantileOf(so.Objective.SLO), cfg.Shard)
+	cfg.Events = stepEvents(stderr, so.Objective.SLO.QuantileName(), cfg.Shard)
 	job, err := runner.New(cfg)
 	var few *capacity.TooFewSourcesError
+	given := ""
+	if sources.Len() == 0 {
+		given = " (without --sources, the system's own address)"
+	}
 	switch {
 	case errors.As(err, &few) && few.Shards > 1:
-		return fail("--sources: %v; give this shard at least %d addresses, or run more shards, or lower --max-rate", err, few.Need)
+		return fail("--sources: %v%s; give this shard at least %d addresses, or run more shards, or lower --max-rate", err, given, few.Need)
 	case errors.As(err, &few):
-		return fail("--sources: %v; give at least %d addresses, or lower --max-rate", err, few.Need)
+		return fail("--sources: %v%s; give at least %d addresses, or lower --max-rate", err, given, few.Need)
 	case err != nil:
 		return fail("%v", err)
 	}
@@ -84,15 +88,13 @@ func (o *capacityOptions) prepare(stderr io.Writer) (*runner.Job, attack.Options
 // of it): the first the highest rate needs of the --sources pool (all of
 // it when it holds fewer: the search then refuses it with the number
 // needed; with --shared-sources, shard i's every n-th of the pool), or on
-// an IPv4 loopback target as many 127.0.x.y as that (the
-// shard's own of them), or the system's own address for a remote target
-// that needs only one.
+// an IPv4 loopback target as many 127.0.x.y as that (the shard's own of
+// them), or else the system's own address (the search refuses a rate
+// that needs more).
 func (o *capacityOptions) sourceList(so capacity.Options, pool client.Pool, target string, s attack.Shard) ([]string, error) {
 	n := max(s.N, 1)
-	need := (capacity.SourcesNeeded(so.MaxRate, so.Limit, so.Window, so.Share) + n - 1) / n // a shard's
-	if o.throughLimit {
-		need = 1
-	}
+	so.Shards = n
+	need := so.SourcesPerShard()
 	switch {
 	case pool.Len() > 0 && o.sharedSources && n > 1:
 		// The search's pool, shared by the shards on this host: every
@@ -105,17 +107,8 @@ func (o *capacityOptions) sourceList(so capacity.Options, pool client.Pool, targ
 		return own, nil
 	case pool.Len() > 0:
 		return pool.Take(need), nil
-	}
-	if loopbackV4(target) {
+	case loopbackV4(target):
 		return shardSources(need*n, s)
-	}
-	switch {
-	case need > 1 && n > 1:
-		return nil, fmt.Errorf("--sources: %g requests per second over %d shards need %d source addresses a shard (each at most half its limit of %d per %v), and none are given; give this shard at least %d addresses, or run more shards, or lower --max-rate",
-			so.MaxRate, n, need, so.Limit, so.Window, need)
-	case need > 1:
-		return nil, fmt.Errorf("--sources: %g requests per second need %d source addresses (each at most half its limit of %d per %v), and none are given; give at least %d addresses, or lower --max-rate",
-			so.MaxRate, need, so.Limit, so.Window, need)
 	}
 	return []string{""}, nil
 }

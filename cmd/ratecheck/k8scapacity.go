@@ -54,26 +54,20 @@ func checkCapacityShards(extra []string, shards int, window time.Duration, pool 
 	if window == 0 {
 		window = method.Window
 	}
-	limit := method.Limit(c.surface)
-	so.Limit, so.Window, so.Shards, so.Sources = limit, window, shards, shards // one address a pod
+	so.Limit, so.Window, so.ThroughLimit = method.Limit(c.surface), window, c.throughLimit
+	so.Shards, so.Sources = shards, shards // one address a pod
 	if pool.Len() > 0 {
 		so.Sources = pool.Len() / shards * shards // every pod the same share
-	}
-	if c.throughLimit {
-		so.Limit, so.Window = 0, 0
 	}
 	_, err = capacity.NewSearch(so)
 	var few *capacity.TooFewSourcesError
 	switch {
 	case errors.As(err, &few) && pool.Len() > 0:
-		need := capacity.SourcesNeeded(so.MaxRate, limit, window, 0)
-		return fmt.Errorf("--sources %s holds %d addresses, but --max-rate %g needs %d (each at most half its limit of %d per %v), %d for each of the %d shards: give a larger pool, or pass -- --max-rate lower",
-			pool, pool.Len(), so.MaxRate, need, limit, window, few.Need, shards)
+		return fmt.Errorf("--sources %s holds %d addresses, too few for --max-rate %g: %v: give a larger pool, or pass -- --max-rate lower",
+			pool, pool.Len(), so.MaxRate, err)
 	case errors.As(err, &few):
-		need := capacity.SourcesNeeded(so.MaxRate, limit, window, 0)
-		most := float64(shards) * float64(limit) / window.Seconds() / 2 // half the limit an address
-		return fmt.Errorf("--max-rate %g needs %d source addresses (each at most half its limit of %d per %v), %d for each of the %d shards, but a pod sends from its one address: pass -- --max-rate %g or lower, or --shards %d",
-			so.MaxRate, need, limit, window, few.Need, shards, most, need)
+		return fmt.Errorf("--max-rate %g: %v, and a pod sends from its one address: pass -- --max-rate %g or lower, or --shards %d",
+			so.MaxRate, err, so.MostRate(1), capacity.SourcesNeeded(so.MaxRate, so.Limit, so.Window, so.Share))
 	case err != nil:
 		return fmt.Errorf("after --: %v", err)
 	}

@@ -67,10 +67,10 @@ func TestK8sJobCapacityUsage(t *testing.T) {
 		{append(base, "--", "--slo", "p99<=100ms", "--shared-sources"), "after --: --shared-sources is set by k8s-job itself"},
 		{append(base, "--sources", "2001:db8:2::/112", "--", "--slo", "p99<=100ms"), "--sources needs --node"},
 		{append(base, "--sources", "2001:db8:2::/48", "--node", "n1", "--", "--slo", "p99<=100ms"), `--sources: "2001:db8:2::/48": a /48 is more than a pool may hold`},
-		{append(base, "--sources", "198.18.0.0/24", "--node", "n1", "--", "--slo", "p99<=100ms"), "--sources 198.18.0.0/24 holds 254 addresses, but --max-rate 10000 needs 5000 (each at most half its limit of 240 per 1m0s), 1667 for each of the 3 shards"},
+		{append(base, "--sources", "198.18.0.0/24", "--node", "n1", "--", "--slo", "p99<=100ms"), "--sources 198.18.0.0/24 holds 254 addresses, too few for --max-rate 10000: 10000 requests per second over 3 shards need 1667 source addresses a shard (each at most half its limit of 240 per 1m0s), but this shard is given 84"},
 		// The default --max-rate 10000 at 2/s an address (half of 240 a
 		// minute) needs 5000 addresses; three pods have three.
-		{append(base, "--", "--slo", "p99<=100ms"), "--max-rate 10000 needs 5000 source addresses (each at most half its limit of 240 per 1m0s), 1667 for each of the 3 shards, but a pod sends from its one address: pass -- --max-rate 6 or lower, or --shards 5000"},
+		{append(base, "--", "--slo", "p99<=100ms"), "--max-rate 10000: 10000 requests per second over 3 shards need 1667 source addresses a shard (each at most half its limit of 240 per 1m0s), but this shard is given 1, and a pod sends from its one address: pass -- --max-rate 6 or lower, or --shards 5000"},
 	} {
 		code, stdout, stderr := runCmd(t, tc.args...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) || stdout != "" {

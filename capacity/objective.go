@@ -35,6 +35,12 @@ func (s SLO) String() string {
 	return "p" + strconv.FormatFloat(s.Quantile*100, 'f', -1, 64) + "<=" + s.Max.String()
 }
 
+// QuantileName names the quantile judged as the objective does: "p99",
+// "p99.9".
+func (s SLO) QuantileName() string {
+	return "p" + strconv.FormatFloat(100*s.Quantile, 'g', 10, 64)
+}
+
 // ValueError is a bad value of one of the objective's fields: the field
 // as run.json names it (slo, error_budget), the value given and what is
 // wanted. It names no flag: a command that read the value from one says
@@ -117,7 +123,17 @@ func (o Objective) Validate() error {
 func (r *Result) Objective() string {
 	slo := r.SLO
 	if o, err := ParseSLO(r.SLO); err == nil {
-		slo = "p" + strconv.FormatFloat(100*o.Quantile, 'g', 10, 64) + "<=" + o.Max.String()
+		slo = o.QuantileName() + "<=" + o.Max.String()
 	}
 	return slo + ", error budget " + strconv.FormatFloat(100*r.ErrorBudget, 'g', 10, 64) + "%"
+}
+
+// QuantileName names the quantile the search judged, such as "p99"
+// ("quantile" when its objective cannot be read).
+func (r *Result) QuantileName() string {
+	o, err := ParseSLO(r.SLO)
+	if err != nil {
+		return "quantile"
+	}
+	return o.QuantileName()
 }

@@ -44,6 +44,10 @@ func TestParseSLO(t *testing.T) {
 			if s := got.String(); s != strings.Join(strings.Fields(tc.in), "") {
 				t.Errorf("String() = %q", s)
 			}
+			// The quantile's name is what the objective writes before <=.
+			if q, _, _ := strings.Cut(got.String(), "<="); got.QuantileName() != q {
+				t.Errorf("QuantileName() = %q, want %q", got.QuantileName(), q)
+			}
 			if err := (Objective{SLO: got, ErrorBudget: defaultErrorBudget}).Validate(); err != nil {
 				t.Error(err)
 			}

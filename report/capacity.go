@@ -22,7 +22,7 @@ import (
 // CapacityTable writes a capacity search as a table of its steps and the
 // knee line under it, the model's line apart.
 func CapacityTable(w io.Writer, r capacity.Result) error {
-	q := strings.TrimSuffix(strings.SplitN(r.SLO, "<=", 2)[0], " ")
+	q := r.QuantileName()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "STEP\tPHASE\tOFFERED/s\tACHIEVED/s\tTHROUGHPUT/s\t%s ms [interval]\tUNCORRECTED %s ms\tERRORS\tSOURCES\tCONCURRENCY\tVERDICT\n", q, q)
 	for i, s := range r.Steps {

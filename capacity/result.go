@@ -1,6 +1,10 @@
 package capacity
 
-import "github.com/connectbyjbrh/ratecheck/internal/clock"
+import (
+	"fmt"
+
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
+)
 
 // Result is the outcome of a search, in the form of capacity --json
 // (docs/schema/capacity.json). Rates are per second, durations in
@@ -135,3 +139,41 @@ func (s StepResult) FellBehind() bool {
 
 // ptr returns a pointer to a copy of v.
 func ptr(v float64) *float64 { return &v }
+
+// Outcome is what a search's result means to a release gate.
+type Outcome int
+
+// The outcomes of a search.
+const (
+	// Met: the knee was found, at or above the rate expected.
+	Met Outcome = iota
+	// Missed: the knee was found below the rate expected, or even the
+	// start rate failed.
+	Missed
+	// Unreachable: every request of the first step failed: the target
+	// was not serving, which is no knee.
+	Unreachable
+	// Undecided: the search could not decide (a 429, contradicting
+	// steps, out of steps) or met the generator's limit.
+	Undecided
+)
+
+// Outcome says what r means to a gate that expects a knee at or above
+// expect requests per second (0: any knee), and why, in words to follow
+// the knee's own line, where the verdict alone does not say it ("" where
+// it does).
+func (r Result) Outcome(expect float64) (Outcome, string) {
+	switch r.Verdict {
+	case VerdictFound:
+		if expect > 0 && r.KneeRPS != nil && *r.KneeRPS < expect {
+			return Missed, fmt.Sprintf("below the expected %g/s", expect)
+		}
+		return Met, ""
+	case VerdictNotFound:
+		if len(r.Steps) > 0 && r.Steps[0].ErrorRate == 1 {
+			return Unreachable, "the target failed every request from the start"
+		}
+		return Missed, ""
+	}
+	return Undecided, ""
+}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/attack"
@@ -88,19 +87,15 @@ func writeCapacityReport(o *capacityOut, res capacity.Result) error {
 // every request of the first step failed, 4 inconclusive or client.
 func capacityExit(res capacity.Result, expect float64) (int, string) {
 	line := report.KneeLine(res)
-	switch res.Verdict {
-	case capacity.VerdictFound:
-		if expect > 0 && *res.KneeRPS < expect {
-			return exitCheckFailed, fmt.Sprintf("%s: below --expect-rate %g/s", line, expect)
-		}
-		return exitOK, line
-	case capacity.VerdictNotFound:
-		if len(res.Steps) > 0 && res.Steps[0].ErrorRate == 1 {
-			return exitUnreachable, line + ": the target failed every request from the start"
-		}
-		return exitCheckFailed, line
+	outcome, why := res.Outcome(expect)
+	if outcome == capacity.Missed && why != "" {
+		why = fmt.Sprintf("below --expect-rate %g/s", expect)
 	}
-	return exitInconclusive, line
+	if why != "" {
+		line += ": " + why
+	}
+	return map[capacity.Outcome]int{capacity.Met: exitOK, capacity.Missed: exitCheckFailed, capacity.Unreachable: exitUnreachable,
+		capacity.Undecided: exitInconclusive}[outcome], line
 }
 
 // capacityNotes say what to do about a search the generator or the
@@ -145,6 +140,3 @@ func stepEvents(stderr io.Writer, q string, shard attack.Shard) func(runner.Step
 			report.Bound(r.QuantileLowMs), report.Bound(r.QuantileHighMs), r.UncorrectedQuantileMs, 100*r.ErrorRate, verdict)
 	}
 }
-
-// quantileOf names the objective's quantile, such as p99.
-func quantileOf(s capacity.SLO) string { q, _, _ := strings.Cut(s.String(), "<="); return q }

@@ -123,3 +123,34 @@ func TestProgramsInconclusive(t *testing.T) {
 		t.Errorf("no client at all: verdict %s, %+v", rep.Verdict, rep.Checks)
 	}
 }
+
+// TestProgramsPowerless: where ε is as wide as the retries (a host that
+// wrote the shared 429s over seconds makes it so when it comes from the
+// data), independent jitter collides in full and so would a fleet in
+// lockstep: the jitter check is inconclusive, never a pass of the
+// fixed-interval programs (a fresh clone's suite, at a load of 15 on two
+// cores, passed them with ε 6.55 s, collision ratio 1.00).
+func TestProgramsPowerless(t *testing.T) {
+	t.Parallel()
+	fixed := func(int, float64) time.Duration { return 2 * time.Second }
+	full := func(k int, u float64) time.Duration { return time.Duration(u * float64(500*time.Millisecond<<k)) }
+	for _, tc := range []struct {
+		name  string
+		delay func(int, float64) time.Duration
+		eps   time.Duration
+		want  string
+	}{
+		{"fixed interval, ε 6.55s", fixed, 6550 * time.Millisecond, analyze.Inconclusive},
+		{"full jitter, ε 6.55s", full, 6550 * time.Millisecond, analyze.Inconclusive},
+		{"fixed interval, ε 50ms", fixed, 50 * time.Millisecond, analyze.Fail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := Config{Strategy: "full", Attempts: 4, Clients: 50, Requests: 1, Seed: 1, Epsilon: tc.eps}
+			rep := Judge(serverFleet(50, 4, 1, tc.delay, 95*time.Millisecond, true), cfg)
+			if c := checkOf(rep, "jitter"); c.Verdict != tc.want || rep.Verdict != tc.want {
+				t.Errorf("verdict %s, jitter %+v; want %s", rep.Verdict, c, tc.want)
+			}
+		})
+	}
+}

@@ -43,7 +43,7 @@ type Info struct {
 	MinAchieved   float64          `json:"min_achieved"`
 	MaxLatenessMS float64          `json:"max_lateness_ms"`
 	Limit         int              `json:"limit"`
-	WindowMS      float64          `json:"window_ms"`
+	WindowMS      int64            `json:"window_ms"`
 	Share         float64          `json:"share"`
 	Sources       int              `json:"sources"`
 	Seed          uint64           `json:"seed"`
@@ -58,7 +58,7 @@ func infoOf(cfg Config) Info {
 	return Info{Surface: cfg.Surface, ThroughLimit: o.ThroughLimit, SLO: o.Objective.SLO.String(), ErrorBudget: o.Objective.ErrorBudget,
 		Confidence: o.Confidence, StartRPS: o.StartRate, MaxRPS: o.MaxRate, Factor: o.Factor, Precision: o.Precision,
 		StepMS: clock.Ms(o.Step), WarmupMS: clock.Ms(o.Warmup), MaxStepMS: clock.Ms(o.MaxStep), MaxSteps: o.MaxSteps,
-		MinAchieved: o.MinAchieved, MaxLatenessMS: clock.Ms(o.MaxLateness), Limit: o.Limit, WindowMS: clock.Ms(o.Window),
+		MinAchieved: o.MinAchieved, MaxLatenessMS: clock.Ms(o.MaxLateness), Limit: o.Limit, WindowMS: o.Window.Milliseconds(),
 		Share: o.Share, Sources: o.Sources, Seed: o.Seed, Resamples: o.Resamples}
 }
 
@@ -76,7 +76,7 @@ func (i *Info) options() (capacity.Options, error) {
 	return capacity.Options{Shards: shard.N, Objective: capacity.Objective{SLO: slo, ErrorBudget: i.ErrorBudget}, Confidence: i.Confidence,
 		StartRate: i.StartRPS, MaxRate: i.MaxRPS, Factor: i.Factor, Precision: i.Precision, Step: d(i.StepMS),
 		Warmup: d(i.WarmupMS), MaxStep: d(i.MaxStepMS), MaxSteps: i.MaxSteps, MinAchieved: i.MinAchieved,
-		MaxLateness: d(i.MaxLatenessMS), Limit: i.Limit, Window: d(i.WindowMS), Share: i.Share, ThroughLimit: i.ThroughLimit, Sources: i.Sources,
+		MaxLateness: d(i.MaxLatenessMS), Limit: i.Limit, Window: time.Duration(i.WindowMS) * time.Millisecond, Share: i.Share, ThroughLimit: i.ThroughLimit, Sources: i.Sources,
 		Seed: i.Seed, Resamples: i.Resamples}, nil
 }
 

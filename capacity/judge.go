@@ -6,22 +6,25 @@ import (
 	"time"
 )
 
+// StepVerdict is what a step showed (a string in the JSON).
+type StepVerdict string
+
 // A step's verdicts.
 const (
-	// stepPass: both upper bounds (latency quantile, error rate) are within
+	// StepPass: both upper bounds (latency quantile, error rate) are within
 	// the objective.
-	stepPass = "pass"
+	StepPass StepVerdict = "pass"
 	// StepFail: a lower bound is beyond the objective.
-	StepFail = "fail"
-	// stepUndecided: neither proved; the step is to be lengthened, and a
+	StepFail StepVerdict = "fail"
+	// StepUndecided: neither proved; the step is to be lengthened, and a
 	// step still undecided at its longest counts as not sustained.
-	stepUndecided = "undecided"
+	StepUndecided StepVerdict = "undecided"
 	// StepClient: the requests did not go out on schedule (the generator
 	// is the limit, not the API), or none went out.
-	StepClient = "client"
+	StepClient StepVerdict = "client"
 	// StepLimits: a 429 came back: the limiter engaged below its
 	// documented rate.
-	StepLimits = "limits"
+	StepLimits StepVerdict = "limits"
 )
 
 // Cause names what limited a step or the search; its zero value (none)
@@ -70,9 +73,9 @@ type StepResult struct {
 	// over the time from the first response to the last, times the
 	// share that succeeded.
 	ThroughputRPS float64 `json:"throughput_rps"`
-	// DurationMs is the judged length of the step (warm-up excluded,
+	// DurationMS is the judged length of the step (warm-up excluded,
 	// lengthenings included); 0 outside a search.
-	DurationMs float64 `json:"duration_ms"`
+	DurationMS float64 `json:"duration_ms"`
 	// Lengthened counts how many times the step was lengthened.
 	Lengthened int `json:"lengthened"`
 	// Requests is how many requests were judged.
@@ -83,37 +86,37 @@ type StepResult struct {
 	Refused int `json:"refused"`
 	// Sources is how many source addresses the step was spread over.
 	Sources int `json:"sources"`
-	// QuantileMs is the objective's quantile of latency measured from the
+	// QuantileMS is the objective's quantile of latency measured from the
 	// intended send time.
-	QuantileMs float64 `json:"quantile_ms"`
-	// QuantileLowMs is its lower confidence bound.
-	QuantileLowMs *float64 `json:"quantile_low_ms"`
-	// QuantileHighMs is its upper confidence bound.
-	QuantileHighMs *float64 `json:"quantile_high_ms"`
-	// UncorrectedQuantileMs is the same quantile measured from the actual
+	QuantileMS float64 `json:"quantile_ms"`
+	// QuantileLowMS is its lower confidence bound.
+	QuantileLowMS *float64 `json:"quantile_low_ms"`
+	// QuantileHighMS is its upper confidence bound.
+	QuantileHighMS *float64 `json:"quantile_high_ms"`
+	// UncorrectedQuantileMS is the same quantile measured from the actual
 	// send, as tools that do not correct coordinated omission report it.
-	UncorrectedQuantileMs float64 `json:"uncorrected_quantile_ms"`
-	// UncorrectedLowMs is its lower confidence bound.
-	UncorrectedLowMs *float64 `json:"uncorrected_quantile_low_ms"`
-	// UncorrectedHighMs is its upper confidence bound.
-	UncorrectedHighMs *float64 `json:"uncorrected_quantile_high_ms"`
+	UncorrectedQuantileMS float64 `json:"uncorrected_quantile_ms"`
+	// UncorrectedLowMS is its lower confidence bound.
+	UncorrectedLowMS *float64 `json:"uncorrected_quantile_low_ms"`
+	// UncorrectedHighMS is its upper confidence bound.
+	UncorrectedHighMS *float64 `json:"uncorrected_quantile_high_ms"`
 	// ErrorRate is Errors / Requests.
 	ErrorRate float64 `json:"error_rate"`
 	// ErrorRateLow is its exact (Clopper–Pearson) lower confidence bound.
 	ErrorRateLow float64 `json:"error_rate_low"`
 	// ErrorRateHigh is its upper bound.
 	ErrorRateHigh float64 `json:"error_rate_high"`
-	// MeanLatencyMs is the mean latency from the actual send: the time a
+	// MeanLatencyMS is the mean latency from the actual send: the time a
 	// request was in flight.
-	MeanLatencyMs float64 `json:"mean_latency_ms"`
+	MeanLatencyMS float64 `json:"mean_latency_ms"`
 	// Concurrency is the mean number of requests in flight by Little's
-	// law: the response rate times MeanLatencyMs.
+	// law: the response rate times MeanLatencyMS.
 	Concurrency float64 `json:"concurrency"`
-	// LatenessP99Ms is the p99 of how late requests went out after their
+	// LatenessP99MS is the p99 of how late requests went out after their
 	// intended send time.
-	LatenessP99Ms float64 `json:"lateness_p99_ms"`
+	LatenessP99MS float64 `json:"lateness_p99_ms"`
 	// Verdict is StepPass, StepFail, StepUndecided, StepClient or StepLimits.
-	Verdict string `json:"verdict"`
+	Verdict StepVerdict `json:"verdict"`
 	// LimitedBy is what failed the step, or left it undecided (none when
 	// it passed).
 	LimitedBy Cause `json:"limited_by"`
@@ -155,10 +158,10 @@ func judge(st *Stats, offered float64, c criteria) StepResult {
 	slices.Sort(st.lateness)
 	corr := quantileInterval(st.corrected, q, c.Confidence)
 	unc := quantileInterval(st.uncorrected, q, c.Confidence)
-	r.QuantileMs, r.QuantileLowMs, r.QuantileHighMs = clock.Ms(corr.Estimate), bound(corr.Low, corr.HasLow), bound(corr.High, corr.HasHigh)
-	r.UncorrectedQuantileMs, r.UncorrectedLowMs, r.UncorrectedHighMs = clock.Ms(unc.Estimate), bound(unc.Low, unc.HasLow), bound(unc.High, unc.HasHigh)
+	r.QuantileMS, r.QuantileLowMS, r.QuantileHighMS = clock.Ms(corr.Estimate), bound(corr.Low, corr.HasLow), bound(corr.High, corr.HasHigh)
+	r.UncorrectedQuantileMS, r.UncorrectedLowMS, r.UncorrectedHighMS = clock.Ms(unc.Estimate), bound(unc.Low, unc.HasLow), bound(unc.High, unc.HasHigh)
 	lateness := st.lateness[nearestRank(len(st.lateness), 0.99)-1]
-	r.LatenessP99Ms = clock.Ms(lateness)
+	r.LatenessP99MS = clock.Ms(lateness)
 	r.ErrorRate = float64(r.Errors) / float64(r.Requests)
 	r.ErrorRateLow, r.ErrorRateHigh = clopperPearson(r.Errors, r.Requests, c.Confidence)
 
@@ -177,11 +180,11 @@ func judge(st *Stats, offered float64, c criteria) StepResult {
 	case beyond(corr):
 		r.Verdict, r.LimitedBy = StepFail, CauseLatency
 	case corr.HasHigh && corr.High <= slo.Max && r.ErrorRateHigh <= budget:
-		r.Verdict = stepPass
+		r.Verdict = StepPass
 	case !corr.HasHigh || corr.High > slo.Max:
-		r.Verdict, r.LimitedBy = stepUndecided, CauseLatency
+		r.Verdict, r.LimitedBy = StepUndecided, CauseLatency
 	default:
-		r.Verdict, r.LimitedBy = stepUndecided, CauseErrors
+		r.Verdict, r.LimitedBy = StepUndecided, CauseErrors
 	}
 	return r
 }
@@ -201,7 +204,7 @@ func (s *Stats) figures(r *StepResult) {
 	}
 	r.ThroughputRPS = responses * (n - float64(s.failed)) / n
 	mean := s.sumUncorr.Seconds() / n
-	r.MeanLatencyMs = mean * 1000
+	r.MeanLatencyMS = mean * 1000
 	r.Concurrency = responses * mean
 }
 
@@ -215,4 +218,4 @@ func bound(d time.Duration, ok bool) *float64 {
 }
 
 // Passed reports whether the step kept the objective.
-func (r StepResult) Passed() bool { return r.Verdict == stepPass }
+func (r StepResult) Passed() bool { return r.Verdict == StepPass }

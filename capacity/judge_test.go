@@ -44,10 +44,10 @@ func TestJudge(t *testing.T) {
 		d       time.Duration
 		req     request
 		crit    func(criteria) criteria
-		verdict string
+		verdict StepVerdict
 		cause   Cause
 	}{
-		{name: "fast API on schedule", rate: 200, d: 5 * time.Second, req: fixed(20 * time.Millisecond), verdict: stepPass},
+		{name: "fast API on schedule", rate: 200, d: 5 * time.Second, req: fixed(20 * time.Millisecond), verdict: StepPass},
 		{name: "slow API", rate: 200, d: 5 * time.Second, req: fixed(150 * time.Millisecond), verdict: StepFail, cause: CauseLatency},
 		{name: "5 % errors", rate: 200, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
 			return 0, 10 * time.Millisecond, i%20 == 0, false
@@ -79,11 +79,11 @@ func TestJudge(t *testing.T) {
 		{name: "p99 at the objective: undecided", rate: 200, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
 			// Uniform over 1000 levels whose p99 is exactly the objective.
 			return 0, time.Duration(i%1000+1) * 100 * time.Millisecond / 990, false, false
-		}, verdict: stepUndecided, cause: CauseLatency},
+		}, verdict: StepUndecided, cause: CauseLatency},
 		{name: "too few requests to prove 1 %", rate: 80, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
 			return 0, 10 * time.Millisecond, i == 3, false // 1 of 400: the upper bound is 1.4 %
-		}, verdict: stepUndecided, cause: CauseErrors},
-		{name: "too few requests for a p99 bound", rate: 10, d: 5 * time.Second, req: fixed(10 * time.Millisecond), verdict: stepUndecided, cause: CauseLatency},
+		}, verdict: StepUndecided, cause: CauseErrors},
+		{name: "too few requests for a p99 bound", rate: 10, d: 5 * time.Second, req: fixed(10 * time.Millisecond), verdict: StepUndecided, cause: CauseLatency},
 		{name: "nothing sent", rate: 200, d: 0, req: fixed(0), verdict: StepClient, cause: causeClient},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,15 +116,15 @@ func TestJudgeFigures(t *testing.T) {
 	}
 	near("achieved", r.AchievedRPS, 100, 1e-6)
 	near("throughput", r.ThroughputRPS, 100*0.995, 1e-6)
-	near("quantile", r.QuantileMs, 41, 1e-9)
-	near("uncorrected", r.UncorrectedQuantileMs, 40, 1e-9)
-	near("lateness", r.LatenessP99Ms, 1, 1e-9)
+	near("quantile", r.QuantileMS, 41, 1e-9)
+	near("uncorrected", r.UncorrectedQuantileMS, 40, 1e-9)
+	near("lateness", r.LatenessP99MS, 1, 1e-9)
 	near("error rate", r.ErrorRate, 0.005, 1e-12)
 	near("concurrency", r.Concurrency, 100*0.040, 1e-6) // Little: λ·W
-	if r.Requests != 1000 || r.Errors != 5 || r.Verdict != stepPass {
+	if r.Requests != 1000 || r.Errors != 5 || r.Verdict != StepPass {
 		t.Errorf("%+v", r)
 	}
-	if r.ErrorRateLow > r.ErrorRate || r.ErrorRateHigh < r.ErrorRate || *r.QuantileLowMs > r.QuantileMs || *r.QuantileHighMs < r.QuantileMs {
+	if r.ErrorRateLow > r.ErrorRate || r.ErrorRateHigh < r.ErrorRate || *r.QuantileLowMS > r.QuantileMS || *r.QuantileHighMS < r.QuantileMS {
 		t.Errorf("intervals do not hold their estimates: %+v", r)
 	}
 }
@@ -157,7 +157,7 @@ func TestStatsMerge(t *testing.T) {
 	a.Merge(b)
 	a.Merge(nil)
 	got, want := judge(a, 200, c), judge(whole, 200, c)
-	if got.QuantileMs != want.QuantileMs || *got.QuantileLowMs != *want.QuantileLowMs || got.Errors != want.Errors ||
+	if got.QuantileMS != want.QuantileMS || *got.QuantileLowMS != *want.QuantileLowMS || got.Errors != want.Errors ||
 		got.AchievedRPS != want.AchievedRPS || got.Concurrency != want.Concurrency || got.Verdict != want.Verdict {
 		t.Errorf("merged %+v\nwant %+v", got, want)
 	}

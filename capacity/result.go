@@ -11,8 +11,8 @@ import (
 // milliseconds; an absent figure is nil (JSON null).
 type Result struct {
 	// Verdict is VerdictFound, VerdictNotFound, VerdictClient or
-	// verdictInconclusive.
-	Verdict string `json:"verdict"`
+	// VerdictInconclusive.
+	Verdict Verdict `json:"verdict"`
 	// KneeRPS is the highest rate the API was proved to sustain (the
 	// last passing rate, re-measured when the verdict is found); nil when
 	// no rate passed.
@@ -30,8 +30,8 @@ type Result struct {
 	SLO string `json:"slo"`
 	// Quantile is the objective's quantile, such as 0.99.
 	Quantile float64 `json:"quantile"`
-	// SLOMs is the objective's bound in milliseconds.
-	SLOMs float64 `json:"slo_ms"`
+	// SLOMS is the objective's bound in milliseconds.
+	SLOMS float64 `json:"slo_ms"`
 	// ErrorBudget is the share of requests that may fail.
 	ErrorBudget float64 `json:"error_budget"`
 	// Confidence is that of every interval.
@@ -55,8 +55,8 @@ type Result struct {
 // model is fitted on every call.
 func (s *Search) Result() Result {
 	o := s.o
-	r := Result{Verdict: verdictInconclusive, LimitedBy: s.cause,
-		SLO: o.Objective.SLO.String(), Quantile: o.Objective.SLO.Quantile, SLOMs: clock.Ms(o.Objective.SLO.Max),
+	r := Result{Verdict: VerdictInconclusive, LimitedBy: s.cause,
+		SLO: o.Objective.SLO.String(), Quantile: o.Objective.SLO.Quantile, SLOMS: clock.Ms(o.Objective.SLO.Max),
 		ErrorBudget: o.Objective.ErrorBudget, Confidence: o.Confidence, Precision: o.Precision,
 		StartRPS: o.StartRate, MaxRPS: o.MaxRate, Steps: append([]StepResult{}, s.steps...)}
 	if s.done {

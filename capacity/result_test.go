@@ -20,7 +20,7 @@ func TestOutcome(t *testing.T) {
 		{"not found", Result{Verdict: VerdictNotFound, Steps: []StepResult{{ErrorRate: 0.5}}}, 0, Missed, ""},
 		{"every request failed", Result{Verdict: VerdictNotFound, Steps: []StepResult{{ErrorRate: 1}}}, 0, Unreachable, "the target failed every request from the start"},
 		{"client", Result{Verdict: VerdictClient}, 0, Undecided, ""},
-		{"inconclusive", Result{Verdict: verdictInconclusive}, 300, Undecided, ""},
+		{"inconclusive", Result{Verdict: VerdictInconclusive}, 300, Undecided, ""},
 	} {
 		if got, why := tc.r.Outcome(tc.expect); got != tc.want || why != tc.why {
 			t.Errorf("%s: Outcome(%g) = %d, %q; want %d, %q", tc.name, tc.expect, got, why, tc.want, tc.why)

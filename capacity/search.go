@@ -18,22 +18,25 @@ const (
 	phaseRemeasure = "remeasure"
 )
 
+// Verdict is what a search concluded (a string in the JSON).
+type Verdict string
+
 // The verdicts of a search.
 const (
 	// VerdictFound: the knee was found (bracketed within the precision, or
 	// the highest allowed rate passed) and held when re-measured.
-	VerdictFound = "found"
+	VerdictFound Verdict = "found"
 	// VerdictNotFound: even the start rate failed.
-	VerdictNotFound = "not-found"
+	VerdictNotFound Verdict = "not-found"
 	// VerdictClient: the generator could not keep a step's schedule.
-	VerdictClient = "client"
-	// verdictInconclusive: the search could not decide: a 429 (limits), a
+	VerdictClient Verdict = "client"
+	// VerdictInconclusive: the search could not decide: a 429 (limits), a
 	// start rate left undecided, contradicting steps, or out of steps.
-	verdictInconclusive = "inconclusive"
+	VerdictInconclusive Verdict = "inconclusive"
 )
 
 // Verdicts are the verdicts a search can reach.
-var Verdicts = []string{VerdictFound, VerdictNotFound, VerdictClient, verdictInconclusive}
+var Verdicts = []Verdict{VerdictFound, VerdictNotFound, VerdictClient, VerdictInconclusive}
 
 // Options configure a [Search]. The zero values of the optional fields
 // take the defaults documented on each; StartRate, MaxRate and Objective
@@ -245,7 +248,7 @@ type Search struct {
 	highCause  Cause
 	passed     bool // whether any step passed
 	done       bool
-	verdict    string
+	verdict    Verdict
 	cause      Cause
 }
 
@@ -291,8 +294,8 @@ func (s *Search) Record(st *Stats) (StepResult, error) {
 	s.issued = nil
 	s.judged += step.Duration
 	r := judge(st, step.Rate, s.o.criteria())
-	r.Phase, r.Sources, r.DurationMs, r.Lengthened = step.Phase, step.Sources, clock.Ms(s.judged), s.lengthened
-	if r.Verdict == stepUndecided && s.judged < s.o.MaxStep {
+	r.Phase, r.Sources, r.DurationMS, r.Lengthened = step.Phase, step.Sources, clock.Ms(s.judged), s.lengthened
+	if r.Verdict == StepUndecided && s.judged < s.o.MaxStep {
 		s.lengthened++
 		s.next = &Step{Index: step.Index, Phase: step.Phase, Rate: step.Rate, Continue: true,
 			Duration: min(s.o.Step, s.o.MaxStep-s.judged), Sources: step.Sources}
@@ -315,9 +318,9 @@ func (s *Search) advance(r StepResult) {
 		s.finish(VerdictClient, causeClient)
 		return
 	case r.Verdict == StepLimits:
-		s.finish(verdictInconclusive, causeLimits)
+		s.finish(VerdictInconclusive, causeLimits)
 		return
-	case r.Verdict == stepPass:
+	case r.Verdict == StepPass:
 		s.passed = true
 		if r.Phase == phaseRemeasure {
 			cause := s.highCause
@@ -345,7 +348,7 @@ func (s *Search) advance(r StepResult) {
 func (s *Search) choose(last StepResult) {
 	switch {
 	case len(s.steps) >= s.o.MaxSteps:
-		s.finish(verdictInconclusive, CauseNone)
+		s.finish(VerdictInconclusive, CauseNone)
 	case s.high == 0 && s.low >= s.o.MaxRate:
 		s.plan(phaseRemeasure, s.low)
 	case s.high == 0:
@@ -353,7 +356,7 @@ func (s *Search) choose(last StepResult) {
 	case s.low == 0 && !s.passed && last.Verdict == StepFail:
 		s.finish(VerdictNotFound, s.highCause)
 	case s.low == 0:
-		s.finish(verdictInconclusive, s.highCause)
+		s.finish(VerdictInconclusive, s.highCause)
 	case s.high <= s.low*(1+s.o.Precision):
 		s.plan(phaseRemeasure, s.low)
 	default:
@@ -365,7 +368,7 @@ func (s *Search) choose(last StepResult) {
 func (s *Search) highestPassBelow(rate float64) float64 {
 	best := 0.0
 	for _, r := range s.steps {
-		if r.Verdict == stepPass && r.OfferedRPS < rate {
+		if r.Verdict == StepPass && r.OfferedRPS < rate {
 			best = max(best, r.OfferedRPS)
 		}
 	}
@@ -373,7 +376,7 @@ func (s *Search) highestPassBelow(rate float64) float64 {
 }
 
 // finish ends the search.
-func (s *Search) finish(verdict string, cause Cause) {
+func (s *Search) finish(verdict Verdict, cause Cause) {
 	s.done, s.next, s.verdict, s.cause = true, nil, verdict, cause
 }
 

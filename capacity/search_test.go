@@ -152,7 +152,7 @@ func TestSearchFindsTheKneeOfAQueue(t *testing.T) {
 				t.Errorf("%d calls for %d steps", calls, len(res.Steps))
 			}
 			last := res.Steps[len(res.Steps)-1]
-			if last.Phase != phaseRemeasure || last.Verdict != stepPass || last.OfferedRPS != knee {
+			if last.Phase != phaseRemeasure || last.Verdict != StepPass || last.OfferedRPS != knee {
 				t.Errorf("last step %+v, want the knee re-measured", last)
 			}
 		})
@@ -188,17 +188,17 @@ func TestSearchOutcomes(t *testing.T) {
 		name     string
 		o        func(Options) Options
 		api      func(rate float64, i int) (time.Duration, time.Duration, bool, bool)
-		verdict  string
+		verdict  Verdict
 		cause    Cause
 		knee     func(float64) bool // nil: no knee
-		lastStep string
+		lastStep StepVerdict
 	}{
 		{name: "errors above 800/s", api: func(rate float64, i int) (time.Duration, time.Duration, bool, bool) {
 			return 0, fast, rate > 800 && i%20 == 0, false
-		}, verdict: VerdictFound, cause: CauseErrors, knee: func(k float64) bool { return k <= 800 && k >= 800/1.05 }, lastStep: stepPass},
+		}, verdict: VerdictFound, cause: CauseErrors, knee: func(k float64) bool { return k <= 800 && k >= 800/1.05 }, lastStep: StepPass},
 		{name: "never fails: max rate", o: func(o Options) Options { o.MaxRate = 3000; return o }, api: func(float64, int) (time.Duration, time.Duration, bool, bool) {
 			return 0, fast, false, false
-		}, verdict: VerdictFound, cause: causeMaxRate, knee: func(k float64) bool { return k == 3000 }, lastStep: stepPass},
+		}, verdict: VerdictFound, cause: causeMaxRate, knee: func(k float64) bool { return k == 3000 }, lastStep: StepPass},
 		{name: "start rate fails", api: func(float64, int) (time.Duration, time.Duration, bool, bool) {
 			return 0, time.Second, false, false
 		}, verdict: VerdictNotFound, cause: CauseLatency, lastStep: StepFail},
@@ -209,7 +209,7 @@ func TestSearchOutcomes(t *testing.T) {
 			// It sends at 1000/s: request i goes out at i/1000 s.
 			late := time.Duration(float64(i)*(1/1000.0-1/rate)*1e9) * time.Nanosecond
 			return late, fast, false, false
-		}, verdict: VerdictFound, cause: causeClient, knee: func(k float64) bool { return k <= 1000 && k >= 1000/1.05 }, lastStep: stepPass},
+		}, verdict: VerdictFound, cause: causeClient, knee: func(k float64) bool { return k <= 1000 && k >= 1000/1.05 }, lastStep: StepPass},
 		{name: "generator tops out below the start rate", o: func(o Options) Options { o.StartRate = 2000; return o }, api: func(rate float64, i int) (time.Duration, time.Duration, bool, bool) {
 			late := time.Duration(float64(i)*(1/1000.0-1/rate)*1e9) * time.Nanosecond
 			return late, fast, false, false
@@ -217,13 +217,13 @@ func TestSearchOutcomes(t *testing.T) {
 		{name: "429 above 600/s: limits, never capacity", api: func(rate float64, i int) (time.Duration, time.Duration, bool, bool) {
 			refused := rate > 600 && i%100 == 0
 			return 0, fast, refused, refused
-		}, verdict: verdictInconclusive, cause: causeLimits, knee: func(k float64) bool { return k <= 600 }, lastStep: StepLimits},
+		}, verdict: VerdictInconclusive, cause: causeLimits, knee: func(k float64) bool { return k <= 600 }, lastStep: StepLimits},
 		{name: "start rate undecided at its longest", o: func(o Options) Options { o.StartRate = 20; return o }, api: func(float64, int) (time.Duration, time.Duration, bool, bool) {
 			return 0, fast, false, false // 20/s for 15 s: too few requests to bound a p99
-		}, verdict: verdictInconclusive, cause: CauseLatency, lastStep: stepUndecided},
+		}, verdict: VerdictInconclusive, cause: CauseLatency, lastStep: StepUndecided},
 		{name: "out of steps", o: func(o Options) Options { o.MaxSteps = 3; return o }, api: func(float64, int) (time.Duration, time.Duration, bool, bool) {
 			return 0, fast, false, false
-		}, verdict: verdictInconclusive, cause: CauseNone, knee: func(k float64) bool { return k == 400 }, lastStep: stepPass},
+		}, verdict: VerdictInconclusive, cause: CauseNone, knee: func(k float64) bool { return k == 400 }, lastStep: StepPass},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -262,7 +262,7 @@ func TestSearchLengthensUndecidedSteps(t *testing.T) {
 	step, _ := s.Next()
 	st := synth(60, step.Duration, fixed(time.Millisecond))
 	r, _ := s.Record(st)
-	if r.Verdict != stepUndecided {
+	if r.Verdict != StepUndecided {
 		t.Fatalf("first part: %s, want undecided", r.Verdict)
 	}
 	next, ok := s.Next()
@@ -272,7 +272,7 @@ func TestSearchLengthensUndecidedSteps(t *testing.T) {
 	res, _, _ := drive(t, o, &byRate{f: func(float64, int) (time.Duration, time.Duration, bool, bool) {
 		return 0, time.Millisecond, false, false
 	}})
-	if len(res.Steps) != 2 || res.Steps[0].Lengthened != 1 || res.Steps[0].DurationMs != 10000 || res.Steps[0].Verdict != stepPass {
+	if len(res.Steps) != 2 || res.Steps[0].Lengthened != 1 || res.Steps[0].DurationMS != 10000 || res.Steps[0].Verdict != StepPass {
 		t.Errorf("steps %s, want the first lengthened once to 10 s and passed, then re-measured", dump(res))
 	}
 }
@@ -286,7 +286,7 @@ func TestSearchRecordWithoutStep(t *testing.T) {
 	if _, err := s.Record(NewStats()); err == nil {
 		t.Error("Record before Next: no error")
 	}
-	if res := s.Result(); res.Verdict != verdictInconclusive {
+	if res := s.Result(); res.Verdict != VerdictInconclusive {
 		t.Errorf("before the end: %s", res.Verdict)
 	}
 }

@@ -135,7 +135,7 @@ func holdToCapacity(t *testing.T, res Result, capacity float64) {
 	}
 	passed := 0
 	for _, s := range res.Steps {
-		if s.Verdict == stepPass {
+		if s.Verdict == StepPass {
 			passed++
 		}
 	}
@@ -173,12 +173,12 @@ func mmcK(lambda, mu float64, c, k int, dur time.Duration) StepResult {
 	block := p[k] / sum
 	x := lambda * (1 - block)
 	n := int(lambda * dur.Seconds())
-	verdict := stepPass
+	verdict := StepPass
 	if block > defaultErrorBudget {
 		verdict = StepFail
 	}
 	return StepResult{OfferedRPS: lambda, AchievedRPS: lambda, ThroughputRPS: x, Requests: n, Errors: int(block * float64(n)),
-		ErrorRate: block, MeanLatencyMs: 1000 * l / lambda, Concurrency: l, Verdict: verdict}
+		ErrorRate: block, MeanLatencyMS: 1000 * l / lambda, Concurrency: l, Verdict: verdict}
 }
 
 // TestUSLPeakOfMMcK: the steps of a search against the M/M/c/K queue in

@@ -140,7 +140,7 @@ func readRun(dir string, o ReadOptions) (*Archived, error) {
 			return nil, err
 		}
 		a.Surfaces = []Sample{s}
-		if s.Verdict == capacity.VerdictClient {
+		if s.Verdict == string(capacity.VerdictClient) {
 			a.Notes = append(a.Notes, "the load generator could not keep a step's schedule: the knee is the client's, not the target's")
 		}
 		return a, nil
@@ -248,7 +248,7 @@ func capacitySample(dir string, info *archive.RunInfo) (Sample, error) {
 	if r == nil {
 		return Sample{}, errors.New("the capacity search recorded no result")
 	}
-	s := Sample{Surface: cmp.Or(ci.Surface, info.Policy.Surface, method.REST), Verdict: r.Verdict, Objective: r.Objective(),
+	s := Sample{Surface: cmp.Or(ci.Surface, info.Policy.Surface, method.REST), Verdict: string(r.Verdict), Objective: r.Objective(),
 		Values: map[Figure]float64{}, Bounds: map[Figure]Bounds{}}
 	if finite(r.KneeRPS) {
 		s.Values[Knee] = *r.KneeRPS

@@ -49,9 +49,9 @@ func writeCapacityRun(t *testing.T, root string, r capacityRun) string {
 // capacityResult is a search's result with a knee at knee/s (0: none
 // passed), the first failing rate at high/s (0: none failed), held to a
 // p99 of sloMS milliseconds and an error budget.
-func capacityResult(verdict string, knee, high, sloMS, budget float64) *capacity.Result {
+func capacityResult(verdict capacity.Verdict, knee, high, sloMS, budget float64) *capacity.Result {
 	r := &capacity.Result{Verdict: verdict, SLO: "p99<=" + (time.Duration(sloMS) * time.Millisecond).String(), Quantile: 0.99,
-		SLOMs: sloMS, ErrorBudget: budget, Confidence: 0.95, Precision: 0.05, StartRPS: 100, MaxRPS: 10000, Steps: []capacity.StepResult{}}
+		SLOMS: sloMS, ErrorBudget: budget, Confidence: 0.95, Precision: 0.05, StartRPS: 100, MaxRPS: 10000, Steps: []capacity.StepResult{}}
 	if knee > 0 {
 		r.KneeRPS, r.KneeLowRPS = &knee, &knee
 	}
@@ -73,7 +73,7 @@ func TestReadCapacityRun(t *testing.T) {
 	tests := []struct {
 		name      string
 		info      runner.Info
-		verdict   string
+		verdict   capacity.Verdict
 		objective string
 		knee      float64 // 0: no knee figure
 		high      float64 // 0: no high bound
@@ -110,7 +110,7 @@ func TestReadCapacityRun(t *testing.T) {
 			}
 			a := runs[0]
 			want := Run{ID: dir, Kind: "capacity", Target: Embedded, Label: "v1", Start: t0,
-				Surfaces: []Sample{{Surface: tt.info.Surface, Verdict: tt.verdict, Objective: tt.objective,
+				Surfaces: []Sample{{Surface: tt.info.Surface, Verdict: string(tt.verdict), Objective: tt.objective,
 					Values: map[Figure]float64{}, Bounds: map[Figure]Bounds{}}}}
 			if tt.knee > 0 {
 				want.Surfaces[0].Values[Knee] = tt.knee

@@ -27,7 +27,7 @@ func CapacityTable(w io.Writer, r capacity.Result) error {
 	fmt.Fprintf(tw, "STEP\tPHASE\tOFFERED/s\tACHIEVED/s\tTHROUGHPUT/s\t%s ms [interval]\tUNCORRECTED %s ms\tERRORS\tSOURCES\tCONCURRENCY\tVERDICT\n", q, q)
 	for i, s := range r.Steps {
 		fmt.Fprintf(tw, "%d\t%s\t%.1f\t%.1f\t%.1f\t%.1f [%s, %s]\t%.1f\t%.2f%%\t%d\t%.1f\t%s\n", i, s.Phase, s.OfferedRPS, s.AchievedRPS,
-			s.ThroughputRPS, s.QuantileMs, Bound(s.QuantileLowMs), Bound(s.QuantileHighMs), s.UncorrectedQuantileMs,
+			s.ThroughputRPS, s.QuantileMS, Bound(s.QuantileLowMS), Bound(s.QuantileHighMS), s.UncorrectedQuantileMS,
 			100*s.ErrorRate, s.Sources, s.Concurrency, stepVerdict(s))
 	}
 	if err := tw.Flush(); err != nil {
@@ -78,10 +78,10 @@ func reasonOf(u *capacity.USL) string {
 
 // stepVerdict is a step's verdict with what limited it.
 func stepVerdict(s capacity.StepResult) string {
-	if s.LimitedBy == capacity.CauseNone || string(s.LimitedBy) == s.Verdict {
-		return s.Verdict
+	if s.LimitedBy == capacity.CauseNone || string(s.LimitedBy) == string(s.Verdict) {
+		return string(s.Verdict)
 	}
-	return s.Verdict + " (" + string(s.LimitedBy) + ")"
+	return string(s.Verdict) + " (" + string(s.LimitedBy) + ")"
 }
 
 // Bound formats an optional figure ("-" when absent).
@@ -271,17 +271,17 @@ func throughputChart(r capacity.Result) (*capacityChart, error) {
 
 // quantileChart is the quantile with its interval against offered rate.
 func quantileChart(r capacity.Result) (*capacityChart, error) {
-	top := r.SLOMs * 1.5
+	top := r.SLOMS * 1.5
 	var q, unc plotter.XYs
 	var bars plotter.XYs
 	for _, s := range r.Steps {
-		q, unc = append(q, plotter.XY{X: s.OfferedRPS, Y: s.QuantileMs}), append(unc, plotter.XY{X: s.OfferedRPS, Y: s.UncorrectedQuantileMs})
-		if s.QuantileLowMs != nil && s.QuantileHighMs != nil {
-			bars = append(bars, plotter.XY{X: s.OfferedRPS, Y: *s.QuantileLowMs}, plotter.XY{X: s.OfferedRPS, Y: *s.QuantileHighMs})
+		q, unc = append(q, plotter.XY{X: s.OfferedRPS, Y: s.QuantileMS}), append(unc, plotter.XY{X: s.OfferedRPS, Y: s.UncorrectedQuantileMS})
+		if s.QuantileLowMS != nil && s.QuantileHighMS != nil {
+			bars = append(bars, plotter.XY{X: s.OfferedRPS, Y: *s.QuantileLowMS}, plotter.XY{X: s.OfferedRPS, Y: *s.QuantileHighMS})
 		}
-		top = max(top, s.QuantileMs)
+		top = max(top, s.QuantileMS)
 	}
-	top = math.Min(top, r.SLOMs*10)
+	top = math.Min(top, r.SLOMS*10)
 	c, err := rateChart(r, "latency "+r.SLO+" against offered rate", "milliseconds", top)
 	if err != nil {
 		return nil, err
@@ -291,7 +291,7 @@ func quantileChart(r capacity.Result) (*capacityChart, error) {
 	for _, s := range r.Steps {
 		lo, hi = min(lo, s.OfferedRPS), max(hi, s.OfferedRPS)
 	}
-	obj, err := line(plotter.XYs{{X: lo, Y: r.SLOMs}, {X: hi, Y: r.SLOMs}}, red, true, false)
+	obj, err := line(plotter.XYs{{X: lo, Y: r.SLOMS}, {X: hi, Y: r.SLOMS}}, red, true, false)
 	if err != nil {
 		return nil, err
 	}

@@ -18,10 +18,10 @@ import (
 // failed on latency, the knee re-measured; with the model given.
 func kneeRun(u *capacity.USL) capacity.Result {
 	f := func(v float64) *float64 { return &v }
-	step := func(phase string, offered, achieved, thr, q, conc float64, verdict string) capacity.StepResult {
-		s := capacity.StepResult{Phase: phase, OfferedRPS: offered, AchievedRPS: achieved, ThroughputRPS: thr, QuantileMs: q,
-			QuantileLowMs: f(q * 0.98), QuantileHighMs: f(q * 1.03), UncorrectedQuantileMs: q * 0.95, Sources: int(offered/100) + 1,
-			Concurrency: conc, Requests: int(5 * offered), MeanLatencyMs: 1000 * conc / thr, DurationMs: 5000, Verdict: verdict}
+	step := func(phase string, offered, achieved, thr, q, conc float64, verdict capacity.StepVerdict) capacity.StepResult {
+		s := capacity.StepResult{Phase: phase, OfferedRPS: offered, AchievedRPS: achieved, ThroughputRPS: thr, QuantileMS: q,
+			QuantileLowMS: f(q * 0.98), QuantileHighMS: f(q * 1.03), UncorrectedQuantileMS: q * 0.95, Sources: int(offered/100) + 1,
+			Concurrency: conc, Requests: int(5 * offered), MeanLatencyMS: 1000 * conc / thr, DurationMS: 5000, Verdict: verdict}
 		if verdict == capacity.StepFail {
 			s.LimitedBy = capacity.CauseLatency
 		}
@@ -29,7 +29,7 @@ func kneeRun(u *capacity.USL) capacity.Result {
 	}
 	knee, high := 475.7, 496.7
 	return capacity.Result{Verdict: capacity.VerdictFound, KneeRPS: &knee, KneeLowRPS: &knee, KneeHighRPS: &high, LimitedBy: capacity.CauseLatency,
-		SLO: "p99<=100ms", Quantile: 0.99, SLOMs: 100, ErrorBudget: 0.01, Confidence: 0.95, Precision: 0.05, StartRPS: 100, MaxRPS: 1000,
+		SLO: "p99<=100ms", Quantile: 0.99, SLOMS: 100, ErrorBudget: 0.01, Confidence: 0.95, Precision: 0.05, StartRPS: 100, MaxRPS: 1000,
 		Steps: []capacity.StepResult{
 			step("ramp", 100, 100, 100, 22.6, 2.1, "pass"),
 			step("ramp", 200, 200, 200, 23.0, 4.1, "pass"),

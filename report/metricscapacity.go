@@ -12,12 +12,15 @@ import (
 // passed; no high end when none failed).
 func CapacityMetrics(info archive.RunInfo, surface string, res capacity.Result) Metrics {
 	m := runMetrics(info)
-	m.Verdict, m.States = res.Verdict, capacity.Verdicts
-	s := SurfaceMetrics{Surface: surface, Verdict: res.Verdict, Objective: res.Objective()}
+	m.Verdict = string(res.Verdict)
+	for _, v := range capacity.Verdicts {
+		m.States = append(m.States, string(v))
+	}
+	s := SurfaceMetrics{Surface: surface, Verdict: m.Verdict, Objective: res.Objective()}
 	if res.KneeRPS != nil {
 		k := &Knee{RPS: *res.KneeRPS, Low: orNaN(res.KneeLowRPS), High: orNaN(res.KneeHighRPS)}
 		if st := kneeStep(res); st != nil {
-			k.Latency = st.QuantileMs / 1e3
+			k.Latency = st.QuantileMS / 1e3
 		}
 		s.Knee = k
 	}

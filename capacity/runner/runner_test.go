@@ -125,7 +125,7 @@ func searchPool(t *testing.T, pool refserver.Pool) (*serviceMeter, Config, *Job,
 	worst := stall.Stop(began)
 	for _, s := range job.Result().Steps {
 		t.Logf("%-9s %7.1f/s  achieved %7.1f  p99 %6.1fms (uncorrected %6.1fms)  late p99 %5.1fms  n=%d  %s %s",
-			s.Phase, s.OfferedRPS, s.AchievedRPS, s.QuantileMs, s.UncorrectedQuantileMs, s.LatenessP99Ms, s.Requests, s.Verdict, s.LimitedBy)
+			s.Phase, s.OfferedRPS, s.AchievedRPS, s.QuantileMS, s.UncorrectedQuantileMS, s.LatenessP99MS, s.Requests, s.Verdict, s.LimitedBy)
 	}
 	return meter, c, job, run, worst
 }
@@ -158,7 +158,7 @@ func TestKneeOfPool(t *testing.T) {
 		t.Errorf("knee %.1f/s above %.1f/s, which no host can reach (nominal capacity 500/s)", *res.KneeRPS, high)
 	}
 	if res.Verdict == capacity.VerdictClient {
-		if last := res.Steps[len(res.Steps)-1]; last.AchievedRPS >= 0.95*last.OfferedRPS && last.LatenessP99Ms <= 10 {
+		if last := res.Steps[len(res.Steps)-1]; last.AchievedRPS >= 0.95*last.OfferedRPS && last.LatenessP99MS <= 10 {
 			t.Errorf("verdict client but the last step went out on schedule: %+v", last)
 		}
 	}
@@ -204,14 +204,14 @@ func TestFreezeShowsInIntendedTime(t *testing.T) {
 	}
 	s := res.Steps[0]
 	t.Logf("p99 %.1fms [%v, %v]  uncorrected %.1fms [%v, %v]  n=%d late p99 %.1fms  %s",
-		s.QuantileMs, *s.QuantileLowMs, *s.QuantileHighMs, s.UncorrectedQuantileMs, *s.UncorrectedLowMs, *s.UncorrectedHighMs, s.Requests, s.LatenessP99Ms, s.Verdict)
+		s.QuantileMS, *s.QuantileLowMS, *s.QuantileHighMS, s.UncorrectedQuantileMS, *s.UncorrectedLowMS, *s.UncorrectedHighMS, s.Requests, s.LatenessP99MS, s.Verdict)
 	// About a quarter of the judged requests were due in the freeze: the
 	// p99 from the intended time is most of the freeze's second.
-	if s.Verdict != capacity.StepFail || s.QuantileLowMs == nil || *s.QuantileLowMs < 500 {
-		t.Errorf("intended-time step: verdict %s, p99 low bound %v ms; want fail with the freeze (≥ 500 ms) in it", s.Verdict, s.QuantileLowMs)
+	if s.Verdict != capacity.StepFail || s.QuantileLowMS == nil || *s.QuantileLowMS < 500 {
+		t.Errorf("intended-time step: verdict %s, p99 low bound %v ms; want fail with the freeze (≥ 500 ms) in it", s.Verdict, s.QuantileLowMS)
 	}
-	if s.UncorrectedHighMs == nil || *s.UncorrectedHighMs > slo.Max.Seconds()*1000 {
-		t.Errorf("uncorrected p99 high bound %v ms: want within the objective, the freeze hidden", s.UncorrectedHighMs)
+	if s.UncorrectedHighMS == nil || *s.UncorrectedHighMS > slo.Max.Seconds()*1000 {
+		t.Errorf("uncorrected p99 high bound %v ms: want within the objective, the freeze hidden", s.UncorrectedHighMS)
 	}
 }
 
@@ -318,9 +318,9 @@ func TestShardsJudgeAsOne(t *testing.T) {
 	// 500/s at 400/s can near the objective, and the search lengthens the
 	// step (to 2 s, 800 requests, in a whole-suite run).
 	for k, st := range res.Steps {
-		want := 400 * st.DurationMs / 1000
+		want := 400 * st.DurationMS / 1000
 		if st.Sources != 4 || float64(st.Requests) < want*0.975 || float64(st.Requests) > want*1.025 {
-			t.Errorf("step %d: %d requests from %d sources in %v ms (lengthened %d times), want %.0f from 4", k, st.Requests, st.Sources, st.DurationMs, st.Lengthened, want)
+			t.Errorf("step %d: %d requests from %d sources in %v ms (lengthened %d times), want %.0f from 4", k, st.Requests, st.Sources, st.DurationMS, st.Lengthened, want)
 		}
 	}
 	for i, job := range jobs {
@@ -360,15 +360,15 @@ func TestOverloadedStepIsCut(t *testing.T) {
 	}
 	seg, s := job.segments[0], res.Steps[0]
 	t.Logf("cut at %.0f ms of %.0f; %d requests judged of %.0f planned; p99 %.1f ms; %s %s",
-		seg.CutMS, seg.WarmupMS+seg.DurationMS, s.Requests, seg.DurationMS/1000*seg.RateRPS, s.QuantileMs, s.Verdict, s.LimitedBy)
+		seg.CutMS, seg.WarmupMS+seg.DurationMS, s.Requests, seg.DurationMS/1000*seg.RateRPS, s.QuantileMS, s.Verdict, s.LimitedBy)
 	if seg.CutMS <= seg.WarmupMS || seg.CutMS >= seg.WarmupMS+seg.DurationMS {
 		t.Errorf("cut at %v ms, want after the warm-up (%v ms) and before the end (%v ms)", seg.CutMS, seg.WarmupMS, seg.WarmupMS+seg.DurationMS)
 	}
 	if s.Verdict != capacity.StepFail && s.Verdict != capacity.StepClient {
 		t.Errorf("verdict %s (%s), want fail, or client on a starved host", s.Verdict, s.LimitedBy)
 	}
-	if s.Verdict == capacity.StepFail && (s.QuantileLowMs == nil || *s.QuantileLowMs <= 100) {
-		t.Errorf("failed with a p99 lower bound of %v ms, want beyond 100", s.QuantileLowMs)
+	if s.Verdict == capacity.StepFail && (s.QuantileLowMS == nil || *s.QuantileLowMS <= 100) {
+		t.Errorf("failed with a p99 lower bound of %v ms, want beyond 100", s.QuantileLowMS)
 	}
 	if _, again, err := Replay(run.Dir); err != nil || !reflect.DeepEqual(again, res) {
 		t.Errorf("Replay: %v\nlive   %+v\nreplay %+v", err, res, again)

@@ -167,9 +167,9 @@ func checkCapacityMetrics(t *testing.T, path string, res capacity.Result) {
 	}
 	want := map[string]float64{}
 	for _, v := range capacity.Verdicts {
-		want[v] = 0
+		want[string(v)] = 0
 	}
-	want[res.Verdict] = 1
+	want[string(res.Verdict)] = 1
 	if !maps.Equal(states, want) {
 		t.Errorf("ratecheck_verdict states %v, want %v", states, want)
 	}

@@ -33,7 +33,7 @@ func compareCapacity(paths []string, asJSON bool, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "ratecheck compare: %v\n", err)
 			return exitUsage
 		}
-		sums[i] = analyze.KneeSummary{Run: p, Verdict: res.Verdict, KneeRPS: res.KneeRPS, LowRPS: res.KneeLowRPS, HighRPS: res.KneeHighRPS}
+		sums[i] = analyze.KneeSummary{Run: p, Verdict: string(res.Verdict), KneeRPS: res.KneeRPS, LowRPS: res.KneeLowRPS, HighRPS: res.KneeHighRPS}
 	}
 	c := analyze.CompareKnees(sums[0], sums[1])
 	var err error

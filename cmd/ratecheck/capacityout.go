@@ -114,7 +114,7 @@ func capacityNotes(res capacity.Result) []string {
 	switch last.Verdict {
 	case capacity.StepClient:
 		return append(notes, fmt.Sprintf("the generator could not keep the schedule at %.1f/s (achieved %.1f/s, lateness p99 %.1f ms): this is this machine's limit, not the API's; run on a less loaded machine, give --max-workers 0 (the open model), or split the load over machines",
-			last.OfferedRPS, last.AchievedRPS, last.LatenessP99Ms))
+			last.OfferedRPS, last.AchievedRPS, last.LatenessP99MS))
 	case capacity.StepLimits:
 		return append(notes, fmt.Sprintf("%s answered 429 at %.1f/s from %s, each well under its share of the documented limit: the limiter engaged below its documented rate, a finding of its own, not capacity (verify checks the limits)",
 			human.Count(last.Refused, "request was", "requests were"), last.OfferedRPS, human.Count(last.Sources, "source", "")))
@@ -136,7 +136,7 @@ func stepEvents(stderr io.Writer, q string, shard attack.Shard) func(runner.Step
 			own = fmt.Sprintf(" (shard %v: %.1f/s from %d)", shard, g.PerSourceRPS*float64(len(g.Sources)), len(g.Sources))
 		}
 		fmt.Fprintf(stderr, "ratecheck capacity: step %d (%s) %.1f/s from %s%s: %s %.1fms [%s, %s] (uncorrected %.1fms), errors %.2f%%, %s\n",
-			ev.Segment.Step, ev.Segment.Phase, r.OfferedRPS, human.Count(r.Sources, "source", ""), own, q, r.QuantileMs,
-			report.Bound(r.QuantileLowMs), report.Bound(r.QuantileHighMs), r.UncorrectedQuantileMs, 100*r.ErrorRate, verdict)
+			ev.Segment.Step, ev.Segment.Phase, r.OfferedRPS, human.Count(r.Sources, "source", ""), own, q, r.QuantileMS,
+			report.Bound(r.QuantileLowMS), report.Bound(r.QuantileHighMS), r.UncorrectedQuantileMS, 100*r.ErrorRate, verdict)
 	}
 }

@@ -228,7 +228,7 @@ func writeKnees(t *testing.T, dir string, knees []float64, slos []string) {
 		}
 		high := knee * 1.05
 		res := capacity.Result{Verdict: capacity.VerdictFound, KneeRPS: &knee, KneeLowRPS: &knee, KneeHighRPS: &high, LimitedBy: capacity.CauseLatency,
-			SLO: slo.String(), Quantile: slo.Quantile, SLOMs: float64(slo.Max.Milliseconds()), ErrorBudget: 0.01, Confidence: 0.95,
+			SLO: slo.String(), Quantile: slo.Quantile, SLOMS: float64(slo.Max.Milliseconds()), ErrorBudget: 0.01, Confidence: 0.95,
 			Precision: 0.05, StartRPS: 100, MaxRPS: 10000, Steps: []capacity.StepResult{}}
 		section, err := json.Marshal(runner.Info{Surface: "rest", SLO: slo.String(), ErrorBudget: 0.01, Confidence: 0.95, Result: &res})
 		if err != nil {
@@ -416,7 +416,7 @@ func TestHistoryReadsACapacityRun(t *testing.T) {
 		t.Fatalf("runs %+v, unread %+v: want the capacity run read", out.Runs, out.Unread)
 	}
 	r, s := out.Runs[0], out.Runs[0].Surfaces[0]
-	if r.Kind != "capacity" || r.Target != history.Embedded || s.Surface != "rest" || s.Verdict != res.Verdict || s.Objective != "p99<=1s, error budget 1%" {
+	if r.Kind != "capacity" || r.Target != history.Embedded || s.Surface != "rest" || s.Verdict != string(res.Verdict) || s.Objective != "p99<=1s, error budget 1%" {
 		t.Errorf("run %s on %s, %s: verdict %q held to %q; want capacity on embedded, rest: %q held to p99<=1s, error budget 1%%",
 			r.Kind, r.Target, s.Surface, s.Verdict, s.Objective, res.Verdict)
 	}

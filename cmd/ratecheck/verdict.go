@@ -11,25 +11,6 @@ import (
 	"github.com/connectbyjbrh/ratecheck/report"
 )
 
-// allAbsent reports whether the API is absent from the target: absent
-// from a surface judged, and every other surface either absent too or
-// without a single answer (every request a transport error: a server
-// without the API whose listen backlog dropped the burst says nothing of
-// a surface it never answered, and the one it did answer says it is the
-// wrong server).
-func allAbsent(rep *analyze.Report) bool {
-	absent := false
-	for _, d := range rep.Surfaces {
-		switch {
-		case d.Absent:
-			absent = true
-		case d.Admitted+d.Refused+d.OtherAnswers > 0:
-			return false
-		}
-	}
-	return absent
-}
-
 // printVerdict writes the report as tables or JSON and returns the exit code.
 func printVerdict(rep *analyze.Report, asJSON bool, stdout, stderr io.Writer) int {
 	var err error

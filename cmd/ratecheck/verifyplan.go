@@ -136,7 +136,7 @@ func (o *verifyOptions) judge(run *attack.Run, v verifyRun, runErr error, stdout
 		}
 	}
 	switch {
-	case runErr != nil && allAbsent(rep):
+	case runErr != nil && rep.APIAbsent():
 		// A target without the API fails the probes (404, 501) rather
 		// than failing itself: that is what to fix, and the verdict says so.
 		fmt.Fprintf(stderr, "ratecheck verify: the API is not there on %s: its errors (404, 501) to the probes made the attack stop adding load (--abort-at), but they are its answers, not a failing target; the verdict says what came back\n", run.Target)

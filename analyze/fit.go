@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/decode"
+	"github.com/connectbyjbrh/ratecheck/internal/heap"
 	"github.com/connectbyjbrh/ratecheck/internal/human"
 )
 
@@ -177,7 +178,10 @@ type familyFit struct {
 	// refusals before it and not the admissions sent behind them (see
 	// better).
 	mixes []*replay
-	byEnd endHeap // answered requests not yet replayed on their responses
+	// byEnd holds the answered requests not yet replayed on their
+	// responses, by response (Key), then send order (Tie, the index);
+	// each carries whether it was admitted (Val).
+	byEnd heap.Heap[bool]
 	// watch holds the requests whose candidates' decisions are kept (by
 	// index), and decided those decisions: per watched request, one per
 	// decision slot of every replay on send times.
@@ -240,8 +244,8 @@ func (f *familyFit) watchFor(indexes []int32) {
 func (f *familyFit) add(r *decode.Record, index int32) {
 	// A response at or before this send can go: every later request is
 	// sent, so answered, no earlier; ties go in send order.
-	for len(f.byEnd) > 0 && f.byEnd[0].end <= r.Start {
-		f.replayEnd(f.byEnd.pop())
+	for f.byEnd.Len() > 0 && f.byEnd.Min().Key <= r.Start {
+		f.replayEnd(f.byEnd.Pop())
 	}
 	if !admitted(r) && !refused(r) {
 		return
@@ -265,26 +269,26 @@ func (f *familyFit) add(r *decode.Record, index int32) {
 		}
 		f.decided[index] = d
 	}
-	f.byEnd.push(endItem{end: end, index: index, ok: admitted(r)})
+	f.byEnd.Push(heap.Item[bool]{Key: end, Tie: int64(index), Val: admitted(r)})
 }
 
-// replayEnd replays a request on its response (a refusal in the mixes
-// too).
-func (f *familyFit) replayEnd(e endItem) {
+// replayEnd replays a request of byEnd on its response (a refusal in the
+// mixes too).
+func (f *familyFit) replayEnd(e heap.Item[bool]) {
 	for _, rp := range f.ends {
-		rp.add(e.end, e.ok)
+		rp.add(e.Key, e.Val)
 	}
-	if !e.ok {
+	if !e.Val {
 		for _, rp := range f.mixes {
-			rp.add(e.end, false)
+			rp.add(e.Key, false)
 		}
 	}
 }
 
 // result replays what is left and returns the fit.
 func (f *familyFit) result() Fit {
-	for len(f.byEnd) > 0 {
-		f.replayEnd(f.byEnd.pop())
+	for f.byEnd.Len() > 0 {
+		f.replayEnd(f.byEnd.Pop())
 	}
 	if len(f.starts) == 0 || !f.starts[0].started {
 		w := time.Duration(0)
@@ -344,59 +348,6 @@ func better(s, e, m Candidate) Candidate {
 	}
 	c.TimingSpread = max(worst-c.Mismatches, 0)
 	return c
-}
-
-// endItem is an answered request waiting to be replayed on its response.
-type endItem struct {
-	end   int64
-	index int32
-	ok    bool
-}
-
-// endHeap orders answered requests by response, then send order: a binary
-// heap kept as container/heap keeps one (the same sifts, so the same order
-// on ties), without its interface, through which every request pushed and
-// popped was an allocation.
-type endHeap []endItem
-
-func (h endHeap) less(i, j int) bool {
-	return h[i].end < h[j].end || h[i].end == h[j].end && h[i].index < h[j].index
-}
-
-func (h *endHeap) push(x endItem) {
-	*h = append(*h, x)
-	q := *h
-	for j := len(q) - 1; j > 0; {
-		i := (j - 1) / 2 // parent
-		if !q.less(j, i) {
-			break
-		}
-		q[i], q[j] = q[j], q[i]
-		j = i
-	}
-}
-
-func (h *endHeap) pop() endItem {
-	q := *h
-	n := len(q) - 1
-	q[0], q[n] = q[n], q[0]
-	for i := 0; ; {
-		j := 2*i + 1
-		if j >= n || j < 0 {
-			break
-		}
-		if j2 := j + 1; j2 < n && q.less(j2, j) {
-			j = j2
-		}
-		if !q.less(j, i) {
-			break
-		}
-		q[i], q[j] = q[j], q[i]
-		i = j
-	}
-	x := q[n]
-	*h = q[:n]
-	return x
 }
 
 // replay runs every candidate limiter over requests in time order at

@@ -2,13 +2,14 @@ package decode
 
 import (
 	"bufio"
-	"container/heap"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/connectbyjbrh/ratecheck/internal/heap"
 )
 
 // Source is what an analysis reads: records read twice, first in any
@@ -134,36 +135,38 @@ func (s *Spill) Each(fn func(*Record)) error {
 
 // InOrder implements Source: each file is put in send order through a
 // reorder buffer as deep as its records reached back, and the files are
-// merged.
+// merged. The merge keeps each file's reader by the send of its current
+// record (Key), then its file (Tie): a file is in it once, so file decides
+// every tie, and a file's own ties come out of it in file order.
 func (s *Spill) InOrder(fn func(*Record)) error {
-	var heads mergeHeap
+	heads := make(heap.Heap[*partReader], 0, len(s.parts))
 	for i, p := range s.parts {
 		pr, err := s.open(p)
 		if err != nil {
 			return err
 		}
 		defer pr.f.Close()
-		pr.file = i
 		ok, err := pr.next()
 		if err != nil {
 			return err
 		}
 		if ok {
-			heads = append(heads, pr)
+			heads.Push(heap.Item[*partReader]{Key: pr.cur.Start, Tie: int64(i), Val: pr})
 		}
 	}
-	heap.Init(&heads)
-	for len(heads) > 0 {
-		pr := heads[0]
-		fn(&pr.cur.Record)
+	for heads.Len() > 0 {
+		head := heads.Min()
+		pr := head.Val
+		fn(&pr.cur)
 		ok, err := pr.next()
 		switch {
 		case err != nil:
 			return err
 		case ok:
-			heap.Fix(&heads, 0)
+			head.Key = pr.cur.Start
+			heads.FixMin()
 		default:
-			heap.Pop(&heads)
+			heads.Pop()
 		}
 	}
 	return nil
@@ -185,13 +188,14 @@ func (s *Spill) open(p spillPart) (*partReader, error) {
 type partReader struct {
 	f     *os.File
 	br    *bufio.Reader
-	file  int
 	disp  int64
 	sends *order // the sends read so far, for their mark
-	seq   uint64
+	seq   int64  // the place in the file of the next record read
 	eof   bool
-	pend  seqHeap
-	cur   seqRecord
+	// pend is the reorder buffer: records read and not yet handed on, by
+	// send (Key), then place in the file (Tie).
+	pend heap.Heap[Record]
+	cur  Record // the record next hands on
 }
 
 // read returns the next record in file order.
@@ -228,15 +232,15 @@ func (p *partReader) readInto(r *Record) (bool, error) {
 // ahead of it.
 func (p *partReader) next() (bool, error) {
 	if p.disp == 0 { // in send order already
-		r, ok, err := p.read()
-		p.cur = seqRecord{Record: r, seq: p.seq}
-		p.seq++
+		ok, err := p.readInto(&p.cur)
 		return ok, err
 	}
 	for {
-		if len(p.pend) > 0 && (p.eof || behind(p.pend[0].Start, p.sends.mark()) >= uint64(p.disp) && p.pend[0].Start < p.sends.mark()) {
-			p.cur = p.pend.pop()
-			return true, nil
+		if p.pend.Len() > 0 {
+			if s := p.pend.Min().Key; p.eof || behind(s, p.sends.mark()) >= uint64(p.disp) && s < p.sends.mark() {
+				p.cur = p.pend.Pop().Val
+				return true, nil
+			}
 		}
 		if p.eof {
 			return false, nil
@@ -250,85 +254,9 @@ func (p *partReader) next() (bool, error) {
 			continue
 		}
 		p.sends.push(r.Start)
-		p.pend.push(seqRecord{Record: r, seq: p.seq})
+		p.pend.Push(heap.Item[Record]{Key: r.Start, Tie: p.seq, Val: r})
 		p.seq++
 	}
-}
-
-// seqRecord is a record and its place in its file.
-type seqRecord struct {
-	Record
-	seq uint64
-}
-
-// seqHeap orders records by send time, then place in the file: a binary
-// heap as container/heap keeps one, without its interface, through which
-// every record pushed and popped was an allocation (two a record a pass
-// over a file written out of send order, as Vegeta writes them).
-type seqHeap []seqRecord
-
-func (h seqHeap) less(i, j int) bool {
-	return h[i].Start < h[j].Start || h[i].Start == h[j].Start && h[i].seq < h[j].seq
-}
-
-func (h *seqHeap) push(x seqRecord) {
-	*h = append(*h, x)
-	q := *h
-	for j := len(q) - 1; j > 0; {
-		i := (j - 1) / 2 // parent
-		if !q.less(j, i) {
-			break
-		}
-		q[i], q[j] = q[j], q[i]
-		j = i
-	}
-}
-
-func (h *seqHeap) pop() seqRecord {
-	q := *h
-	n := len(q) - 1
-	q[0], q[n] = q[n], q[0]
-	for i := 0; ; {
-		j := 2*i + 1
-		if j >= n || j < 0 {
-			break
-		}
-		if j2 := j + 1; j2 < n && q.less(j2, j) {
-			j = j2
-		}
-		if !q.less(j, i) {
-			break
-		}
-		q[i], q[j] = q[j], q[i]
-		i = j
-	}
-	x := q[n]
-	*h = q[:n]
-	return x
-}
-
-// mergeHeap orders the parts by their current record: send time, then
-// file, then place in the file.
-type mergeHeap []*partReader
-
-func (h mergeHeap) Len() int { return len(h) }
-func (h mergeHeap) Less(i, j int) bool {
-	a, b := h[i], h[j]
-	if a.cur.Start != b.cur.Start {
-		return a.cur.Start < b.cur.Start
-	}
-	if a.file != b.file {
-		return a.file < b.file
-	}
-	return a.cur.seq < b.cur.seq
-}
-func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(*partReader)) }
-func (h *mergeHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }
 
 func putRecord(b []byte, r *Record) {

@@ -335,10 +335,6 @@ func (pl Plan) attackers(target string, units []unit) (attackers []*vegeta.Attac
 	if timeout == 0 {
 		timeout = 10 * time.Second
 	}
-	maxBody := pl.MaxBody
-	if maxBody == 0 {
-		maxBody = DefaultMaxBody
-	}
 	var ids atomic.Uint64
 	hdr := pl.headers()
 	attackers = make([]*vegeta.Attacker, len(units))
@@ -359,11 +355,10 @@ func (pl Plan) attackers(target string, units []unit) (attackers []*vegeta.Attac
 			return nil, nil, nil, nil, err
 		}
 		targeters[i], clients[i] = tr, pl.Network.Client(u.source, timeout)
-		opts := []func(*vegeta.Attacker){vegeta.MaxBody(maxBody), vegeta.Client(clients[i])}
-		if pl.MaxWorkers > 0 {
-			opts = append(opts, vegeta.Workers(min(vegeta.DefaultWorkers, pl.MaxWorkers)), vegeta.MaxWorkers(pl.MaxWorkers))
-		}
-		attackers[i] = vegeta.NewAttacker(opts...)
+		// Capped workers start at Vegeta's default or the cap, the fewer;
+		// uncapped, at Vegeta's default (min gives 0).
+		attackers[i] = NewAttacker(AttackerOptions{Client: clients[i], MaxBody: pl.MaxBody,
+			Workers: min(vegeta.DefaultWorkers, pl.MaxWorkers), MaxWorkers: pl.MaxWorkers})
 	}
 	return attackers, targeters, clients, sessionOf, nil
 }

@@ -409,12 +409,9 @@ func (s *senders) send(ctx context.Context, seg *Segment, st *capacity.Stats, si
 			halt()
 			return err
 		}
-		opts := []func(*vegeta.Attacker){vegeta.Client(c), vegeta.Workers(1), vegeta.MaxBody(attack.DefaultMaxBody)}
-		if s.cfg.MaxWorkers > 0 {
-			opts = append(opts, vegeta.MaxWorkers(s.cfg.MaxWorkers))
-		}
 		p := &pacer{seg: seg, j: i, count: seg.Count(i), stop: stop, start: start}
-		ch := vegeta.NewAttacker(opts...).Attack(tr, p, 0, archive.Label(s.cfg.Surface, src, seg.Stream))
+		atk := attack.NewAttacker(attack.AttackerOptions{Client: c, Workers: 1, MaxWorkers: s.cfg.MaxWorkers})
+		ch := atk.Attack(tr, p, 0, archive.Label(s.cfg.Surface, src, seg.Stream))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

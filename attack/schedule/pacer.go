@@ -145,51 +145,38 @@ func (g *GatedPacer) Rate(elapsed time.Duration) float64 {
 // calls Pace, then sleeps the wait it returned with time.Sleep, then sends
 // the hit, choosing at random between sending it and its stop channel
 // when both are ready: a stream due in 30 s still sends 30 s after Stop.
-// StoppablePacer does the waiting itself, on a timer, and returns when the
-// hit is due (wait 0: Vegeta sends it at once) or, as soon as Stop is
-// closed, stop. It checks Stop again after the timer fires, so a hit due
-// at the moment of the stop is not sent. Waiting on a runtime timer is what
-// time.Sleep does, so pacing is as precise as Vegeta's own.
+// StoppablePacer does the waiting itself, with a [Waiter], and returns
+// when the hit is due (wait 0: Vegeta sends it at once) or, as soon as
+// Stop is closed, stop. A hit due at the moment of the stop is not sent.
+// The Waiter sleeps the last of each wait in nanosleep, so pacing is more
+// precise than Vegeta's own time.Sleep, whose runtime timer may wake up to
+// a millisecond late.
 //
 // It is not safe for concurrent use: Vegeta calls Pace from one goroutine
 // per attack.
 type StoppablePacer struct {
 	vegeta.Pacer
-	Stop  <-chan struct{}
-	timer *time.Timer
+	Stop <-chan struct{}
+	wait Waiter
 }
 
 // Pace implements vegeta.Pacer.
 func (s *StoppablePacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
-	if s.stopped() {
+	if closed(s.Stop) {
 		return 0, true
 	}
 	wait, stop := s.Pacer.Pace(elapsed, hits)
 	if stop || wait <= 0 {
-		return 0, stop || s.stopped()
+		return 0, stop || closed(s.Stop)
 	}
-	if s.timer == nil {
-		s.timer = time.NewTimer(wait)
-	} else {
-		s.timer.Reset(wait)
-	}
-	select {
-	case <-s.timer.C:
-		return 0, s.stopped()
-	case <-s.Stop:
-		s.timer.Stop()
+	// The wait counts from now, when the inner pacer returned: a gated one
+	// may have blocked on its gate, and counts that in its wait. Vegeta
+	// read elapsed just before Pace, so the deadline is late by the inner
+	// pacer's own work, well under a microsecond.
+	if s.wait.Until(time.Now().Add(wait), s.Stop) {
 		return 0, true
 	}
-}
-
-// stopped reports whether Stop is closed.
-func (s *StoppablePacer) stopped() bool {
-	select {
-	case <-s.Stop:
-		return true
-	default:
-		return false
-	}
+	return 0, closed(s.Stop) // a hit due at the moment of the stop is not sent
 }
 
 // Planned returns the planned time of the last hit of s (zero if none).

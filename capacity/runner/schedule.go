@@ -3,9 +3,9 @@ package runner
 import (
 	"fmt"
 	"math"
-	"runtime"
-	"sync/atomic"
 	"time"
+
+	"github.com/connectbyjbrh/ratecheck/attack/schedule"
 )
 
 // Segment is one stretch of steady load: a step of the search, or one
@@ -108,15 +108,16 @@ func (g *Segment) Intended(j int, h uint64) time.Time { return g.Start.Add(g.Due
 // pacer sends the hits of source j of a segment at their due times,
 // measured from the segment's start (not from when Vegeta began), and
 // stops at the segment's end or when stop closes. It waits inside Pace,
-// in slices of at most 50 ms, so that a stop is seen soon, and sleeps the
-// last of each wait precisely (see fineSleep): Vegeta sends a hit as soon
-// as the wait it is given is over.
+// with a [schedule.Waiter] (a timer, then the last of the wait in
+// nanosleep), so that a stop wakes it and Vegeta sends each hit as soon as
+// Pace returns.
 type pacer struct {
 	seg   *Segment
 	j     int
 	count uint64
 	stop  <-chan struct{}
 	start time.Time // Start with its monotonic reading: pacing never follows a wall-clock step
+	wait  schedule.Waiter
 }
 
 // Pace implements vegeta.Pacer.
@@ -124,57 +125,8 @@ func (p *pacer) Pace(_ time.Duration, hits uint64) (time.Duration, bool) {
 	if hits >= p.count {
 		return 0, true
 	}
-	due := p.seg.Due(p.j, hits)
-	for {
-		wait := due - time.Since(p.start)
-		switch {
-		case wait <= 0:
-			return 0, false
-		case wait <= fineWait && fine.take():
-			fineSleep(wait)
-			fine.give()
-			continue
-		}
-		d := wait // the whole wait, when another pacer holds the fine sleep
-		if wait > fineWait {
-			d = wait - fineWait/2 // to within fineWait, whatever the timer's lateness
-		}
-		t := time.NewTimer(min(d, 50*time.Millisecond))
-		select {
-		case <-p.stop:
-			t.Stop()
-			return 0, true
-		case <-t.C:
-		}
-	}
+	return 0, p.wait.Until(p.start.Add(p.seg.Due(p.j, hits)), p.stop)
 }
-
-// fineWait is how close to a request's due time the pacer stops waiting
-// on a timer (which may fire up to a millisecond late) and sleeps the
-// rest precisely (see fineSleep).
-const fineWait = 2 * time.Millisecond
-
-// fine counts the pacers in fineSleep. A thread asleep in a system call
-// keeps its P (the runtime's right to run Go code) until the runtime's
-// monitor takes it back, which can take milliseconds; so at most
-// GOMAXPROCS−1 pacers sleep finely at once, one P always left to run
-// everything else, and the others wait on a timer as before.
-var fine sleepers
-
-// sleepers counts pacers in fineSleep against a cap of GOMAXPROCS−1.
-type sleepers struct{ n atomic.Int32 }
-
-// take reports whether one more pacer may sleep finely, and counts it.
-func (s *sleepers) take() bool {
-	if s.n.Add(1) <= int32(runtime.GOMAXPROCS(0)-1) {
-		return true
-	}
-	s.n.Add(-1)
-	return false
-}
-
-// give counts a pacer out of fineSleep.
-func (s *sleepers) give() { s.n.Add(-1) }
 
 // Rate implements vegeta.Pacer.
 func (p *pacer) Rate(time.Duration) float64 { return p.seg.PerSourceRPS }

@@ -1,4 +1,4 @@
-package runner
+package schedule
 
 import (
 	"syscall"
@@ -9,7 +9,7 @@ import (
 // microseconds: in nanosleep(2), holding its thread. Go's timers on Linux
 // wake through epoll_wait, whose timeout is in whole milliseconds, so a
 // timer's last millisecond is rounded up and a request would go out up to
-// a millisecond late. The pacer sleeps on a timer until a little before a
+// a millisecond late. A Waiter sleeps on a timer until a little before a
 // request is due and here for the rest.
 func fineSleep(d time.Duration) {
 	ts := syscall.NsecToTimespec(int64(d))

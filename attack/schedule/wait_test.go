@@ -89,6 +89,6 @@ func TestSleepersCap(t *testing.T) {
 	}
 	s.give()
 	if limit > 0 && !s.take() {
-		t.Error("a slot given back was not taken again")
+		t.Error("a slot given back was refused to the next waiter")
 	}
 }

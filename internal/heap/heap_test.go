@@ -8,7 +8,7 @@ import (
 )
 
 // ref is container/heap's heap of the same items, ordered the same way:
-// what Heap is checked against, item for item.
+// what Heap is compared with, item for item.
 type ref []Item[int]
 
 func (r ref) Len() int           { return len(r) }

@@ -122,6 +122,9 @@ type Report struct {
 	// Surfaces holds, per surface in the verdict's order, the evidence that
 	// does not fit schema 1.
 	Surfaces []SurfaceDetail
+	// Start is when the run's first request of either surface was sent:
+	// the origin of FollowUps' times.
+	Start time.Time
 	// Notes describe the input (such as the shards merged); Warnings say
 	// what may make the verdict less than it seems.
 	Notes, Warnings []string
@@ -148,6 +151,10 @@ type SurfaceDetail struct {
 	// Absent is set when the API is not there: the limit probes got 404,
 	// 405, 501 or non-JSON answers and no admission or refusal.
 	Absent bool
+	// SecondEnd is when the plan's second burst from the primary went out
+	// last (zero: the run has none): the follow-up is timed from it
+	// (FollowUps), however late a busy host sent it.
+	SecondEnd time.Time
 	// SpentOrLower is set when the premise is the primary's first burst
 	// refused early and nothing in the run told a budget spent before it
 	// from a limit below the documented one: the follow-up burst, once
@@ -228,6 +235,9 @@ func AnalyzeSource(src decode.Source, cfg Config) (*Report, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if t0 := min(rest.t0, mcp.t0); t0 != 1<<63-1 {
+		rep.Start = time.Unix(0, t0)
 	}
 	for _, s := range workers {
 		if len(s.groups) == 0 && !slices.Contains(cfg.Surfaces, s.name) {

@@ -159,6 +159,9 @@ func (s *surfaceRun) verdict(meta *decode.Meta) (SurfaceVerdict, SurfaceDetail) 
 		e.primary = s.primary.source
 		e.Leff = s.effectiveLimit()
 		sd.Primary = s.primary.source
+		if t := s.primary.secondBurstEnd; t != 0 {
+			sd.SecondEnd = time.Unix(0, t)
+		}
 		if s.fit != nil {
 			sd.Fit = s.fit.result()
 			if s.secondFit != nil {

@@ -96,9 +96,10 @@ func (r *Report) FollowUps(maxUntil float64) []FollowUpNeed {
 		// its boundary on as the previous window's weight fades: neither
 		// has a moment of its own, and against a counter the burst waits
 		// for the end.
+		end := r.secondEnd(i, w)
 		until, first, counter := 0.0, math.Inf(1), false
 		for _, c := range cands {
-			h := horizon(c, w)
+			h := horizon(c, w, end)
 			until = max(until, h)
 			switch c.Family {
 			case familySlidingWindow:
@@ -122,15 +123,31 @@ func (r *Report) FollowUps(maxUntil float64) []FollowUpNeed {
 	return out
 }
 
-// secondEnd is when the plan's second burst ends, in windows.
-const secondEnd = method.SecondStart + 0.03
+// plannedSecondEnd is when the plan's second burst ends, in windows, when
+// it goes out on time.
+const plannedSecondEnd = method.SecondStart + 0.03
+
+// secondEnd is when surface i's second burst ended, in windows w from the
+// run's start: when it went out last, or, for a run without it, when it
+// was planned to. It waits for the flood's answers, so a busy host sends it
+// late, and every rival's recovery after it comes that much later: probes
+// timed from the plan would end before a log's, and leave the family open.
+func (r *Report) secondEnd(i int, w time.Duration) float64 {
+	t := r.Surfaces[i].SecondEnd
+	if t.IsZero() || r.Start.IsZero() || w <= 0 {
+		return plannedSecondEnd
+	}
+	// The burst's last request goes out a gap before its planned end.
+	return max(plannedSecondEnd, float64(t.Sub(r.Start))/float64(w))
+}
 
 // horizon is the moment, in windows w from the start, by which candidate c
-// has shown how capacity comes back after the second burst, plus a margin
-// of a few probes: a sliding log (of any window, or replicas) when the
-// burst has aged out of its window; a fixed window or a sliding-window
-// counter at its first boundary after the burst; a token bucket at once.
-func horizon(c Candidate, w time.Duration) float64 {
+// has shown how capacity comes back after the second burst, which ended at
+// secondEnd, plus a margin of a few probes: a sliding log (of any window,
+// or replicas) when the burst has aged out of its window; a fixed window
+// or a sliding-window counter at its first boundary after the burst; a
+// token bucket at once.
+func horizon(c Candidate, w time.Duration, secondEnd float64) float64 {
 	const margin = 0.05 + method.FollowUpBurstSpan + method.FollowUpBurstLead
 	switch c.Family {
 	case familyFixedWindow, familySlidingWindow:

@@ -190,6 +190,7 @@ func comparable(rep *Report) string {
 		d := rep.Surfaces[i]
 		m := d.Latency
 		d.Latency, d.Fit, d.Premise, d.SpentOrLower = nil, Fit{}, "", false // a verdict's, which the batch analyzer predates
+		d.SecondEnd = time.Time{}                                           // the follow-up's origin, which it predates too
 		out = append(out, surface{Surface: sv.Surface, ExpectedLimit: sv.ExpectedLimit, ObservedLimit: sv.ObservedLimit, Detail: d,
 			Latency: lat{m.Samples, m.Count, m.Time.Min, m.Time.P50, m.Time.P95, m.Time.P99, m.Time.Max}})
 	}

@@ -22,6 +22,7 @@ type groupRun struct {
 	n, refusals     int
 	answered        int
 	first, second   int64 // the two earliest sends
+	secondBurstEnd  int64 // the last send of verify's second burst (0: none)
 	firstRefusalEnd int64
 	// slowestRefusal is the longest a refusal took to come back: how long
 	// the target took to decide, at most, where it decided fast.
@@ -205,6 +206,9 @@ func (s *surfaceRun) count(g *groupRun, r *decode.Record, seq int) {
 	s.lat.add(r.End - r.Start)
 	kind := s.kindOf(r)
 	limitProbe := kind&kindLimits != 0
+	if kind&kindSecondBurst != 0 {
+		g.secondBurstEnd = max(g.secondBurstEnd, r.Start)
+	}
 	switch {
 	case refused(r):
 		g.refusals++
@@ -287,6 +291,7 @@ const (
 	kindContract                       // a failure-table probe (method.IsContractStream)
 	kindForged                         // forged forwarding headers (method.IsForged)
 	kindSpoofControl                   // the plain probe beside the forged ones
+	kindSecondBurst                    // verify's second burst (method.StreamSecond)
 )
 
 // kindOf returns what judges the stream of r's label, looking each label
@@ -313,6 +318,9 @@ func (s *surfaceRun) kindOf(r *decode.Record) uint8 {
 	}
 	if stream == method.StreamSpoofControl {
 		k |= kindSpoofControl
+	}
+	if stream == method.StreamSecond {
+		k |= kindSecondBurst
 	}
 	s.kinds[id] = k
 	return k

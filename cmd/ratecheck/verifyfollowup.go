@@ -44,20 +44,18 @@ func followUp(v verifyRun, until float64, stderr io.Writer) *attack.FollowUp {
 		if len(results) == 0 {
 			return nil, nil
 		}
-		start, last := results[0].Timestamp, results[0].Timestamp
+		last := results[0].Timestamp
 		for _, r := range results {
-			if r.Timestamp.Before(start) {
-				start = r.Timestamp
-			}
 			if end := r.Timestamp.Add(r.Latency); end.After(last) {
 				last = end
 			}
 		}
 		in := analyze.FromResults(results)
 		rep, err := analyze.Analyze(in, analyze.Config{Window: w, Limits: v.limits, Checks: v.checks, Surfaces: v.surfaces, SentBefore: fu.SentBefore})
-		if err != nil {
+		if err != nil || rep.Start.IsZero() {
 			return nil, nil
 		}
+		start := rep.Start
 		send, said := map[string]attack.Span{}, []string(nil)
 		at := func(windows float64) time.Duration { return time.Until(start.Add(time.Duration(windows * float64(w)))) }
 		for _, n := range rep.FollowUps(until) {

@@ -37,6 +37,9 @@ type Host struct {
 	// run takes on this host: from the plan's last answer to the first
 	// follow-up probe (verify analyzes the plan before it follows up).
 	Decide time.Duration
+	// Fixed are stalls every run has, beside those drawn (DrawStalls): a
+	// test's stall at a moment of the plan it means.
+	Fixed []Stall
 }
 
 // Steady is a host that h runs a constant-rate plan on (an attack
@@ -150,7 +153,7 @@ type Stall struct{ At, D time.Duration }
 // as Run does, for a caller that draws its requests' latencies one by one
 // (Latency): a plan whose later streams wait for earlier answers.
 func (h Host) DrawStalls(rng *rand.Rand, span time.Duration) []Stall {
-	var out []Stall
+	out := slices.Clone(h.Fixed)
 	for k := poisson(rng, h.Stalls); k > 0; k-- {
 		out = append(out, Stall{time.Duration(rng.Int64N(int64(span))), 2*time.Millisecond + time.Duration(rng.Int64N(int64(h.Stall)))})
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -383,5 +385,60 @@ func TestFirstResultLarge(t *testing.T) {
 				t.Errorf("%s, sequential=%v: %d records, truncated %v, error %v; want %d", name, seq, n, truncated, err, len(rs))
 			}
 		}
+	}
+}
+
+// TestOrderMark: the mark after each push is the orderRank-th latest send
+// pushed so far (math.MinInt64 before orderRank), as sorting every send
+// says, for sends in order, in reverse, with ties, and at random.
+func TestOrderMark(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 3))
+	for _, tc := range []struct {
+		name string
+		send func(i int) int64
+	}{
+		{"in order", func(i int) int64 { return int64(i) * 1000 }},
+		{"reversed", func(i int) int64 { return -int64(i) }},
+		{"ties", func(i int) int64 { return int64(i / 7) }},
+		{"nearly in order", func(i int) int64 { return int64(i)*1000 + rng.Int64N(40_000) }},
+		{"at random", func(int) int64 { return rng.Int64() - math.MaxInt64/2 }},
+	} {
+		o := newOrder()
+		var all []int64
+		for i := range 500 {
+			s := tc.send(i)
+			o.push(s)
+			all = append(all, s)
+			sorted := slices.Sorted(slices.Values(all))
+			want := int64(math.MinInt64)
+			if len(sorted) >= orderRank {
+				want = sorted[len(sorted)-orderRank]
+			}
+			if got := o.mark(); got != want {
+				t.Fatalf("%s: after %d sends the mark is %d, want %d", tc.name, i+1, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkOrderPush: the mark's upkeep on every record of a file in
+// send order, nearly so (Vegeta writes results as they complete), and at
+// random.
+func BenchmarkOrderPush(b *testing.B) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	sends := map[string][]int64{"in order": make([]int64, 4096), "nearly": make([]int64, 4096), "random": make([]int64, 4096)}
+	for i := range 4096 {
+		sends["in order"][i] = int64(i) * 1000
+		sends["nearly"][i] = int64(i)*1000 + rng.Int64N(40_000)
+		sends["random"][i] = rng.Int64()
+	}
+	for _, name := range []string{"in order", "nearly", "random"} {
+		b.Run(name, func(b *testing.B) {
+			o, s := newOrder(), sends[name]
+			for i := 0; b.Loop(); i++ {
+				o.push(s[i&4095] + int64(i>>12)*4_096_000)
+			}
+		})
 	}
 }

@@ -1,10 +1,16 @@
 package attack
 
 import (
+	"context"
 	"net/http"
+	"sync"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
+
+// This file holds how every job sends: the one place Vegeta attackers
+// are made (NewAttacker) and the one place they are run side by side
+// (Send), for the run engine's plans and capacity/runner's steps alike.
 
 // AttackerOptions say how an attacker made by [NewAttacker] sends.
 type AttackerOptions struct {
@@ -35,4 +41,74 @@ func NewAttacker(o AttackerOptions) *vegeta.Attacker {
 		opts = append(opts, vegeta.MaxWorkers(o.MaxWorkers))
 	}
 	return vegeta.NewAttacker(opts...)
+}
+
+// Sender is one attacker of a run and what it sends: its targets, its
+// pacing (a pacer that waits with a schedule.Waiter) and the label its
+// results carry.
+type Sender struct {
+	Attacker *vegeta.Attacker
+	Targeter vegeta.Targeter
+	Pacer    vegeta.Pacer
+	Label    string
+	// Client, when set, is the attacker's client: its idle connections
+	// are closed as soon as its stream has ended (a burst), rather than
+	// held idle to the end of the run.
+	Client *http.Client
+}
+
+// Send runs every sender side by side and hands each result to take, with
+// its sender's index, from one goroutine, as it arrives. When ctx is done
+// or take returns an error, stop is called (the caller's own way to stop
+// what waits: gates, pacers' channels; nil: none) and every attacker
+// stops; the results already in flight still come in before Send returns,
+// and go to take until it has returned an error, the first of which Send
+// returns.
+func Send(ctx context.Context, senders []Sender, stop func(), take func(i int, r *vegeta.Result) error) error {
+	type indexed struct {
+		i int
+		r *vegeta.Result
+	}
+	out := make(chan indexed, 1024)
+	var wg sync.WaitGroup
+	for i, s := range senders {
+		ch := s.Attacker.Attack(s.Targeter, s.Pacer, 0, s.Label)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range ch {
+				out <- indexed{i, r}
+			}
+			if s.Client != nil {
+				s.Client.CloseIdleConnections()
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(out) }()
+	stopAll := func() {
+		if stop != nil {
+			stop()
+		}
+		for _, s := range senders {
+			s.Attacker.Stop()
+		}
+	}
+	var err error
+	done := ctx.Done()
+	for {
+		select {
+		case <-done:
+			stopAll()
+			done = nil
+		case x, ok := <-out:
+			if !ok {
+				return err
+			}
+			if err == nil {
+				if err = take(x.i, x.r); err != nil {
+					stopAll()
+				}
+			}
+		}
+	}
 }

@@ -266,61 +266,31 @@ func (pl Plan) Run(ctx context.Context, target string, sink func(*vegeta.Result)
 		return err
 	}
 	g, f := newGates(pl.Profile, units), newFollowUps(pl.FollowUp, units)
-	out := make(chan *vegeta.Result, 1024)
-	var wg sync.WaitGroup
+	senders := make([]Sender, len(units))
 	for i, u := range units {
 		p := g.pacer(u)
 		if f != nil && f.holds(u) {
 			p = f.pacer(u)
 		}
-		ch := attackers[i].Attack(targeters[i], pl.behind(u, p), 0, u.label)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range ch {
-				out <- r
-			}
-			// A stream that has ended (a burst) gives its connections
-			// back at once rather than holding them idle to the run's end.
-			clients[i].CloseIdleConnections()
-		}()
-	}
-	go func() { wg.Wait(); close(out) }()
-	stopAll := func() {
-		g.abort()
-		f.stopAll()
-		for _, a := range attackers {
-			a.Stop()
-		}
+		senders[i] = Sender{Attacker: attackers[i], Targeter: targeters[i], Pacer: pl.behind(u, p), Label: u.label, Client: clients[i]}
 	}
 	if f != nil && f.left == 0 {
 		f.decide() // nothing else to wait for
 	}
-	var sinkErr error
-	done := ctx.Done()
-	for {
-		select {
-		case <-done:
-			stopAll()
-			done = nil
-		case r, ok := <-out:
-			if !ok {
-				return sinkErr
-			}
-			g.answered(r)
-			f.answered(r)
-			if r.Code == http.StatusNotFound && len(sessionOf) > 0 {
-				if src, ok := sessionOf[r.Attack]; ok {
-					pl.MCP.Ended(ctx, src)
-				}
-			}
-			if sinkErr == nil {
-				if sinkErr = sink(r); sinkErr != nil {
-					stopAll()
-				}
+	stop := func() {
+		g.abort()
+		f.stopAll()
+	}
+	return Send(ctx, senders, stop, func(_ int, r *vegeta.Result) error {
+		g.answered(r)
+		f.answered(r)
+		if r.Code == http.StatusNotFound && len(sessionOf) > 0 {
+			if src, ok := sessionOf[r.Attack]; ok {
+				pl.MCP.Ended(ctx, src)
 			}
 		}
-	}
+		return sink(r)
+	})
 }
 
 // attackers returns an attacker, a targeter of target and the HTTP client

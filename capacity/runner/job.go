@@ -380,22 +380,16 @@ func (s *senders) network() *client.Network {
 	return &nw
 }
 
-// indexed is a result with the index of its source in the segment.
-type indexed struct {
-	j int
-	r *vegeta.Result
-}
-
 // send runs one segment: an attacker per source, each paced at its share
-// with its offset; every result goes to sink and, past the warm-up, to st.
-// The schedule begins at begin (zero: once every attacker is set up). It
-// returns once every result is in.
+// with its offset, sent through attack.Send as every job is; every result
+// goes to sink and, past the warm-up, to st. The schedule begins at begin
+// (zero: once every attacker is set up). It returns once every result is
+// in.
 func (s *senders) send(ctx context.Context, seg *Segment, st *capacity.Stats, sink func(*vegeta.Result) error, begin time.Time) error {
 	stop := make(chan struct{})
 	var once sync.Once
 	halt := func() { once.Do(func() { close(stop) }) }
-	out := make(chan indexed, 1024)
-	var wg sync.WaitGroup
+	defer halt()
 	start := time.Now().Add(20 * time.Millisecond) // every attacker set up before the first hit
 	if !begin.IsZero() {
 		now := time.Now()
@@ -403,53 +397,29 @@ func (s *senders) send(ctx context.Context, seg *Segment, st *capacity.Stats, si
 	}
 	seg.Start = start.Round(0)
 	cut := newCutter(seg, s.cfg.Search, s.cfg.sharded())
+	senders := make([]attack.Sender, len(seg.Sources))
 	for i, src := range seg.Sources {
 		c, tr, err := s.of(src)
 		if err != nil {
-			halt()
 			return err
 		}
 		p := &pacer{seg: seg, j: i, count: seg.Count(i), stop: stop, start: start}
 		atk := attack.NewAttacker(attack.AttackerOptions{Client: c, Workers: 1, MaxWorkers: s.cfg.MaxWorkers})
-		ch := atk.Attack(tr, p, 0, archive.Label(s.cfg.Surface, src, seg.Stream))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range ch {
-				out <- indexed{i, r}
-			}
-		}()
+		senders[i] = attack.Sender{Attacker: atk, Targeter: tr, Pacer: p, Label: archive.Label(s.cfg.Surface, src, seg.Stream)}
 	}
-	go func() { wg.Wait(); close(out) }()
-	var sinkErr error
-	done := ctx.Done()
-	for {
-		select {
-		case <-done:
-			halt()
-			done = nil
-		case x, ok := <-out:
-			if !ok {
+	return attack.Send(ctx, senders, halt, func(j int, r *vegeta.Result) error {
+		if smp, judged := sampleOf(seg, j, r, s.cfg.Search.ThroughLimit); judged {
+			st.Add(smp)
+			if cut.came(smp) && seg.CutMS == 0 {
+				seg.CutMS = max(clock.Ms(time.Since(start)), 1e-3)
 				halt()
-				return sinkErr
-			}
-			if smp, judged := sampleOf(seg, x.j, x.r, s.cfg.Search.ThroughLimit); judged {
-				st.Add(smp)
-				if cut.came(smp) && seg.CutMS == 0 {
-					seg.CutMS = max(clock.Ms(time.Since(start)), 1e-3)
-					halt()
-				}
-			}
-			if x.r.Code == http.StatusNotFound && s.sessions[seg.Sources[x.j]] {
-				s.cfg.MCP.Ended(ctx, seg.Sources[x.j]) // a new session for the address, from it
-			}
-			if sinkErr == nil {
-				if sinkErr = sink(x.r); sinkErr != nil {
-					halt()
-				}
 			}
 		}
-	}
+		if r.Code == http.StatusNotFound && s.sessions[seg.Sources[j]] {
+			s.cfg.MCP.Ended(ctx, seg.Sources[j]) // a new session for the address, from it
+		}
+		return sink(r)
+	})
 }
 
 // sampleOf is the sample of result r of source j in seg, and whether it

@@ -189,8 +189,8 @@ func TestVerifyAgainstSDKServers(t *testing.T) {
 					if raceEnabled && nothingWrong(code, s.Verdict, s.Model, s.Decided, kind == slidingLog) {
 						return
 					}
-					t.Fatalf("window %v, %s: exit %d, verdict %s, model %s, observed %d; want %s\n%+v\nstderr: %s",
-						window, kind, code, s.Verdict, s.Model, observed, map[limiterKind]string{slidingLog: "exit 0, pass, sliding-log, observed " + fmt.Sprint(sdkLimit), tokenBucket: "exit 1, fail, token-bucket"}[kind], s.Checks, stderr)
+					t.Fatalf("window %v, %s: exit %d, verdict %s, model %s (decided %v, alternatives %v), observed %d; want %s\n%+v\nstderr: %s",
+						window, kind, code, s.Verdict, s.Model, s.Decided, s.Alternatives, observed, map[limiterKind]string{slidingLog: "exit 0, pass, sliding-log decided, observed " + fmt.Sprint(sdkLimit), tokenBucket: "exit 1, fail, token-bucket"}[kind], s.Checks, stderr)
 				}
 			})
 		}

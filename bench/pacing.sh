@@ -17,6 +17,12 @@
 # them once most results are timeouts; their transport errors are counted
 # apart from the answers.
 #
+# The top-rate runs leave thousands of loopback connections in TIME_WAIT
+# (17 000 after three rounds), which hold the local ports for a minute: a
+# test suite or a verify run started meanwhile fails to bind or connect
+# ("cannot assign requested address"). The script waits for them to drain
+# before it exits (NO_DRAIN=1 skips the wait); run nothing else beside it.
+#
 # Needs the Vegeta CLI: go install github.com/tsenart/vegeta/v12@v12.13.0
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -76,3 +82,16 @@ for i in $(seq "$ROUNDS"); do
   echo "GET $URL" | "$VEGETA" attack -rate="$TOP" -duration="$DUR" >"$tmp/v.bin"
   printf '  vegeta    top rate  '; toprate "$tmp/v.bin"
 done
+
+# Let the top-rate runs' TIME_WAIT connections drain (about a minute) so
+# that what runs next has its local ports.
+if [ -z "${NO_DRAIN:-}" ]; then
+  n=$(ss -tan state time-wait 2>/dev/null | wc -l)
+  if [ "$n" -gt 1000 ]; then
+    echo "waiting for $n loopback connections in TIME_WAIT to drain (NO_DRAIN=1 skips this)" >&2
+    for _ in $(seq 90); do
+      [ "$(ss -tan state time-wait 2>/dev/null | wc -l)" -le 1000 ] && break
+      sleep 1
+    done
+  fi
+fi

@@ -130,8 +130,9 @@ const plannedSecondEnd = method.SecondStart + 0.03
 // secondEnd is when surface i's second burst ended, in windows w from the
 // run's start: when it went out last, or, for a run without it, when it
 // was planned to. It waits for the flood's answers, so a busy host sends it
-// late, and every rival's recovery after it comes that much later: probes
-// timed from the plan would end before a log's, and leave the family open.
+// late, and a log's or a bucket's recovery after it comes that much later
+// (a window's boundary does not move: see horizon): probes timed from the
+// plan would end before a late log's, and leave the family open.
 func (r *Report) secondEnd(i int, w time.Duration) float64 {
 	t := r.Surfaces[i].SecondEnd
 	if t.IsZero() || r.Start.IsZero() || w <= 0 {

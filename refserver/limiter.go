@@ -129,15 +129,24 @@ type limitState struct {
 func (l *Limiter) decide(key string, now time.Duration, state bool) (bool, limitState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ok := l.allow(key, now)
+	ok, b := l.allow(key, now)
 	if !state {
 		return ok, limitState{}
 	}
-	return ok, l.clients[key].state(l, now)
+	return ok, b.state(l, b.last)
 }
 
-// allow decides under the lock.
-func (l *Limiter) allow(key string, now time.Duration) bool {
+// allow decides under the lock, and returns the bucket that decided, at
+// its last time.
+//
+// Callers read the clock before they take the lock, so a request that
+// waited for it carries an older time than one decided before it: it is
+// decided at the key's last time instead, so a key's time never runs
+// backwards. Otherwise a log's arrivals fall out of order (its oldest is
+// no longer at the head, and it refuses with part of its window already
+// aged out) and a stale time resets a fixed window's count to the window
+// before.
+func (l *Limiter) allow(key string, now time.Duration) (bool, *bucket) {
 	if now-l.lastSweep >= l.window {
 		l.sweep(now)
 	}
@@ -149,6 +158,7 @@ func (l *Limiter) allow(key string, now time.Duration) bool {
 		b = l.newBucket(now)
 		l.clients[key] = b
 	}
+	now = max(now, b.last)
 	switch l.mode {
 	case FixedWindow:
 		idx := int64(now / l.window)
@@ -157,18 +167,18 @@ func (l *Limiter) allow(key string, now time.Duration) bool {
 		}
 		b.last = now
 		if b.n >= l.limit {
-			return false
+			return false, b
 		}
 		b.n++
-		return true
+		return true, b
 	case SlidingWindowCounter:
 		b.roll(int64(now / l.window))
 		b.last = now
 		if b.estimate(l, now)+1 > float64(l.limit) {
-			return false
+			return false, b
 		}
 		b.n++
-		return true
+		return true, b
 	case TokenBucket:
 		b.tokens += float64(now-b.last) * float64(l.limit) / float64(l.window)
 		if b.tokens > float64(l.limit) {
@@ -176,10 +186,10 @@ func (l *Limiter) allow(key string, now time.Duration) bool {
 		}
 		b.last = now
 		if b.tokens < 1 {
-			return false
+			return false, b
 		}
 		b.tokens--
-		return true
+		return true, b
 	default: // the rolling family
 		b.last = now
 		n := l.capacity()
@@ -187,7 +197,7 @@ func (l *Limiter) allow(key string, now time.Duration) bool {
 		if ok || l.mode != AdmittedOnly {
 			b.push(now, n)
 		}
-		return ok
+		return ok, b
 	}
 }
 

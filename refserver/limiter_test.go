@@ -76,6 +76,12 @@ func TestLimiterModes(t *testing.T) {
 		{"off-by-one admits L+1", OffByOne, 3, []step{
 			{key: "a", at: 0, n: 5, want: 4},
 		}},
+		// a time read before the lock and decided after a later one
+		{"fixed-window decides a stale time at the key's last", FixedWindow, 2, []step{
+			{key: "a", at: W + 500*ms, want: 1},
+			{key: "a", at: W - 100*ms, want: 1}, // decided at W+500ms: not the window before
+			{key: "a", at: W + 600*ms, want: 0},
+		}},
 		{"fixed-window resets at the boundary", FixedWindow, 3, []step{
 			{key: "a", at: W - 10*ms, n: 4, want: 3},
 			{key: "a", at: W, n: 4, want: 3},
@@ -112,6 +118,30 @@ func TestLimiterModes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStaleTimeLeavesTheLogInOrder: the server reads the clock before the
+// limiter's lock, so a request may be decided after one that read the
+// clock later. It is decided at the key's last time, so the log's oldest
+// stays at its head, and a refusal leaves no quota: before, a log holding
+// 5 s, 1 s, 1 s refused at 63 s on its head (5 s) while advertising 2
+// requests remaining.
+func TestStaleTimeLeavesTheLogInOrder(t *testing.T) {
+	t.Parallel()
+	const W = 60 * time.Second
+	l := mustLimiter(t, Rolling, 3, W)
+	for _, at := range []time.Duration{5 * time.Second, time.Second, time.Second} {
+		if ok, _ := l.decide("a", at, true); !ok {
+			t.Fatalf("refused at %v with room in the window", at)
+		}
+	}
+	ok, st := l.decide("a", W+3*time.Second, true)
+	if ok || st.remaining != 0 || st.reset != 2*time.Second {
+		t.Errorf("at W+3s: admitted %v, remaining %d, reset %v; want refused, 0, 2s (the three counted at 5s)", ok, st.remaining, st.reset)
+	}
+	if ok, _ := l.decide("a", W+5*time.Second, true); !ok {
+		t.Error("refused at W+5s, when the three counted at 5s have aged out")
 	}
 }
 

@@ -39,9 +39,15 @@ func (c *rollingCheck) judge(e *evidence) (string, string) {
 	ew := fmt.Sprintf("effective window %v (documented %v)", e.sd.Fit.EffectiveWindow.Round(time.Millisecond), e.W)
 	switch b := e.sd.Fit.Best; {
 	case b.Family == familyTokenBucket && b.Limit > 0:
-		// a bucket has no window: what it has is a refill
+		// a bucket has no window: what it has is a refill, the window's
+		// or a slower one the fit scanned (nginx's rate=1r/m burst=239)
+		refill := b.Window
+		if b.Refill > 0 {
+			refill = b.Refill
+		}
+		one := human.Duration(refill / time.Duration(b.Limit))
 		ew = fmt.Sprintf("best fit a token bucket of %d refilling one token every %s (%d per %v): a burst of %d, then one every %s, whatever came in the window before",
-			b.Limit, human.Duration(b.Window/time.Duration(b.Limit)), b.Limit, b.Window.Round(time.Millisecond), b.Limit, human.Duration(b.Window/time.Duration(b.Limit)))
+			b.Limit, one, b.Limit, refill.Round(time.Millisecond), b.Limit, one)
 	case b.Family == familyFixedWindow && b.Limit > 0:
 		// a fixed window is no shorter rolling one: its count resets (the
 		// rolling window that fits best says nothing of it)

@@ -28,6 +28,10 @@ func TestRollingDetail(t *testing.T) {
 		{"token bucket", rollingCheck{judgedN: 50},
 			SurfaceDetail{Fit: Fit{Best: Candidate{Family: familyTokenBucket, Limit: 240, Window: 80 * time.Second}, EffectiveWindow: 30 * time.Second}},
 			[]string{"token bucket of 240 refilling one token every 333ms (240 per 1m20s)"}, []string{"effective window", "333.33"}},
+		// nginx's rate=15r/m burst=239 at W = 4s: refilled 240 in 240 windows
+		{"a slowly refilled token bucket", rollingCheck{judgedN: 50},
+			SurfaceDetail{Fit: Fit{Best: Candidate{Family: familyTokenBucket, Limit: 240, Window: 4 * time.Second, Refill: 960 * time.Second}, EffectiveWindow: 30 * time.Second}},
+			[]string{"token bucket of 240 refilling one token every 4s (240 per 16m0s): a burst of 240, then one every 4s"}, []string{"16.7ms", "effective window"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			sd := tt.sd

@@ -22,6 +22,9 @@ type onsetCheck struct {
 	// their window), and the first of them.
 	lateFalse int
 	late      string
+	// The fewest of its own that any late false throttle had possibly in
+	// its window, itself included (0: none).
+	lateOwn int
 }
 
 func (c *onsetCheck) judgedPrimary(s *surfaceRun, p sighting) {
@@ -29,6 +32,9 @@ func (c *onsetCheck) judgedPrimary(s *surfaceRun, p sighting) {
 	if p.FalseThrottle && !p.forged && p.Start >= s.t0+int64(s.W) {
 		if c.lateFalse++; c.late == "" {
 			c.late = fmt.Sprintf("%s refused with at most %d others in its window", at(&p.Record, s.t0), p.Definite+p.Ambiguous)
+		}
+		if own := 1 + int(p.Definite+p.Ambiguous); c.lateOwn == 0 || own < c.lateOwn {
+			c.lateOwn = own
 		}
 	}
 	// A forged-header probe is judged by the spoof check alone.
@@ -81,6 +87,14 @@ func (c *onsetCheck) judge(e *evidence) (string, string) {
 // requests sent a window or more after it began were refused though their
 // window provably held fewer than L, the limit is not honoured, whatever
 // came before (a lower limit than documented, or none admitted at all).
+//
+// Other addresses' requests explain them as well where the limiter keeps
+// one budget for every address (other addresses' requests in the run
+// could fill what the address's own left of the window) and the run did
+// not prove budgets per address (isolation: another address admitted
+// while this one was provably over its limit). Both are failures of the
+// contract, but only one is named where the run proved it: where it
+// proved neither, the detail names both.
 func (c *onsetCheck) judgeSpent(e *evidence) (string, string, bool) {
 	if c.lateFalse == 0 {
 		return "", "", false
@@ -89,6 +103,35 @@ func (c *onsetCheck) judgeSpent(e *evidence) (string, string, bool) {
 	if e.primaryAdmitted() == 0 {
 		nothing = "nothing was admitted in the whole run: "
 	}
-	return Fail, fmt.Sprintf("from %s %s%s sent a window or more after it began were refused with fewer than %d in their window (%s), where no request sent before the run can be, so no budget spent before it explains them: the limit is not honoured",
-		e.primary, nothing, human.Count(c.lateFalse, "request", ""), e.L, c.late), true
+	cause := "the limit is not honoured"
+	if others := e.othersSent(); c.lateOwn+others >= e.L && !e.budgetsApart() {
+		cause = fmt.Sprintf("the limit is not honoured, by a limit below %d or by one budget shared with other addresses (their %s on %s could fill the rest of the window; none was admitted while %s was provably over its limit, which would rule that out)",
+			e.L, human.Count(others, "request", ""), e.name, e.primary)
+	}
+	return Fail, fmt.Sprintf("from %s %s%s sent a window or more after it began were refused with fewer than %d in their window (%s), where no request sent before the run can be, so no budget spent before it explains them: %s",
+		e.primary, nothing, human.Count(c.lateFalse, "request", ""), e.L, c.late, cause), true
+}
+
+// othersSent counts the surface's requests from addresses other than the
+// primary's, in the whole run.
+func (s *surfaceRun) othersSent() int {
+	n := 0
+	for _, g := range s.groups {
+		if g != s.primary {
+			n += g.n
+		}
+	}
+	return n
+}
+
+// budgetsApart reports whether the run proved that other addresses have
+// budgets of their own: one was admitted while the primary was provably
+// over its limit (see isolationCheck).
+func (s *surfaceRun) budgetsApart() bool {
+	for _, c := range s.checks {
+		if i, ok := c.run.(*isolationCheck); ok {
+			return i.proven > 0
+		}
+	}
+	return false
 }

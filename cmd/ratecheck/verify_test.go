@@ -105,6 +105,17 @@ func runVerifyJSON(t *testing.T, window time.Duration, args ...string) (int, ver
 	return code, v, stderr
 }
 
+// sharedNamedByOnset reports whether a surface's isolation failure (want,
+// "rest/isolation") is named by its onset instead: on a host slow enough
+// that none of the limit address's windows was surely full, isolation
+// proves neither a shared budget nor budgets apart, and the onset's late
+// refusals name a budget shared with other addresses beside a lower limit.
+func sharedNamedByOnset(v verdictJSON, want string) bool {
+	surface, check, _ := strings.Cut(want, "/")
+	verdict, detail := checkOf(v, surface, "onset")
+	return check == "isolation" && verdict == "fail" && strings.Contains(detail, "one budget shared with other addresses")
+}
+
 // slowCopy writes a copy of a results file whose every latency is d
 // longer, and returns its path.
 func slowCopy(t *testing.T, path string, d time.Duration) string {
@@ -364,7 +375,7 @@ func TestVerifyFailsOnWrongTargets(t *testing.T) {
 			holdsEvidence(t, v)
 			got := failing(v)
 			for _, w := range tt.want {
-				if !slices.Contains(got, w) {
+				if !slices.Contains(got, w) && !sharedNamedByOnset(v, w) {
 					t.Errorf("%s did not fail; failing %v", w, got)
 				}
 			}

@@ -99,6 +99,20 @@ func histogramText(h tachymeter.Histogram) string {
 	return strings.Join(bins, "  ")
 }
 
+// limiterName names a fitted limiter in a surface's summary: its family,
+// how many replicas when several, and its limit when not the documented
+// one.
+func limiterName(c analyze.Candidate, documented int) string {
+	n := c.Family
+	if c.Replicas > 1 {
+		n = fmt.Sprintf("%d replicas of %s", c.Replicas, c.Family)
+	}
+	if c.Limit > 0 && c.Limit != documented {
+		n += fmt.Sprintf(" of %d", c.Limit)
+	}
+	return n
+}
+
 // summaryLine says what a surface's limit looked like from outside.
 func summaryLine(s analyze.SurfaceVerdict, d analyze.SurfaceDetail) string {
 	observed := "none refused"
@@ -109,12 +123,21 @@ func summaryLine(s analyze.SurfaceVerdict, d analyze.SurfaceDetail) string {
 	if s.RejectedCount != nil {
 		rc = strconv.FormatBool(*s.RejectedCount)
 	}
-	model := s.Model
-	if b := d.Fit.Best; b.Limit > 0 && b.Limit != s.ExpectedLimit && b.Family == s.Model {
-		model = fmt.Sprintf("%s of %d", s.Model, b.Limit)
+	model, alts := s.Model, s.ModelAlternatives
+	if b := d.Fit.Best; b.Family == s.Model {
+		model = limiterName(b, s.ExpectedLimit)
+		if !s.ModelDecided && len(alts) == 0 {
+			// Left open within the family: replicas against one limiter
+			// of their sum, or a limit against another.
+			for _, a := range d.Fit.Alternatives {
+				if n := limiterName(a, s.ExpectedLimit); a.Family == s.Model && n != model && !slices.Contains(alts, n) {
+					alts = append(alts, n)
+				}
+			}
+		}
 	}
-	if len(s.ModelAlternatives) > 0 {
-		model += " (or " + strings.Join(s.ModelAlternatives, ", ") + ": the run's timing cannot tell them apart)"
+	if len(alts) > 0 {
+		model += " (or " + strings.Join(alts, ", ") + ": the run's timing cannot tell them apart)"
 	}
 	line := fmt.Sprintf("expected limit %d, observed %s, model %s, refused requests count: %s", s.ExpectedLimit, observed, model, rc)
 	if s.MCPRevision != "" {

@@ -142,3 +142,41 @@ func TestJUnitSchema(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryLineSaysWhatIsOpen: a surface's first line names the fitted
+// limiter as the fit found it (replicas, a limit other than the
+// documented), and what the run left open beside it, of another family
+// or of the same one: "model sliding-log" alone read as decided where the
+// run could not tell 2 replicas of 240 from one log of 480.
+func TestSummaryLineSaysWhatIsOpen(t *testing.T) {
+	t.Parallel()
+	log := func(replicas, limit int) analyze.Candidate {
+		return analyze.Candidate{Family: "sliding-log", Replicas: replicas, Limit: limit}
+	}
+	for _, tt := range []struct {
+		name    string
+		decided bool
+		best    analyze.Candidate
+		alts    []analyze.Candidate
+		fams    []string
+		want    string
+	}{
+		{"decided", true, log(0, 240), nil, nil, "model sliding-log, "},
+		{"replicas or one of their sum", false, log(2, 240), []analyze.Candidate{log(0, 480)}, nil,
+			"model 2 replicas of sliding-log (or sliding-log of 480: the run's timing cannot tell them apart), "},
+		{"a higher limit or replicas", false, log(0, 480), []analyze.Candidate{log(2, 240)}, nil,
+			"model sliding-log of 480 (or 2 replicas of sliding-log: the run's timing cannot tell them apart), "},
+		{"another family", false, log(0, 240), []analyze.Candidate{{Family: "sliding-window-counter", Limit: 240}}, []string{"sliding-window-counter"},
+			"model sliding-log (or sliding-window-counter: the run's timing cannot tell them apart), "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := analyze.SurfaceVerdict{Surface: "rest", ExpectedLimit: 240, Model: tt.best.Family, ModelReplicas: max(tt.best.Replicas, 1),
+				ModelDecided: tt.decided, ModelAlternatives: tt.fams}
+			d := analyze.SurfaceDetail{Fit: analyze.Fit{Best: tt.best, Alternatives: tt.alts, Decided: tt.decided}}
+			if got := summaryLine(s, d); !strings.Contains(got, tt.want) {
+				t.Errorf("%q lacks %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -20,6 +20,12 @@ type independenceCheck struct {
 	// primary group (up to maxExplained; the rest counted)
 	explained     []int32
 	explainedMore int
+	// own holds, beside each refusal kept, how many of the address's own
+	// requests on this surface could be in its window, itself included;
+	// moreOwn counts the refusals past maxExplained by that number (at
+	// most L distinct).
+	own     []int32
+	moreOwn map[int32]int
 }
 
 // span is a request's send and response.
@@ -78,10 +84,16 @@ func (c *independenceCheck) judgedPrimary(s *surfaceRun, p sighting) {
 	r, w := &p.Record, int64(s.W)
 	c.trimOther(r.Start, w)
 	if s.other != nil && p.FalseThrottle && r.Start >= p.g.first+w && 1+int(p.Definite)+c.definiteOther(r, w) >= s.L+1 {
+		own := 1 + p.Definite + p.Ambiguous
 		if len(c.explained) < maxExplained {
 			c.explained = append(c.explained, p.Index)
+			c.own = append(c.own, own)
 		} else {
+			if c.moreOwn == nil {
+				c.moreOwn = map[int32]int{}
+			}
 			c.explainedMore++
+			c.moreOwn[own]++
 		}
 	}
 }
@@ -98,13 +110,39 @@ func (c *independenceCheck) judge(e *evidence) (string, string) {
 	if !e.anyRefused {
 		return Inconclusive, fmt.Sprintf("nothing from %s was refused on %s: with no refusal, the other surface's traffic had nothing to explain", e.primary, e.name)
 	}
-	n := c.explainedMore
+	// A limit below the documented one, the most the address was surely
+	// admitted in one window (observed_limit), explains a refusal with
+	// that many of its own possibly in its window, whatever the order the
+	// target counted them in: the fit's log of that limit, replayed on
+	// send times alone, can admit a request sent as its window's oldest
+	// aged out.
+	var lower *Candidate
+	if e.anyRefused && e.obs > 0 && e.obs < e.L {
+		lower = &Candidate{Family: familySlidingLog, Limit: e.obs, Window: e.W}
+		if b, ok := e.sd.Fit.bestOf(func(c Candidate) bool { return c.Family == familySlidingLog && c.Replicas <= 1 && c.Limit == e.obs }); ok {
+			lower = &b
+		}
+	}
+	n := 0
 	var rival *Candidate
-	for _, i := range c.explained {
-		if r, ok := e.fit.explainsWithout(e.sd.Fit, i, false); !ok {
+	for own, k := range c.moreOwn {
+		if lower == nil || int(own) < lower.Limit {
+			n += k
+		} else {
+			rival = lower
+		}
+	}
+	for k, i := range c.explained {
+		if r, ok := e.fit.explainsWithout(e.sd.Fit, i, false); ok {
+			if rival == nil {
+				rival = &r
+			}
+		} else if lower != nil && int(c.own[k]) >= lower.Limit {
+			if rival == nil {
+				rival = lower
+			}
+		} else {
 			n++
-		} else if rival == nil {
-			rival = &r
 		}
 	}
 	switch {
@@ -116,7 +154,7 @@ func (c *independenceCheck) judge(e *evidence) (string, string) {
 			human.Count(n, "refusal", ""), e.name, e.primary, human.Count(e.sd.Leaks, "leak", ""), e.L, e.sd.Fit.Best)
 	case n > 0:
 		return Fail, fmt.Sprintf("%d refusals on %s from %s are explained only by counting the other surface's requests, and by no limiter of this surface alone: the surfaces share a counter", n, e.name, e.primary)
-	case len(c.explained) > 0:
+	case len(c.explained)+c.explainedMore > 0:
 		return Inconclusive, fmt.Sprintf("%d refusals the other surface's traffic could explain are explained as well by a limiter of %s alone (%s; best fit %s): the run cannot tell a shared counter from a limit of its own", len(c.explained), e.name, rival, e.sd.Fit.Best)
 	}
 	return Pass, fmt.Sprintf("traffic on the other surface from %s did not count toward this one", e.primary)

@@ -17,9 +17,8 @@ type independenceCheck struct {
 	// the primary's, and the array they lie in, from its start
 	otherSure, otherBuf []span
 	// refusals the other surface's traffic explains, by index in the
-	// primary group (up to maxExplained; the rest counted)
-	explained     []int32
-	explainedMore int
+	// primary group (up to maxExplained; the rest counted in moreOwn)
+	explained []int32
 	// own holds, beside each refusal kept, how many of the address's own
 	// requests on this surface could be in its window, itself included;
 	// moreOwn counts the refusals past maxExplained by that number (at
@@ -92,7 +91,6 @@ func (c *independenceCheck) judgedPrimary(s *surfaceRun, p sighting) {
 			if c.moreOwn == nil {
 				c.moreOwn = map[int32]int{}
 			}
-			c.explainedMore++
 			c.moreOwn[own]++
 		}
 	}
@@ -117,15 +115,16 @@ func (c *independenceCheck) judge(e *evidence) (string, string) {
 	// send times alone, can admit a request sent as its window's oldest
 	// aged out.
 	var lower *Candidate
-	if e.anyRefused && e.obs > 0 && e.obs < e.L {
+	if e.obs > 0 && e.obs < e.L {
 		lower = &Candidate{Family: familySlidingLog, Limit: e.obs, Window: e.W}
 		if b, ok := e.sd.Fit.bestOf(func(c Candidate) bool { return c.Family == familySlidingLog && c.Replicas <= 1 && c.Limit == e.obs }); ok {
 			lower = &b
 		}
 	}
-	n := 0
+	n, all := 0, len(c.explained)
 	var rival *Candidate
 	for own, k := range c.moreOwn {
+		all += k
 		if lower == nil || int(own) < lower.Limit {
 			n += k
 		} else {
@@ -154,8 +153,8 @@ func (c *independenceCheck) judge(e *evidence) (string, string) {
 			human.Count(n, "refusal", ""), e.name, e.primary, human.Count(e.sd.Leaks, "leak", ""), e.L, e.sd.Fit.Best)
 	case n > 0:
 		return Fail, fmt.Sprintf("%d refusals on %s from %s are explained only by counting the other surface's requests, and by no limiter of this surface alone: the surfaces share a counter", n, e.name, e.primary)
-	case len(c.explained)+c.explainedMore > 0:
-		return Inconclusive, fmt.Sprintf("%d refusals the other surface's traffic could explain are explained as well by a limiter of %s alone (%s; best fit %s): the run cannot tell a shared counter from a limit of its own", len(c.explained), e.name, rival, e.sd.Fit.Best)
+	case all > 0:
+		return Inconclusive, fmt.Sprintf("%d refusals the other surface's traffic could explain are explained as well by a limiter of %s alone (%s; best fit %s): the run cannot tell a shared counter from a limit of its own", all, e.name, rival, e.sd.Fit.Best)
 	}
 	return Pass, fmt.Sprintf("traffic on the other surface from %s did not count toward this one", e.primary)
 }

@@ -36,9 +36,6 @@ func TestIndependenceWeighsTheObservedLimit(t *testing.T) {
 			s.L, s.W = 120, 6*time.Second
 			e := &evidence{surfaceRun: s, sd: &SurfaceDetail{}, primary: srcA}
 			c := independenceCheck{explained: []int32{5}, own: []int32{tt.own}, moreOwn: tt.more}
-			for _, k := range tt.more {
-				c.explainedMore += k
-			}
 			v, d := c.judge(e)
 			if v != tt.want {
 				t.Errorf("%s, want %s: %s", v, tt.want, d)

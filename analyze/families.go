@@ -9,33 +9,78 @@ import (
 // counter, each told one request at a time whether it would admit it.
 
 // slidingLog admits a request when fewer than L counted requests arrived in
-// (t − W, t): the L-th newest counted arrival decides.
+// (t − W, t): the L-th newest counted arrival decides. This one counts
+// only the requests it admits (a log forgetting refusals); the logs that
+// count every request are countingLogs.
 type slidingLog struct {
 	score
-	W            int64
-	countRefused bool
-	ring         []int64 // grows up to limit
-	head         int
+	W    int64
+	ring logRing
 }
 
-func newSlidingLog(limit int, W int64, countRefused bool) slidingLog {
-	return slidingLog{W: W, countRefused: countRefused, ring: make([]int64, 0, limit)}
+func newSlidingLog(limit int, W int64) slidingLog {
+	return slidingLog{W: W, ring: newLogRing(limit)}
 }
 
 func (l *slidingLog) add(t int64) {
-	limit := cap(l.ring)
-	ok := len(l.ring) < limit || l.ring[l.head] <= t-l.W
-	if ok || l.countRefused {
-		if len(l.ring) < limit {
-			l.ring = append(l.ring, t)
-		} else {
-			l.ring[l.head] = t
-			if l.head++; l.head == limit { // (head+1) % limit, without a division
-				l.head = 0
-			}
-		}
+	ok := l.W <= l.ring.age(t)
+	if ok {
+		l.ring.push(t)
 	}
 	l.admit(ok)
+}
+
+// countingLogs are sliding logs of one limit that count every request,
+// refused or not, at several window lengths. Each keeps every request, so
+// all hold the same L newest arrivals: one ring serves them all, and the
+// log of window W admits when the oldest of them is at least W old. (One
+// ring a log cost the replay of a flood a fifth of its time.)
+type countingLogs struct {
+	ring logRing
+	logs []windowScore
+}
+
+// windowScore is a window length and the score of a log of it.
+type windowScore struct {
+	score
+	W int64
+}
+
+func (c *countingLogs) add(t int64) {
+	age := c.ring.age(t)
+	for i := range c.logs {
+		c.logs[i].admit(c.logs[i].W <= age)
+	}
+	c.ring.push(t)
+}
+
+// logRing holds the newest arrivals of a log, up to its limit.
+type logRing struct {
+	at   []int64 // grows up to limit
+	head int     // the oldest, once full
+}
+
+func newLogRing(limit int) logRing { return logRing{at: make([]int64, 0, limit)} }
+
+// age is how long before t the oldest arrival held came, once the ring
+// holds its limit; before, no window is too short to admit (MaxInt64).
+func (r *logRing) age(t int64) int64 {
+	if len(r.at) < cap(r.at) {
+		return math.MaxInt64
+	}
+	return t - r.at[r.head]
+}
+
+// push adds the arrival at t, in place of the oldest once full.
+func (r *logRing) push(t int64) {
+	if len(r.at) < cap(r.at) {
+		r.at = append(r.at, t)
+		return
+	}
+	r.at[r.head] = t
+	if r.head++; r.head == len(r.at) { // (head+1) % limit, without a division
+		r.head = 0
+	}
 }
 
 // maxReplicas is the most replicas behind a balancer the fit considers.

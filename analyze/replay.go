@@ -20,7 +20,8 @@ type replay struct {
 	t0, bin, cur int64
 	obs          int // observed admissions in the current bin
 	none         score
-	logs         []slidingLog  // counting refusals, not; then the window scan; then the forgetting scan
+	counting     countingLogs  // at each window of scan (the documented first)
+	forgetting   []slidingLog  // at the documented window, then at each of forgetScan
 	buckets      []tokenBucket // refilled L per W, then more slowly (see refillScan)
 	fixed        []fixedWindow
 	counters     []slidingCounter // counting refusals (phases), then not
@@ -97,12 +98,13 @@ const refineSteps = 10
 func (r *replay) start(t int64) {
 	r.started, r.t0, r.bin = true, t, max(r.w/100, 1)
 	W := r.w
-	r.logs = append(r.logs, newSlidingLog(r.limit, W, true), newSlidingLog(r.limit, W, false))
+	r.counting.ring = newLogRing(r.limit)
 	for _, k := range r.scan {
-		r.logs = append(r.logs, newSlidingLog(r.limit, W*int64(k)/100, true))
+		r.counting.logs = append(r.counting.logs, windowScore{W: W * int64(k) / 100})
 	}
+	r.forgetting = append(r.forgetting, newSlidingLog(r.limit, W))
 	for _, k := range r.forgetScan {
-		r.logs = append(r.logs, newSlidingLog(r.limit, W*int64(k)/100, false))
+		r.forgetting = append(r.forgetting, newSlidingLog(r.limit, W*int64(k)/100))
 	}
 	for k := 2; k <= maxReplicas; k++ {
 		r.reps = append(r.reps, newReplicas(k, r.limit))
@@ -142,8 +144,9 @@ func (r *replay) add(t int64, ok bool) {
 		r.kept = append(r.kept, replayed{t, ok})
 	}
 	r.none.admit(true)
-	for i := range r.logs {
-		r.logs[i].add(t)
+	r.counting.add(t)
+	for i := range r.forgetting {
+		r.forgetting[i].add(t)
 	}
 	for i := range r.buckets {
 		r.buckets[i].add(t)
@@ -169,7 +172,7 @@ func (r *replay) slots() int {
 // decisions appends whether each candidate admitted the last request, in
 // the order fit lists them (see Candidate.slot).
 func (r *replay) decisions(d []bool) []bool {
-	d = append(d, r.none.last, r.logs[0].last, r.logs[1].last)
+	d = append(d, r.none.last, r.counting.logs[0].last, r.forgetting[0].last)
 	for i := range r.buckets {
 		d = append(d, r.buckets[i].last)
 	}
@@ -187,8 +190,11 @@ func (r *replay) decisions(d []bool) []bool {
 
 func (r *replay) closeBin() {
 	r.none.close(r.obs)
-	for i := range r.logs {
-		r.logs[i].close(r.obs)
+	for i := range r.counting.logs {
+		r.counting.logs[i].close(r.obs)
+	}
+	for i := range r.forgetting {
+		r.forgetting[i].close(r.obs)
 	}
 	for i := range r.buckets {
 		r.buckets[i].close(r.obs)
@@ -213,9 +219,8 @@ func (r *replay) fit() Fit {
 		return Candidate{Family: family, CountsRefused: cr, Limit: r.limit, Window: w, Mismatches: mis, slot: slot}
 	}
 	cands := []Candidate{cand(familyNone, nil, r.none.mis, 0)}
-	for i, cr := range []bool{true, false} {
-		cands = append(cands, cand(familySlidingLog, boolPtr(cr), r.logs[i].mis, 1+i))
-	}
+	cands = append(cands, cand(familySlidingLog, boolPtr(true), r.counting.logs[0].mis, 1),
+		cand(familySlidingLog, boolPtr(false), r.forgetting[0].mis, 2))
 	nb := len(r.buckets)
 	bucket := cand(familyTokenBucket, boolPtr(false), math.MaxInt, 0)
 	bucket.phases = [2]int{3, 3 + nb}
@@ -290,13 +295,15 @@ func (r *replay) fit() Fit {
 	// refusals, as documented) that fits best, scanned from half to twice
 	// the documented one; on a tie the one nearest the documented.
 	fit.effM = math.MaxInt
-	scan := r.logs[2 : 2+len(r.scan)]
-	for i, l := range scan {
+	for i, l := range r.counting.logs {
 		if l.mis < fit.effM {
 			fit.effM, fit.EffectiveWindow = l.mis, time.Duration(r.w*int64(r.scan[i])/100)
 		}
 	}
-	fit.Scan = []Candidate{r.scanBest(scan, r.scan, true), r.scanBest(r.logs[2+len(r.scan):], r.forgetScan, false)}
+	fit.Scan = []Candidate{
+		r.scanBest(func(i int) int { return r.counting.logs[i].mis }, r.scan, true),
+		r.scanBest(func(i int) int { return r.forgetting[1+i].mis }, r.forgetScan, false),
+	}
 	return fit
 }
 
@@ -347,19 +354,21 @@ func (r *replay) refine(grid int64, mk func(origin int64) windowed) (int64, int,
 }
 
 // scanBest is the best of the sliding logs of a window scan (lengths in
-// percent of w, nearest first), as a candidate of its window length.
-func (r *replay) scanBest(logs []slidingLog, pct []int, countRefused bool) Candidate {
+// percent of w, nearest first; mis(i) is the mismatches of the log at
+// pct[i]), as a candidate of its window length.
+func (r *replay) scanBest(mis func(i int) int, pct []int, countRefused bool) Candidate {
 	c := Candidate{Family: familySlidingLog, CountsRefused: boolPtr(countRefused), Limit: r.limit, Window: time.Duration(r.w), Mismatches: math.MaxInt, slot: -1}
-	for i, l := range logs {
-		if l.mis < c.Mismatches {
-			c.Mismatches, c.Window = l.mis, time.Duration(r.w*int64(pct[i])/100)
+	for i := range pct {
+		if m := mis(i); m < c.Mismatches {
+			c.Mismatches, c.Window = m, time.Duration(r.w*int64(pct[i])/100)
 		}
 	}
 	return c
 }
 
 // windowScan lists window lengths in percent of the documented one, nearest
-// first, so that the first best is the nearest.
+// first, so that the first best is the nearest: the documented one (100)
+// first, whose log is also the candidate counting refusals.
 func windowScan(n int) []int {
 	step := 1
 	if n > 20000 {

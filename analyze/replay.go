@@ -20,12 +20,11 @@ type replay struct {
 	t0, bin, cur int64
 	obs          int // observed admissions in the current bin
 	none         score
-	counting     countingLogs  // at each window of scan (the documented first)
-	forgetting   []slidingLog  // at the documented window, then at each of forgetScan
-	buckets      []tokenBucket // refilled L per W, then more slowly (see refillScan)
-	fixed        []fixedWindow
-	counters     []slidingCounter // counting refusals (phases), then not
-	recent       window           // the requests of the last w, for the replicas (at most recentCap)
+	counting     countingLogs   // at each window of scan (the documented first)
+	forgetting   []slidingLog   // at the documented window, then at each of forgetScan
+	buckets      []tokenBucket  // refilled L per W, then more slowly (see refillScan)
+	windows      []phaseWindows // a fixed window and two counters at each phase
+	recent       window         // the requests of the last w, for the replicas (at most recentCap)
 	recentCap    int
 	reps         []replicas // k = 2, 3, 4
 	// kept holds every request replayed, for refine: set for a run short
@@ -42,16 +41,15 @@ type replayed struct {
 // score is a candidate's admissions in the current bin, its mismatches
 // over the bins closed, and whether it admitted the last request.
 type score struct {
-	adm, mis int
-	last     bool
+	mis  int
+	adm  int32 // a bin's, far below 2³¹
+	last bool
 }
 
 func (s *score) close(obs int) {
-	s.mis += abs(s.adm - obs)
+	s.mis += abs(int(s.adm) - obs)
 	s.adm = 0
 }
-
-func (s *score) misses() int { return s.mis }
 
 func (s *score) admit(ok bool) {
 	s.last = ok
@@ -119,12 +117,7 @@ func (r *replay) start(t int64) {
 	}
 	origins = append(origins, r.origins...)
 	for _, o := range origins {
-		r.fixed = append(r.fixed, fixedWindow{limit: r.limit, W: W, origin: o, idx: math.MinInt64})
-	}
-	for _, cr := range []bool{true, false} {
-		for _, o := range origins {
-			r.counters = append(r.counters, slidingCounter{limit: r.limit, W: W, origin: o, countRefused: cr, idx: math.MinInt64})
-		}
+		r.windows = append(r.windows, phaseWindows{at: newWindowAt(o)})
 	}
 }
 
@@ -151,11 +144,8 @@ func (r *replay) add(t int64, ok bool) {
 	for i := range r.buckets {
 		r.buckets[i].add(t)
 	}
-	for i := range r.fixed {
-		r.fixed[i].add(t)
-	}
-	for i := range r.counters {
-		r.counters[i].add(t)
+	for i := range r.windows {
+		r.windows[i].add(t, r.w, r.limit)
 	}
 	n := r.recent.add(t, r.w, r.recentCap)
 	for i := range r.reps {
@@ -166,7 +156,7 @@ func (r *replay) add(t int64, ok bool) {
 // slots is how many decisions decisions appends: one per candidate that
 // can be named (the window scan is not).
 func (r *replay) slots() int {
-	return 3 + len(r.buckets) + len(r.fixed) + len(r.counters) + len(r.reps)
+	return 3 + len(r.buckets) + 3*len(r.windows) + len(r.reps)
 }
 
 // decisions appends whether each candidate admitted the last request, in
@@ -176,11 +166,14 @@ func (r *replay) decisions(d []bool) []bool {
 	for i := range r.buckets {
 		d = append(d, r.buckets[i].last)
 	}
-	for i := range r.fixed {
-		d = append(d, r.fixed[i].last)
+	for i := range r.windows {
+		d = append(d, r.windows[i].fixed.last)
 	}
-	for i := range r.counters {
-		d = append(d, r.counters[i].last)
+	for i := range r.windows {
+		d = append(d, r.windows[i].counting.last)
+	}
+	for i := range r.windows {
+		d = append(d, r.windows[i].forgetting.last)
 	}
 	for i := range r.reps {
 		d = append(d, r.reps[i].last >= 0.5)
@@ -199,11 +192,8 @@ func (r *replay) closeBin() {
 	for i := range r.buckets {
 		r.buckets[i].close(r.obs)
 	}
-	for i := range r.fixed {
-		r.fixed[i].close(r.obs)
-	}
-	for i := range r.counters {
-		r.counters[i].close(r.obs)
+	for i := range r.windows {
+		r.windows[i].close(r.obs)
 	}
 	for i := range r.reps {
 		r.reps[i].close(r.obs)
@@ -233,58 +223,41 @@ func (r *replay) fit() Fit {
 	phase := func(origin int64) time.Duration { // how long before the first request a window starts
 		return time.Duration(((r.t0-origin)%r.w + r.w) % r.w)
 	}
-	n := len(r.fixed)
+	// The windows' three kinds, each its best phase: a fixed window, then
+	// counters counting refusals and not (slots in that order, a phase
+	// each).
+	n := len(r.windows)
 	first := 3 + nb // the first fixed window's slot
-	best := cand(familyFixedWindow, nil, math.MaxInt, 0)
-	best.phases = [2]int{first, first + n}
-	// refined is best, or a phase refine found between the best grid
-	// phase's neighbours that fits better: no decisions are kept for it
-	// (slot −1); the grid's phases around it stand for it (see phases).
-	refined := func(best Candidate, grid int64, mk func(origin int64) windowed) Candidate {
-		if o, mis, ok := r.refine(grid, mk); ok && mis < best.Mismatches {
-			best.Mismatches, best.Phase, best.slot = mis, phase(o), -1
-		}
-		return best
-	}
-	gridBest := func(mis func(p int) int, origin func(p int) int64) int64 {
+	kinds := [3]Candidate{cand(familyFixedWindow, nil, math.MaxInt, 0),
+		cand(familySlidingWindow, boolPtr(true), math.MaxInt, 0), cand(familySlidingWindow, boolPtr(false), math.MaxInt, 0)}
+	var grids [3]int64 // each kind's best phase of the grid (the origins from the data aside)
+	for k := range kinds {
+		best := &kinds[k]
+		best.phases = [2]int{first + k*n, first + (k+1)*n}
 		g := 0
-		for p := 1; p < r.phases; p++ {
-			if mis(p) < mis(g) {
+		for p := range r.windows {
+			w := &r.windows[p]
+			if w.kind(k).mis < best.Mismatches {
+				best.Mismatches, best.Phase, best.slot = w.kind(k).mis, phase(w.at.origin), first+k*n+p
+			}
+			if p < r.phases && w.kind(k).mis < r.windows[g].kind(k).mis {
 				g = p
 			}
 		}
-		return origin(g)
+		grids[k] = r.windows[g].at.origin
 	}
-	for p, f := range r.fixed {
-		if f.mis < best.Mismatches {
-			best.Mismatches, best.Phase, best.slot = f.mis, phase(f.origin), first+p
-		}
-	}
-	if r.kept != nil {
-		grid := gridBest(func(p int) int { return r.fixed[p].mis }, func(p int) int64 { return r.fixed[p].origin })
-		best = refined(best, grid, func(o int64) windowed {
-			return &fixedWindow{limit: r.limit, W: r.w, origin: o, idx: math.MinInt64}
-		})
-	}
-	cands = append(cands, best)
-	for i, cr := range []bool{true, false} {
-		best := cand(familySlidingWindow, boolPtr(cr), math.MaxInt, 0)
-		best.phases = [2]int{first + n + i*n, first + n + (i+1)*n}
-		cs := r.counters[i*n : (i+1)*n]
-		for p, c := range cs {
-			if c.mis < best.Mismatches {
-				best.Mismatches, best.Phase, best.slot = c.mis, phase(c.origin), first+n+i*n+p
+	// A phase refine found between the best grid phase's neighbours that
+	// fits better: no decisions are kept for it (slot −1); the grid's
+	// phases around it stand for it (see phases).
+	if origins, mis, ok := r.refine(grids); ok {
+		for k := range kinds {
+			if mis[k] < kinds[k].Mismatches {
+				kinds[k].Mismatches, kinds[k].Phase, kinds[k].slot = mis[k], phase(origins[k]), -1
 			}
 		}
-		if r.kept != nil {
-			grid := gridBest(func(p int) int { return cs[p].mis }, func(p int) int64 { return cs[p].origin })
-			best = refined(best, grid, func(o int64) windowed {
-				return &slidingCounter{limit: r.limit, W: r.w, origin: o, countRefused: cr, idx: math.MinInt64}
-			})
-		}
-		cands = append(cands, best)
 	}
-	slot := first + n + len(r.counters)
+	cands = append(cands, kinds[:]...)
+	slot := first + 3*n
 	for i, rp := range r.reps {
 		c := cand(familySlidingLog, boolPtr(true), int(math.Round(rp.mis)), slot+i)
 		c.Replicas, c.chance = rp.k, rp.chance()
@@ -307,50 +280,65 @@ func (r *replay) fit() Fit {
 	return fit
 }
 
-// windowed is a limiter of windows (fixed, or a sliding-window counter)
-// replayed by refine.
-type windowed interface {
-	add(t int64)
-	close(obs int)
-	misses() int
-}
-
-// refine replays the requests kept through windows (made by mk) at phases
-// between the grid phases either side of grid (the best grid phase's
-// origin), refineSteps a grid step, and returns the origin of the best and
-// its mismatches; false when none was replayed. The grid places a window's
-// boundary within W/200 of any time, but in a burst that is dozens of
-// requests: a sliding-window counter whose boundary cuts the onset burst
-// a few dozen requests from where the target's did gives capacity back at
-// another pace, and a token bucket of some refill scanned beside it could
-// fit the run better than the truth's own family.
-func (r *replay) refine(grid int64, mk func(origin int64) windowed) (int64, int, bool) {
+// refine replays windows at phases between the grid phases either side
+// of each kind's best grid phase (grids: their origins; the kinds of
+// phaseWindows.kind), refineSteps a grid step, in one pass over the
+// requests kept, and returns each kind's best origin and its mismatches;
+// false when none was replayed. The grid places a window's boundary
+// within W/200 of any time, but in a burst that is dozens of requests: a
+// sliding-window counter whose boundary cuts the onset burst a few dozen
+// requests from where the target's did gives capacity back at another
+// pace, and a token bucket of some refill scanned beside it could fit the
+// run better than the truth's own family.
+func (r *replay) refine(grids [3]int64) (origins [3]int64, mis [3]int, ok bool) {
 	if len(r.kept) == 0 {
-		return 0, 0, false
+		return origins, mis, false
 	}
-	bestO, bestM := int64(0), math.MaxInt
-	for j := -refineSteps + 1; j < refineSteps; j++ {
-		if j == 0 {
-			continue // the grid phase itself, replayed already
-		}
-		o := grid + r.w*int64(j)/int64(r.phases*refineSteps)
-		wd, cur, obs := mk(o), int64(0), 0
-		for _, k := range r.kept {
-			if b := (k.t - r.t0) / r.bin; b != cur {
-				wd.close(obs)
-				cur, obs = b, 0
+	var ws []phaseWindows
+	at := map[int64]int{} // ws's index of an origin: kinds whose grids meet share it
+	var of [3][]int       // each kind's origins, as indexes in ws
+	for k, grid := range grids {
+		for j := -refineSteps + 1; j < refineSteps; j++ {
+			if j == 0 {
+				continue // the grid phase itself, replayed already
 			}
-			if k.ok {
-				obs++
+			o := grid + r.w*int64(j)/int64(r.phases*refineSteps)
+			i, seen := at[o]
+			if !seen {
+				i, at[o] = len(ws), len(ws)
+				ws = append(ws, phaseWindows{at: newWindowAt(o)})
 			}
-			wd.add(k.t)
-		}
-		wd.close(obs)
-		if m := wd.misses(); m < bestM {
-			bestO, bestM = o, m
+			of[k] = append(of[k], i)
 		}
 	}
-	return bestO, bestM, true
+	cur, obs := int64(0), 0
+	closeAll := func() {
+		for i := range ws {
+			ws[i].close(obs)
+		}
+	}
+	for _, q := range r.kept {
+		if b := (q.t - r.t0) / r.bin; b != cur {
+			closeAll()
+			cur, obs = b, 0
+		}
+		if q.ok {
+			obs++
+		}
+		for i := range ws {
+			ws[i].add(q.t, r.w, r.limit)
+		}
+	}
+	closeAll()
+	for k := range grids {
+		mis[k] = math.MaxInt
+		for _, i := range of[k] {
+			if m := ws[i].kind(k).mis; m < mis[k] {
+				origins[k], mis[k] = ws[i].at.origin, m
+			}
+		}
+	}
+	return origins, mis, true
 }
 
 // scanBest is the best of the sliding logs of a window scan (lengths in

@@ -264,23 +264,17 @@ type windowAt struct {
 
 func newWindowAt(origin int64) windowAt { return windowAt{origin: origin, idx: math.MinInt64} }
 
-// How a request's window follows the one before, as windowAt.move says.
+// How a request's window follows the one before, as windowAt.cross says.
 const (
 	sameWindow  = iota
 	nextWindow  // the window right after it
 	laterWindow // a later one (or the first request)
 )
 
-// move places a request at t among windows of W and returns how far into
-// its window it came and how that window follows the one before.
-func (w *windowAt) move(t, W int64) (off int64, moved int) {
-	if d := t - w.origin; w.span.in(d) {
-		return d - w.span.lo, sameWindow
-	}
-	return w.cross(t, W)
-}
-
-// cross is move for a request outside the current window's span.
+// cross places a request at t, outside the current window's span, among
+// windows of W, and returns how far into its window it came and how that
+// window follows the one before (a request inside the span is sameWindow,
+// t − origin − span.lo into it).
 func (w *windowAt) cross(t, W int64) (off int64, moved int) {
 	d := t - w.origin
 	k := floorDiv(d, W)
@@ -316,14 +310,14 @@ func (f *fixedCount) add(moved, limit int) {
 
 // counterCount is a sliding-window counter's count: it estimates the
 // rolling count as the previous window's count weighted by its overlap
-// plus the current window's, and counts what it admits (and what it
-// refuses, if countRefused).
+// plus the current window's, and counts what it admits (one counting
+// refusals counts every request).
 type counterCount struct {
 	score
 	cur, prev int32
 }
 
-// shift starts the window a request fell in, moved as windowAt.move says.
+// shift starts the window a request fell in, moved as windowAt.cross says.
 func (c *counterCount) shift(moved int) {
 	switch moved {
 	case nextWindow:

@@ -98,7 +98,7 @@ func rival(e *evidence, counting bool) string {
 		}
 		return fmt.Sprintf("no limiter %s that the fit considers explains the run (%s; best fit %s)", reading[counting], what, fit.Best)
 	}
-	if r, ok := fit.closestOf(func(c Candidate) bool { return c.counts() != counting }); ok && rivals(claim, r) {
+	if r, ok := fit.closestOf(func(c Candidate) bool { return c.counts() != counting && rivals(claim, c) && !outdone(claim, c) }); ok {
 		return fmt.Sprintf("%s explains the run at least as well as %s, within what the run's timing can move: the run cannot tell which", r, claim)
 	}
 	return ""

@@ -62,13 +62,13 @@ func (fit *Fit) choose(leaks leakProof, documented int) {
 		case c.worst()+oneMisplaced < fit.Best.Mismatches:
 			open = append(open, c)
 			fit.Best = c
-		case c.fewest() <= fit.Best.worst()+oneMisplaced:
+		case c.fewest() <= fit.Best.worst()+oneMisplaced && !outdone(fit.Best, c):
 			open = append(open, c)
 		}
 	}
 	seen := map[string]bool{fit.Best.key(): true}
 	for _, c := range open {
-		if c.fewest() <= fit.Best.worst()+oneMisplaced && !seen[c.key()] && c.Family != familyNone {
+		if c.fewest() <= fit.Best.worst()+oneMisplaced && !outdone(fit.Best, c) && !seen[c.key()] && c.Family != familyNone {
 			seen[c.key()] = true
 			fit.Alternatives = append(fit.Alternatives, c)
 		}
@@ -85,6 +85,20 @@ func (fit *Fit) choose(leaks leakProof, documented int) {
 // alternative. (The causes' rivals need no such allowance: a rival
 // decides the very request a cause rests on, whatever its score.)
 const oneMisplaced = 2
+
+// refitted says whether the candidate is its family's best in each order
+// the fit replays (see outdone): a fixed window or counter at its best
+// phase there, a token bucket at its best refill, a sliding log at its
+// best window length (the scan's).
+func (c Candidate) refitted() bool {
+	switch c.Family {
+	case familyFixedWindow, familySlidingWindow, familyTokenBucket:
+		return true
+	case familySlidingLog:
+		return c.slot < 0
+	}
+	return false
+}
 
 // rank is how simple the candidate's family is, the tie order of the fit:
 // none, sliding log, token bucket, fixed window, sliding-window counter,
@@ -111,6 +125,31 @@ func (c Candidate) rank() int {
 // as a or better: b's fewest mismatches, less what chance alone gives
 // replicas, are at most a's worst.
 func rivals(a, b Candidate) bool { return b.least() <= a.worst() }
+
+// outdone reports whether a fit better than b in every order the fit
+// replayed the run in (sends, responses, the mix), each by more than one
+// misplaced admission: the order the target counted in lies between
+// those, and what moves a score from one order to the next (a burst's
+// admissions crossing into the next bin on their latencies) moves both
+// alike. A candidate's timing spread, set against another's score, counts
+// that common move as if it favoured one of them; order by order it
+// cancels. Replicas, whose score is a probability, are never outdone
+// so; nor is a limiter with nothing to choose (a sliding log of the
+// documented window) by one chosen afresh in each order (a phase, a
+// refill, a window length): on a starved host a fixed window, its phase
+// fitted to each order, beat the log that made the run by a few
+// mismatches in every one.
+func outdone(a, b Candidate) bool {
+	if a.Replicas > 1 || b.Replicas > 1 || a.refitted() && !b.refitted() {
+		return false
+	}
+	for k := range a.orders {
+		if b.orders[k] <= a.orders[k]+oneMisplaced {
+			return false
+		}
+	}
+	return true
+}
 
 // least is the fewest mismatches the candidate could have had: its
 // score, less what chance alone gives replicas.

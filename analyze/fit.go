@@ -53,6 +53,11 @@ type Candidate struct {
 	// alone can move.
 	Mismatches, TimingSpread int
 
+	// orders is its mismatches replayed in each order the fit replays
+	// (sends, responses, the mix; see better), for a comparison order by
+	// order (see outdone).
+	orders [3]int
+
 	// chance, for replicas, is how much of its score the assignment's
 	// chance alone is expected to reach (see replicas.close): a score
 	// that low is what replicas predict, not a misfit.
@@ -339,6 +344,7 @@ func (f *familyFit) result() Fit {
 // as late as their intervals allow. It lowers a candidate's score where
 // it fits, and never widens the spread the ends measure.
 func better(s, e, m Candidate) Candidate {
+	orders := [3]int{s.Mismatches, e.Mismatches, m.Mismatches}
 	c, worst := s, max(s.Mismatches, e.Mismatches)
 	if e.Mismatches < c.Mismatches {
 		c = e
@@ -347,6 +353,7 @@ func better(s, e, m Candidate) Candidate {
 		c = m
 	}
 	c.TimingSpread = max(worst-c.Mismatches, 0)
+	c.orders = orders
 	return c
 }
 

@@ -85,7 +85,7 @@ func fitView(f Fit) Fit {
 	var cands []Candidate
 	for _, c := range f.Candidates {
 		if c.Replicas < 2 {
-			c.slot, c.TimingSpread, c.phases = 0, 0, [2]int{}
+			c.slot, c.TimingSpread, c.phases, c.orders = 0, 0, [2]int{}, [3]int{}
 			cands = append(cands, c)
 		}
 	}

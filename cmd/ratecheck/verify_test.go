@@ -158,6 +158,24 @@ func failing(v verdictJSON) []string {
 	return out
 }
 
+// decidedDocumented holds every surface of a run against a correct
+// limiter to what the plan decides of it: the family decided a sliding
+// log, and refused requests counted (rejected_count true). Left open is a
+// failure: the plan and its follow-ups exist so that a correct limiter is
+// decided in every run (bench/verify-series.sh measures it over many).
+func decidedDocumented(t *testing.T, v verdictJSON, stderr string) {
+	t.Helper()
+	for _, s := range v.Surfaces {
+		if !s.Decided || s.Model != "sliding-log" || s.RejectedCount == nil || !*s.RejectedCount {
+			rc := "null"
+			if s.RejectedCount != nil {
+				rc = fmt.Sprint(*s.RejectedCount)
+			}
+			t.Errorf("%s: model %s decided %v (alternatives %v), rejected_count %s; want sliding-log decided, rejected_count true\nstderr: %s", s.Surface, s.Model, s.Decided, s.Alternatives, rc, stderr)
+		}
+	}
+}
+
 // testVerifyEmbeddedPasses: verify passes the embedded target, both
 // families decided a sliding log counting refusals, in one run; and the
 // run it archives is analyzed, reported and compared as documented. One
@@ -181,27 +199,8 @@ func testVerifyEmbeddedPasses(t *testing.T) {
 		t.Fatalf("exit %d, verdict %s, failing %v\nstderr: %s\n%+v", code, v.Verdict, failing(v), stderr, v)
 	}
 	holdsEvidence(t, v)
-	for _, s := range v.Surfaces {
-		if raceEnabled {
-			break
-		}
-		// Never another family decided, nor refusals said not to count.
-		// Left open, the log must be among the families named: beside
-		// the other packages' tests on a fresh clone (p99 121 ms of the
-		// 4 s window) REST was left open between the log and a counter
-		// once, after the follow-up. The plan's goal of always deciding is
-		// not met under that load yet; bench/verify-series.sh measures it
-		// (20 of 20 decided on a quiet host, 12 of 12 beside four CPU hogs).
-		switch {
-		case s.Decided && s.Model != "sliding-log":
-			t.Errorf("%s: model %s decided; want sliding-log", s.Surface, s.Model)
-		case !s.Decided && s.Model != "sliding-log" && !slices.Contains(s.Alternatives, "sliding-log"):
-			t.Errorf("%s: model %s (alternatives %v), undecided without sliding-log", s.Surface, s.Model, s.Alternatives)
-		case s.RejectedCount != nil && !*s.RejectedCount:
-			t.Errorf("%s: rejected_count false for the documented limiter", s.Surface)
-		case !s.Decided || s.RejectedCount == nil:
-			t.Logf("%s: left open (model %s, alternatives %v, rejected_count %v)", s.Surface, s.Model, s.Alternatives, s.RejectedCount)
-		}
+	if !raceEnabled {
+		decidedDocumented(t, v, stderr)
 	}
 	if v.Schema != 1 || v.WindowMS != window.Milliseconds() || len(v.Surfaces) != 2 || !strings.Contains(v.Run, "-verify") {
 		t.Errorf("verdict %+v", v)
@@ -482,16 +481,17 @@ func blurOf(t *testing.T, run string, window time.Duration) blur {
 	return b
 }
 
-// TestVerifyNoFalseAlarmUnderDelay: latency noise never fails a correct
-// target. It may leave a check without the evidence it needs
-// (inconclusive, exit 4), never with a failure.
+// TestVerifyNoFalseAlarmUnderDelay: latency noise (every answer held up
+// to 20 ms more) neither fails a correct target nor leaves it undecided:
+// the plan's probes are timed windows apart, not milliseconds.
 func TestVerifyNoFalseAlarmUnderDelay(t *testing.T) {
 	t.Parallel()
 	url := startTarget(t, verifyWindow, func(c *refserver.Config) { c.Faults = refserver.Faults{DelayMax: 20 * time.Millisecond} }, nil)
 	code, v, stderr := runVerifyJSON(t, verifyWindow, "--target", url)
-	if code != exitOK && code != exitInconclusive {
-		t.Fatalf("exit %d, failing %v\nstderr: %s\n%+v", code, failing(v), stderr, v.Surfaces)
+	if code != exitOK || v.Verdict != "pass" {
+		t.Fatalf("exit %d, verdict %s, failing %v\nstderr: %s\n%+v", code, v.Verdict, failing(v), stderr, v.Surfaces)
 	}
+	decidedDocumented(t, v, stderr)
 }
 
 func TestVerifyUsage(t *testing.T) {

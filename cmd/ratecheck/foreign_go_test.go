@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -151,12 +152,15 @@ func judgeForeign(t *testing.T, code int, v verdictJSON, stderr, want string) {
 			}
 		}
 	}
-	if t.Failed() {
-		for _, s := range v.Surfaces {
-			t.Logf("%s: model %s ×%d decided %v alternatives %v", s.Surface, s.Model, s.Replicas, s.Decided, s.Alternatives)
-			for _, c := range s.Checks {
-				t.Logf("  %s %s: %s", c.Name, c.Verdict, c.Detail)
-			}
+	// What the run said of each surface, for the log (go test -v shows it).
+	for _, s := range v.Surfaces {
+		rc := "null"
+		if s.RejectedCount != nil {
+			rc = fmt.Sprint(*s.RejectedCount)
+		}
+		t.Logf("%s: model %s ×%d decided %v alternatives %v rejected_count %s", s.Surface, s.Model, s.Replicas, s.Decided, s.Alternatives, rc)
+		for _, c := range s.Checks {
+			t.Logf("  %s %s: %s", c.Name, c.Verdict, c.Detail)
 		}
 	}
 }

@@ -122,8 +122,13 @@ func testVerifyAgainstNginxRoundRobin(t *testing.T) {
 		code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--checks", "limits")
 		stop()
 		var wrong []string
+		// Two budgets per address where the contract promises one: the
+		// per-address limit is not held, a failure, decided.
+		if code != exitCheckFailed || v.Verdict != "fail" {
+			wrong = append(wrong, fmt.Sprintf("exit %d, verdict %s, failing %v: want a failure (about 2L admitted from one address)", code, v.Verdict, failing(v)))
+		}
 		for _, s := range v.Surfaces {
-			t.Logf("window %v, %s: model %s ×%d decided %v alternatives %v", window, s.Surface, s.Model, s.Replicas, s.Decided, s.Alternatives)
+			t.Logf("window %v, %s: %s, failing %v, model %s ×%d decided %v alternatives %v", window, s.Surface, s.Verdict, failing(v), s.Model, s.Replicas, s.Decided, s.Alternatives)
 			// One sliding log of 2L is what the run shows when the other
 			// client's requests happened to leave the round-robin alternating.
 			twoL := s.ObservedLimit != nil && *s.ObservedLimit >= 2*s.ExpectedLimit-10

@@ -224,15 +224,15 @@ func AnalyzeSource(src decode.Source, cfg Config) (*Report, error) {
 	for _, s := range workers {
 		s.endModels()
 	}
-	err = fanOut(src.InOrder, workers, func(s *surfaceRun, r *decode.Record, _ int) {
-		switch g := s.groupOf(r, false); {
-		case g == nil:
-		case g == s.primary:
-			s.fitAdd(r)
-		case g == s.second:
-			s.secondAdd(r)
-		}
-	})
+	// The third pass replays each fit (a surface's limit address, and its
+	// second address) by a worker of its own: the fits share nothing, and
+	// the limit address's and the second's of one surface are most of the
+	// pass's work, which one worker a surface left to one core.
+	var fits []*fitRun
+	for _, s := range workers {
+		fits = append(fits, s.fitRuns()...)
+	}
+	err = fanOut(src.InOrder, fits, (*fitRun).take)
 	if err != nil {
 		return nil, err
 	}
@@ -291,9 +291,9 @@ func at(r *decode.Record, t0 int64) string {
 }
 
 // fanOut runs each over the source's records and hands them, in batches,
-// to one goroutine per surface, which calls take with its place in the
-// stream. It returns once every worker is done.
-func fanOut(each func(func(*decode.Record)) error, workers []*surfaceRun, take func(s *surfaceRun, r *decode.Record, seq int)) error {
+// to one goroutine per worker (a surface, or a fit), which calls take with
+// its place in the stream. It returns once every worker is done.
+func fanOut[W any](each func(func(*decode.Record)) error, workers []W, take func(w W, r *decode.Record, seq int)) error {
 	type batch struct {
 		recs []decode.Record
 		seq  int

@@ -131,8 +131,7 @@ type surfaceRun struct {
 	second        *groupRun
 	secondOrigins origins
 	// third pass
-	fit, secondFit        *familyFit
-	fitIndex, secondIndex int32
+	fit, secondFit *familyFit
 }
 
 // maxOrigins bounds the fixed-window starts taken from the data.
@@ -190,6 +189,16 @@ func (s *surfaceRun) groupOf(r *decode.Record, create bool) *groupRun {
 	}
 	s.seen[id], s.byLabel[id] = true, g
 	return g
+}
+
+// seenGroup is the group of a record the first pass saw (every record of
+// the source), without writing anything: the fits of one surface look
+// records up side by side.
+func (s *surfaceRun) seenGroup(r *decode.Record) *groupRun {
+	if id := int(r.LabelID()); id < len(s.seen) {
+		return s.byLabel[id]
+	}
+	return nil
 }
 
 // count takes a record of group g in any order (first pass); seq is its
@@ -441,21 +450,37 @@ func (s *surfaceRun) endModels() {
 	}
 }
 
-// fitAdd takes the primary's next request in send order (third pass).
-// Forged-header probes are fitted like any other: a limiter keyed on the
-// address counts them, and only a header proved trusted (the spoof
-// check's failure) says otherwise, which costs a fit no more mismatches
-// than the forged probes admitted.
-func (s *surfaceRun) fitAdd(r *decode.Record) {
-	s.fit.add(r, s.fitIndex)
-	s.fitIndex++
+// fitRun replays one fit in the third pass: the requests of its group, in
+// send order.
+type fitRun struct {
+	s     *surfaceRun
+	group *groupRun
+	fit   *familyFit
+	index int32
 }
 
-// secondAdd takes the second group's next request in send order (third
-// pass).
-func (s *surfaceRun) secondAdd(r *decode.Record) {
-	s.secondFit.add(r, s.secondIndex)
-	s.secondIndex++
+// fitRuns are the surface's fits to replay: its limit address's, and its
+// second address's when it has one.
+func (s *surfaceRun) fitRuns() []*fitRun {
+	var runs []*fitRun
+	if s.fit != nil {
+		runs = append(runs, &fitRun{s: s, group: s.primary, fit: s.fit})
+	}
+	if s.secondFit != nil {
+		runs = append(runs, &fitRun{s: s, group: s.second, fit: s.secondFit})
+	}
+	return runs
+}
+
+// take replays r when it is of the fit's group. Forged-header probes are
+// fitted like any other: a limiter keyed on the address counts them, and
+// only a header proved trusted (the spoof check's failure) says otherwise,
+// which costs a fit no more mismatches than the forged probes admitted.
+func (f *fitRun) take(r *decode.Record, _ int) {
+	if f.s.seenGroup(r) == f.group {
+		f.fit.add(r, f.index)
+		f.index++
+	}
 }
 
 // effectiveLimit is the limit the target proved it admits when that is

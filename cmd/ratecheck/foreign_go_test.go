@@ -115,8 +115,8 @@ func TestVerifyAgainstXTimeRate(t *testing.T) {
 // it still in the window + the current window's count, over windows
 // aligned to the limiter's start (windowOffset), and a refused request is
 // not counted (OnLimit returns before IncrementBy). So: rolling fails,
-// the model is a sliding-window counter or the run cannot tell it from
-// one (never a sliding log the run decided), rejected-count never passes.
+// the model is a sliding-window counter, decided, and rejected-count
+// fails.
 func TestVerifyAgainstHttprate(t *testing.T) {
 	t.Parallel()
 	window := verifyWindow
@@ -132,7 +132,8 @@ func TestVerifyAgainstHttprate(t *testing.T) {
 }
 
 // judgeForeign holds a verdict against a limiter of family want that is
-// not the documented sliding log and forgets refusals.
+// not the documented sliding log and forgets refusals: a failure of
+// rolling, the family decided want, and rejected-count failed.
 func judgeForeign(t *testing.T, code int, v verdictJSON, stderr, want string) {
 	t.Helper()
 	got := failing(v)
@@ -140,11 +141,11 @@ func judgeForeign(t *testing.T, code int, v verdictJSON, stderr, want string) {
 		t.Fatalf("exit %d, failing %v, want rolling to fail\n%s", code, got, stderr)
 	}
 	for _, s := range v.Surfaces {
-		if s.Model != want && !contains(s.Alternatives, want) {
-			t.Errorf("%s: model %s (alternatives %v), want %s", s.Surface, s.Model, s.Alternatives, want)
+		if s.Model != want || !s.Decided {
+			t.Errorf("%s: model %s decided %v (alternatives %v), want %s decided", s.Surface, s.Model, s.Decided, s.Alternatives, want)
 		}
-		if verdict, detail := checkOf(v, s.Surface, "rejected-count"); verdict == "pass" {
-			t.Errorf("%s: rejected-count passes against a limiter that forgets refusals: %s", s.Surface, detail)
+		if verdict, detail := checkOf(v, s.Surface, "rejected-count"); verdict != "fail" || s.RejectedCount == nil || *s.RejectedCount {
+			t.Errorf("%s: rejected-count %s against a limiter that forgets refusals, want fail (rejected_count false): %s", s.Surface, verdict, detail)
 		}
 		for _, name := range []string{"independence", "isolation"} {
 			if verdict, detail := checkOf(v, s.Surface, name); verdict == "fail" {

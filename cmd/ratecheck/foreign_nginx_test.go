@@ -67,11 +67,13 @@ const nginx429 = `
 // admits one per W/L: a leaky (token) bucket that never counts a refused
 // request. nginx decides on arrival and holds what it delays afterwards,
 // answering refusals at once: the fit replays on arrival, and names the
-// token bucket. So: the model is a token bucket (on a loaded host the run
-// may not tell it from a counter, and says so), rejected-count never
-// passes, no shared counter is claimed.
+// token bucket. So: the model is a token bucket, decided, rejected-count
+// fails, no shared counter is claimed. At a 4 s window: at 2 s, beside
+// two CPU hogs and a test suite, 2 runs of 2 left a family open between
+// the bucket and a log (the delayed admissions, held up to half a window,
+// then weigh the host's stalls twice as much); at 4 s 3 of 3 decided.
 func testVerifyAgainstNginxBurstDelay(t *testing.T) {
-	window := 2 * time.Second
+	window := verifyWindow
 	upstream := startTarget(t, time.Minute, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil)
 	addr := startNginx(t, `
   limit_req_zone $binary_remote_addr zone=rest:10m rate=%[3]dr/s;
@@ -92,13 +94,13 @@ func testVerifyAgainstNginxBurstDelay(t *testing.T) {
 // documentation says distributes requests "in a round-robin fashion"
 // over every client's requests: with other addresses' requests
 // interleaved, one address's requests fall on the replicas in an order it
-// cannot predict. About 2L are admitted before refusals begin. The fit
-// names 2 replicas of a sliding log (one sliding log of 2L where the
-// interleaving left the assignment alternating), or leaves the model
-// undecided; never another family decided; rejected-count never says
-// refusals do not count (each replica counts them). One of quietTests: on
-// a host loaded by the package's other tests, the fit has named one
-// sliding-window counter, decided. Judged once.
+// cannot predict. About 2L are admitted before refusals begin: the run
+// fails, and the fit decides 2 replicas of a sliding log (one sliding log
+// of 2L where the interleaving left the assignment alternating);
+// rejected-count never says refusals do not count (each replica counts
+// them). One of quietTests: on a host loaded by the package's other
+// tests, the fit once named one sliding-window counter, decided (before
+// candidates were compared order by order). Judged once.
 func testVerifyAgainstNginxRoundRobin(t *testing.T) {
 	// Each replica keys on the X-Forwarded-For nginx sets (the client's
 	// address), as a replica behind a proxy does.
@@ -132,8 +134,8 @@ func testVerifyAgainstNginxRoundRobin(t *testing.T) {
 			// One sliding log of 2L is what the run shows when the other
 			// client's requests happened to leave the round-robin alternating.
 			twoL := s.ObservedLimit != nil && *s.ObservedLimit >= 2*s.ExpectedLimit-10
-			if s.Decided && (s.Model != "sliding-log" || s.Replicas != 2 && !twoL) {
-				wrong = append(wrong, fmt.Sprintf("%s: model %s ×%d decided (observed %v), want 2 replicas of sliding-log, one of 2L, or undecided (exit %d)", s.Surface, s.Model, s.Replicas, s.ObservedLimit, code))
+			if !s.Decided || s.Model != "sliding-log" || s.Replicas != 2 && !twoL {
+				wrong = append(wrong, fmt.Sprintf("%s: model %s ×%d decided %v (observed %v), want 2 replicas of sliding-log or one of 2L, decided (exit %d)", s.Surface, s.Model, s.Replicas, s.Decided, s.ObservedLimit, code))
 			}
 			if verdict, detail := checkOf(v, s.Surface, "rejected-count"); verdict == "fail" || strings.Contains(detail, "refusals do not count") {
 				wrong = append(wrong, fmt.Sprintf("%s: rejected-count %s against replicas that count refusals: %s", s.Surface, verdict, detail))
@@ -182,10 +184,9 @@ func interleave(t *testing.T, addr string) (stop func()) {
 // admitted at once, then one more per 1000 × 1000 / 250 ms = 4 s = W. A
 // refused request returns before excess and last are stored: refusals
 // never count. The run sees 240 admitted and then refusals, but for one
-// probe a window later: no sliding log (rolling fails, and the model is no
-// sliding log decided), a token bucket named or left as an alternative (it
-// is one, refilled one token per window), and rejected-count never passes
-// (it would say refusals count): it says they do not, or is inconclusive.
+// probe a window later: rolling fails, the model is a token bucket,
+// decided (it is one, refilled one token per window), and rejected-count
+// fails: refusals do not count.
 func TestVerifyAgainstNginxSlowRefill(t *testing.T) {
 	t.Parallel()
 	window := verifyWindow
@@ -205,18 +206,12 @@ func TestVerifyAgainstNginxSlowRefill(t *testing.T) {
 		t.Fatalf("exit %d, failing %v, want rolling to fail\n%s", code, got, stderr)
 	}
 	for _, s := range v.Surfaces {
-		if s.Model == "sliding-log" && s.Decided && s.Replicas <= 1 {
-			t.Errorf("%s: a sliding log decided, for a bucket", s.Surface)
-		}
-		// Left open: a token bucket among the alternatives, or no family
-		// named at all (on a loaded host nginx refused part of a first
-		// burst, and the fit had no whole budget to replay).
-		if s.Model != "token-bucket" && !contains(s.Alternatives, "token-bucket") && !(s.Model == "unknown" && !s.Decided) {
-			t.Errorf("%s: model %s (decided %v, alternatives %v), want a token bucket named or left open", s.Surface, s.Model, s.Decided, s.Alternatives)
+		if s.Model != "token-bucket" || !s.Decided {
+			t.Errorf("%s: model %s (decided %v, alternatives %v), want a token bucket, decided", s.Surface, s.Model, s.Decided, s.Alternatives)
 		}
 		verdict, detail := checkOf(v, s.Surface, "rejected-count")
-		if verdict == "pass" || verdict == "fail" && !strings.Contains(detail, "refusals do not count") {
-			t.Errorf("%s: rejected-count %s against a limiter that never counts a refusal: %s", s.Surface, verdict, detail)
+		if verdict != "fail" || !strings.Contains(detail, "refusals do not count") {
+			t.Errorf("%s: rejected-count %s against a limiter that never counts a refusal, want fail: %s", s.Surface, verdict, detail)
 		}
 		if why := contradictsFit(verdict, detail); why != "" {
 			t.Errorf("%s: rejected-count %s: %s", s.Surface, why, detail)

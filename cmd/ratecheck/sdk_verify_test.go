@@ -175,13 +175,11 @@ func TestVerifyAgainstSDKServers(t *testing.T) {
 						observed = *s.ObservedLimit
 					}
 					good := kind == slidingLog && code == exitOK && s.Verdict == "pass" && s.Model == "sliding-log" && s.Decided && observed == sdkLimit
-					// The token bucket is failed and named best; decided as a
-					// rule, but on a host loaded by the rest of the suite the
-					// fixed window's and the counter's best phases came within
-					// the timing's spread of it after the follow-up (CI: 10
-					// mismatches, timing spread 22, fixed window 29): logged,
-					// not retried.
-					bad := kind == tokenBucket && code == exitCheckFailed && s.Verdict == "fail" && s.Model == "token-bucket"
+					// The token bucket is failed and decided. (Before
+					// candidates were compared order by order, a host loaded
+					// by the rest of the suite once left it open against the
+					// fixed window's and the counter's best phases.)
+					bad := kind == tokenBucket && code == exitCheckFailed && s.Verdict == "fail" && s.Model == "token-bucket" && s.Decided
 					if good || bad {
 						t.Logf("window %v: exit %d, %s, model %s (decided %v), observed %d, mcp_revision %s", window, code, s.Verdict, s.Model, s.Decided, observed, s.MCPRevision)
 						return
@@ -190,7 +188,7 @@ func TestVerifyAgainstSDKServers(t *testing.T) {
 						return
 					}
 					t.Fatalf("window %v, %s: exit %d, verdict %s, model %s (decided %v, alternatives %v), observed %d; want %s\n%+v\nstderr: %s",
-						window, kind, code, s.Verdict, s.Model, s.Decided, s.Alternatives, observed, map[limiterKind]string{slidingLog: "exit 0, pass, sliding-log decided, observed " + fmt.Sprint(sdkLimit), tokenBucket: "exit 1, fail, token-bucket"}[kind], s.Checks, stderr)
+						window, kind, code, s.Verdict, s.Model, s.Decided, s.Alternatives, observed, map[limiterKind]string{slidingLog: "exit 0, pass, sliding-log decided, observed " + fmt.Sprint(sdkLimit), tokenBucket: "exit 1, fail, token-bucket decided"}[kind], s.Checks, stderr)
 				}
 			})
 		}

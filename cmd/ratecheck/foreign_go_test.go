@@ -141,7 +141,7 @@ func judgeForeign(t *testing.T, code int, v verdictJSON, stderr, want string) {
 		t.Fatalf("exit %d, failing %v, want rolling to fail\n%s", code, got, stderr)
 	}
 	for _, s := range v.Surfaces {
-		if s.Model != want || !s.Decided {
+		if s.Model != want || !s.Decided && !excusedByOverload(t, v, s.Surface+": "+want+" left open") {
 			t.Errorf("%s: model %s decided %v (alternatives %v), want %s decided", s.Surface, s.Model, s.Decided, s.Alternatives, want)
 		}
 		if verdict, detail := checkOf(v, s.Surface, "rejected-count"); verdict != "fail" || s.RejectedCount == nil || *s.RejectedCount {

@@ -134,8 +134,12 @@ func testVerifyAgainstNginxRoundRobin(t *testing.T) {
 			// One sliding log of 2L is what the run shows when the other
 			// client's requests happened to leave the round-robin alternating.
 			twoL := s.ObservedLimit != nil && *s.ObservedLimit >= 2*s.ExpectedLimit-10
-			if !s.Decided || s.Model != "sliding-log" || s.Replicas != 2 && !twoL {
-				wrong = append(wrong, fmt.Sprintf("%s: model %s ×%d decided %v (observed %v), want 2 replicas of sliding-log or one of 2L, decided (exit %d)", s.Surface, s.Model, s.Replicas, s.Decided, s.ObservedLimit, code))
+			if s.Decided && (s.Model != "sliding-log" || s.Replicas != 2 && !twoL) || !s.Decided && !excusedByOverload(t, v, s.Surface+": replicas left open") {
+				observed := "null"
+				if s.ObservedLimit != nil {
+					observed = fmt.Sprint(*s.ObservedLimit)
+				}
+				wrong = append(wrong, fmt.Sprintf("%s: model %s ×%d decided %v (observed %s), want 2 replicas of sliding-log or one of 2L, decided (exit %d)", s.Surface, s.Model, s.Replicas, s.Decided, observed, code))
 			}
 			if verdict, detail := checkOf(v, s.Surface, "rejected-count"); verdict == "fail" || strings.Contains(detail, "refusals do not count") {
 				wrong = append(wrong, fmt.Sprintf("%s: rejected-count %s against replicas that count refusals: %s", s.Surface, verdict, detail))
@@ -206,7 +210,7 @@ func TestVerifyAgainstNginxSlowRefill(t *testing.T) {
 		t.Fatalf("exit %d, failing %v, want rolling to fail\n%s", code, got, stderr)
 	}
 	for _, s := range v.Surfaces {
-		if s.Model != "token-bucket" || !s.Decided {
+		if s.Model != "token-bucket" || !s.Decided && !excusedByOverload(t, v, s.Surface+": token-bucket left open") {
 			t.Errorf("%s: model %s (decided %v, alternatives %v), want a token bucket, decided", s.Surface, s.Model, s.Decided, s.Alternatives)
 		}
 		verdict, detail := checkOf(v, s.Surface, "rejected-count")

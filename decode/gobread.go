@@ -29,6 +29,10 @@ type gobBatch struct {
 	vals    []byte // the value messages (a buffer of the pool)
 	recs    []Record
 	samples []Sample // the batch's sample candidates, in order
+	// answers whose volatile headers the collector decides on, in order,
+	// and the buffer their strings are in (see pendingHead)
+	heads   []pendingHead
+	headBuf []byte
 	err     error
 	errAt   int // the index of the result the error is about
 }
@@ -143,6 +147,7 @@ func (rd *reader) readGob(br *bufio.Reader, path string, size int64, add func(Re
 		go func() {
 			defer wg.Done()
 			it := rd.newInterner()
+			it.deferHeads = true
 			for b := range todo {
 				b.decode(it)
 				done <- b
@@ -191,7 +196,7 @@ func cutGob(br *bufio.Reader, path string, size int64, free <-chan *gobBatch, to
 		todo <- b
 		seq, first = seq+1, first+b.n
 		b = <-free
-		*b = gobBatch{vals: b.vals[:0], recs: b.recs[:0], samples: b.samples[:0]}
+		*b = gobBatch{vals: b.vals[:0], recs: b.recs[:0], samples: b.samples[:0], heads: b.heads[:0], headBuf: b.headBuf[:0]}
 	}
 	for {
 		at := len(b.vals)
@@ -237,6 +242,7 @@ func (rd *reader) collectGob(done <-chan *gobBatch, free chan<- *gobBatch, path 
 	pending := map[int]*gobBatch{}
 	next, total := 0, 0
 	var firstErr error
+	heads := rd.newInterner() // the answers with volatile headers, in file order
 	for b := range done {
 		pending[b.seq] = b
 		for {
@@ -247,6 +253,9 @@ func (rd *reader) collectGob(done <-chan *gobBatch, free chan<- *gobBatch, path 
 			delete(pending, next)
 			next++
 			if firstErr == nil {
+				for _, h := range b.heads {
+					b.recs[h.rec].answer = heads.answer(h.a)
+				}
 				for _, r := range b.recs {
 					add(r)
 				}
@@ -266,11 +275,15 @@ func (rd *reader) collectGob(done <-chan *gobBatch, free chan<- *gobBatch, path 
 // stream's layout is Vegeta's Result as the fast decoder knows it, else (or
 // if a message surprises it) with Vegeta's decoder.
 func (b *gobBatch) decode(it *interner) {
-	defer func() { b.samples = it.takeSamples() }()
+	defer func() {
+		b.samples = it.takeSamples()
+		b.heads, b.headBuf = it.takeHeads(b.heads, b.headBuf)
+	}()
 	if l := it.layout(b.defs); l != nil && b.decodeFast(l, it) {
 		return
 	}
 	it.takeSamples() // a fast decode that stepped aside took some: drop them
+	it.heads, it.headBuf, it.made = it.heads[:0], it.headBuf[:0], 0
 	dec := vegeta.NewDecoder(io.MultiReader(bytes.NewReader(b.defs), bytes.NewReader(b.vals)))
 	b.recs = b.recs[:0]
 	for i := range b.n {

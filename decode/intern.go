@@ -31,9 +31,10 @@ const (
 	// maxJudged is how many verdicts an interner's judgeMemos hold in all,
 	// every surface's.
 	maxJudged = 4096
-	// maxHeaderAnswers is how many distinct answers an interner keeps with
-	// the headers that change with every answer (Retry-After, RateLimit,
-	// the advertised fields); past it, new answers drop them (see answer).
+	// maxHeaderAnswers is how many distinct answers a file's results keep
+	// with the headers that change with every answer (Retry-After,
+	// RateLimit, the advertised fields), the first in file order; past it,
+	// new answers drop them (see answer).
 	maxHeaderAnswers = 4096
 	// maxSharedBodies is how many distinct bodies an interner shares
 	// between answers; further bodies are copied for each answer.
@@ -56,9 +57,31 @@ type interner struct {
 	// Samples taken since takeSamples, and how many of each key.
 	pending []Sample
 	seen    map[seenKey]int
+	// headerAnswers is how many answers with volatile headers (see
+	// answer) the interner added to the tables.
+	headerAnswers int
+	// deferHeads is set on a worker of a parallel read: an answer's
+	// volatile headers are left to the collector, which keeps them in file
+	// order (see pendingHead); the record gets the answer without them,
+	// and heads, what the collector needs, the answer as it came (its
+	// strings in headBuf). made counts the records since takeHeads.
+	deferHeads bool
+	heads      []pendingHead
+	headBuf    []byte
+	made       int
 	// keep says, by label index, whether the label's bodies are kept
 	// (Options.KeepBody): 0 not asked yet, 1 no, 2 yes.
 	keep []uint8
+}
+
+// pendingHead is an answer with volatile headers whose record, the rec-th
+// of its batch, the collector gives an answer in file order: with its
+// headers while fewer than maxHeaderAnswers such answers are kept, so
+// that which records keep them does not depend on which worker decoded
+// which batch.
+type pendingHead struct {
+	rec int
+	a   Answer
 }
 
 // seenKey counts a batch's sample candidates: a label, status and judgement.
@@ -125,6 +148,10 @@ func (it *interner) record(r *result) Record {
 	a.Allow = r.Allow
 	it.advert = appendAdvert(it.advert[:0], &r.Advertised)
 	a.Advert = view(it.advert)
+	if it.deferHeads && volatile(&a) {
+		it.heads = append(it.heads, pendingHead{rec: it.made, a: it.keepHead(&a)})
+	}
+	it.made++
 	if len(a.Body) > 0 || a.Err != "" || a.Allow != "" || a.RetryAfter != "" || a.RateLimit != "" || a.Advert != "" {
 		rec.answer = it.answer(a)
 	}
@@ -233,7 +260,9 @@ type answerKey struct{ body, allow, retryAfter, rateLimit, err, contentType, adv
 //
 // Response headers that change with every answer (a remaining count, a
 // reset time) would make every answer distinct: past maxHeaderAnswers,
-// new answers drop them (the report names only the first few anyway).
+// new answers drop them (the report names only the first few anyway); a
+// worker of a parallel read drops them always, and the collector gives
+// the records their answers with them, in file order (see pendingHead).
 // Headers and error kinds are cut to maxText bytes. Past MaxAnswers
 // distinct answers in the tables, a new one is not kept (0: the record
 // keeps only its status) and is counted in reader.dropped.
@@ -241,10 +270,10 @@ func (it *interner) answer(a Answer) uint32 {
 	a.Allow, a.RetryAfter, a.RateLimit, a.Err = cut(a.Allow, maxText), cut(a.RetryAfter, maxText), cut(a.RateLimit, maxText), cut(a.Err, maxText)
 	a.ContentType = cut(a.ContentType, maxText)
 	k := answerKey{view(a.Body), a.Allow, a.RetryAfter, a.RateLimit, a.Err, a.ContentType, a.Advert}
-	if id, ok := it.answers[k]; ok {
+	if id, ok := it.answers[k]; ok { // never one with volatile headers where they are deferred
 		return id
 	}
-	if len(it.answers) >= maxHeaderAnswers && (a.RetryAfter != "" || a.RateLimit != "" || a.Advert != "") {
+	if volatile(&a) && (it.deferHeads || it.headerAnswers >= maxHeaderAnswers) {
 		a.RetryAfter, a.RateLimit, a.Advert = "", "", ""
 		k.retryAfter, k.rateLimit, k.advert = "", "", ""
 		if id, ok := it.answers[k]; ok {
@@ -272,7 +301,45 @@ func (it *interner) answer(a Answer) uint32 {
 	// Kept even past maxHeaderAnswers: without the headers, answers differ
 	// only by contract probes' bodies, error kinds and Allow, which are few.
 	it.answers[answerKey{string(v.Body), v.Allow, v.RetryAfter, v.RateLimit, v.Err, v.ContentType, v.Advert}] = id
+	if volatile(&v) {
+		it.headerAnswers++
+	}
 	return id
+}
+
+// volatile reports whether a carries a header that changes with every
+// answer: Retry-After, RateLimit or an advertised field.
+func volatile(a *Answer) bool { return a.RetryAfter != "" || a.RateLimit != "" || a.Advert != "" }
+
+// keepHead copies a's fields into the interner's headBuf, where they stay
+// until takeHeads hands the buffer to the batch (the decoded result's and
+// the scratch advert's bytes are reused). The copy refers to headBuf alone,
+// so that what a refers to stays where it was made.
+func (it *interner) keepHead(a *Answer) Answer {
+	k := Answer{Allow: it.keepString(a.Allow), RetryAfter: it.keepString(a.RetryAfter), RateLimit: it.keepString(a.RateLimit),
+		Err: it.keepString(a.Err), ContentType: it.keepString(a.ContentType), Advert: it.keepString(a.Advert)}
+	if a.Body != nil {
+		at := len(it.headBuf)
+		it.headBuf = append(it.headBuf, a.Body...)
+		k.Body = it.headBuf[at:len(it.headBuf):len(it.headBuf)]
+	}
+	return k
+}
+
+// keepString copies v into headBuf (see keepHead).
+func (it *interner) keepString(v string) string {
+	at := len(it.headBuf)
+	it.headBuf = append(it.headBuf, v...)
+	return view(it.headBuf[at:len(it.headBuf):len(it.headBuf)])
+}
+
+// takeHeads returns the answers left to the collector since the last
+// call, and the buffer their strings are in, and starts afresh with the
+// spare slices given (a batch's, which the collector is done with).
+func (it *interner) takeHeads(heads []pendingHead, buf []byte) ([]pendingHead, []byte) {
+	h, b := it.heads, it.headBuf
+	it.heads, it.headBuf, it.made = heads[:0], buf[:0], 0
+	return h, b
 }
 
 // judge judges a refusal's body (see Options.Judge), remembering the

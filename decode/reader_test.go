@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -322,7 +323,7 @@ func TestReadKeepsFewAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dl, da := in.Tables().Len(); dl > 1+4 || da > 1+3*4096 {
+	if dl, da := in.Tables().Len(); dl > 1+4 || da > 1+maxHeaderAnswers+4 { // past the first maxHeaderAnswers in file order, answers drop their headers
 		t.Errorf("%d results added %d labels and %d answers", n, dl-1, da-1)
 	}
 	bad, rateLimit := 0, ""
@@ -471,6 +472,51 @@ func TestReadKeepsAdvertised(t *testing.T) {
 	for i, w := range want {
 		if got := in.Tables().Advertised(&in.Records[i]); got != w {
 			t.Errorf("record %d advertised %q, want %q", i, got, w)
+		}
+	}
+}
+
+// TestHeadersKeptInFileOrder: past maxHeaderAnswers answers whose headers
+// change with every answer, the headers are kept by the first such answers
+// in file order, the same whether the file is decoded on every core or on
+// one: which records keep them never depends on which worker decoded which
+// batch.
+func TestHeadersKeptInFileOrder(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4)) // several workers, whatever the machine
+	const n = 3 * maxHeaderAnswers
+	rs := make([]vegeta.Result, n)
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for i := range rs {
+		rs[i] = vegeta.Result{Attack: "surface=rest source=127.0.0.1 stream=flood", Code: 429, Timestamp: t0.Add(time.Duration(i) * time.Millisecond), Latency: time.Millisecond,
+			URL:     "http://127.0.0.1:8080/api/public/search?q=x",
+			Body:    []byte(`{"error":{"code":"rate_limited"}}`),
+			Headers: map[string][]string{"Ratelimit": {fmt.Sprintf("limit=240, remaining=0, reset=%d", i)}, "Retry-After": {fmt.Sprint(i % 7)}}}
+	}
+	path := filepath.Join(t.TempDir(), "results.bin")
+	writeResults(t, path, rs)
+	seqOpts := testOptions
+	seqOpts.Sequential = true
+	var reads [3]*Input
+	for k, opts := range []Options{testOptions, seqOpts, testOptions} {
+		in, err := Read([]string{path}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads[k] = in
+	}
+	for i := range n {
+		_, retryAfter, rateLimit := reads[0].Tables().Header(&reads[0].Records[i])
+		want := ""
+		if i < maxHeaderAnswers {
+			want = fmt.Sprintf("limit=240, remaining=0, reset=%d", i)
+		}
+		if rateLimit != want || (want == "") != (retryAfter == "") {
+			t.Fatalf("record %d: Retry-After %q, RateLimit %q; want RateLimit %q, and Retry-After with it", i, retryAfter, rateLimit, want)
+		}
+		for k, in := range reads[1:] {
+			if a, b := recordString(reads[0].Tables(), &reads[0].Records[i]), recordString(in.Tables(), &in.Records[i]); a != b {
+				t.Fatalf("record %d: read %d says %s, the first read %s", i, k+2, b, a)
+			}
 		}
 	}
 }

@@ -95,8 +95,9 @@ func testVerifyAgainstNginxBurstDelay(t *testing.T) {
 // over every client's requests: with other addresses' requests
 // interleaved, one address's requests fall on the replicas in an order it
 // cannot predict. About 2L are admitted before refusals begin: the run
-// fails, and the fit decides 2 replicas of a sliding log (one sliding log
-// of 2L where the interleaving left the assignment alternating);
+// fails, and the fit names a sliding log: 2 replicas, or one of 2L where
+// the interleaving left the assignment alternating, decided or left open
+// between the two (REST was left so in 2 of 13 runs, one on a quiet host);
 // rejected-count never says refusals do not count (each replica counts
 // them). One of quietTests: on a host loaded by the package's other
 // tests, the fit once named one sliding-window counter, decided (before
@@ -134,7 +135,11 @@ func testVerifyAgainstNginxRoundRobin(t *testing.T) {
 			// One sliding log of 2L is what the run shows when the other
 			// client's requests happened to leave the round-robin alternating.
 			twoL := s.ObservedLimit != nil && *s.ObservedLimit >= 2*s.ExpectedLimit-10
-			if s.Decided && (s.Model != "sliding-log" || s.Replicas != 2 && !twoL) || !s.Decided && !excusedByOverload(t, v, s.Surface+": replicas left open") {
+			// Left open, only the log's count may be: two replicas of L
+			// and one log of 2L admit alike while the round robin
+			// alternates, which no probe from outside can tell apart.
+			onlyLogs := s.Model == "sliding-log" && !slices.ContainsFunc(s.Alternatives, func(a string) bool { return a != "sliding-log" })
+			if s.Decided && (s.Model != "sliding-log" || s.Replicas != 2 && !twoL) || !s.Decided && !onlyLogs && !excusedByOverload(t, v, s.Surface+": family left open") {
 				observed := "null"
 				if s.ObservedLimit != nil {
 					observed = fmt.Sprint(*s.ObservedLimit)

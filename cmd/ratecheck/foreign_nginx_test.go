@@ -67,11 +67,14 @@ const nginx429 = `
 // admits one per W/L: a leaky (token) bucket that never counts a refused
 // request. nginx decides on arrival and holds what it delays afterwards,
 // answering refusals at once: the fit replays on arrival, and names the
-// token bucket. So: the model is a token bucket, decided, rejected-count
-// fails, no shared counter is claimed. At a 4 s window: at 2 s, beside
-// two CPU hogs and a test suite, 2 runs of 2 left a family open between
-// the bucket and a log (the delayed admissions, held up to half a window,
-// then weigh the host's stalls twice as much); at 4 s 3 of 3 decided.
+// token bucket. So: the model is a token bucket, or the run leaves it open
+// with the bucket among the families named (against a log); rejected-count
+// fails, no shared counter is claimed. The second of the suite's two
+// family assertions short of "decided", beside HAProxy's: nginx holds
+// what it delays up to half a window, so its answers' latency says nothing
+// of the host's, and a family left open cannot be excused as an
+// overloaded host's. Beside two CPU hogs, at 2 s 2 runs of 2 left a
+// family open; at the suite's 4 s 1 run of about 8.
 func testVerifyAgainstNginxBurstDelay(t *testing.T) {
 	window := verifyWindow
 	upstream := startTarget(t, time.Minute, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil)
@@ -85,7 +88,7 @@ func testVerifyAgainstNginxBurstDelay(t *testing.T) {
     location = /mcp { limit_req zone=mcp burst=120 delay=60; error_page 429 = @mcp429; proxy_pass http://%[5]s; }`+nginx429+`
   }`, int(240/window.Seconds()), int(120/window.Seconds()), strings.TrimPrefix(upstream, "http://"))
 	code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--checks", "limits,isolation")
-	judgeForeign(t, code, v, stderr, "token-bucket")
+	judgeForeign(t, code, v, stderr, "token-bucket", true)
 }
 
 // testVerifyAgainstNginxRoundRobin: two correct replicas (the reference

@@ -225,14 +225,15 @@ func AnalyzeSource(src decode.Source, cfg Config) (*Report, error) {
 		s.endModels()
 	}
 	// The third pass replays each fit (a surface's limit address, and its
-	// second address) by a worker of its own: the fits share nothing, and
-	// the limit address's and the second's of one surface are most of the
-	// pass's work, which one worker a surface left to one core.
+	// second address) by a worker of its own, handed only its group's
+	// records: the fits share nothing, and the limit address's and the
+	// second's of one surface are most of the pass's work, which one worker
+	// a surface left to one core.
 	var fits []*fitRun
 	for _, s := range workers {
 		fits = append(fits, s.fitRuns()...)
 	}
-	err = fanOut(src.InOrder, fits, (*fitRun).take)
+	err = routeOut(src.InOrder, fits, fitOf(fits), (*fitRun).take)
 	if err != nil {
 		return nil, err
 	}
@@ -341,6 +342,49 @@ func fanOut[W any](each func(func(*decode.Record)) error, workers []W, take func
 		send()
 	}
 	for _, c := range chans {
+		close(c)
+	}
+	wg.Wait()
+	return err
+}
+
+// routeOut runs each over the source's records and hands each, in
+// batches, to the one goroutine of the worker route names (-1: none). It
+// returns once every worker is done.
+func routeOut[W any](each func(func(*decode.Record)) error, workers []W, route func(*decode.Record) int, take func(w W, r *decode.Record)) error {
+	// 4 batches of 1024 records a worker, as fanOut's 8 for all.
+	const size = 1024
+	free := make(chan []decode.Record, 4*len(workers))
+	for range cap(free) {
+		free <- make([]decode.Record, 0, size)
+	}
+	chans := make([]chan []decode.Record, len(workers))
+	cur := make([][]decode.Record, len(workers))
+	var wg sync.WaitGroup
+	for i, w := range workers {
+		chans[i] = make(chan []decode.Record, cap(free))
+		cur[i] = <-free
+		wg.Go(func() {
+			for b := range chans[i] {
+				for k := range b {
+					take(w, &b[k])
+				}
+				free <- b[:0]
+			}
+		})
+	}
+	err := each(func(r *decode.Record) {
+		if i := route(r); i >= 0 {
+			if cur[i] = append(cur[i], *r); len(cur[i]) == size {
+				chans[i] <- cur[i]
+				cur[i] = <-free
+			}
+		}
+	})
+	for i, c := range chans {
+		if len(cur[i]) > 0 {
+			c <- cur[i]
+		}
 		close(c)
 	}
 	wg.Wait()

@@ -191,16 +191,6 @@ func (s *surfaceRun) groupOf(r *decode.Record, create bool) *groupRun {
 	return g
 }
 
-// seenGroup is the group of a record the first pass saw (every record of
-// the source), without writing anything: the fits of one surface look
-// records up side by side.
-func (s *surfaceRun) seenGroup(r *decode.Record) *groupRun {
-	if id := int(r.LabelID()); id < len(s.seen) {
-		return s.byLabel[id]
-	}
-	return nil
-}
-
 // count takes a record of group g in any order (first pass); seq is its
 // place in the input.
 func (s *surfaceRun) count(g *groupRun, r *decode.Record, seq int) {
@@ -472,14 +462,40 @@ func (s *surfaceRun) fitRuns() []*fitRun {
 	return runs
 }
 
-// take replays r when it is of the fit's group. Forged-header probes are
-// fitted like any other: a limiter keyed on the address counts them, and
-// only a header proved trusted (the spoof check's failure) says otherwise,
-// which costs a fit no more mismatches than the forged probes admitted.
-func (f *fitRun) take(r *decode.Record, _ int) {
-	if f.s.seenGroup(r) == f.group {
-		f.fit.add(r, f.index)
-		f.index++
+// take replays r, a request of the fit's group (see fitOf). Forged-header
+// probes are fitted like any other: a limiter keyed on the address counts
+// them, and only a header proved trusted (the spoof check's failure) says
+// otherwise, which costs a fit no more mismatches than the forged probes
+// admitted.
+func (f *fitRun) take(r *decode.Record) {
+	f.fit.add(r, f.index)
+	f.index++
+}
+
+// fitOf returns the route of the third pass: which of fits replays a
+// record (-1: none), by its group as the second pass looked it up (every
+// record of the source), from a table by label index.
+func fitOf(fits []*fitRun) func(*decode.Record) int {
+	var of []int8
+	for i, f := range fits {
+		for id, g := range f.s.byLabel {
+			if g == f.group && f.s.seen[id] {
+				if id >= len(of) {
+					n := len(of)
+					of = slices.Grow(of, id+1-n)[:id+1]
+					for k := n; k <= id; k++ {
+						of[k] = -1
+					}
+				}
+				of[id] = int8(i)
+			}
+		}
+	}
+	return func(r *decode.Record) int {
+		if id := int(r.LabelID()); id < len(of) {
+			return int(of[id])
+		}
+		return -1
 	}
 }
 

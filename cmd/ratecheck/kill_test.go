@@ -32,7 +32,6 @@ func TestMain(m *testing.M) {
 	}
 	flag.Parse()
 	raiseParallel()
-	go watchHostIdle()
 	// The end-to-end tests serve and attack in one process, eight at a
 	// time: at GOGC's default the collector took a fifth of its CPU, on a
 	// machine the parallel tests keep busy. Unless GOGC says otherwise

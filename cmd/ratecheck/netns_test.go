@@ -274,9 +274,9 @@ func testNetnsVerify(t *testing.T, h *netnsHosts, host, pool, first, notLocal st
 		t.Errorf("--sources %s: the target saw %v before the refusal", notLocal, seen)
 	}
 
-	verifySlots.take() // a verify run's verdict rests on its timing
+	verifySlots <- struct{}{} // a verify run's verdict rests on its timing
 	code, stdout, stderr := h.ratecheck(t, "verify", "--json", "--out", out, "--window", verifyWindow.String(), "--target", srv.url, "--sources", pool)
-	verifySlots.give()
+	<-verifySlots
 	var v verdictJSON
 	if err := json.Unmarshal([]byte(stdout), &v); err != nil {
 		t.Fatalf("exit %d; stdout is not the JSON verdict: %v\n%s\n%s", code, err, stdout, stderr)

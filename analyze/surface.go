@@ -476,17 +476,17 @@ func (f *fitRun) take(r *decode.Record) {
 // record (-1: none), by its group as the second pass looked it up (every
 // record of the source), from a table by label index.
 func fitOf(fits []*fitRun) func(*decode.Record) int {
-	var of []int8
+	n := 0
+	for _, f := range fits {
+		n = max(n, len(f.s.byLabel))
+	}
+	of := make([]int8, n)
+	for id := range of {
+		of[id] = -1
+	}
 	for i, f := range fits {
 		for id, g := range f.s.byLabel {
 			if g == f.group && f.s.seen[id] {
-				if id >= len(of) {
-					n := len(of)
-					of = slices.Grow(of, id+1-n)[:id+1]
-					for k := n; k <= id; k++ {
-						of[k] = -1
-					}
-				}
 				of[id] = int8(i)
 			}
 		}

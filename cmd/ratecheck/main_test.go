@@ -16,46 +16,66 @@ import (
 	"time"
 )
 
-// runCmd runs the command line args and returns exit code, stdout and stderr.
+// runCmd runs the command line args and returns exit code, stdout and
+// stderr; a command whose result rests on its timing takes a slot of
+// timedSlots while it runs.
 func runCmd(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	if _, held := slotHolders.Load(t); len(args) > 0 && args[0] == "verify" && !held {
-		verifySlots <- struct{}{}
-		defer func() { <-verifySlots }()
+	if len(args) > 0 && timed[args[0]] {
+		defer takeSlot(t)()
 	}
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
-// verifySlots bounds the verify runs the package's tests make at once to
-// the machine's two cores. A verify run's verdict rests on its timing, and
-// a dozen of them side by side (the wrong-target matrix, the SDK and nginx
-// runs) each with its target in this process starved one another: p50
-// latency 120 ms, p99 500 ms at a 4 s window, and every family undecided.
-// Four at once, while the machine had a core idle and a second apart,
-// took the package from about 205 s to 160 s, and left a correct run
-// inconclusive in 1 of 5 fresh-clone suites (the IPv6 namespace's, its
-// family open after the follow-up) and runs hundreds of milliseconds
-// behind beside two CPU hogs: two it is. A slot is held only while the
-// command runs, never across subtests, so no test waits for one while
-// another waits for it.
-var verifySlots = make(chan struct{}, 2)
+// timed are the commands whose results rest on their timing: what they
+// sent when, and when the target answered. Each sends bursts that want
+// the machine's cores at once.
+var timed = map[string]bool{"verify": true, "attack": true, "capacity": true, "fleet": true}
 
-// slotHolders are the tests that hold a slot of verifySlots across several
-// steps (see holdVerifySlot): their verify runs take no other.
+// timedSlots bounds the timed commands the package's tests run at once to
+// the machine's two cores. A verify run's verdict rests on its timing:
+// alone on a quiet machine its p99 latency is 7-10 ms at a 4 s window, two
+// at once 14-49 ms. A dozen side by side (the wrong-target matrix, the SDK
+// and nginx runs) starved one another: p50 120 ms, p99 500 ms, every
+// family undecided. Four at once, while a core was idle, took the package
+// from about 205 s to 160 s and left a correct run inconclusive in 1 of 5
+// fresh-clone suites. With only the verify runs in slots, the capacity
+// searches (up to 2 000 requests/s), fleets, client programs and attacks
+// ran beside them unbounded: verify runs' p99 reached 95-170 ms (their
+// bursts of 720 requests queued behind the others), and 1 of 7 runs of the
+// package left the IPv4 namespace's and IPv6 loopback's correct runs
+// undecided after their follow-ups. So every timed command takes a slot.
+// A slot is held only while the command runs, never across subtests, so
+// no test waits for one while another waits for it.
+var timedSlots = make(chan struct{}, 2)
+
+// slotHolders are the tests that hold a slot of timedSlots across several
+// steps (see holdSlot): their timed commands take no other.
 var slotHolders sync.Map
 
-// holdVerifySlot takes a slot of verifySlots for the rest of test t: for a
-// test whose verify run must follow what it did before at once (requests
+// takeSlot takes a slot of timedSlots for t unless t holds one already, and
+// returns what gives it back.
+func takeSlot(t *testing.T) (release func()) {
+	if _, held := slotHolders.Load(t); held {
+		return func() {}
+	}
+	timedSlots <- struct{}{}
+	return func() { <-timedSlots }
+}
+
+// holdSlot takes a slot of timedSlots for the rest of test t: for a test
+// whose timed command must follow what it did before at once (requests
 // that spent the budget, a first run whose requests are still in the
-// window), with no wait for a slot between them.
-func holdVerifySlot(t *testing.T) {
-	verifySlots <- struct{}{}
+// window), with no wait for a slot between them, or that runs several
+// at once (shards).
+func holdSlot(t *testing.T) {
+	timedSlots <- struct{}{}
 	slotHolders.Store(t, true)
 	t.Cleanup(func() {
 		slotHolders.Delete(t)
-		<-verifySlots
+		<-timedSlots
 	})
 }
 

@@ -95,7 +95,7 @@ func TestVerifyFreshStart(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			holdVerifySlot(t) // the second run follows the first at once
+			holdSlot(t) // the second run follows the first at once
 			url := startTarget(t, verifyWindow, nil, nil)
 			out := t.TempDir()
 			verify := func(extra ...string) (int, string, string) {
@@ -114,7 +114,7 @@ func TestVerifyFreshStart(t *testing.T) {
 		t.Parallel()
 		// Spent before the run: the limit address sent 100 requests just
 		// before verify, which does not know of them.
-		holdVerifySlot(t)
+		holdSlot(t)
 		url := startTarget(t, verifyWindow, nil, nil)
 		for range 100 {
 			resp, err := http.Get(url + "/api/public/search?q=x")

@@ -86,7 +86,9 @@ func (c *rejectedCountCheck) judge(e *evidence) (string, string) {
 // best candidate of that reading (any window of the scan, replicas, a
 // fixed window or counter in any phase) must explain the run (see
 // explainsRun), and no candidate of the other reading may come as close
-// as the run's timing allows (see rivals).
+// as the run's timing allows (see rivals) unless, in every order the fit
+// replayed the run in, a candidate of the reading fits better than it
+// (see outdoneBy): the question is the reading, not which limiter of it.
 func rival(e *evidence, counting bool) string {
 	fit := e.sd.Fit
 	reading := map[bool]string{true: "counting refusals", false: "forgetting refusals"}
@@ -98,7 +100,8 @@ func rival(e *evidence, counting bool) string {
 		}
 		return fmt.Sprintf("no limiter %s that the fit considers explains the run (%s; best fit %s)", reading[counting], what, fit.Best)
 	}
-	if r, ok := fit.closestOf(func(c Candidate) bool { return c.counts() != counting && rivals(claim, c) && !outdone(claim, c) }); ok {
+	same := func(c Candidate) bool { return c.counts() == counting }
+	if r, ok := fit.closestOf(func(c Candidate) bool { return !same(c) && rivals(claim, c) && !fit.outdoneBy(c, same) }); ok {
 		return fmt.Sprintf("%s explains the run at least as well as %s, within what the run's timing can move: the run cannot tell which", r, claim)
 	}
 	return ""

@@ -151,6 +151,41 @@ func outdone(a, b Candidate) bool {
 	return true
 }
 
+// outdoneBy reports whether, in every order the fit replayed the run in,
+// some candidate that want takes fit better than b by more than one
+// misplaced admission, under outdone's terms (no limiter chosen afresh in
+// each order against one with nothing to choose; replicas, whose score
+// is a probability, never beat b, and are beaten only where they fit
+// worse less what chance alone gives them (see least)): whichever order
+// the target counted in, a limiter of that kind beat b. It asks of a kind
+// of limiter what outdone asks of one. Against
+// nginx's delay (a bucket forgetting refusals that holds what it admits
+// up to half a window) beside a busy process, the bucket scored 3 on
+// sends and 98 on responses, where the refusals that came back at once
+// overtook every admission it held; a sliding log counting refusals at
+// another window scored 78 and 92 (two replicas of the documented log,
+// 85 and 87, 7 of it chance), close enough to the bucket's worst to be
+// its rivals, and better than it on responses, so not outdone by it. On
+// responses a counter forgetting refusals scored 63: the run favoured
+// forgetting them in every order.
+func (fit Fit) outdoneBy(b Candidate, want func(Candidate) bool) bool {
+	for k := range b.orders {
+		beaten := false
+		for _, cs := range [][]Candidate{fit.Candidates, fit.Scan} {
+			for _, c := range cs {
+				if c.Family == familyNone || c.ruled || c.Replicas > 1 || c.Mismatches == math.MaxInt || !want(c) || c.refitted() && !b.refitted() {
+					continue
+				}
+				beaten = beaten || b.orders[k]-b.chance > c.orders[k]+oneMisplaced
+			}
+		}
+		if !beaten {
+			return false
+		}
+	}
+	return true
+}
+
 // least is the fewest mismatches the candidate could have had: its
 // score, less what chance alone gives replicas.
 func (c Candidate) least() int { return c.Mismatches - c.chance }

@@ -95,3 +95,46 @@ func TestRejectedCountOrderByOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestRejectedCountByReading: the reading of refusals is decided when, in
+// every order the fit replays, some limiter of the claimed reading fits
+// better than a rival of the other, even where the claim itself fits
+// worse than the rival in one order (nginx's delay beside a busy
+// process: the bucket, forgetting refusals, scored 15, 98 and 3; a log
+// counting them at another window 78, 92 and 79; a counter forgetting
+// them 15, 63 and 16). Replicas are beaten by their score less what
+// chance gives them, and a limiter with nothing to choose is not beaten
+// by one chosen afresh in each order.
+func TestRejectedCountByReading(t *testing.T) {
+	t.Parallel()
+	forget, count := boolPtr(false), boolPtr(true)
+	with := func(c Candidate, orders [3]int) Candidate {
+		c.orders = orders
+		c.Mismatches = min(orders[0], orders[1], orders[2])
+		c.TimingSpread = max(orders[0], orders[1]) - c.Mismatches
+		return c
+	}
+	bucket := with(Candidate{Family: familyTokenBucket, CountsRefused: forget, Limit: 120, Window: 4 * time.Second, slot: 3}, [3]int{15, 98, 3})
+	scanLog := Candidate{Family: familySlidingLog, CountsRefused: count, Limit: 161, Window: 2080 * time.Millisecond, slot: -1}
+	counter := Candidate{Family: familySlidingWindow, CountsRefused: forget, Limit: 161, Window: 4 * time.Second, slot: 40}
+	log := Candidate{Family: familySlidingLog, CountsRefused: forget, Limit: 161, Window: 4 * time.Second, slot: 2}
+	replicas := Candidate{Family: familySlidingLog, CountsRefused: count, Limit: 120, Window: 4 * time.Second, Replicas: 2, slot: 60, chance: 7}
+	for _, tt := range []struct {
+		name   string
+		others []Candidate
+		open   bool
+	}{
+		{"a counter forgetting refusals beats the log at the responses", []Candidate{with(scanLog, [3]int{78, 92, 79}), with(counter, [3]int{15, 63, 16})}, false},
+		{"nothing forgetting refusals beats the log at the responses", []Candidate{with(scanLog, [3]int{78, 92, 79}), with(counter, [3]int{15, 91, 16})}, true},
+		{"replicas worse less their chance", []Candidate{with(replicas, [3]int{85, 87, 85}), with(log, [3]int{50, 77, 50})}, false},
+		{"replicas within one misplaced admission less their chance", []Candidate{with(replicas, [3]int{85, 87, 85}), with(log, [3]int{50, 78, 50})}, true},
+		{"replicas beaten at the responses only by a counter fitted there", []Candidate{with(replicas, [3]int{85, 87, 85}), with(counter, [3]int{15, 63, 16})}, true},
+	} {
+		sd := &SurfaceDetail{Fit: Fit{Best: bucket, Candidates: append([]Candidate{{Family: familyNone, Limit: 120, Mismatches: 900}, bucket}, tt.others...)}}
+		e := &evidence{surfaceRun: &surfaceRun{primary: &groupRun{answered: 900, refusals: 140}}, sd: sd, primary: "127.0.0.1"}
+		why := rival(e, false)
+		if open := why != ""; open != tt.open {
+			t.Errorf("%s: rival says %q, want the reading left open %v", tt.name, why, tt.open)
+		}
+	}
+}

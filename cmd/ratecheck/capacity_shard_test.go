@@ -196,7 +196,7 @@ func shardArgs(url, out, rv, at string, i, n int, more ...string) []string {
 // run), and the search rightly ended inconclusive where the test wants
 // the knee.
 func testCapacityShards(t *testing.T) {
-	holdSlot(t) // before --start-at: the shards, together, split one run's rate
+	holdAllSlots(t) // before --start-at: the shards, together, split one run's rate
 	url, meanService, seen := poolTarget(t)
 	out, rv := t.TempDir(), t.TempDir()
 	at := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
@@ -307,7 +307,7 @@ func checkShares(t *testing.T, res capacity.Result, dirs []string, infos []*runn
 // results archived, its segment recorded as not judged.
 func TestCapacityShardMissing(t *testing.T) {
 	t.Parallel()
-	holdSlot(t) // before --start-at: the shards, together, split one run's rate
+	holdAllSlots(t) // before --start-at: the shards, together, split one run's rate
 	url, _, _ := poolTarget(t)
 	out, rv := t.TempDir(), t.TempDir()
 	at := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)

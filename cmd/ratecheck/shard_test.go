@@ -23,8 +23,8 @@ import (
 // address of the single-machine run, and its verdict.
 func TestShardsMergeLikeOneMachine(t *testing.T) {
 	t.Parallel()
-	// The shards, together, split one run's rate: one slot.
-	holdSlot(t)
+	// The shards run at once: every slot.
+	holdAllSlots(t)
 	type perSource map[string]map[int]int // source → status → count
 	run := func(shards int) (*analyze.Report, perSource, perSource, int) {
 		var mu sync.Mutex

@@ -21,9 +21,7 @@ import (
 // timedSlots while it runs.
 func runCmd(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	if len(args) > 0 && timed[args[0]] {
-		defer takeSlot(t)()
-	}
+	defer takeSlot(t, args)()
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
@@ -60,10 +58,11 @@ var timedSlots = make(chan struct{}, 2)
 // steps (see holdSlot): their timed commands take no other.
 var slotHolders sync.Map
 
-// takeSlot takes a slot of timedSlots for t unless t holds one already, and
-// returns what gives it back.
-func takeSlot(t *testing.T) (release func()) {
-	if _, held := slotHolders.Load(t); held {
+// takeSlot takes a slot of timedSlots for t to run the command line args,
+// when it is a timed command and t holds no slot already, and returns what
+// gives it back.
+func takeSlot(t *testing.T, args []string) (release func()) {
+	if _, held := slotHolders.Load(t); held || len(args) == 0 || !timed[args[0]] {
 		return func() {}
 	}
 	timedSlots <- struct{}{}

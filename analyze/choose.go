@@ -158,16 +158,17 @@ func outdone(a, b Candidate) bool {
 // is a probability, never beat b, and are beaten only where they fit
 // worse less what chance alone gives them (see least)): whichever order
 // the target counted in, a limiter of that kind beat b. It asks of a kind
-// of limiter what outdone asks of one. Against
-// nginx's delay (a bucket forgetting refusals that holds what it admits
-// up to half a window) beside a busy process, the bucket scored 3 on
-// sends and 98 on responses, where the refusals that came back at once
-// overtook every admission it held; a sliding log counting refusals at
-// another window scored 78 and 92 (two replicas of the documented log,
-// 85 and 87, 7 of it chance), close enough to the bucket's worst to be
-// its rivals, and better than it on responses, so not outdone by it. On
-// responses a counter forgetting refusals scored 63: the run favoured
-// forgetting them in every order.
+// of limiter what outdone asks of one. Against nginx's delay (a bucket
+// forgetting refusals that holds what it admits up to half a window)
+// beside a busy process, the bucket scored 15 on sends, 98 on responses
+// (where the refusals that came back at once overtook every admission it
+// held) and 3 on the mix; a sliding log counting refusals at another
+// window 78, 92 and 79: close enough to the bucket's worst to be its
+// rival, and better than it on responses, so not outdone by it (two
+// replicas of the documented log, 103, 107 and 104 with 7 of it chance,
+// were a rival too, replicas never being outdone). On responses a
+// counter forgetting refusals scored 63: the run favoured forgetting
+// them in every order.
 func (fit Fit) outdoneBy(b Candidate, want func(Candidate) bool) bool {
 	for k := range b.orders {
 		beaten := false

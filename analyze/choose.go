@@ -170,17 +170,12 @@ func outdone(a, b Candidate) bool {
 // counter forgetting refusals scored 63: the run favoured forgetting
 // them in every order.
 func (fit Fit) outdoneBy(b Candidate, want func(Candidate) bool) bool {
+	may := func(c Candidate) bool {
+		return want(c) && c.Replicas <= 1 && c.Mismatches != math.MaxInt && !(c.refitted() && !b.refitted())
+	}
 	for k := range b.orders {
-		beaten := false
-		for _, cs := range [][]Candidate{fit.Candidates, fit.Scan} {
-			for _, c := range cs {
-				if c.Family == familyNone || c.ruled || c.Replicas > 1 || c.Mismatches == math.MaxInt || !want(c) || c.refitted() && !b.refitted() {
-					continue
-				}
-				beaten = beaten || b.orders[k]-b.chance > c.orders[k]+oneMisplaced
-			}
-		}
-		if !beaten {
+		c, ok := fit.fewest(may, func(c Candidate) int { return c.orders[k] })
+		if !ok || b.orders[k]-b.chance <= c.orders[k]+oneMisplaced {
 			return false
 		}
 	}

@@ -7,35 +7,31 @@ import (
 	"strings"
 	"time"
 
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/method"
+	"github.com/connectbyjbrh/ratecheck/timeline"
 )
 
 // This file holds what a run that left a question open needs next: which
 // surfaces' rivals probes after the plan can still tell apart, and how
 // long those probes must go on for every rival to show its difference.
 
-// FollowUpNeed is a surface whose verdict left a question open that
-// verify's follow-up probes (method.FollowUpProbe) can settle.
-type FollowUpNeed struct {
-	Surface string
-	// Why says what is open, and between which rivals.
-	Why string
-	// Until is how long the probes must go on, in windows from the start
-	// of the run: past the latest moment a rival left gives capacity back
-	// after the second burst, at most the limit the caller gave.
-	Until float64
-	// BurstAt is when the follow-up burst starts, in windows from the
-	// start of the run: just after the first moment a rival left gives
-	// capacity back at once (see FollowUps), at most Until less the
-	// burst.
-	BurstAt float64
-	// AgedOut is set when the need is the follow-up burst alone, once
-	// every request of the run so far has aged out of a window: the
-	// caller sends it method.FollowUpAgedOut windows after the run's last
-	// answer (BurstAt and Until hold it for a run answered on time, ending
-	// at FollowUpStart). It weighs a budget spent before the run against a
-	// limit below the documented one (SurfaceDetail.SpentOrLower).
-	AgedOut bool
+// FollowUpNeeds judges the results of a run's plan, held back from the
+// follow-up streams, as the run's folder will be judged (ConfigFor of the
+// run.json it started with, info, and o), and returns what the follow-up
+// can settle within maxUntil windows of the run's start (see FollowUps):
+// nothing when the results cannot be judged.
+func FollowUpNeeds(info archive.RunInfo, results []*vegeta.Result, o Overrides, maxUntil float64) []timeline.Need {
+	in := FromResults(results)
+	in.Meta.Runs = []archive.RunInfo{info}
+	cfg, _ := ConfigFor(&in.Meta, o)
+	rep, err := Analyze(in, cfg)
+	if err != nil || rep.Start.IsZero() {
+		return nil
+	}
+	return rep.FollowUps(maxUntil)
 }
 
 // FollowUps returns the surfaces of a run of verify's plan that a follow-up
@@ -43,15 +39,15 @@ type FollowUpNeed struct {
 // limit left inconclusive by the rivals' timing, when no premise of the
 // run failed (a spent budget, an API not there: more probes do not help).
 // maxUntil bounds Until, in windows.
-func (r *Report) FollowUps(maxUntil float64) []FollowUpNeed {
-	var out []FollowUpNeed
+func (r *Report) FollowUps(maxUntil float64) []timeline.Need {
+	var out []timeline.Need
 	for i, sv := range r.Verdict.Surfaces {
 		if i < len(r.Surfaces) && r.Surfaces[i].SpentOrLower {
 			// A spent budget has come back in full a window after the
 			// last request; a lower limit refuses the burst early again.
 			at := method.FollowUpStart + method.FollowUpAgedOut
 			if until := at + method.FollowUpBurstSpan + method.FollowUpBurstLead; until <= maxUntil {
-				out = append(out, FollowUpNeed{Surface: sv.Surface, AgedOut: true, BurstAt: at, Until: until,
+				out = append(out, timeline.Need{Surface: sv.Surface, AgedOut: true, BurstAt: at, Until: until,
 					Why: fmt.Sprintf("the first burst was refused before %d were admitted: a budget spent before the run or a lower limit", sv.ExpectedLimit)})
 			}
 			continue
@@ -117,7 +113,7 @@ func (r *Report) FollowUps(maxUntil float64) []FollowUpNeed {
 			// has given most of it back, and a log or fixed window all.
 			first = until
 		}
-		out = append(out, FollowUpNeed{Surface: sv.Surface, Why: strings.Join(open, "; "), Until: until,
+		out = append(out, timeline.Need{Surface: sv.Surface, Why: strings.Join(open, "; "), Until: until,
 			BurstAt: method.FollowUpBurstAt(min(first, until))})
 	}
 	return out
@@ -180,12 +176,4 @@ func familyOf(c Candidate, w time.Duration) string {
 		return fmt.Sprintf("%s of %v", c.Family, c.Window.Round(time.Millisecond))
 	}
 	return c.Family
-}
-
-// String says a need as one line.
-func (n FollowUpNeed) String() string {
-	if n.AgedOut {
-		return fmt.Sprintf("%s: %s: a burst from its limit address once the run's requests have aged out", n.Surface, n.Why)
-	}
-	return fmt.Sprintf("%s: %s: probing its limit address until %.2f windows", n.Surface, n.Why, n.Until)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/internal/hostsim"
 	"github.com/connectbyjbrh/ratecheck/method"
+	"github.com/connectbyjbrh/ratecheck/timeline"
 )
 
 // TestFreshStartSpentOnBothSurfaces: the limit address sent a few requests
@@ -196,7 +197,7 @@ func TestSpentOrLowerFollowUp(t *testing.T) {
 				undecided := 0
 				defer func() { t.Logf("the plan alone left MCP undecided in %d of %d runs", undecided, seeds) }()
 				for i := range seeds {
-					run := func(follow map[string]FollowUpNeed) *Report {
+					run := func(follow map[string]timeline.Need) *Report {
 						rng := rand.New(rand.NewPCG(7, uint64(i)))
 						rep, err := Analyze(simulateVerify(tr.srv(), host.h, simW, rng, follow), cfg)
 						if err != nil {
@@ -205,7 +206,7 @@ func TestSpentOrLowerFollowUp(t *testing.T) {
 						return rep
 					}
 					rep := run(nil)
-					follow := map[string]FollowUpNeed{}
+					follow := map[string]timeline.Need{}
 					for _, n := range rep.FollowUps(simMaxUntil) {
 						follow[n.Surface] = n
 					}

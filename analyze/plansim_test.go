@@ -19,6 +19,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/internal/hostsim"
 	"github.com/connectbyjbrh/ratecheck/method"
+	"github.com/connectbyjbrh/ratecheck/timeline"
 )
 
 // The plan's specification: verify's probe plan, exactly as verify sends it
@@ -157,7 +158,7 @@ const simMaxUntil = 3.5
 // when (windows): they start once every other request is answered, as the
 // engine holds them, and their latencies are drawn after every other's, so
 // that a run with them is the run without them, continued.
-func simulateVerify(srv server, h hostsim.Host, w time.Duration, rng *rand.Rand, follow map[string]FollowUpNeed) *decode.Input {
+func simulateVerify(srv server, h hostsim.Host, w time.Duration, rng *rand.Rand, follow map[string]timeline.Need) *decode.Input {
 	prof, err := scenario.VerifyProfile(scenario.VerifyOptions{RESTLimit: 240, MCPLimit: 120, Sources: []string{srcA, srcB, srcC},
 		Limits: true, Isolation: true, Contract: true, Seed: rng.Uint64(), FollowUpUntil: simMaxUntil})
 	if err != nil {
@@ -321,7 +322,7 @@ func runCell(tr planTruth, h hostsim.Host, from, to int, seed uint64) planCell {
 	for i := from; i < to; i++ {
 		// The run as planned; then, where it left a question open, the
 		// same run with the follow-up its verdict chose.
-		run := func(follow map[string]FollowUpNeed) *Report {
+		run := func(follow map[string]timeline.Need) *Report {
 			rng := rand.New(rand.NewPCG(seed, uint64(i)))
 			rep, err := Analyze(simulateVerify(tr.srv(int64(simW), rng), h, simW, rng, follow), cfg)
 			if err != nil {
@@ -331,7 +332,7 @@ func runCell(tr planTruth, h hostsim.Host, from, to int, seed uint64) planCell {
 		}
 		rep := run(nil)
 		if needs := rep.FollowUps(simMaxUntil); len(needs) > 0 {
-			follow := map[string]FollowUpNeed{}
+			follow := map[string]timeline.Need{}
 			for _, n := range needs {
 				follow[n.Surface] = n
 			}

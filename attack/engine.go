@@ -43,6 +43,12 @@ type Preparer interface {
 	Prepare(dir string) error
 }
 
+// Starter is a job that wants run.json as the run starts (to judge its
+// results mid-run as its folder will be judged).
+type Starter interface {
+	Started(info archive.RunInfo)
+}
+
 // Finisher is a job that adds to run.json once it ran.
 type Finisher interface {
 	Finish(info *archive.RunInfo)
@@ -194,6 +200,9 @@ func Execute(ctx context.Context, job Job, opts Options) (*Run, error) {
 	if err := w.Start(info); err != nil {
 		w.Close(info)
 		return nil, &SetupError{err}
+	}
+	if s, ok := job.(Starter); ok {
+		s.Started(info)
 	}
 	stopProgress := e.progress(start, job.Duration(), run.Counts)
 	guard := failureGuard{Max: e.AbortShare}

@@ -11,12 +11,15 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
+	"github.com/connectbyjbrh/ratecheck/timeline"
 )
 
 // TestFollowUp: held streams send nothing until every result of the
-// others is in; Decide sees exactly those results; a stream it leaves out
-// sends nothing, one it sends starts when told and stops when told, and
-// run.json records what Decide said.
+// others is in; Needs sees exactly those results, with run.json as the run
+// started; the follow-up probes of the surface it names go out from the
+// decision (until the need's end, which the timeline's tests hold), its
+// burst, due after that end, sends nothing, and run.json records what Say
+// said.
 func TestFollowUp(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -34,11 +37,11 @@ streams:
     surface: rest
     requests: [{path: /api/public/search, query: {q: slow}}]
     pacer: {type: constant, rate: 100/s, count: 5}
-  - name: more
+  - name: follow-up
     surface: rest
     requests: [{path: /api/public/search, query: {q: more}}]
-    pacer: {type: constant, rate: 100/s, duration: 10s}
-  - name: never
+    pacer: {type: constant, rate: 100/s, count: 20}
+  - name: follow-up-burst
     surface: rest
     requests: [{path: /api/public/search, query: {q: never}}]
     pacer: {type: constant, rate: 100/s, duration: 10s}
@@ -48,50 +51,49 @@ streams:
 	}
 	var decided time.Time
 	var seen int
-	fu := &FollowUp{Streams: []string{"rest/more", "rest/never"}, Decide: func(rs []*vegeta.Result) (map[string]Span, []string) {
-		decided, seen = time.Now(), len(rs)
-		return map[string]Span{"rest/more": {Start: 50 * time.Millisecond, Stop: 250 * time.Millisecond}}, []string{"rest: more, for a question left open"}
-	}}
+	var target string
+	fu := &FollowUp{Streams: []string{"rest/follow-up", "rest/follow-up-burst"}, MaxUntil: 3.5,
+		Needs: func(info archive.RunInfo, rs []*vegeta.Result) []timeline.Need {
+			decided, seen, target = time.Now(), len(rs), info.Target
+			return []timeline.Need{{Surface: "rest", Why: "a question left open", Until: 1000, BurstAt: 2000}}
+		},
+		Say: func(d timeline.Decision) string { return d.Surface + ": " + d.Why }}
 	pl := Plan{Profile: prof, Window: time.Second, FollowUp: fu}
 	if d := pl.Duration(); d > time.Second {
 		t.Errorf("Duration %v counts the held streams", d)
 	}
+	pl.Started(archive.RunInfo{Target: srv.URL})
 	var planEnd, moreFirst time.Time
 	n := map[string]int{}
 	err = pl.Run(context.Background(), srv.URL, func(r *vegeta.Result) error {
-		name := archive.LabelValue(r.Attack, "stream")
-		n[name]++
+		l := archive.ParseLabel(r.Attack, r.URL)
+		n[l.Surface+"/"+l.Stream]++
 		switch {
-		case name == "plan" && r.Timestamp.Add(r.Latency).After(planEnd):
+		case l.Stream == "plan" && r.Timestamp.Add(r.Latency).After(planEnd):
 			planEnd = r.Timestamp.Add(r.Latency)
-		case name == "more":
-			if moreFirst.IsZero() || r.Timestamp.Before(moreFirst) {
-				moreFirst = r.Timestamp
-			}
+		case l.Stream == "follow-up" && (moreFirst.IsZero() || r.Timestamp.Before(moreFirst)):
+			moreFirst = r.Timestamp
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if seen != 5 || n["plan"] != 5 || n["never"] != 0 {
-		t.Fatalf("Decide saw %d results; results %v: want 5 seen, plan 5, never 0", seen, n)
+	if seen != 5 || n["rest/plan"] != 5 || n["rest/follow-up-burst"] != 0 || target != srv.URL {
+		t.Fatalf("Needs saw %d results of %q; results %v: want 5 of %q seen, plan 5, the burst 0", seen, target, n, srv.URL)
 	}
-	if n["more"] == 0 || n["more"] > 26 {
-		t.Errorf("more sent %d requests, want about 20 (100/s for 200 ms)", n["more"])
+	if n["rest/follow-up"] != 20 {
+		t.Errorf("the follow-up sent %d probes, want its 20", n["rest/follow-up"])
 	}
 	if decided.Before(planEnd) {
 		t.Errorf("decided %v before the plan's last answer", planEnd.Sub(decided))
 	}
-	// The gate opens on a timer, never early; the cut is held by the
-	// count above (the schedule gives no more than 20 in 200 ms, however
-	// late a loaded host sends them).
-	if moreFirst.Before(decided.Add(50 * time.Millisecond)) {
-		t.Errorf("more began %v after the decision, want 50ms or later", moreFirst.Sub(decided))
+	if moreFirst.Before(decided) {
+		t.Errorf("the follow-up began %v before the decision", decided.Sub(moreFirst))
 	}
 	var info archive.RunInfo
 	pl.Finish(&info)
-	if len(info.FollowUps) != 1 {
-		t.Errorf("run.json's follow_ups %q, want what Decide said", info.FollowUps)
+	if len(info.FollowUps) != 1 || info.FollowUps[0] != "rest: a question left open" {
+		t.Errorf("run.json's follow_ups %q, want what Say said", info.FollowUps)
 	}
 }

@@ -44,9 +44,6 @@ func (e *engine) waitFresh(ctx context.Context, job Job, target string) error {
 	}
 	if e.NoWait {
 		e.sentBefore = end
-		if pl, ok := job.(Plan); ok && pl.FollowUp != nil {
-			pl.FollowUp.SentBefore = end
-		}
 		e.emit(NotFresh{Run: dir, End: end, Left: left})
 		return nil
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/client"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/redact"
+	"github.com/connectbyjbrh/ratecheck/timeline"
 )
 
 // DefaultMaxBody is how much of each response body is kept: enough for an
@@ -110,26 +111,6 @@ func (b *Behind) String() string {
 	}
 	return fmt.Sprintf("%d of %d requests went out more than %v after their planned time, the latest %v late (stream %s%s)",
 		b.Late, b.Sent, lateAfter, b.Max.Round(time.Millisecond), b.Stream, from)
-}
-
-// lagPacer measures how late its pacer's hits go out: Vegeta asks for hit
-// n only once hit n-1 was handed to a worker, so the elapsed time of that
-// call, past hit n's planned time, is how late hit n goes out at least.
-type lagPacer struct {
-	vegeta.Pacer
-	due func(hits uint64) (time.Duration, bool)
-	rec func(lag time.Duration)
-}
-
-// Pace implements vegeta.Pacer.
-func (l lagPacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
-	wait, stop := l.Pacer.Pace(elapsed, hits)
-	if !stop && wait == 0 {
-		if d, ok := l.due(hits); ok {
-			l.rec(max(elapsed-d, 0))
-		}
-	}
-	return wait, stop
 }
 
 // Negotiate implements [Negotiator]: when the plan sends MCP requests and
@@ -265,25 +246,21 @@ func (pl Plan) Run(ctx context.Context, target string, sink func(*vegeta.Result)
 	if err != nil {
 		return err
 	}
-	g, f := newGates(pl.Profile, units), newFollowUps(pl.FollowUp, units)
+	c := &clocked{tl: pl.timeline(units), changed: make(chan struct{}), stop: make(chan struct{}), fu: pl.FollowUp}
 	senders := make([]Sender, len(units))
 	for i, u := range units {
-		p := g.pacer(u)
-		if f != nil && f.holds(u) {
-			p = f.pacer(u)
+		p := &pacer{c: c, i: i, rate: u.pacer}
+		if pl.Behind != nil {
+			p.behind = func(lag time.Duration) { pl.Behind.add(u.stream.Name, u.source, lag) }
 		}
-		senders[i] = Sender{Attacker: attackers[i], Targeter: targeters[i], Pacer: pl.behind(u, p), Label: u.label, Client: clients[i]}
+		senders[i] = Sender{Attacker: attackers[i], Targeter: targeters[i], Pacer: p, Label: u.label, Client: clients[i]}
 	}
-	if f != nil && f.left == 0 {
-		f.decide() // nothing else to wait for
+	c.origin = time.Now()
+	if c.tl.Deciding() {
+		c.decide() // nothing else to wait for
 	}
-	stop := func() {
-		g.abort()
-		f.stopAll()
-	}
-	return Send(ctx, senders, stop, func(_ int, r *vegeta.Result) error {
-		g.answered(r)
-		f.answered(r)
+	return Send(ctx, senders, c.abort, func(i int, r *vegeta.Result) error {
+		c.answered(i, r)
 		if r.Code == http.StatusNotFound && len(sessionOf) > 0 {
 			if src, ok := sessionOf[r.Attack]; ok {
 				pl.MCP.Ended(ctx, src)
@@ -291,6 +268,24 @@ func (pl Plan) Run(ctx context.Context, target string, sink func(*vegeta.Result)
 		}
 		return sink(r)
 	})
+}
+
+// timeline returns the timeline of the plan's units, in their order: each
+// keyed by its stream's surface and name, waiting for the streams its
+// After names (see scenario.Profile.AfterKey), held when the plan's
+// follow-up holds its stream.
+func (pl Plan) timeline(units []unit) *timeline.Timeline {
+	streams := make([]timeline.Stream, len(units))
+	for i, u := range units {
+		s := u.stream
+		ts := timeline.Stream{Key: s.Surface + "/" + s.Name, Due: u.pacer.Due, Start: u.pacer.Offset, Count: u.pacer.Count(),
+			Lag: u.lag, Held: pl.held(s.Surface, s.Name)}
+		for _, a := range s.After {
+			ts.After = append(ts.After, pl.Profile.AfterKey(s, a))
+		}
+		streams[i] = ts
+	}
+	return timeline.New(pl.Window, streams)
 }
 
 // attackers returns an attacker, a targeter of target and the HTTP client
@@ -331,113 +326,6 @@ func (pl Plan) attackers(target string, units []unit) (attackers []*vegeta.Attac
 			Workers: min(vegeta.DefaultWorkers, pl.MaxWorkers), MaxWorkers: pl.MaxWorkers})
 	}
 	return attackers, targeters, clients, sessionOf, nil
-}
-
-// gates hold back the streams that name others in After: a stream named
-// in another's After has a gate, closed once every planned request of it
-// has its result. Gates are keyed by surface and name: a plan may repeat a
-// name across surfaces (verify's does), and After then names the stream
-// of its own surface. Not safe for concurrent use but for the pacers'
-// reading of the gates.
-type gates struct {
-	profile *scenario.Profile
-	byKey   map[string]chan struct{}
-	left    map[string]uint64 // planned requests of each gated stream without a result yet
-	keyOf   map[*scenario.Stream][]string
-	stop    chan struct{}
-	stopped bool
-}
-
-func newGates(p *scenario.Profile, units []unit) *gates {
-	g := &gates{profile: p, byKey: map[string]chan struct{}{}, left: map[string]uint64{}, keyOf: map[*scenario.Stream][]string{}, stop: make(chan struct{})}
-	for i := range p.Streams {
-		s := &p.Streams[i]
-		for _, a := range s.After {
-			k := afterKey(p, s, a)
-			g.keyOf[s] = append(g.keyOf[s], k)
-			if g.byKey[k] == nil {
-				g.byKey[k] = make(chan struct{})
-			}
-		}
-	}
-	for i := range p.Streams {
-		s := &p.Streams[i]
-		k := s.Surface + "/" + s.Name
-		if c, ok := g.byKey[k]; ok {
-			for _, u := range unitsOf(units, s) {
-				g.left[k] += u.pacer.Count()
-			}
-			if g.left[k] == 0 {
-				close(c)
-			}
-		}
-	}
-	return g
-}
-
-// pacer returns the pacer of unit u: its own, behind its stream's gates,
-// waiting for its hits itself so that stopping the run wakes it (see
-// StoppablePacer).
-func (g *gates) pacer(u unit) vegeta.Pacer {
-	var p vegeta.Pacer = u.pacer
-	if len(u.stream.After) > 0 {
-		p = &schedule.GatedPacer{Pacer: u.pacer, Gate: g.allOf(g.keyOf[u.stream]), Abort: g.stop, Lag: u.lag}
-	}
-	return &schedule.StoppablePacer{Pacer: p, Stop: g.stop}
-}
-
-// answered counts a result toward its stream's gate.
-func (g *gates) answered(r *vegeta.Result) {
-	if len(g.byKey) == 0 {
-		return
-	}
-	k := archive.LabelValue(r.Attack, "surface") + "/" + archive.LabelValue(r.Attack, "stream")
-	if n := g.left[k]; n > 0 {
-		if g.left[k] = n - 1; n == 1 {
-			close(g.byKey[k])
-		}
-	}
-}
-
-// abort wakes every pacer, gated or waiting for its next hit, and stops
-// it without sending: the run is stopping.
-func (g *gates) abort() {
-	if !g.stopped {
-		g.stopped = true
-		close(g.stop)
-	}
-}
-
-// allOf returns a channel closed once every gate of keys is closed
-// (never, if the run stops first).
-func (g *gates) allOf(keys []string) <-chan struct{} {
-	if len(keys) == 1 {
-		return g.byKey[keys[0]]
-	}
-	all := make(chan struct{})
-	go func() {
-		for _, k := range keys {
-			select {
-			case <-g.byKey[k]:
-			case <-g.stop:
-				return
-			}
-		}
-		close(all)
-	}()
-	return all
-}
-
-// afterKey is the gate key of the stream named a in s.After: the stream of
-// that name on s's surface, else the one of that name.
-func afterKey(p *scenario.Profile, s *scenario.Stream, a string) string {
-	surface := ""
-	for i := range p.Streams {
-		if o := &p.Streams[i]; o.Name == a && (surface == "" || o.Surface == s.Surface) {
-			surface = o.Surface
-		}
-	}
-	return surface + "/" + a
 }
 
 // Counts tallies results by outcome. The zero value is ready; it is safe for
@@ -536,21 +424,4 @@ func (pl Plan) PeakRate() int {
 		}
 	}
 	return total
-}
-
-// behind wraps the pacer p of unit u to record in pl.Behind how late its
-// hits go out (p itself when the plan records nothing).
-func (pl Plan) behind(u unit, p vegeta.Pacer) vegeta.Pacer {
-	if pl.Behind == nil {
-		return p
-	}
-	due := u.pacer.Due
-	inner := p
-	if s, ok := inner.(*schedule.StoppablePacer); ok {
-		inner = s.Pacer // gates.pacer wraps every pacer in one
-	}
-	if g, ok := inner.(*schedule.GatedPacer); ok {
-		due = g.Due // a gated stream keeps its pacing, shifted by its gate
-	}
-	return lagPacer{Pacer: p, due: due, rec: func(lag time.Duration) { pl.Behind.add(u.stream.Name, u.source, lag) }}
 }

@@ -541,3 +541,17 @@ func (p *Profile) StreamSources(s *Stream) []string {
 	}
 	return []string{""}
 }
+
+// AfterKey returns the "surface/name" of the stream named a in s.After:
+// the stream of that name on s's surface, else the one of that name (a
+// plan may repeat a name across surfaces, as verify's does, and After then
+// names the stream of its own surface).
+func (p *Profile) AfterKey(s *Stream, a string) string {
+	surface := ""
+	for i := range p.Streams {
+		if o := &p.Streams[i]; o.Name == a && (surface == "" || o.Surface == s.Surface) {
+			surface = o.Surface
+		}
+	}
+	return surface + "/" + a
+}

@@ -133,38 +133,6 @@ func TestPacerSplitsAcrossSources(t *testing.T) {
 	}
 }
 
-// TestGatedPacer: a gated pacer holds its first hit until the gate opens,
-// then keeps its pacing from then; an abort stops it.
-func TestGatedPacer(t *testing.T) {
-	sched := Constant(100, time.Second, 0) // a hit every 10ms
-	// The fake clock advances 200ms per reading: the gate "opens" 200ms
-	// after Pace was called at elapsed 100ms, so the stream starts then,
-	// 250ms late, and its second hit is 10ms later.
-	clock := time.Unix(0, 0)
-	tick := func() time.Time { clock = clock.Add(200 * time.Millisecond); return clock }
-	gate := make(chan struct{})
-	close(gate)
-	g := &GatedPacer{Pacer: Pacer{Sched: sched, Offset: 50 * time.Millisecond, K: 1}, Gate: gate, Now: tick}
-	if wait, stop := g.Pace(100*time.Millisecond, 0); wait != 0 || stop {
-		t.Fatalf("first hit: wait %v stop %v, want at once", wait, stop)
-	}
-	if wait, _ := g.Pace(300*time.Millisecond, 1); wait != 10*time.Millisecond {
-		t.Errorf("second hit waits %v, want 10ms", wait)
-	}
-	// A gate open from the start changes nothing.
-	still := func() time.Time { return clock }
-	early := &GatedPacer{Pacer: Pacer{Sched: sched, Offset: 50 * time.Millisecond, K: 1}, Gate: gate, Now: still}
-	if wait, _ := early.Pace(0, 3); wait != 80*time.Millisecond {
-		t.Errorf("open gate: wait %v, want 80ms", wait)
-	}
-	abort := make(chan struct{})
-	close(abort)
-	stopped := &GatedPacer{Pacer: Pacer{Sched: sched, K: 1}, Gate: make(chan struct{}), Abort: abort}
-	if _, stop := stopped.Pace(0, 0); !stop {
-		t.Error("an aborted gated pacer did not stop")
-	}
-}
-
 // BenchmarkPace measures one pacing decision, the attack loop's hot path.
 func BenchmarkPace(b *testing.B) {
 	for _, tc := range []struct {
@@ -184,79 +152,6 @@ func BenchmarkPace(b *testing.B) {
 				hits = (hits + 1) % 100000
 			}
 		})
-	}
-}
-
-// pacerFunc is a vegeta.Pacer made of a function.
-type pacerFunc func(time.Duration, uint64) (time.Duration, bool)
-
-func (f pacerFunc) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
-	return f(elapsed, hits)
-}
-func (pacerFunc) Rate(time.Duration) float64 { return 0 }
-
-// TestStoppablePacer: the pacer waits for the hit itself and hands Vegeta
-// no wait; a stop, before or during the wait, ends it at once. The waits
-// are an hour, far beyond the bound, so a pacer that slept through one
-// could not pass.
-func TestStoppablePacer(t *testing.T) {
-	const hour = time.Hour
-	t.Run("due now", func(t *testing.T) {
-		p := &StoppablePacer{Pacer: pacerFunc(func(time.Duration, uint64) (time.Duration, bool) { return 0, false }), Stop: make(chan struct{})}
-		if wait, stop := p.Pace(0, 0); wait != 0 || stop {
-			t.Errorf("Pace = %v, %v; want 0, false", wait, stop)
-		}
-	})
-	t.Run("due soon", func(t *testing.T) {
-		p := &StoppablePacer{Pacer: pacerFunc(func(time.Duration, uint64) (time.Duration, bool) { return time.Millisecond, false }), Stop: make(chan struct{})}
-		for range 3 { // the timer is reused
-			if wait, stop := p.Pace(0, 0); wait != 0 || stop {
-				t.Errorf("Pace = %v, %v; want 0 (waited here), false", wait, stop)
-			}
-		}
-	})
-	t.Run("done", func(t *testing.T) {
-		p := &StoppablePacer{Pacer: pacerFunc(func(time.Duration, uint64) (time.Duration, bool) { return 0, true }), Stop: make(chan struct{})}
-		if _, stop := p.Pace(0, 0); !stop {
-			t.Error("the schedule ended but the pacer did not stop")
-		}
-	})
-	t.Run("stopped before", func(t *testing.T) {
-		stopCh := make(chan struct{})
-		close(stopCh)
-		asked := false
-		p := &StoppablePacer{Pacer: pacerFunc(func(time.Duration, uint64) (time.Duration, bool) { asked = true; return 0, false }), Stop: stopCh}
-		if _, stop := p.Pace(0, 0); !stop || asked {
-			t.Errorf("stop %v, schedule asked %v; want a stop without asking", stop, asked)
-		}
-	})
-	t.Run("stopped while waiting an hour", func(t *testing.T) {
-		stopCh := make(chan struct{})
-		waiting := make(chan struct{})
-		p := &StoppablePacer{Pacer: pacerFunc(func(time.Duration, uint64) (time.Duration, bool) { close(waiting); return hour, false }), Stop: stopCh}
-		done := make(chan bool, 1)
-		go func() { _, stop := p.Pace(0, 0); done <- stop }()
-		<-waiting
-		close(stopCh)
-		select {
-		case stop := <-done:
-			if !stop {
-				t.Error("woken by the stop, the pacer said to send the hit")
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("the pacer slept through the stop")
-		}
-	})
-}
-
-// BenchmarkStoppablePace measures what the stop checks add to a pacing
-// decision whose hit is due (the attack loop's hot path at a high rate).
-func BenchmarkStoppablePace(b *testing.B) {
-	p := &StoppablePacer{Pacer: Pacer{Sched: Constant(1000, time.Hour, 0), K: 1}, Stop: make(chan struct{})}
-	var hits uint64
-	for b.Loop() {
-		p.Pace(time.Hour, hits) // every hit is due
-		hits = (hits + 1) % 100000
 	}
 }
 

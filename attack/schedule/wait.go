@@ -9,8 +9,8 @@ import (
 // Waiter waits for a hit's due time, as precisely as the system allows:
 // on a runtime timer until fineWait before it, then the rest in fineSleep
 // (nanosleep on Linux) when a slot of the fine cap is free. Every pacer
-// that waits for its hits itself waits with one (see StoppablePacer, and
-// capacity/runner's pacer). It reuses one timer, so waiting allocates
+// that waits for its hits itself waits with one (the engine's, and
+// capacity/runner's). It reuses one timer, so waiting allocates
 // nothing. Its zero value is ready to use; it is not safe for concurrent
 // use.
 type Waiter struct {
@@ -59,16 +59,6 @@ func (w *Waiter) Until(deadline time.Time, stop <-chan struct{}) bool {
 			w.timer.Stop()
 			return true
 		}
-	}
-}
-
-// closed reports whether stop is closed (a nil stop never is).
-func closed(stop <-chan struct{}) bool {
-	select {
-	case <-stop:
-		return true
-	default:
-		return false
 	}
 }
 

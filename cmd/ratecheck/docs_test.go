@@ -16,6 +16,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/method"
+	"github.com/connectbyjbrh/ratecheck/timeline"
 )
 
 // repoRoot is the repository's root, seen from this package's directory.
@@ -561,7 +562,7 @@ func TestFailureTableIsOneList(t *testing.T) {
 // failure-table probes as one row.
 func TestProbePlanTableIsThePlan(t *testing.T) {
 	plan, err := scenario.VerifyProfile(scenario.VerifyOptions{RESTLimit: 240, MCPLimit: 120, Sources: []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"},
-		Limits: true, Isolation: true, Contract: true, FollowUpUntil: defaultMaxDuration})
+		Limits: true, Isolation: true, Contract: true, FollowUpUntil: timeline.DefaultMaxDuration})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,15 +13,17 @@ import (
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/report"
+	"github.com/connectbyjbrh/ratecheck/timeline"
 )
 
 // verifyRun is a run of verify as its flags planned it: the probe plan,
-// the engine's options, and what the verdict judges.
+// the engine's options, and how the run is judged (mid-run, for the
+// follow-up, and at the end alike; Path is set once the folder is made).
 type verifyRun struct {
-	plan             attack.Plan
-	opts             attack.Options
-	checks, surfaces []string
-	limits           map[string]int
+	plan     attack.Plan
+	opts     attack.Options
+	surfaces []string
+	judged   analyze.Overrides
 }
 
 // prepare checks the flags of verify and plans its run; code is -1 to go
@@ -64,7 +66,7 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 		return fail("--max-duration must be positive, got %v", o.maxDuration)
 	}
 	limits := slices.Contains(groups, "limits") || slices.Contains(groups, "isolation")
-	until := o.followUpUntil(window, limits)
+	until := timeline.MaxUntil(o.maxDuration, window, limits)
 	prof, err := scenario.VerifyProfile(scenario.VerifyOptions{RESTLimit: restLimit, MCPLimit: mcpLimit, Sources: sources, Surfaces: surfaces,
 		Limits: slices.Contains(groups, "limits"), Isolation: slices.Contains(groups, "isolation"), Contract: slices.Contains(groups, "contract"), Seed: seed,
 		FollowUpUntil: until})
@@ -96,9 +98,10 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 	opts.Folder, opts.Seed, opts.Network, opts.Fresh, opts.NoWait = prof.Name, seed, nw, window, o.noWait
 	opts.Sources = pool
 	opts.ReachFrom = contract // the reachability check spends nothing of the limit address's budget
-	v = verifyRun{plan: plan, opts: opts, checks: checks, surfaces: surfaces, limits: limitsOf(restLimit, mcpLimit)}
+	v = verifyRun{plan: plan, opts: opts, surfaces: surfaces,
+		judged: analyze.Overrides{Window: window, Limits: limitsOf(restLimit, mcpLimit), Checks: checks, Surfaces: surfaces}}
 	if until > 0 {
-		v.plan.FollowUp = followUp(v, until, stderr)
+		v.plan.FollowUp = followUp(surfaces, v.judged, until, stderr)
 	}
 	intro := fmt.Sprintf("probing %s for about %v (window %v)", strings.Join(surfaces, " and "), v.plan.Duration().Round(100*time.Millisecond), window)
 	if until > 0 {
@@ -120,8 +123,9 @@ func (o *verifyOptions) judge(run *attack.Run, v verifyRun, runErr error, stdout
 		fmt.Fprintf(stderr, "ratecheck verify: reading %s: %v\n", run.Dir, err)
 		return exitUsage
 	}
-	cfg := configFor(&in.Meta, analyze.Overrides{Window: v.plan.Window, Limits: limitsOf(*o.restLimit, *o.mcpLimit),
-		Checks: v.checks, Surfaces: v.surfaces, Path: run.Dir})
+	judged := v.judged
+	judged.Path = run.Dir
+	cfg := configFor(&in.Meta, judged)
 	rep, err := analyze.Analyze(in, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck verify: %v\n", err)

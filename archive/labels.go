@@ -46,6 +46,15 @@ func Label(surface, source, stream string) string {
 	return "surface=" + surface + " source=" + source + " stream=" + stream
 }
 
+// String is the label of a result that carries l: Label of its surface,
+// source and stream, then FleetLabel's fields when l.Fleet is set.
+func (l Labels) String() string {
+	if l.Fleet != nil {
+		return FleetLabel(l.Surface, l.Source, l.Stream, *l.Fleet)
+	}
+	return Label(l.Surface, l.Source, l.Stream)
+}
+
 // FleetLabel returns the label of a fleet client's attempt.
 func FleetLabel(surface, source, stream string, t FleetTag) string {
 	l := fmt.Sprintf("%s client=%d request=%d attempt=%d delay=%d", Label(surface, source, stream), t.Client, t.Request, t.Attempt, t.Delay.Nanoseconds())

@@ -42,7 +42,7 @@ func (c *clocked) due(i int, n uint64) (time.Duration, timeline.Status, <-chan s
 // result loop only.
 func (c *clocked) answered(i int, r *vegeta.Result) {
 	held := c.tl.Streams()[i].Held
-	if c.fu != nil && !held {
+	if c.tl.Holds() && !held {
 		c.kept = append(c.kept, r)
 	}
 	c.mu.Lock()
@@ -56,26 +56,14 @@ func (c *clocked) answered(i int, r *vegeta.Result) {
 	}
 }
 
-// decide asks the follow-up what the plan left open and has the timeline
-// decide what to send for it, at the moment the analysis ends.
+// decide settles the follow-up (FollowUp.Decide) at the moment the
+// analysis ends. Pacers wait meanwhile: every stream but the held ones
+// has ended, and those are blocked until the broadcast.
 func (c *clocked) decide() {
-	var needs []timeline.Need
-	if c.fu != nil && c.fu.Needs != nil {
-		needs = c.fu.Needs(c.fu.info, c.kept)
-	}
-	c.kept = nil
 	c.mu.Lock()
-	var until float64
-	if c.fu != nil {
-		until = c.fu.MaxUntil
-	}
-	decisions := c.tl.Decide(needs, until, time.Since(c.origin))
+	c.fu.Decide(c.tl, time.Since(c.origin), c.kept)
+	c.kept = nil
 	c.mu.Unlock()
-	if c.fu != nil && c.fu.Say != nil {
-		for _, d := range decisions {
-			c.fu.said = append(c.fu.said, c.fu.Say(d))
-		}
-	}
 	c.broadcast()
 }
 

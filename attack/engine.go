@@ -352,10 +352,14 @@ func (e *engine) send(ctx context.Context, job Job, run *Run, w *archive.Writer,
 	return failing, runErr
 }
 
-// archived is r as the archive keeps it: without its body unless a check
-// needs it (NeedsBody) or the caller keeps every body.
-func (e *engine) archived(r *vegeta.Result) *vegeta.Result {
-	if e.KeepBodies || len(r.Body) == 0 || needsBody(r) {
+// archived is r as the archive keeps it (see Options.Archived).
+func (e *engine) archived(r *vegeta.Result) *vegeta.Result { return e.Options.Archived(r) }
+
+// Archived is r as the archive keeps it: without its body unless a check
+// needs it (NeedsBody) or the caller keeps every body. Execute archives
+// each result so; a simulation of a run archives the same.
+func (o Options) Archived(r *vegeta.Result) *vegeta.Result {
+	if o.KeepBodies || len(r.Body) == 0 || needsBody(r) {
 		return r
 	}
 	c := *r
@@ -391,20 +395,29 @@ func (e *engine) finish(ctx context.Context, info *archive.RunInfo, start time.T
 
 // info is run.json of the job's run as it starts.
 func (e *engine) info(job Job, run *Run, start time.Time) archive.RunInfo {
+	return e.Options.RunInfo(job, run.Target, run.Embedded, start, e.sentBefore)
+}
+
+// RunInfo is run.json of a run of job as it starts at start against
+// target (embedded: the embedded reference target), after an earlier run
+// that sent from its sources until sentBefore (zero: none known): the
+// job's own description (Job.Info) with what the options and this machine
+// add. Execute writes it; a simulation of a run writes the same.
+func (o Options) RunInfo(job Job, target string, embedded bool, start, sentBefore time.Time) archive.RunInfo {
 	info := job.Info()
-	info.Command, info.Target, info.Embedded = e.Command, run.Target, run.Embedded
-	info.Start, info.Seed, info.Version, info.Label = start.UTC(), e.Seed, e.Version, e.Label
+	info.Command, info.Target, info.Embedded = o.Command, target, embedded
+	info.Start, info.Seed, info.Version, info.Label = start.UTC(), o.Seed, o.Version, o.Label
 	info.Machine = archive.ThisMachine()
-	if e.Sources.Items() > 0 {
-		info.SourcePool = e.Sources.String()
+	if o.Sources.Items() > 0 {
+		info.SourcePool = o.Sources.String()
 	}
 	info.Host, _ = os.Hostname()
-	if !e.StartAt.IsZero() {
-		at := e.StartAt.UTC()
+	if !o.StartAt.IsZero() {
+		at := o.StartAt.UTC()
 		info.StartAt = &at
 	}
-	if !e.sentBefore.IsZero() {
-		at := e.sentBefore.UTC()
+	if !sentBefore.IsZero() {
+		at := sentBefore.UTC()
 		info.SentBefore = &at
 	}
 	return info

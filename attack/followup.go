@@ -1,6 +1,8 @@
 package attack
 
 import (
+	"time"
+
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
@@ -29,6 +31,26 @@ type FollowUp struct {
 
 	info archive.RunInfo
 	said []string
+}
+
+// Decide settles the follow-up of tl at now, once its plan is answered
+// (timeline.Timeline.Deciding), from results, the plan's: what the
+// analysis says is open (Needs), what the timeline sends for it
+// (timeline.Timeline.Decide), each decision said (Say) and recorded for
+// run.json. The engine calls it on the real clock, a simulation on a
+// virtual one.
+func (fu *FollowUp) Decide(tl *timeline.Timeline, now time.Duration, results []*vegeta.Result) []timeline.Decision {
+	var needs []timeline.Need
+	if fu.Needs != nil {
+		needs = fu.Needs(fu.info, results)
+	}
+	decisions := tl.Decide(needs, fu.MaxUntil, now)
+	if fu.Say != nil {
+		for _, d := range decisions {
+			fu.said = append(fu.said, fu.Say(d))
+		}
+	}
+	return decisions
 }
 
 // Started implements [Starter]: the follow-up judges the plan's results

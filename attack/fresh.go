@@ -34,19 +34,34 @@ func (NotFresh) event()        {}
 // sent to target from one of the job's sources ended within Fresh of
 // now, or says it does not (NoWait).
 func (e *engine) waitFresh(ctx context.Context, job Job, target string) error {
-	if e.Fresh <= 0 {
+	wait, ev := e.Options.Fresher(job, target, time.Now())
+	if ev == nil {
 		return nil
 	}
-	dir, end := archive.LastSent(e.Out, target, job.Info().Sources)
-	left := time.Until(end.Add(e.Fresh))
+	e.emit(ev)
+	if nf, ok := ev.(NotFresh); ok {
+		e.sentBefore = nf.End
+		return nil
+	}
+	return clock.Sleep(ctx, wait)
+}
+
+// Fresher says, at now, how long a run of job against target must wait
+// for the earlier runs in Out that sent from its sources to leave the
+// window (Fresh), and what to report of it: nothing when none is that
+// recent (or Fresh is not set), WaitingForFresh, or NotFresh with no wait
+// when told not to (NoWait; the run's sentBefore is then its End).
+func (o Options) Fresher(job Job, target string, now time.Time) (time.Duration, Event) {
+	if o.Fresh <= 0 {
+		return 0, nil
+	}
+	dir, end := archive.LastSent(o.Out, target, job.Info().Sources)
+	left := end.Add(o.Fresh).Sub(now)
 	if dir == "" || left <= 0 {
-		return nil
+		return 0, nil
 	}
-	if e.NoWait {
-		e.sentBefore = end
-		e.emit(NotFresh{Run: dir, End: end, Left: left})
-		return nil
+	if o.NoWait {
+		return 0, NotFresh{Run: dir, End: end, Left: left}
 	}
-	e.emit(WaitingForFresh{Run: dir, End: end, Wait: left})
-	return clock.Sleep(ctx, left)
+	return left, WaitingForFresh{Run: dir, End: end, Wait: left}
 }

@@ -3,6 +3,7 @@ package attack
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -48,6 +49,9 @@ type MCPSession struct {
 	// Network is how the handshakes reach the target (nil: HTTP/1.1, the
 	// system's roots), as the run's own requests do.
 	Network *client.Network
+	// HTTP, when set, is the client the handshakes from source go out
+	// through instead of Network's (a simulated run's in-process target).
+	HTTP func(source string) *http.Client
 
 	mu       sync.Mutex
 	target   string
@@ -270,7 +274,11 @@ func (m *MCPSession) client(target, source string) *client.Client {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	return &client.Client{BaseURL: target, HTTP: m.Network.Client(source, timeout), Attempts: 2,
+	hc := m.Network.Client(source, timeout)
+	if m.HTTP != nil {
+		hc = m.HTTP(source)
+	}
+	return &client.Client{BaseURL: target, HTTP: hc, Attempts: 2,
 		Backoff:    client.Backoff{Base: 100 * time.Millisecond, Cap: time.Second},
 		ClientInfo: mcpwire.Implementation{Name: "ratecheck", Version: m.ClientVersion}}
 }

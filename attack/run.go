@@ -144,7 +144,7 @@ type unit struct {
 	stream *scenario.Stream
 	source string
 	pacer  schedule.Pacer
-	label  string
+	labels archive.Labels
 	lag    time.Duration // the stream's Lag
 }
 
@@ -163,7 +163,10 @@ func (pl Plan) units() []unit {
 			if label == "" && pl.Shard.Split() {
 				label = fmt.Sprintf("shard-%d", pl.Shard.I)
 			}
-			us = append(us, unit{stream: s, source: src, label: archive.Label(s.Surface, label, s.Name), lag: s.Lag.In(pl.Window),
+			if label == "" {
+				label = archive.DefaultSource
+			}
+			us = append(us, unit{stream: s, source: src, labels: archive.Labels{Surface: s.Surface, Source: label, Stream: s.Name}, lag: s.Lag.In(pl.Window),
 				pacer: schedule.Pacer{Sched: sched, Offset: s.Start.In(pl.Window), K: K, J: J}})
 		}
 	}
@@ -179,6 +182,35 @@ func unitsOf(units []unit, s *scenario.Stream) []unit {
 		}
 	}
 	return out
+}
+
+// A Unit is one attacker of a plan: one stream from one source, with the
+// labels its results carry and the targeter of its requests.
+type Unit struct {
+	Stream *scenario.Stream
+	// Source is the address it sends from ("": the system's choice).
+	Source string
+	Labels archive.Labels
+	// Label is Labels as its results carry them (archive.Label).
+	Label    string
+	Targeter vegeta.Targeter
+}
+
+// Units returns the plan's units against target (a base URL), in the
+// order of the streams of the timeline that paces them, and that
+// timeline: the engine sends them on the real clock, a simulation on a
+// virtual one. MCP requests speak the revision the plan negotiated.
+func (pl Plan) Units(target string) ([]Unit, *timeline.Timeline, error) {
+	units := pl.units()
+	targeters, _, err := pl.targeters(target, units)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]Unit, len(units))
+	for i, u := range units {
+		out[i] = Unit{Stream: u.stream, Source: u.source, Labels: u.labels, Label: u.labels.String(), Targeter: targeters[i]}
+	}
+	return out, pl.timeline(units), nil
 }
 
 // Duration returns the planned length of the run: the latest planned send
@@ -242,10 +274,11 @@ func (pl Plan) headers() http.Header {
 // attack and is returned.
 func (pl Plan) Run(ctx context.Context, target string, sink func(*vegeta.Result) error) error {
 	units := pl.units()
-	attackers, targeters, clients, sessionOf, err := pl.attackers(target, units)
+	targeters, sessionOf, err := pl.targeters(target, units)
 	if err != nil {
 		return err
 	}
+	attackers, clients := pl.attackers(units)
 	c := &clocked{tl: pl.timeline(units), changed: make(chan struct{}), stop: make(chan struct{}), fu: pl.FollowUp}
 	senders := make([]Sender, len(units))
 	for i, u := range units {
@@ -253,7 +286,7 @@ func (pl Plan) Run(ctx context.Context, target string, sink func(*vegeta.Result)
 		if pl.Behind != nil {
 			p.behind = func(lag time.Duration) { pl.Behind.add(u.stream.Name, u.source, lag) }
 		}
-		senders[i] = Sender{Attacker: attackers[i], Targeter: targeters[i], Pacer: p, Label: u.label, Client: clients[i]}
+		senders[i] = Sender{Attacker: attackers[i], Targeter: targeters[i], Pacer: p, Label: u.labels.String(), Client: clients[i]}
 	}
 	c.origin = time.Now()
 	if c.tl.Deciding() {
@@ -288,11 +321,8 @@ func (pl Plan) timeline(units []unit) *timeline.Timeline {
 	return timeline.New(pl.Window, streams)
 }
 
-// attackers returns an attacker, a targeter of target and the HTTP client
-// the attacker sends through per unit, and sessionOf, which maps the label
-// of a unit that carries an MCP session to its source: a 404 to it gets
-// that source a session of its own.
-func (pl Plan) attackers(target string, units []unit) (attackers []*vegeta.Attacker, targeters []vegeta.Targeter, clients []*http.Client, sessionOf map[string]string, err error) {
+// timeout is how long each request may take.
+func (pl Plan) timeout() time.Duration {
 	timeout := pl.Timeout
 	if timeout == 0 {
 		timeout = pl.Profile.Timeout.In(pl.Window)
@@ -300,11 +330,16 @@ func (pl Plan) attackers(target string, units []unit) (attackers []*vegeta.Attac
 	if timeout == 0 {
 		timeout = 10 * time.Second
 	}
+	return timeout
+}
+
+// targeters returns a targeter of target per unit, and sessionOf, which
+// maps the label of a unit that carries an MCP session to its source: a
+// 404 to it gets that source a session of its own.
+func (pl Plan) targeters(target string, units []unit) (targeters []vegeta.Targeter, sessionOf map[string]string, err error) {
 	var ids atomic.Uint64
 	hdr := pl.headers()
-	attackers = make([]*vegeta.Attacker, len(units))
 	targeters = make([]vegeta.Targeter, len(units))
-	clients = make([]*http.Client, len(units))
 	sessionOf = map[string]string{}
 	for i, u := range units {
 		var rev string
@@ -312,20 +347,31 @@ func (pl Plan) attackers(target string, units []unit) (attackers []*vegeta.Attac
 		if u.stream.Surface == method.MCP {
 			rev, sid = pl.MCP.Speech(u.source)
 			if sid != nil && carriesSession(u.stream) {
-				sessionOf[u.label] = u.source
+				sessionOf[u.labels.String()] = u.source
 			}
 		}
 		tr, err := SpeakingTargeter(u.stream, target, hdr, &ids, pl.ClientVersion, rev, sid)
 		if err != nil {
-			return nil, nil, nil, nil, err
+			return nil, nil, err
 		}
-		targeters[i], clients[i] = tr, pl.Network.Client(u.source, timeout)
+		targeters[i] = tr
+	}
+	return targeters, sessionOf, nil
+}
+
+// attackers returns an attacker per unit and the HTTP client it sends
+// through.
+func (pl Plan) attackers(units []unit) (attackers []*vegeta.Attacker, clients []*http.Client) {
+	attackers = make([]*vegeta.Attacker, len(units))
+	clients = make([]*http.Client, len(units))
+	for i, u := range units {
+		clients[i] = pl.Network.Client(u.source, pl.timeout())
 		// Capped workers start at Vegeta's default or the cap, the fewer;
 		// uncapped, at Vegeta's default (min gives 0).
 		attackers[i] = NewAttacker(AttackerOptions{Client: clients[i], MaxBody: pl.MaxBody,
 			Workers: min(vegeta.DefaultWorkers, pl.MaxWorkers), MaxWorkers: pl.MaxWorkers})
 	}
-	return attackers, targeters, clients, sessionOf, nil
+	return attackers, clients
 }
 
 // Counts tallies results by outcome. The zero value is ready; it is safe for

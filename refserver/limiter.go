@@ -36,10 +36,27 @@ const (
 	// SharedBudget is the documented rolling window, but with one budget
 	// for every client address: isolation is broken.
 	SharedBudget LimiterMode = "shared-budget"
+	// FixedWindowPerAddress counts admitted requests in windows of W
+	// opened by each address's first request, as many gateways do.
+	FixedWindowPerAddress LimiterMode = "fixed-window-per-address"
+	// LeakyBucket is nginx's limit_req (ngx_http_limit_req_module) at a
+	// rate of L per W with burst L−1 and delay L/2: the first request and
+	// L−1 more at once, then one per W/L as the bucket drains; a request
+	// admitted with an excess past L/2 is held until the bucket has
+	// drained to L/2 (Config.Sleep), and a refused request costs nothing.
+	LeakyBucket LimiterMode = "leaky-bucket"
+	// CounterWithRefusals is HAProxy's stick-table http_req_rate over W
+	// (its freq_ctr): the current period's requests plus the previous
+	// period's weighted by the share of the current one still to run,
+	// every request counted, refused or not, periods starting at each
+	// address's first request (and again there after two idle periods);
+	// a request is refused when that reading, itself included, passes L.
+	CounterWithRefusals LimiterMode = "counter-with-refusals"
 )
 
 // LimiterModes lists every mode, the documented one first.
-var LimiterModes = []LimiterMode{Rolling, FixedWindow, TokenBucket, AdmittedOnly, OffByOne, SlidingWindowCounter, SharedBudget}
+var LimiterModes = []LimiterMode{Rolling, FixedWindow, TokenBucket, AdmittedOnly, OffByOne, SlidingWindowCounter, SharedBudget,
+	FixedWindowPerAddress, LeakyBucket, CounterWithRefusals}
 
 // ParseLimiterMode returns the mode named s, or an error listing the valid names.
 func ParseLimiterMode(s string) (LimiterMode, error) {
@@ -71,14 +88,17 @@ type Limiter struct {
 // arrival times of the newest requests that count (at most L, or L+1 for
 // off-by-one), oldest at head once full. For fixed-window, n counts the
 // admitted requests of window index idx, and for the sliding-window
-// counter prev those of the window before it. For the token bucket, tokens
-// were last refilled at last.
+// counter prev those of the window before it; the modes whose windows
+// start at the address's first request count them from origin. For the
+// token bucket, tokens were last refilled at last; for the leaky bucket,
+// tokens is nginx's excess, last drained at last.
 type bucket struct {
 	ring   []time.Duration
 	head   int
 	n      int
 	prev   int
 	idx    int64
+	origin time.Duration
 	tokens float64
 	last   time.Duration
 }
@@ -113,8 +133,15 @@ func (l *Limiter) Window() time.Duration { return l.window }
 // the L-th newest arrival alone decides. Memory per key is therefore bounded
 // by L timestamps however hard the key floods.
 func (l *Limiter) Allow(key string, now time.Duration) bool {
-	ok, _ := l.decide(key, now, false)
+	ok, _, _ := l.decide(key, now, false)
 	return ok
+}
+
+// Decide is Allow, and how long an admitted request is held before it is
+// served (only the leaky bucket holds any).
+func (l *Limiter) Decide(key string, now time.Duration) (ok bool, hold time.Duration) {
+	ok, hold, _ = l.decide(key, now, false)
+	return ok, hold
 }
 
 // A limitState is what a key's limiter holds after a decision: the
@@ -125,15 +152,15 @@ type limitState struct {
 	reset            time.Duration
 }
 
-// decide is Allow, and the key's state after it when state is set.
-func (l *Limiter) decide(key string, now time.Duration, state bool) (bool, limitState) {
+// decide is Decide, and the key's state after it when state is set.
+func (l *Limiter) decide(key string, now time.Duration, state bool) (bool, time.Duration, limitState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ok, b := l.allow(key, now)
+	ok, hold, b := l.allow(key, now)
 	if !state {
-		return ok, limitState{}
+		return ok, hold, limitState{}
 	}
-	return ok, b.state(l, b.last)
+	return ok, hold, b.state(l, b.last)
 }
 
 // allow decides under the lock, and returns the bucket that decided, at
@@ -146,7 +173,7 @@ func (l *Limiter) decide(key string, now time.Duration, state bool) (bool, limit
 // no longer at the head, and it refuses with part of its window already
 // aged out) and a stale time resets a fixed window's count to the window
 // before.
-func (l *Limiter) allow(key string, now time.Duration) (bool, *bucket) {
+func (l *Limiter) allow(key string, now time.Duration) (bool, time.Duration, *bucket) {
 	if now-l.lastSweep >= l.window {
 		l.sweep(now)
 	}
@@ -160,25 +187,30 @@ func (l *Limiter) allow(key string, now time.Duration) (bool, *bucket) {
 	}
 	now = max(now, b.last)
 	switch l.mode {
-	case FixedWindow:
-		idx := int64(now / l.window)
+	case FixedWindow, FixedWindowPerAddress:
+		idx := int64((now - b.origin) / l.window)
 		if idx != b.idx {
 			b.idx, b.n = idx, 0
 		}
 		b.last = now
 		if b.n >= l.limit {
-			return false, b
+			return false, 0, b
 		}
 		b.n++
-		return true, b
+		return true, 0, b
 	case SlidingWindowCounter:
 		b.roll(int64(now / l.window))
 		b.last = now
 		if b.estimate(l, now)+1 > float64(l.limit) {
-			return false, b
+			return false, 0, b
 		}
 		b.n++
-		return true, b
+		return true, 0, b
+	case CounterWithRefusals:
+		b.rotate(l, now)
+		b.last = now
+		b.n++ // counted before the limit is read, refused or not
+		return b.estimate(l, now) <= float64(l.limit), 0, b
 	case TokenBucket:
 		b.tokens += float64(now-b.last) * float64(l.limit) / float64(l.window)
 		if b.tokens > float64(l.limit) {
@@ -186,10 +218,12 @@ func (l *Limiter) allow(key string, now time.Duration) (bool, *bucket) {
 		}
 		b.last = now
 		if b.tokens < 1 {
-			return false, b
+			return false, 0, b
 		}
 		b.tokens--
-		return true, b
+		return true, 0, b
+	case LeakyBucket:
+		return l.leak(b, now)
 	default: // the rolling family
 		b.last = now
 		n := l.capacity()
@@ -197,8 +231,31 @@ func (l *Limiter) allow(key string, now time.Duration) (bool, *bucket) {
 		if ok || l.mode != AdmittedOnly {
 			b.push(now, n)
 		}
-		return ok, b
+		return ok, 0, b
 	}
+}
+
+// leak decides a request at now in nginx's limit_req
+// (ngx_http_limit_req_lookup): a key's first request is admitted with an
+// excess of 0; each later one drains the excess by the rate since the
+// last admission and adds itself, and is refused, changing nothing, when
+// that passes the burst (L−1); an admitted request past the delay (L/2)
+// is held until the excess it left has drained to the delay.
+func (l *Limiter) leak(b *bucket, now time.Duration) (bool, time.Duration, *bucket) {
+	rate := float64(l.limit) / float64(l.window) // per nanosecond
+	burst, delay := float64(l.limit-1), float64(l.limit/2)
+	excess := 0.0
+	if b.last >= 0 {
+		excess = max(0, b.tokens-rate*float64(now-b.last)) + 1
+	}
+	if excess > burst {
+		return false, 0, b
+	}
+	b.tokens, b.last = excess, now
+	if excess <= delay {
+		return true, 0, b
+	}
+	return true, time.Duration((excess - delay) / rate), b
 }
 
 // state returns what b holds at now: for the rolling modes the arrivals
@@ -207,10 +264,16 @@ func (l *Limiter) allow(key string, now time.Duration) (bool, *bucket) {
 func (b *bucket) state(l *Limiter, now time.Duration) limitState {
 	var st limitState
 	switch l.mode {
-	case FixedWindow:
+	case FixedWindow, FixedWindowPerAddress:
 		st.count = b.n
 		if b.n >= l.limit {
-			st.reset = time.Duration(b.idx+1)*l.window - now
+			st.reset = b.origin + time.Duration(b.idx+1)*l.window - now
+		}
+	case CounterWithRefusals:
+		est := b.estimate(l, now)
+		st.count = int(math.Ceil(est))
+		if est+1 > float64(l.limit) {
+			st.reset = b.origin + l.window - now // the current period's end, at the least
 		}
 	case SlidingWindowCounter:
 		b.roll(int64(now / l.window))
@@ -225,6 +288,11 @@ func (b *bucket) state(l *Limiter, now time.Duration) limitState {
 				f := 1 - float64(l.limit-1-b.n)/float64(b.prev)
 				st.reset = max(0, start+time.Duration(f*float64(l.window))-now)
 			}
+		}
+	case LeakyBucket:
+		st.count = int(math.Ceil(b.tokens)) + 1
+		if st.count >= l.limit {
+			st.reset = time.Duration((b.tokens - float64(l.limit-2)) * float64(l.window) / float64(l.limit))
 		}
 	case TokenBucket:
 		st.count = l.limit - int(b.tokens)
@@ -251,8 +319,12 @@ func (l *Limiter) newBucket(now time.Duration) *bucket {
 	switch l.mode {
 	case FixedWindow, SlidingWindowCounter:
 		return &bucket{idx: int64(now / l.window)}
+	case FixedWindowPerAddress, CounterWithRefusals:
+		return &bucket{origin: now}
 	case TokenBucket:
 		return &bucket{tokens: float64(l.limit), last: now}
+	case LeakyBucket:
+		return &bucket{last: -1} // no admission yet
 	default:
 		return &bucket{} // the ring grows as requests come, up to capacity()
 	}
@@ -279,11 +351,32 @@ func (b *bucket) roll(idx int64) {
 	}
 }
 
+// rotate moves a counter whose periods start at the address's first
+// request (origin) to the period holding now, as HAProxy's
+// update_freq_ctr_period does: the next period's start is a period after
+// the current one's, and after two idle periods the count starts again
+// at now.
+func (b *bucket) rotate(l *Limiter, now time.Duration) {
+	if now-b.origin < l.window {
+		return
+	}
+	b.prev, b.n, b.origin = b.n, 0, b.origin+l.window
+	if now-b.origin >= l.window {
+		b.prev, b.origin = 0, now
+	}
+}
+
 // estimate is a sliding-window counter's count of the rolling window at
 // now: the previous window's admissions by the share of it the rolling
-// window still covers, plus the current window's.
+// window still covers, plus the current window's (windows from the
+// origin for a counter whose periods start at the address's first
+// request).
 func (b *bucket) estimate(l *Limiter, now time.Duration) float64 {
-	f := float64(now-time.Duration(b.idx)*l.window) / float64(l.window)
+	start := time.Duration(b.idx) * l.window
+	if l.mode == CounterWithRefusals {
+		start = b.origin
+	}
+	f := float64(now-start) / float64(l.window)
 	return float64(b.prev)*(1-f) + float64(b.n)
 }
 
@@ -309,6 +402,8 @@ func (l *Limiter) sweep(now time.Duration) {
 			idle = idle && int64(now/l.window) != b.idx
 		case SlidingWindowCounter:
 			idle = int64(now/l.window) > b.idx+1 // its window and the next have passed
+		case FixedWindowPerAddress, CounterWithRefusals:
+			idle = now-b.origin >= 2*l.window // its window and the next have passed
 		}
 		if idle {
 			delete(l.clients, k)

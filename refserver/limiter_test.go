@@ -102,6 +102,32 @@ func TestLimiterModes(t *testing.T) {
 			{key: "c", at: W, want: 0},         // b's two and c's, refused or not, count
 			{key: "c", at: W + 20*ms, want: 1}, // b's aged out
 		}},
+		{"fixed-window-per-address opens each address's window at its first request", FixedWindowPerAddress, 3, []step{
+			{key: "a", at: 10 * time.Second, n: 4, want: 3},
+			{key: "b", at: 30 * time.Second, n: 3, want: 3},
+			{key: "a", at: 10*time.Second + W - 1, want: 0},
+			{key: "a", at: 10*time.Second + W, n: 4, want: 3},
+			{key: "b", at: 30*time.Second + W - 1, want: 0},
+		}},
+		// nginx's limit_req at 4 per W (one per 15 s), burst 3: the first
+		// request and three more at once; the excess drains one per 15 s;
+		// refusals change nothing.
+		{"leaky-bucket admits L at once, then one per W/L", LeakyBucket, 4, []step{
+			{key: "a", at: 0, n: 5, want: 4},
+			{key: "a", at: 15 * time.Second, n: 3, want: 1},
+			{key: "a", at: 29 * time.Second, n: 3, want: 0},
+			{key: "a", at: 30 * time.Second, want: 1},
+			{key: "a", at: 30*time.Second + 60*time.Second, n: 5, want: 4}, // drained
+		}},
+		// HAProxy's http_req_rate: every request counted, refused or not,
+		// periods from the address's first request; refused when the
+		// reading, itself included, passes L.
+		{"counter-with-refusals counts refusals, periods from the first request", CounterWithRefusals, 10, []step{
+			{key: "a", at: 5 * time.Second, n: 15, want: 10},          // 15 counted
+			{key: "a", at: 5*time.Second + W + W/4, n: 5, want: 0},    // 15·0.75 + 1 > 10; 5 counted
+			{key: "a", at: 5*time.Second + 2*W + W/2, n: 12, want: 7}, // 5·0.5 = 2.5: seven fit
+			{key: "a", at: 5*time.Second + 5*W, n: 12, want: 10},      // two idle periods: empty
+		}},
 		{"token-bucket refills L per W", TokenBucket, 3, []step{
 			{key: "a", at: 0, n: 4, want: 3},
 			{key: "a", at: W / 3, n: 2, want: 1},
@@ -121,6 +147,31 @@ func TestLimiterModes(t *testing.T) {
 	}
 }
 
+// TestLeakyBucketHolds: nginx holds an admitted request whose excess
+// passed the delay (L/2) until the excess has drained to it: at 4 per W
+// (one per 15 s), delay 2, the fourth of a burst waits 15 s; refusals are
+// answered at once.
+func TestLeakyBucketHolds(t *testing.T) {
+	const W = 60 * time.Second
+	l := mustLimiter(t, LeakyBucket, 4, W)
+	for i, want := range []struct {
+		ok   bool
+		hold time.Duration
+	}{{true, 0}, {true, 0}, {true, 0}, {true, 15 * time.Second}, {false, 0}} {
+		if ok, hold := l.Decide("a", 0); ok != want.ok || hold != want.hold {
+			t.Errorf("request %d: admitted %v held %v, want %v held %v", i+1, ok, hold, want.ok, want.hold)
+		}
+	}
+	// 7.5 s later half a request has drained: the excess is 3.5, and one
+	// more would be 4.5 > 3.
+	if ok, _ := l.Decide("a", 7500*ms); ok {
+		t.Errorf("admitted with the bucket still full")
+	}
+	if ok, hold := l.Decide("a", 15*time.Second); !ok || hold != 15*time.Second {
+		t.Errorf("15 s later: admitted %v held %v, want held 15s", ok, hold)
+	}
+}
+
 // TestStaleTimeLeavesTheLogInOrder: the server reads the clock before the
 // limiter's lock, so a request may be decided after one that read the
 // clock later. It is decided at the key's last time, so the log's oldest
@@ -132,15 +183,15 @@ func TestStaleTimeLeavesTheLogInOrder(t *testing.T) {
 	const W = 60 * time.Second
 	l := mustLimiter(t, Rolling, 3, W)
 	for _, at := range []time.Duration{5 * time.Second, time.Second, time.Second} {
-		if ok, _ := l.decide("a", at, true); !ok {
+		if ok, _, _ := l.decide("a", at, true); !ok {
 			t.Fatalf("refused at %v with room in the window", at)
 		}
 	}
-	ok, st := l.decide("a", W+3*time.Second, true)
+	ok, _, st := l.decide("a", W+3*time.Second, true)
 	if ok || st.remaining != 0 || st.reset != 2*time.Second {
 		t.Errorf("at W+3s: admitted %v, remaining %d, reset %v; want refused, 0, 2s (the three counted at 5s)", ok, st.remaining, st.reset)
 	}
-	if ok, _ := l.decide("a", W+5*time.Second, true); !ok {
+	if ok, _, _ := l.decide("a", W+5*time.Second, true); !ok {
 		t.Error("refused at W+5s, when the three counted at 5s have aged out")
 	}
 }

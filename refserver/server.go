@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 )
 
 // Config configures a reference target. The zero value is not valid: use
@@ -35,7 +37,8 @@ type Config struct {
 	// in a pool of workers for a service time (see [Pool]); the zero value
 	// answers at once.
 	Pool Pool
-	// Sleep waits through a worker's service time, returning early with
+	// Sleep waits through a worker's service time, and through the hold
+	// of a request the leaky bucket admitted late, returning early with
 	// ctx's error when the request is abandoned; nil means a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// AllowedOrigins lists the Origin values /mcp accepts; a request with
@@ -107,6 +110,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		start := time.Now()
 		cfg.Clock = func() time.Duration { return time.Since(start) }
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = clock.Sleep
 	}
 	s := &Server{cfg: cfg, restLim: rest, mcpLim: mcp, corpus: loadCorpus(), faults: newFaultSource(cfg.Faults, cfg.Seed)}
 	s.tooMany, _ = json.Marshal(restError("rate_limited",
@@ -209,7 +215,7 @@ func (s *Server) limited(sf surface, next func(http.ResponseWriter, *http.Reques
 			writeJSON(w, http.StatusServiceUnavailable, restError("unavailable", "injected fault"))
 			return
 		}
-		ok, st := lim.decide(ClientAddr(r), s.cfg.Clock(), advertising)
+		ok, hold, st := lim.decide(ClientAddr(r), s.cfg.Clock(), advertising)
 		if advertising {
 			s.advertise(w.Header(), sf, limit, ok, st)
 		}
@@ -225,6 +231,9 @@ func (s *Server) limited(sf surface, next func(http.ResponseWriter, *http.Reques
 				_, _ = w.Write(s.tooMany)
 			}
 			return
+		}
+		if hold > 0 && s.cfg.Sleep(r.Context(), hold) != nil {
+			return // abandoned while held
 		}
 		if s.pool != nil {
 			s.pooled(w, r, sf, id, next)

@@ -181,6 +181,9 @@ func (t *Timeline) Answered(i int, at time.Duration) bool {
 	return changed
 }
 
+// Holds reports whether the timeline holds streams back for a follow-up.
+func (t *Timeline) Holds() bool { return t.holds }
+
 // Deciding reports whether the follow-up is to be decided now: the plan
 // holds streams back, every other stream is answered, and nothing was
 // decided yet.

@@ -40,6 +40,13 @@ the others are deliberately wrong, to prove the verifier fails on them:
   sliding-window-counter
                  the previous fixed window's count, weighted, plus the current one's
   shared-budget  rolling window with one budget for every client address
+  fixed-window-per-address
+                 L admitted per window opened by each address's first request
+  leaky-bucket   nginx's limit_req: L at once, then one per W/L; admissions
+                 past L/2 held until the bucket drains; refusals cost nothing
+  counter-with-refusals
+                 HAProxy's http_req_rate: a sliding-window counter that counts
+                 refused requests too, periods from each address's first one
 
 --advertise adds rate-limit fields to every answer (the documented API sends
 none): draft (RateLimit-Policy and RateLimit, the IETF httpapi draft), legacy
@@ -68,7 +75,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.DurationVar(&o.window, "window", def.Window, "length of the rolling window")
 	fs.IntVar(&o.restLimit, "rest-limit", def.RESTLimit, "REST requests admitted per window and client address")
 	fs.IntVar(&o.mcpLimit, "mcp-limit", def.MCPLimit, "MCP calls admitted per window and client address")
-	fs.StringVar(&o.limiter, "limiter", string(refserver.Rolling), "limiter `mode`: rolling, fixed-window, token-bucket, admitted-only, off-by-one")
+	fs.StringVar(&o.limiter, "limiter", string(refserver.Rolling), "limiter `mode`: rolling, or a deliberately wrong one (see above)")
 	fs.StringVar(&o.advertise, "advertise", string(refserver.AdvertiseNone), "rate-limit fields to send: none, draft, legacy, lying")
 	fs.StringVar(&o.faults, "faults", "", "fault `spec` such as 5xx=0.02,reset=0.01,delay=5ms-40ms")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the fault and service-time draws")

@@ -87,6 +87,15 @@ type verifyOptions struct {
 }
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return verify(ctx, args, stdout, stderr, attack.Execute)
+}
+
+// executor runs a job into a run folder: attack.Execute, or a simulation
+// of it on a virtual clock.
+type executor func(context.Context, attack.Job, attack.Options) (*attack.Run, error)
+
+// verify is "ratecheck verify" run by execute.
+func verify(ctx context.Context, args []string, stdout, stderr io.Writer, execute executor) int {
 	var o verifyOptions
 	if code := parseFlags(o.flagSet(stderr), args); code >= 0 {
 		return code
@@ -95,7 +104,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if code >= 0 {
 		return code
 	}
-	run, runErr := attack.Execute(ctx, v.plan, v.opts)
+	run, runErr := execute(ctx, v.plan, v.opts)
 	if run == nil || (runErr != nil && exitFor(runErr) != exitUnreachable) {
 		return failed(stderr, "verify", runErr)
 	}

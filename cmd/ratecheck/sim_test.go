@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/internal/hostsim"
+	"github.com/connectbyjbrh/ratecheck/internal/simrun"
+	"github.com/connectbyjbrh/ratecheck/refserver"
+)
+
+// This file is how a verdict test is written: verify, as the command runs
+// it (its flags, its plan, its timeline, its follow-up, its analysis and
+// output), on a virtual clock against a simulated target on a simulated
+// host (internal/simrun). Nothing waits, every run is the same every
+// time, and a test holds the verdict once.
+
+// simStart is the wall clock of the simulated world's start.
+var simStart = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// simWorld is a simulated world at seed: a reference target configured by
+// cfg (its Clock and Sleep the world's), wrapped by wrap (nil: as it is),
+// on host h.
+func simWorld(t testing.TB, h hostsim.Host, seed uint64, cfg refserver.Config, wrap func(http.Handler) http.Handler) *simrun.World {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 0x51a))
+	clk := simrun.NewClock(simStart.Add(time.Duration(rng.Int64N(int64(time.Hour)))), time.Duration(rng.Int64N(int64(time.Hour))))
+	cfg.Clock, cfg.Sleep = clk.Since, clk.Sleep
+	srv, err := refserver.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var target http.Handler = srv
+	if wrap != nil {
+		target = wrap(srv)
+	}
+	return &simrun.World{Target: target, Clock: clk, Host: h, Rand: rng}
+}
+
+// simTarget is the reference target's configuration at window w,
+// configured by mutate (nil: the contract's limits).
+func simTarget(w time.Duration, mutate func(*refserver.Config)) refserver.Config {
+	cfg := embeddedWith(w, 0, 0)
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	return cfg
+}
+
+// simVerify runs verify with args in world w, its run folder under a
+// temporary --out, and returns its exit code, its stdout and its stderr.
+func simVerify(t *testing.T, w *simrun.World, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := verify(context.Background(), append([]string{"verify", "--out", t.TempDir()}, args...)[1:], &stdout, &stderr, simrun.Executor(w))
+	return code, stdout.String(), stderr.String()
+}
+
+// simVerifyJSON runs verify --json --window window with args in world w
+// and decodes its verdict, held to the schema.
+func simVerifyJSON(t *testing.T, w *simrun.World, window time.Duration, args ...string) (int, verdictJSON, string) {
+	t.Helper()
+	code, stdout, stderr := simVerify(t, w, append([]string{"--json", "--window", window.String()}, args...)...)
+	var v verdictJSON
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("exit %d; stdout is not schema-1 JSON: %v\n%s\nstderr: %s", code, err, stdout, stderr)
+	}
+	matchSchema(t, "verdict.json", stdout)
+	return code, v, stderr
+}
+
+// TestSimVerifyEmbeddedPasses: the documented limiter passes, both
+// families decided a sliding log counting refusals, on a quiet and a busy
+// host.
+func TestSimVerifyEmbeddedPasses(t *testing.T) {
+	t.Parallel()
+	for _, h := range []struct {
+		name string
+		host hostsim.Host
+	}{{"quiet", hostsim.Quiet}, {"busy", hostsim.Busy}} {
+		t.Run(h.name, func(t *testing.T) {
+			t.Parallel()
+			w := simWorld(t, h.host, 1, simTarget(verifyWindow, nil), nil)
+			code, v, stderr := simVerifyJSON(t, w, verifyWindow)
+			if code != exitOK || v.Verdict != "pass" {
+				t.Fatalf("exit %d, verdict %s, want 0 and pass\n%s", code, v.Verdict, stderr)
+			}
+			decidedDocumented(t, v, stderr)
+		})
+	}
+}

@@ -1,0 +1,250 @@
+// Package simrun runs a plan of the engine on a virtual clock: the plan's
+// own timeline (package timeline) says when each hit is due and what the
+// follow-up sends, a simulated host (internal/hostsim) how long each
+// request takes and when on its way the target counts it, and the target
+// is any http.Handler that reads the virtual clock: the reference target
+// with its Clock and Sleep set to the run's [Clock], a balancer in front
+// of several, a limiter we did not write that takes time as an argument.
+// The requests are the plan's own (its targeters), the results what the
+// engine would have received, and [Executor] archives them as
+// attack.Execute does, so a command's own analysis judges them. It is
+// test support, not API: nothing in the binary imports it.
+package simrun
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/connectbyjbrh/ratecheck/attack"
+	"github.com/connectbyjbrh/ratecheck/internal/heap"
+	"github.com/connectbyjbrh/ratecheck/internal/hostsim"
+	"github.com/connectbyjbrh/ratecheck/timeline"
+)
+
+// A Clock is the virtual time of a simulated world: runs advance it, and
+// a target reads it. Since is the target's monotonic clock (for
+// refserver.Config.Clock), Now the wall clock, and Sleep holds the answer
+// being served for d instead of waiting (for refserver.Config.Sleep). The
+// zero value is not usable: make one with [NewClock]. It is not safe for
+// concurrent use; a simulated run serves one request at a time.
+type Clock struct {
+	wall   time.Time
+	offset time.Duration
+	now    time.Duration
+	hold   time.Duration
+}
+
+// NewClock returns a clock reading wall at virtual time 0, whose target
+// started offset before it (the phase of a window aligned to the target's
+// start).
+func NewClock(wall time.Time, offset time.Duration) *Clock {
+	return &Clock{wall: wall, offset: offset}
+}
+
+// Since is the time since the target started.
+func (c *Clock) Since() time.Duration { return c.offset + c.now }
+
+// Now is the wall clock.
+func (c *Clock) Now() time.Time { return c.wall.Add(c.now) }
+
+// Sleep holds the answer being served for d more; it never waits.
+func (c *Clock) Sleep(_ context.Context, d time.Duration) error {
+	c.hold += max(d, 0)
+	return nil
+}
+
+// Advance moves the clock d forward: time passing between runs.
+func (c *Clock) Advance(d time.Duration) { c.now += max(d, 0) }
+
+// at moves the clock to t, no earlier than it is.
+func (c *Clock) at(t time.Duration) { c.now = max(c.now, t) }
+
+// A World is what a simulated run meets: the target, the clock it reads,
+// the host the requests cross and the randomness of that crossing.
+type World struct {
+	Target http.Handler
+	Clock  *Clock
+	Host   hostsim.Host
+	Rand   *rand.Rand
+}
+
+// Addr is the remote address the target sees for a request from source:
+// the source with a port, or 127.0.0.1 for the system's choice.
+func Addr(source string) string {
+	if source == "" {
+		source = "127.0.0.1"
+	}
+	return net.JoinHostPort(source, "40000")
+}
+
+// Serve has the target answer r, sent from source, at the clock's now,
+// and returns the answer and how long the target held it.
+func (w *World) Serve(r *http.Request, source string) (*httptest.ResponseRecorder, time.Duration) {
+	r.RemoteAddr = Addr(source)
+	rec := httptest.NewRecorder()
+	w.Clock.hold = 0
+	w.Target.ServeHTTP(rec, r)
+	return rec, w.Clock.hold
+}
+
+// Client returns an HTTP client whose requests from source the target
+// answers at the clock's now, in-process: for what a plan sends before
+// its run (an MCP handshake).
+func (w *World) Client(source string) *http.Client {
+	return &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		if r.Body != nil {
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				return nil, err
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		rec, _ := w.Serve(r, source)
+		return rec.Result(), nil
+	})}
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// event is something that happens in a simulated run at its time: a hit
+// goes out, a request reaches the target, an answer comes back, or the
+// follow-up is decided.
+type event struct {
+	kind   int
+	unit   int
+	hit    uint64
+	sent   time.Duration // when the request went out
+	lat    time.Duration // the host's latency of it
+	req    *http.Request
+	result *vegeta.Result
+}
+
+const (
+	send = iota
+	arrive
+	answer
+	decide
+)
+
+// Run runs pl on the virtual clock of w, from its now, and hands each
+// result to sink as it comes back, in the order it comes back, as the
+// engine does; it returns when every result is in. base is the target's
+// URL as the requests name it. The plan's follow-up, if any, is decided
+// when its timeline says, host.Decide after the plan's last answer, with
+// the plan's own FollowUp.
+func Run(pl attack.Plan, w *World, base string, sink func(*vegeta.Result)) error {
+	units, tl, err := pl.Units(base)
+	if err != nil {
+		return err
+	}
+	origin := w.Clock.now
+	span := pl.Duration()
+	if pl.FollowUp != nil {
+		span = max(span, time.Duration(pl.FollowUp.MaxUntil*float64(pl.Window)))
+	}
+	stalls := w.Host.DrawStalls(w.Rand, max(span, time.Millisecond))
+	timeout := pl.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	maxBody := pl.MaxBody
+	if maxBody <= 0 {
+		maxBody = attack.DefaultMaxBody
+	}
+	var (
+		q        heap.Heap[event]
+		seq      int64
+		blocked  = map[int]uint64{}
+		kept     []*vegeta.Result
+		deciding bool
+	)
+	push := func(at time.Duration, e event) {
+		seq++
+		q.Push(heap.Item[event]{Val: e, Key: int64(at), Tie: seq})
+	}
+	next := func(i int, n uint64, now time.Duration) {
+		at, st := tl.Due(i, n)
+		switch st {
+		case timeline.Ready:
+			push(max(at, now), event{kind: send, unit: i, hit: n})
+		case timeline.Blocked:
+			blocked[i] = n
+		}
+	}
+	wake := func(now time.Duration) {
+		for i, n := range blocked {
+			delete(blocked, i)
+			next(i, n, now)
+		}
+	}
+	for i := range units {
+		next(i, 0, 0)
+	}
+	for q.Len() > 0 {
+		it := q.Pop()
+		e, now := it.Val, time.Duration(it.Key)
+		w.Clock.at(origin + now)
+		u := &units[e.unit]
+		switch e.kind {
+		case send:
+			var tgt vegeta.Target
+			if err := u.Targeter(&tgt); err != nil {
+				return fmt.Errorf("%s: %w", u.Label, err)
+			}
+			req, err := tgt.Request()
+			if err != nil {
+				return fmt.Errorf("%s: %w", u.Label, err)
+			}
+			e.req, e.sent = req, now
+			e.lat = w.Host.Latency(w.Rand, stalls, now, u.Stream.Pacer.Type == "burst-then-probe")
+			e.result = &vegeta.Result{Attack: u.Label, Seq: e.hit, Timestamp: w.Clock.wall.Add(origin + now), Method: tgt.Method, URL: tgt.URL, BytesOut: uint64(len(tgt.Body))}
+			e.kind = arrive
+			// The target counts the request somewhere on its way.
+			push(now+time.Duration(w.Rand.Float64()*float64(e.lat)), e)
+			next(e.unit, e.hit+1, now)
+		case arrive:
+			r := e.result
+			rec, hold := w.Serve(e.req, u.Source)
+			back := e.sent + e.lat + hold
+			if back-e.sent > timeout {
+				back = e.sent + timeout
+				r.Error = "Get \"" + r.URL + "\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
+			} else {
+				body := rec.Body.Bytes()
+				r.Code, r.Headers, r.BytesIn = uint16(rec.Code), rec.Result().Header, uint64(len(body))
+				r.Body = bytes.Clone(body[:min(len(body), int(maxBody))])
+			}
+			r.Latency = back - e.sent
+			e.kind = answer
+			push(back, e)
+		case answer:
+			if !tl.Streams()[e.unit].Held && tl.Holds() {
+				kept = append(kept, e.result)
+			}
+			sink(e.result)
+			if tl.Answered(e.unit, now) {
+				wake(now)
+			}
+			if tl.Deciding() && !deciding {
+				deciding = true
+				push(now+w.Host.Decide, event{kind: decide})
+			}
+		case decide:
+			pl.FollowUp.Decide(tl, now, kept)
+			kept = nil
+			wake(now)
+		}
+	}
+	return nil
+}

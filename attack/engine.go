@@ -205,11 +205,8 @@ func Execute(ctx context.Context, job Job, opts Options) (*Run, error) {
 		s.Started(info)
 	}
 	stopProgress := e.progress(start, job.Duration(), run.Counts)
-	guard := failureGuard{Max: e.AbortShare}
-	if fs, ok := job.(FaultScripter); ok {
-		guard.Scripted = fs.ScriptedFault
-	}
-	failing, runErr := e.send(ctx, job, run, w, &guard)
+	guard := e.Options.Guard(job)
+	failing, runErr := e.send(ctx, job, run, w, guard)
 	stopProgress()
 	var final error // every result failed
 	if failing == nil && runErr == nil && ctx.Err() == nil {
@@ -327,7 +324,7 @@ func (e *engine) prepare(ctx context.Context, job Job, run *Run) (stop func() er
 // it into run.Counts and guard. A failing target (failing: the guard's
 // *FailingError or *LocalLimitError) stops the job but not the archive:
 // what is in flight is still recorded. runErr is the job's error.
-func (e *engine) send(ctx context.Context, job Job, run *Run, w *archive.Writer, guard *failureGuard) (failing, runErr error) {
+func (e *engine) send(ctx context.Context, job Job, run *Run, w *archive.Writer, guard *FailureGuard) (failing, runErr error) {
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	lastFlush := time.Now()
@@ -396,6 +393,16 @@ func (e *engine) finish(ctx context.Context, info *archive.RunInfo, start time.T
 // info is run.json of the job's run as it starts.
 func (e *engine) info(job Job, run *Run, start time.Time) archive.RunInfo {
 	return e.Options.RunInfo(job, run.Target, run.Embedded, start, e.sentBefore)
+}
+
+// Guard is the failure guard of a run of job: tripped past AbortShare,
+// blind to the faults a FaultScripter's target scripts.
+func (o Options) Guard(job Job) *FailureGuard {
+	g := &FailureGuard{Max: o.AbortShare}
+	if fs, ok := job.(FaultScripter); ok {
+		g.Scripted = fs.ScriptedFault
+	}
+	return g
 }
 
 // RunInfo is run.json of a run of job as it starts at start against

@@ -10,13 +10,15 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
-// failureGuard watches the last Window results and trips when more than
+// FailureGuard watches the last Window results and trips when more than
 // Max of them were transport errors or 5xx: the target is failing, and a
 // load generator must stop adding load to it. Transport errors that never
 // left this machine (out of file descriptors, out of local ports) are the
 // tool's own limit, not the target's: when they are most of the failures
-// the guard says so (*LocalLimitError).
-type failureGuard struct {
+// the guard says so (*LocalLimitError). Execute keeps one per run
+// (Options.Guard); a simulation of a run keeps the same. Not safe for
+// concurrent use.
+type FailureGuard struct {
 	// Window is how many of the latest results are judged (default 100).
 	Window int
 	// Max is the share of failures that trips the guard; 0 never trips
@@ -91,7 +93,7 @@ var localLimitTexts = []string{syscall.EMFILE.Error(), syscall.ENFILE.Error(), s
 
 // Add counts r and returns a *FailingError once the target is failing, or
 // a *LocalLimitError once most failures were this machine's own.
-func (g *failureGuard) Add(r *vegeta.Result) error {
+func (g *FailureGuard) Add(r *vegeta.Result) error {
 	kind := answered
 	switch {
 	case r.Code == 0 && isLocalLimit(r.Error):
@@ -133,7 +135,7 @@ func (g *failureGuard) Add(r *vegeta.Result) error {
 	return nil
 }
 
-func (g *failureGuard) count(kind uint8, d int) {
+func (g *FailureGuard) count(kind uint8, d int) {
 	if kind != answered {
 		g.fail += d
 	}
@@ -147,7 +149,7 @@ func (g *failureGuard) count(kind uint8, d int) {
 // limits, the run measured the machine, not the target
 // (*LocalLimitError); when every result failed, the run is no pass (a
 // handful of requests that all timed out is a failing target).
-func (g *failureGuard) Final() error {
+func (g *FailureGuard) Final() error {
 	switch {
 	case g.total == 0:
 		return nil

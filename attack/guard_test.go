@@ -39,7 +39,7 @@ func TestFailureGuard(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := failureGuard{Window: 10, Max: tt.max}
+			g := FailureGuard{Window: 10, Max: tt.max}
 			at := -1
 			for i, c := range tt.codes {
 				if err := g.Add(&vegeta.Result{Code: c}); err != nil {
@@ -111,7 +111,7 @@ func TestFailureGuardLocalLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := failureGuard{Window: 10, Max: tt.max}
+			g := FailureGuard{Window: 10, Max: tt.max}
 			during := ""
 			for i := range tt.results {
 				if err := g.Add(&tt.results[i]); err != nil {

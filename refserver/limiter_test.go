@@ -251,7 +251,7 @@ func TestNewLimiterRejectsBadConfig(t *testing.T) {
 	}{
 		{Rolling, 0, time.Second, "limit must be at least 1, got 0"},
 		{Rolling, 1, 0, "window must be positive, got 0s"},
-		{"leaky", 1, time.Second, `unknown limiter "leaky" (want one of [rolling fixed-window token-bucket admitted-only off-by-one sliding-window-counter shared-budget])`},
+		{"leaky", 1, time.Second, `unknown limiter "leaky" (want one of [rolling fixed-window token-bucket admitted-only off-by-one sliding-window-counter shared-budget fixed-window-per-address leaky-bucket counter-with-refusals])`},
 	} {
 		_, err := NewLimiter(tc.mode, tc.limit, tc.window)
 		if err == nil || err.Error() != tc.want {

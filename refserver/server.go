@@ -37,9 +37,10 @@ type Config struct {
 	// in a pool of workers for a service time (see [Pool]); the zero value
 	// answers at once.
 	Pool Pool
-	// Sleep waits through a worker's service time, and through the hold
-	// of a request the leaky bucket admitted late, returning early with
-	// ctx's error when the request is abandoned; nil means a real timer.
+	// Sleep waits through a worker's service time, an injected delay and
+	// the hold of a request the leaky bucket admitted late, returning
+	// early with ctx's error when the request is abandoned; nil means a
+	// real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// AllowedOrigins lists the Origin values /mcp accepts; a request with
 	// no Origin is always accepted, one with any other Origin gets 403.
@@ -198,12 +199,8 @@ func (s *Server) limited(sf surface, next func(http.ResponseWriter, *http.Reques
 		}
 		f, delay := s.faults.draw()
 		delay += s.cfg.Faults.frozen(s.cfg.Clock())
-		if delay > 0 {
-			select {
-			case <-time.After(delay):
-			case <-r.Context().Done():
-				return
-			}
+		if delay > 0 && s.cfg.Sleep(r.Context(), delay) != nil {
+			return
 		}
 		switch f {
 		case faultReset:

@@ -4,12 +4,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-chi/httprate"
-	"golang.org/x/time/rate"
 
 	"github.com/connectbyjbrh/ratecheck/refserver"
 )
@@ -75,39 +73,6 @@ func checkOf(v verdictJSON, surface, name string) (string, string) {
 		}
 	}
 	return "", ""
-}
-
-// TestVerifyAgainstXTimeRate: golang.org/x/time/rate's Limiter is, by its
-// documentation, "a token bucket" of size b "initially full and refilled
-// at rate r tokens per second"; Allow spends a token only on an admitted
-// event, so refusals cost nothing. With b = L and r = L per window it is
-// no sliding log: rolling fails, the model is a token bucket (or the run
-// cannot tell it from one), rejected-count never passes (it would claim
-// refusals count), and no shared counter or address leak is claimed.
-func TestVerifyAgainstXTimeRate(t *testing.T) {
-	t.Parallel()
-	window := verifyWindow
-	code, v, stderr := verifyForeign(t, window, bySurface(func(l int) func(http.Handler) http.Handler {
-		return func(next http.Handler) http.Handler {
-			var mu sync.Mutex
-			perPeer := map[string]*rate.Limiter{}
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				lim := perPeer[peer(r)]
-				if lim == nil {
-					lim = rate.NewLimiter(rate.Limit(float64(l)/window.Seconds()), l)
-					perPeer[peer(r)] = lim
-				}
-				mu.Unlock()
-				if !lim.Allow() {
-					contract429(w, r)
-					return
-				}
-				next.ServeHTTP(w, r)
-			})
-		}
-	}))
-	judgeForeign(t, code, v, stderr, "token-bucket", false)
 }
 
 // TestVerifyAgainstHttprate: go-chi/httprate's limiter (limiter.go) is a

@@ -22,7 +22,6 @@ var quietTests = []struct {
 	{"CapacityTargetFailing", testCapacityTargetFailing},
 	{"SDKServerOfRevision20251125", testSDKServerOfRevision20251125},
 	{"ServeWorkerPool", testServeWorkerPool},
-	{"VerifyHeaders", testVerifyHeaders},
 	{"AttackAbortsOnFailingTarget", testAttackAbortsOnFailingTarget},
 	{"VerifyAgainstNginxRoundRobin", testVerifyAgainstNginxRoundRobin},
 	{"VerifyAgainstNginx", testVerifyAgainstNginx},

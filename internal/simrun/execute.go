@@ -20,8 +20,9 @@ const URL = "http://127.0.0.1:8080"
 // in w on its virtual clock: it waits out (on that clock) an earlier
 // run's requests as opts.Fresh asks, lets a plan settle its MCP revision
 // against w's target from the plan's own negotiation address, runs it
-// (Run), and archives it into a new run folder under opts.Out with the
-// run.json Execute writes (opts.RunInfo, the plan's Started and
+// (Run), stops adding load when the run's failure guard trips
+// (opts.Guard), and archives it into a new run folder under opts.Out with
+// the run.json Execute writes (opts.RunInfo, the plan's Started and
 // Finish), each result as Execute keeps it (opts.Archived). Only plans
 // are simulated; the clock ends where the run's last answer came.
 func Executor(w *World) func(ctx context.Context, job attack.Job, opts attack.Options) (*attack.Run, error) {
@@ -78,8 +79,9 @@ func Executor(w *World) func(ctx context.Context, job attack.Job, opts attack.Op
 			return nil, &attack.SetupError{Err: err}
 		}
 		pl.Started(info)
-		var werr error
-		err = Run(pl, w, run.Target, func(r *vegeta.Result) {
+		guard := opts.Guard(job)
+		var werr, failing error
+		err = Run(pl, w, run.Target, func(r *vegeta.Result) error {
 			run.Counts.Add(r)
 			if werr == nil {
 				werr = aw.Add(opts.Archived(r))
@@ -87,9 +89,23 @@ func Executor(w *World) func(ctx context.Context, job attack.Job, opts attack.Op
 			if opts.Sink != nil {
 				opts.Sink(r)
 			}
+			if err := guard.Add(r); err != nil && failing == nil {
+				failing = err
+			}
+			if werr != nil {
+				return werr
+			}
+			return failing
 		})
 		if err != nil {
 			return nil, err
+		}
+		var final error // every result failed
+		if failing == nil && werr == nil {
+			final = guard.Final()
+		}
+		if failing != nil {
+			info.Aborted = failing.Error()
 		}
 		pl.Finish(&info)
 		info.End = w.Clock.Now().UTC()
@@ -98,8 +114,10 @@ func Executor(w *World) func(ctx context.Context, job attack.Job, opts attack.Op
 		}
 		run.Results, run.Took, run.Info = aw.Len(), info.End.Sub(start), info
 		run.Info.Results = run.Results
-		if werr != nil {
-			return run, &attack.RunError{Run: run, Err: werr}
+		for _, err := range []error{werr, failing, final} {
+			if err != nil {
+				return run, &attack.RunError{Run: run, Err: err}
+			}
 		}
 		return run, nil
 	}

@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -56,17 +57,20 @@ func (c *Clock) Since() time.Duration { return c.offset + c.now }
 // Now is the wall clock.
 func (c *Clock) Now() time.Time { return c.wall.Add(c.now) }
 
-// Sleep holds the answer being served for d more; it never waits.
+// Sleep holds the request being served for d: the target's time moves on
+// by d for it (what it decides after the sleep, it decides then), and its
+// answer comes back d later. It never waits.
 func (c *Clock) Sleep(_ context.Context, d time.Duration) error {
 	c.hold += max(d, 0)
+	c.now += max(d, 0)
 	return nil
 }
 
 // Advance moves the clock d forward: time passing between runs.
 func (c *Clock) Advance(d time.Duration) { c.now += max(d, 0) }
 
-// at moves the clock to t, no earlier than it is.
-func (c *Clock) at(t time.Duration) { c.now = max(c.now, t) }
+// at moves the clock to t, an event of the run in progress.
+func (c *Clock) at(t time.Duration) { c.now = t }
 
 // A World is what a simulated run meets: the target, the clock it reads,
 // the host the requests cross and the randomness of that crossing.
@@ -87,13 +91,27 @@ func Addr(source string) string {
 }
 
 // Serve has the target answer r, sent from source, at the clock's now,
-// and returns the answer and how long the target held it.
-func (w *World) Serve(r *http.Request, source string) (*httptest.ResponseRecorder, time.Duration) {
+// and returns the answer (nil when the target aborted it, as a reset
+// connection does: http.ErrAbortHandler) and how long the target held it.
+func (w *World) Serve(r *http.Request, source string) (rec *httptest.ResponseRecorder, hold time.Duration) {
 	r.RemoteAddr = Addr(source)
-	rec := httptest.NewRecorder()
+	if r.Body == nil {
+		r.Body = http.NoBody // as a server's requests have
+	}
+	rec = httptest.NewRecorder()
+	at := w.Clock.now
 	w.Clock.hold = 0
+	defer func() {
+		hold, w.Clock.now = w.Clock.hold, at
+		if p := recover(); p != nil {
+			if p != http.ErrAbortHandler {
+				panic(p)
+			}
+			rec = nil
+		}
+	}()
 	w.Target.ServeHTTP(rec, r)
-	return rec, w.Clock.hold
+	return rec, hold
 }
 
 // Client returns an HTTP client whose requests from source the target
@@ -139,11 +157,13 @@ const (
 
 // Run runs pl on the virtual clock of w, from its now, and hands each
 // result to sink as it comes back, in the order it comes back, as the
-// engine does; it returns when every result is in. base is the target's
-// URL as the requests name it. The plan's follow-up, if any, is decided
-// when its timeline says, host.Decide after the plan's last answer, with
-// the plan's own FollowUp.
-func Run(pl attack.Plan, w *World, base string, sink func(*vegeta.Result)) error {
+// engine does; it returns when every result is in. A sink that returns an
+// error stops the run as a cancelled one stops: nothing more is sent, and
+// what is in flight still comes back. base is the target's URL as the
+// requests name it. The plan's follow-up, if any, is decided when its
+// timeline says, host.Decide after the plan's last answer, with the
+// plan's own FollowUp.
+func Run(pl attack.Plan, w *World, base string, sink func(*vegeta.Result) error) error {
 	units, tl, err := pl.Units(base)
 	if err != nil {
 		return err
@@ -168,6 +188,7 @@ func Run(pl attack.Plan, w *World, base string, sink func(*vegeta.Result)) error
 		blocked  = map[int]uint64{}
 		kept     []*vegeta.Result
 		deciding bool
+		stopped  bool
 	)
 	push := func(at time.Duration, e event) {
 		seq++
@@ -198,6 +219,9 @@ func Run(pl attack.Plan, w *World, base string, sink func(*vegeta.Result)) error
 		u := &units[e.unit]
 		switch e.kind {
 		case send:
+			if stopped {
+				continue
+			}
 			var tgt vegeta.Target
 			if err := u.Targeter(&tgt); err != nil {
 				return fmt.Errorf("%s: %w", u.Label, err)
@@ -217,10 +241,13 @@ func Run(pl attack.Plan, w *World, base string, sink func(*vegeta.Result)) error
 			r := e.result
 			rec, hold := w.Serve(e.req, u.Source)
 			back := e.sent + e.lat + hold
-			if back-e.sent > timeout {
+			switch {
+			case back-e.sent > timeout:
 				back = e.sent + timeout
-				r.Error = "Get \"" + r.URL + "\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
-			} else {
+				r.Error = urlOp(r.Method) + " \"" + r.URL + "\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
+			case rec == nil:
+				r.Error = urlOp(r.Method) + " \"" + r.URL + "\": read: connection reset by peer"
+			default:
 				body := rec.Body.Bytes()
 				r.Code, r.Headers, r.BytesIn = uint16(rec.Code), rec.Result().Header, uint64(len(body))
 				r.Body = bytes.Clone(body[:min(len(body), int(maxBody))])
@@ -232,7 +259,9 @@ func Run(pl attack.Plan, w *World, base string, sink func(*vegeta.Result)) error
 			if !tl.Streams()[e.unit].Held && tl.Holds() {
 				kept = append(kept, e.result)
 			}
-			sink(e.result)
+			if sink(e.result) != nil {
+				stopped = true
+			}
 			if tl.Answered(e.unit, now) {
 				wake(now)
 			}
@@ -241,10 +270,22 @@ func Run(pl attack.Plan, w *World, base string, sink func(*vegeta.Result)) error
 				push(now+w.Host.Decide, event{kind: decide})
 			}
 		case decide:
+			if stopped {
+				continue
+			}
 			pl.FollowUp.Decide(tl, now, kept)
 			kept = nil
 			wake(now)
 		}
 	}
 	return nil
+}
+
+// urlOp is how net/http's client names a method in its errors: "Get",
+// "Post".
+func urlOp(method string) string {
+	if method == "" {
+		return "Get"
+	}
+	return method[:1] + strings.ToLower(method[1:])
 }

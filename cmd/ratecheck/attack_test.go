@@ -322,7 +322,7 @@ func scanForSecret(t *testing.T, dir, secret string) {
 	}
 }
 
-// testAttackAbortsOnFailingTarget: when the target starts failing mid-run
+// TestAttackAbortsOnFailingTarget: when the target starts failing mid-run
 // (every answer a 503; every request left hanging; the server gone), the
 // attack stops adding load, keeps what it received, says why and exits 3;
 // run.json records it. Every request that reached the target is archived,
@@ -332,7 +332,8 @@ func scanForSecret(t *testing.T, dir, secret string) {
 // host busy with the other tests, a stalled request can time out before
 // the target's handler counts it, and more are archived than it received
 // (each unanswered, which the test allows).
-func testAttackAbortsOnFailingTarget(t *testing.T) {
+func TestAttackAbortsOnFailingTarget(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"503", "stall", "die"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()

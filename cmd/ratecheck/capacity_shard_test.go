@@ -184,7 +184,7 @@ func shardArgs(url, out, rv, at string, i, n int, more ...string) []string {
 		"--step", "1s", "--warmup", "0.3s", "--timeout", "2s", "--max-lateness", "30ms"}, more...)
 }
 
-// testCapacityShards runs the knee search as two shard processes started
+// TestCapacityShards runs the knee search as two shard processes started
 // together, each from addresses of its own, against a pool of known
 // capacity (500/s nominal) in compressed time. Both print the same
 // result, which analyze of their two run folders gives again; every
@@ -195,8 +195,8 @@ func shardArgs(url, out, rv, at string, i, n int, more ...string) []string {
 // p99 of 23 ms and, re-measured seconds later, of 120 ms (a whole-suite
 // run), and the search rightly ended inconclusive where the test wants
 // the knee.
-func testCapacityShards(t *testing.T) {
-	holdAllSlots(t) // before --start-at: the shards, together, split one run's rate
+func TestCapacityShards(t *testing.T) {
+	t.Parallel()
 	url, meanService, seen := poolTarget(t)
 	out, rv := t.TempDir(), t.TempDir()
 	at := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
@@ -307,7 +307,6 @@ func checkShares(t *testing.T, res capacity.Result, dirs []string, infos []*runn
 // results archived, its segment recorded as not judged.
 func TestCapacityShardMissing(t *testing.T) {
 	t.Parallel()
-	holdAllSlots(t) // before --start-at: the shards, together, split one run's rate
 	url, _, _ := poolTarget(t)
 	out, rv := t.TempDir(), t.TempDir()
 	at := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)

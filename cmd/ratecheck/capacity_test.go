@@ -122,9 +122,10 @@ func TestCapacityEndToEnd(t *testing.T) {
 	}
 }
 
-// testCapacityTargetFailing: a target that answers every request 503 from
+// TestCapacityTargetFailing: a target that answers every request 503 from
 // the start is exit 3, and the search never goes past its first step.
-func testCapacityTargetFailing(t *testing.T) {
+func TestCapacityTargetFailing(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))

@@ -132,7 +132,6 @@ func TestVerifyAgainstHAProxy(t *testing.T) {
 			upstream := startTarget(t, time.Minute, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil)
 			addr := startHAProxy(t, window, upstream)
 			if tc.pre > 0 {
-				holdSlot(t) // verify follows the spending at once
 				spend(t, addr, "127.0.0.1", tc.pre)
 			}
 			code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--checks", "limits,isolation")

@@ -58,7 +58,7 @@ const nginx429 = `
     location @rest429 { default_type application/json; return 429 '{"error":{"code":"rate_limited"}}'; }
     location @mcp429 { default_type application/json; return 429 '{"jsonrpc":"2.0","error":{"code":-32603,"message":"rate limited"}}'; }`
 
-// testVerifyAgainstNginxBurstDelay: nginx's limit_req with burst and
+// TestVerifyAgainstNginxBurstDelay: nginx's limit_req with burst and
 // delay. Its documentation (ngx_http_limit_req_module): requests beyond
 // the rate are delayed, "excessive requests are delayed until their
 // number exceeds the maximum burst size", and with delay=N the first N
@@ -74,7 +74,8 @@ const nginx429 = `
 // the fit's (nginx holds what it delays up to half a window). Beside two
 // CPU hogs, at 2 s 2 runs of 2 left a family open; at the suite's 4 s
 // 2 runs of 13 (MCP, once on a quiet host).
-func testVerifyAgainstNginxBurstDelay(t *testing.T) {
+func TestVerifyAgainstNginxBurstDelay(t *testing.T) {
+	t.Parallel()
 	window := verifyWindow
 	upstream := startTarget(t, time.Minute, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil)
 	addr := startNginx(t, `
@@ -90,7 +91,7 @@ func testVerifyAgainstNginxBurstDelay(t *testing.T) {
 	judgeForeign(t, code, v, stderr, "token-bucket", true)
 }
 
-// testVerifyAgainstNginxRoundRobin: two correct replicas (the reference
+// TestVerifyAgainstNginxRoundRobin: two correct replicas (the reference
 // target, a sliding log counting refusals, keyed on the X-Forwarded-For
 // nginx sets) behind nginx's default round-robin upstream, which the
 // documentation says distributes requests "in a round-robin fashion"
@@ -106,7 +107,8 @@ func testVerifyAgainstNginxBurstDelay(t *testing.T) {
 // them). One of quietTests: on a host loaded by the package's other
 // tests, the fit once named one sliding-window counter, decided (before
 // candidates were compared order by order). Judged once.
-func testVerifyAgainstNginxRoundRobin(t *testing.T) {
+func TestVerifyAgainstNginxRoundRobin(t *testing.T) {
+	t.Parallel()
 	// Each replica keys on the X-Forwarded-For nginx sets (the client's
 	// address), as a replica behind a proxy does.
 	byXFF := func(next http.Handler) http.Handler {

@@ -95,7 +95,7 @@ const nginxLimitReq = `
     }` + nginx429 + `
   }`
 
-// testVerifyAgainstNginx: nginx's limit_req (a token bucket keyed on the
+// TestVerifyAgainstNginx: nginx's limit_req (a token bucket keyed on the
 // remote address, one zone per surface) is not the documented sliding
 // log: verify fails it on the limits and names a token bucket, and names
 // no cause the evidence does not prove — no spoofing (nginx ignores
@@ -105,7 +105,8 @@ const nginxLimitReq = `
 // One of quietTests: on a machine busy with the other tests, the timing
 // of nginx's answers spread until the fit named another limiter. Judged
 // once.
-func testVerifyAgainstNginx(t *testing.T) {
+func TestVerifyAgainstNginx(t *testing.T) {
+	t.Parallel()
 	judgeOnce(t, 2*time.Second, func(window time.Duration) (string, []string, string) {
 		// The upstream: the reference target with limits it never reaches.
 		upstream := startTarget(t, time.Minute, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil)

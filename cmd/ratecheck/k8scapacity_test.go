@@ -24,7 +24,6 @@ import (
 // judge again to it.
 func TestK8sJobCapacityPodsRun(t *testing.T) {
 	t.Parallel()
-	holdAllSlots(t) // the pods, run here at once, split one run's rate
 	url, _, _ := poolTarget(t)
 	code, stdout, stderr := runCmd(t, "k8s-job", "--capacity", "--shards", "2", "--target", url, "--window", "1s",
 		"--start-at", time.Now().Add(1500*time.Millisecond).UTC().Format(time.RFC3339Nano),
@@ -98,7 +97,6 @@ func TestK8sJobCapacityUsage(t *testing.T) {
 // 127.0.x addresses.
 func TestK8sJobSharedPool(t *testing.T) {
 	t.Parallel()
-	holdAllSlots(t) // the pods, run here at once, split one run's rate
 	url, _, seen := poolTarget(t)
 	code, stdout, stderr := runCmd(t, "k8s-job", "--capacity", "--shards", "2", "--target", url, "--window", "1s", "--node", "node-7", "--sources", "127.0.9.0/24",
 		"--start-at", time.Now().Add(1500*time.Millisecond).UTC().Format(time.RFC3339Nano),

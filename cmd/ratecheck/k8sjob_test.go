@@ -24,7 +24,6 @@ import (
 // together, and their run folders merge into the whole profile.
 func TestK8sJobPodsRun(t *testing.T) {
 	t.Parallel()
-	holdAllSlots(t) // the pods, run here at once, split one run's rate
 	// The pods share this machine's address here, not in a cluster: lift
 	// the limit so that no request is refused for it.
 	url := startTarget(t, 2*time.Second, func(c *refserver.Config) { c.RESTLimit = 100000 }, nil)

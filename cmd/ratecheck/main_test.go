@@ -17,86 +17,12 @@ import (
 )
 
 // runCmd runs the command line args and returns exit code, stdout and
-// stderr; a command whose result rests on its timing takes a slot of
-// timedSlots while it runs.
+// stderr.
 func runCmd(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	defer takeSlot(t, args)()
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
-}
-
-// timed are the commands whose results rest on their timing: what they
-// sent when, and when the target answered. Each sends bursts that want
-// the machine's cores at once.
-var timed = map[string]bool{"verify": true, "attack": true, "capacity": true, "fleet": true}
-
-// timedSlots bounds the timed commands the package's tests run at once to
-// the machine's two cores. A verify run's verdict rests on its timing:
-// alone on a quiet machine its p99 latency is 7-10 ms at a 4 s window, two
-// at once 14-49 ms. A dozen side by side (the wrong-target matrix, the SDK
-// and nginx runs) starved one another: p50 120 ms, p99 500 ms, every
-// family undecided. Four at once, while a core was idle, took the package
-// from about 205 s to 160 s and left a correct run inconclusive in 1 of 5
-// fresh-clone suites. With only the verify runs in slots, the capacity
-// searches (up to 2 000 requests/s), fleets, client programs and attacks
-// ran beside them unbounded: verify runs' p99 reached 95-170 ms (their
-// bursts of 720 requests queued behind the others), and 1 of 7 runs of the
-// package left the IPv4 namespace's and IPv6 loopback's correct runs
-// undecided after their follow-ups. So every timed command takes a slot,
-// and a test that runs several at once (shards, pods) takes one for each,
-// up to all of them: with one slot for two shards, nginx's delay beside
-// a sharded capacity search and a busy process (CI's other packages, or
-// a CPU hog here) saw refusals take up to 221 ms, 5 % of the window, and
-// its MCP surface ended with the reading of refusals open in 2 runs of 8
-// (1 of 10 once the reading was weighed order by order); holding both,
-// 8 of 8 decided it.
-var timedSlots = make(chan struct{}, 2)
-
-// slotHolders are the tests that hold a slot of timedSlots across several
-// steps (see holdSlot): their timed commands take no other.
-var slotHolders sync.Map
-
-// takeSlot takes a slot of timedSlots for t to run the command line args,
-// when it is a timed command and t holds no slot already, and returns what
-// gives it back.
-func takeSlot(t *testing.T, args []string) (release func()) {
-	if _, held := slotHolders.Load(t); held || len(args) == 0 || !timed[args[0]] {
-		return func() {}
-	}
-	timedSlots <- struct{}{}
-	return func() { <-timedSlots }
-}
-
-// holdSlot takes a slot of timedSlots for the rest of test t: for a test
-// whose timed command must follow what it did before at once (requests
-// that spent the budget, a first run whose requests are still in the
-// window), with no wait for a slot between them.
-func holdSlot(t *testing.T) { holdSlots(t, 1) }
-
-// holdAllSlots takes every slot of timedSlots for the rest of test t: for
-// a test whose timed commands run several at once (shards, pods).
-func holdAllSlots(t *testing.T) { holdSlots(t, cap(timedSlots)) }
-
-// slotTaker lets one test at a time take its slots, so that two tests
-// taking several never hold one each while waiting for the other's.
-var slotTaker sync.Mutex
-
-// holdSlots takes n slots of timedSlots for the rest of test t.
-func holdSlots(t *testing.T, n int) {
-	slotTaker.Lock()
-	for range n {
-		timedSlots <- struct{}{}
-	}
-	slotTaker.Unlock()
-	slotHolders.Store(t, true)
-	t.Cleanup(func() {
-		slotHolders.Delete(t)
-		for range n {
-			<-timedSlots
-		}
-	})
 }
 
 func TestUsage(t *testing.T) {

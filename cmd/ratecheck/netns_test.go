@@ -186,7 +186,6 @@ func (s *netnsServer) meanService() time.Duration { return s.service.mean() }
 // namespace, and returns its exit code and output.
 func (h *netnsHosts) ratecheck(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	defer takeSlot(t, args)()
 	cmd := exec.Command("ip", append([]string{"netns", "exec", h.gen, os.Args[0]}, args...)...)
 	cmd.Env = append(os.Environ(), "RATECHECK_TEST_MAIN=1")
 	var stdout, stderr bytes.Buffer

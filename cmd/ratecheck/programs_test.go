@@ -180,7 +180,6 @@ func pythonInterpreter() string {
 // test binary, as main) and returns exit code, stdout and stderr.
 func runProcess(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	defer takeSlot(t, args)()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "RATECHECK_TEST_MAIN=1")

@@ -243,13 +243,14 @@ func TestAttackAgainstSDKServers(t *testing.T) {
 	}
 }
 
-// testSDKServerOfRevision20251125: against a stateful go-sdk server that
+// TestSDKServerOfRevision20251125: against a stateful go-sdk server that
 // speaks only 2025-11-25, verify's limit and isolation checks pass, in
 // that revision.
 //
 // One of quietTests: beside the other tests its runs, the longer
 // window's too, came out inconclusive. Judged once.
-func testSDKServerOfRevision20251125(t *testing.T) {
+func TestSDKServerOfRevision20251125(t *testing.T) {
+	t.Parallel()
 	window := verifyWindow
 	{
 		url, _ := startSDKServer(t, sdkserver.Stateful20251125, slidingLog, sdkLimit, window)

@@ -40,10 +40,11 @@ func TestServeWorkerFlags(t *testing.T) {
 	}
 }
 
-// testServeWorkerPool: serve with one worker and no queue says its
+// TestServeWorkerPool: serve with one worker and no queue says its
 // capacity, holds the worker for the service time (10 s, longer than the
 // test), and answers requests that find it busy 503 queue_full at once.
-func testServeWorkerPool(t *testing.T) {
+func TestServeWorkerPool(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, stderr lockedBuffer
 	done := make(chan int)

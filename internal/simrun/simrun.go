@@ -140,6 +140,7 @@ func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f
 // follow-up is decided.
 type event struct {
 	kind   int
+	plan   int
 	unit   int
 	hit    uint64
 	sent   time.Duration // when the request went out
@@ -155,6 +156,21 @@ const (
 	decide
 )
 
+// running is one plan of a simulated run: its units, its timeline and
+// what it waits for.
+type running struct {
+	pl       attack.Plan
+	units    []attack.Unit
+	tl       *timeline.Timeline
+	sink     func(*vegeta.Result) error
+	timeout  time.Duration
+	maxBody  int
+	blocked  map[int]uint64
+	kept     []*vegeta.Result
+	deciding bool
+	stopped  bool
+}
+
 // Run runs pl on the virtual clock of w, from its now, and hands each
 // result to sink as it comes back, in the order it comes back, as the
 // engine does; it returns when every result is in. A sink that returns an
@@ -164,62 +180,72 @@ const (
 // timeline says, host.Decide after the plan's last answer, with the
 // plan's own FollowUp.
 func Run(pl attack.Plan, w *World, base string, sink func(*vegeta.Result) error) error {
-	units, tl, err := pl.Units(base)
-	if err != nil {
-		return err
-	}
+	return RunAll([]attack.Plan{pl}, w, base, []func(*vegeta.Result) error{sink})
+}
+
+// RunAll runs plans side by side from w's now, as Run runs one, plan i's
+// results to sinks[i]: shards of one attack started at an agreed instant.
+func RunAll(plans []attack.Plan, w *World, base string, sinks []func(*vegeta.Result) error) error {
 	origin := w.Clock.now
-	span := pl.Duration()
-	if pl.FollowUp != nil {
-		span = max(span, time.Duration(pl.FollowUp.MaxUntil*float64(pl.Window)))
+	var span time.Duration
+	runs := make([]*running, len(plans))
+	for k, pl := range plans {
+		units, tl, err := pl.Units(base)
+		if err != nil {
+			return err
+		}
+		r := &running{pl: pl, units: units, tl: tl, sink: sinks[k], timeout: pl.Timeout, maxBody: int(pl.MaxBody), blocked: map[int]uint64{}}
+		if r.timeout <= 0 {
+			r.timeout = 10 * time.Second
+		}
+		if r.maxBody <= 0 {
+			r.maxBody = attack.DefaultMaxBody
+		}
+		span = max(span, pl.Duration())
+		if pl.FollowUp != nil {
+			span = max(span, time.Duration(pl.FollowUp.MaxUntil*float64(pl.Window)))
+		}
+		runs[k] = r
 	}
 	stalls := w.Host.DrawStalls(w.Rand, max(span, time.Millisecond))
-	timeout := pl.Timeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
-	maxBody := pl.MaxBody
-	if maxBody <= 0 {
-		maxBody = attack.DefaultMaxBody
-	}
 	var (
-		q        heap.Heap[event]
-		seq      int64
-		blocked  = map[int]uint64{}
-		kept     []*vegeta.Result
-		deciding bool
-		stopped  bool
+		q   heap.Heap[event]
+		seq int64
 	)
 	push := func(at time.Duration, e event) {
 		seq++
 		q.Push(heap.Item[event]{Val: e, Key: int64(at), Tie: seq})
 	}
-	next := func(i int, n uint64, now time.Duration) {
-		at, st := tl.Due(i, n)
+	next := func(k, i int, n uint64, now time.Duration) {
+		r := runs[k]
+		at, st := r.tl.Due(i, n)
 		switch st {
 		case timeline.Ready:
-			push(max(at, now), event{kind: send, unit: i, hit: n})
+			push(max(at, now), event{kind: send, plan: k, unit: i, hit: n})
 		case timeline.Blocked:
-			blocked[i] = n
+			r.blocked[i] = n
 		}
 	}
-	wake := func(now time.Duration) {
-		for i, n := range blocked {
-			delete(blocked, i)
-			next(i, n, now)
+	wake := func(k int, now time.Duration) {
+		for i, n := range runs[k].blocked {
+			delete(runs[k].blocked, i)
+			next(k, i, n, now)
 		}
 	}
-	for i := range units {
-		next(i, 0, 0)
+	for k, r := range runs {
+		for i := range r.units {
+			next(k, i, 0, 0)
+		}
 	}
 	for q.Len() > 0 {
 		it := q.Pop()
 		e, now := it.Val, time.Duration(it.Key)
 		w.Clock.at(origin + now)
-		u := &units[e.unit]
+		r := runs[e.plan]
+		u := &r.units[e.unit]
 		switch e.kind {
 		case send:
-			if stopped {
+			if r.stopped {
 				continue
 			}
 			var tgt vegeta.Target
@@ -236,46 +262,46 @@ func Run(pl attack.Plan, w *World, base string, sink func(*vegeta.Result) error)
 			e.kind = arrive
 			// The target counts the request somewhere on its way.
 			push(now+time.Duration(w.Rand.Float64()*float64(e.lat)), e)
-			next(e.unit, e.hit+1, now)
+			next(e.plan, e.unit, e.hit+1, now)
 		case arrive:
-			r := e.result
+			res := e.result
 			rec, hold := w.Serve(e.req, u.Source)
 			back := e.sent + e.lat + hold
 			switch {
-			case back-e.sent > timeout:
-				back = e.sent + timeout
-				r.Error = urlOp(r.Method) + " \"" + r.URL + "\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
+			case back-e.sent > r.timeout:
+				back = e.sent + r.timeout
+				res.Error = urlOp(res.Method) + " \"" + res.URL + "\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
 			case rec == nil:
-				r.Error = urlOp(r.Method) + " \"" + r.URL + "\": read: connection reset by peer"
+				res.Error = urlOp(res.Method) + " \"" + res.URL + "\": read: connection reset by peer"
 			default:
 				body := rec.Body.Bytes()
-				r.Code, r.Headers, r.BytesIn = uint16(rec.Code), rec.Result().Header, uint64(len(body))
-				r.Body = bytes.Clone(body[:min(len(body), int(maxBody))])
+				res.Code, res.Headers, res.BytesIn = uint16(rec.Code), rec.Result().Header, uint64(len(body))
+				res.Body = bytes.Clone(body[:min(len(body), r.maxBody)])
 			}
-			r.Latency = back - e.sent
+			res.Latency = back - e.sent
 			e.kind = answer
 			push(back, e)
 		case answer:
-			if !tl.Streams()[e.unit].Held && tl.Holds() {
-				kept = append(kept, e.result)
+			if !r.tl.Streams()[e.unit].Held && r.tl.Holds() {
+				r.kept = append(r.kept, e.result)
 			}
-			if sink(e.result) != nil {
-				stopped = true
+			if r.sink(e.result) != nil {
+				r.stopped = true
 			}
-			if tl.Answered(e.unit, now) {
-				wake(now)
+			if r.tl.Answered(e.unit, now) {
+				wake(e.plan, now)
 			}
-			if tl.Deciding() && !deciding {
-				deciding = true
-				push(now+w.Host.Decide, event{kind: decide})
+			if r.tl.Deciding() && !r.deciding {
+				r.deciding = true
+				push(now+w.Host.Decide, event{kind: decide, plan: e.plan})
 			}
 		case decide:
-			if stopped {
+			if r.stopped {
 				continue
 			}
-			pl.FollowUp.Decide(tl, now, kept)
-			kept = nil
-			wake(now)
+			r.pl.FollowUp.Decide(r.tl, now, r.kept)
+			r.kept = nil
+			wake(e.plan, now)
 		}
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
 // randomReplicasSim is replicas behind a balancer whose assignment the
@@ -48,11 +50,10 @@ func TestReplicasAdmitP(t *testing.T) {
 // Expectation from the construction: about 2L are admitted before
 // refusals begin, then admissions and refusals mix.
 func TestReplicasNamed(t *testing.T) {
-	W := int64(synthW)
 	named, runs := 0, 0
 	for seed := range uint64(10) {
 		rng := rand.New(rand.NewPCG(seed, 21))
-		log := func(limit int) limiter { return &slidingLogSim{limit, W, true, map[string][]int64{}} }
+		log := func(limit int) limiter { return newLimiter(refserver.Rolling, limit, synthW) }
 		srv := server{&randomReplicasSim{[]limiter{log(240), log(240)}, rng}, &randomReplicasSim{[]limiter{log(120), log(120)}, rng}, perAddress}
 		rep := judge(simulate(srv, quiet))
 		for i, s := range rep.Verdict.Surfaces {

@@ -17,6 +17,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
+	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
 // The streaming analyzer against the batch one it replaced
@@ -115,29 +116,17 @@ func firstDiff(a, b []Judgement) string {
 // in any of the ways the checks catch) with random latencies, and turns
 // some answers into faults.
 func randomInput(rng *rand.Rand) *decode.Input {
-	W := int64(synthW)
 	servers := []func() server{
 		func() server { return documented(1, 0) },
 		func() server { return documented(1.3, 0) },
 		func() server { return documented(1, 1) },
-		func() server {
-			return server{rest: &fixedSim{limit: 240, w: W, n: map[string]map[int64]int{}}, mcp: &fixedSim{limit: 120, w: W, n: map[string]map[int64]int{}}, key: perAddress}
-		},
-		func() server {
-			return server{rest: &bucketSim{limit: 240, w: W, tokens: map[string]float64{}, last: map[string]int64{}},
-				mcp: &bucketSim{limit: 120, w: W, tokens: map[string]float64{}, last: map[string]int64{}}, key: perAddress}
-		},
-		func() server {
-			return server{rest: &counterSim{limit: 240, w: W, n: map[string]map[int64]int{}}, mcp: &counterSim{limit: 120, w: W, n: map[string]map[int64]int{}}, key: perAddress}
-		},
+		func() server { return limitedBy(refserver.FixedWindow, synthW) },
+		func() server { return limitedBy(refserver.TokenBucket, synthW) },
+		func() server { return limitedBy(refserver.SlidingWindowCounter, synthW) },
 		func() server { return server{rest: noneSim{}, mcp: noneSim{}, key: perAddress} },
 		func() server { s := documented(1, 0); s.key = func(p planned) string { return p.surface }; return s }, // shared by addresses
 		func() server { s := documented(1, 0); s.key = func(p planned) string { return p.source }; return s },  // shared by surfaces
-		func() server {
-			s := documented(1, 0)
-			s.rest.(*slidingLogSim).countRefused, s.mcp.(*slidingLogSim).countRefused = false, false
-			return s
-		},
+		func() server { return limitedBy(refserver.AdmittedOnly, synthW) },
 	}
 	srv := servers[rng.IntN(len(servers))]()
 	scale := []time.Duration{0, time.Millisecond, 50 * time.Millisecond, 2 * time.Second}[rng.IntN(4)]

@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -14,10 +13,12 @@ import (
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
+	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
-// The tests below build result streams from simulated limiters on fake
-// timestamps (no network, no sleeping) following verify's probe plan, and
+// The tests below build result streams from the reference target's own
+// limiters (refserver.Limiter, never a copy of one) on fake timestamps (no
+// network, no sleeping) following verify's probe plan, and
 // check that the analyzer names the family and fails exactly the checks a
 // deviation breaks.
 
@@ -61,107 +62,32 @@ func plan() []planned {
 	return p
 }
 
-// limiter is a simulated server-side limiter: allow decides a request of key
-// counted at t (ns).
+// limiter is a server-side limiter: allow decides a request of key counted
+// at t (Unix ns). Every limiter is a refLimiter, or no limiter at all (one
+// admitting or refusing everything, a balancer over refLimiters).
 type limiter interface {
 	allow(key string, t int64) bool
 }
 
-type slidingLogSim struct {
-	limit        int
-	w            int64
-	countRefused bool
-	log          map[string][]int64
+// refLimiter is the reference target's own limiter (refserver.Limiter)
+// deciding at Unix-nanosecond times moved by shift, given as its monotonic
+// time: its fixed windows and counters' windows start at multiples of its
+// window since the epoch, less shift.
+type refLimiter struct {
+	l     *refserver.Limiter
+	shift int64
 }
 
-func (s *slidingLogSim) allow(key string, t int64) bool {
-	var kept []int64
-	for _, x := range s.log[key] {
-		if x > t-s.w {
-			kept = append(kept, x)
-		}
-	}
-	ok := len(kept) < s.limit
-	if ok || s.countRefused {
-		kept = append(kept, t)
-	}
-	s.log[key] = kept
-	return ok
-}
+func (r refLimiter) allow(key string, t int64) bool { return r.l.Allow(key, time.Duration(t+r.shift)) }
 
-type fixedSim struct {
-	limit int
-	w     int64
-	n     map[string]map[int64]int
-	// offset moves the windows' boundaries; with perKey each key's windows
-	// start at its first request, as many limiters do.
-	offset int64
-	perKey bool
-	first  map[string]int64
-}
-
-func (f *fixedSim) allow(key string, t int64) bool {
-	if f.n[key] == nil {
-		f.n[key] = map[int64]int{}
+// newLimiter is the reference target's limiter of mode admitting limit
+// requests per window w.
+func newLimiter(mode refserver.LimiterMode, limit int, w time.Duration) refLimiter {
+	l, err := refserver.NewLimiter(mode, limit, w)
+	if err != nil {
+		panic(err)
 	}
-	origin := f.offset
-	if f.perKey {
-		if f.first == nil {
-			f.first = map[string]int64{}
-		}
-		if _, ok := f.first[key]; !ok {
-			f.first[key] = t
-		}
-		origin = f.first[key]
-	}
-	k := floorDiv(t-origin, f.w)
-	if f.n[key][k] >= f.limit {
-		return false
-	}
-	f.n[key][k]++
-	return true
-}
-
-type bucketSim struct {
-	limit  int
-	w      int64
-	tokens map[string]float64
-	last   map[string]int64
-}
-
-func (b *bucketSim) allow(key string, t int64) bool {
-	tok, ok := b.tokens[key]
-	if !ok {
-		tok = float64(b.limit)
-	} else {
-		tok = math.Min(float64(b.limit), tok+float64(t-b.last[key])*float64(b.limit)/float64(b.w))
-	}
-	b.last[key] = t
-	if tok < 1 {
-		b.tokens[key] = tok
-		return false
-	}
-	b.tokens[key] = tok - 1
-	return true
-}
-
-type counterSim struct {
-	limit int
-	w     int64
-	n     map[string]map[int64]int
-}
-
-func (c *counterSim) allow(key string, t int64) bool {
-	if c.n[key] == nil {
-		c.n[key] = map[int64]int{}
-	}
-	k := t / c.w
-	frac := float64(t-k*c.w) / float64(c.w)
-	if float64(c.n[key][k-1])*(1-frac)+float64(c.n[key][k])+1 > float64(c.limit) {
-		return false
-	}
-	c.n[key][k]++
-	return true
+	return refLimiter{l: l}
 }
 
 // replicasSim is n replicas behind a round-robin load balancer, each
@@ -190,13 +116,19 @@ type server struct {
 
 func perAddress(p planned) string { return p.surface + "|" + p.source }
 
+// limitedBy is a target whose surfaces each have the reference target's
+// limiter of mode at their documented limit per window w, keyed per
+// address.
+func limitedBy(mode refserver.LimiterMode, w time.Duration) server {
+	return server{rest: newLimiter(mode, 240, w), mcp: newLimiter(mode, 120, w), key: perAddress}
+}
+
+// documented is the documented rolling window, its window windowFactor
+// times the documented one's and its limits extra above the documented
+// ones.
 func documented(windowFactor float64, extra int) server {
-	w := int64(float64(synthW) * windowFactor)
-	return server{
-		rest: &slidingLogSim{limit: 240 + extra, w: w, countRefused: true, log: map[string][]int64{}},
-		mcp:  &slidingLogSim{limit: 120 + extra, w: w, countRefused: true, log: map[string][]int64{}},
-		key:  perAddress,
-	}
+	w := time.Duration(float64(synthW) * windowFactor)
+	return server{rest: newLimiter(refserver.Rolling, 240+extra, w), mcp: newLimiter(refserver.Rolling, 120+extra, w), key: perAddress}
 }
 
 // simulate runs the plan against srv with the given latency per request
@@ -308,7 +240,6 @@ func failed(rep *Report) []string {
 
 func TestSyntheticFamilies(t *testing.T) {
 	t.Parallel()
-	W := int64(synthW)
 	tests := []struct {
 		name       string
 		srv        server
@@ -317,14 +248,11 @@ func TestSyntheticFamilies(t *testing.T) {
 		wantRC     *bool
 	}{
 		{"documented sliding log", documented(1, 0), familySlidingLog, nil, boolPtr(true)},
-		{"fixed window", server{&fixedSim{limit: 240, w: W, n: map[string]map[int64]int{}}, &fixedSim{limit: 120, w: W, n: map[string]map[int64]int{}}, perAddress},
-			familyFixedWindow, []string{"rest/rolling", "mcp/rolling"}, nil},
-		{"token bucket", server{&bucketSim{240, W, map[string]float64{}, map[string]int64{}}, &bucketSim{120, W, map[string]float64{}, map[string]int64{}}, perAddress},
-			familyTokenBucket, []string{"rest/rolling", "rest/rejected-count", "mcp/rolling", "mcp/rejected-count"}, boolPtr(false)},
-		{"sliding-window counter", server{&counterSim{240, W, map[string]map[int64]int{}}, &counterSim{120, W, map[string]map[int64]int{}}, perAddress},
-			familySlidingWindow, []string{"rest/rolling", "mcp/rolling"}, nil},
-		{"refusals not counted", server{&slidingLogSim{240, W, false, map[string][]int64{}}, &slidingLogSim{120, W, false, map[string][]int64{}}, perAddress},
-			familySlidingLog, []string{"rest/rolling", "rest/rejected-count", "mcp/rolling", "mcp/rejected-count"}, boolPtr(false)},
+		{"fixed window", limitedBy(refserver.FixedWindow, synthW), familyFixedWindow, []string{"rest/rolling", "mcp/rolling"}, nil},
+		{"token bucket", limitedBy(refserver.TokenBucket, synthW), familyTokenBucket,
+			[]string{"rest/rolling", "rest/rejected-count", "mcp/rolling", "mcp/rejected-count"}, boolPtr(false)},
+		{"sliding-window counter", limitedBy(refserver.SlidingWindowCounter, synthW), familySlidingWindow, []string{"rest/rolling", "mcp/rolling"}, nil},
+		{"refusals not counted", limitedBy(refserver.AdmittedOnly, synthW), familySlidingLog, []string{"rest/rolling", "rest/rejected-count", "mcp/rolling", "mcp/rejected-count"}, boolPtr(false)},
 		{"admits L+1", documented(1, 1), familySlidingLog, []string{"rest/onset", "rest/rolling", "mcp/onset", "mcp/rolling"}, nil},
 		{"no limit", server{noneSim{}, noneSim{}, perAddress}, familyNone, []string{"rest/onset", "rest/rolling", "mcp/onset", "mcp/rolling"}, nil},
 		{"window 1.5 times too long", documented(1.5, 0), "", []string{"rest/rolling", "mcp/rolling"}, nil},
@@ -341,7 +269,7 @@ func TestSyntheticFamilies(t *testing.T) {
 			return perAddress(p)
 		}}, familySlidingLog, []string{"rest/spoof", "mcp/spoof"}, nil},
 		{"one counter for both surfaces", func() server {
-			shared := &slidingLogSim{240, W, true, map[string][]int64{}}
+			shared := newLimiter(refserver.Rolling, 240, synthW)
 			return server{shared, shared, func(p planned) string { return p.source }}
 		}(), "", []string{"rest/onset", "mcp/onset"}, nil}, // independence cannot tell: each surface alone looks like a lower limit
 	}
@@ -496,13 +424,19 @@ func TestUnansweredContractRows(t *testing.T) {
 func TestSyntheticCauses(t *testing.T) {
 	t.Parallel()
 	W := int64(synthW)
+	// fixed is a fixed window whose boundaries are offset past multiples
+	// of W since the epoch, or opened by each key's first request.
 	fixed := func(offset int64, perKey bool) func() server {
 		return func() server {
-			return server{&fixedSim{limit: 240, w: W, n: map[string]map[int64]int{}, offset: offset, perKey: perKey},
-				&fixedSim{limit: 120, w: W, n: map[string]map[int64]int{}, offset: offset, perKey: perKey}, perAddress}
+			if perKey {
+				return limitedBy(refserver.FixedWindowPerAddress, synthW)
+			}
+			rest, mcp := newLimiter(refserver.FixedWindow, 240, synthW), newLimiter(refserver.FixedWindow, 120, synthW)
+			rest.shift, mcp.shift = -offset, -offset
+			return server{rest, mcp, perAddress}
 		}
 	}
-	log := func(limit int) limiter { return &slidingLogSim{limit, W, true, map[string][]int64{}} }
+	log := func(limit int) limiter { return newLimiter(refserver.Rolling, limit, synthW) }
 	causes := []string{"rest/spoof", "mcp/spoof", "rest/independence", "mcp/independence", "rest/isolation", "mcp/isolation"}
 	tests := []struct {
 		name        string
@@ -512,13 +446,9 @@ func TestSyntheticCauses(t *testing.T) {
 		wantFailed  []string
 		mustNotFail []string
 	}{
-		{"token bucket", func() server {
-			return server{&bucketSim{240, W, map[string]float64{}, map[string]int64{}}, &bucketSim{120, W, map[string]float64{}, map[string]int64{}}, perAddress}
-		},
+		{"token bucket", func() server { return limitedBy(refserver.TokenBucket, synthW) },
 			familyTokenBucket, 0, []string{"rest/rolling", "mcp/rolling"}, causes},
-		{"sliding-window counter, one per surface", func() server {
-			return server{&counterSim{240, W, map[string]map[int64]int{}}, &counterSim{120, W, map[string]map[int64]int{}}, perAddress}
-		},
+		{"sliding-window counter, one per surface", func() server { return limitedBy(refserver.SlidingWindowCounter, synthW) },
 			familySlidingWindow, 0, []string{"rest/rolling", "mcp/rolling"}, causes},
 		{"two replicas counting alone", func() server {
 			return server{&replicasSim{each: []limiter{log(240), log(240)}}, &replicasSim{each: []limiter{log(120), log(120)}}, perAddress}
@@ -583,7 +513,6 @@ func TestSyntheticCauses(t *testing.T) {
 // share, which no limiter of one surface explains, do.
 func TestIndependenceNeedsProof(t *testing.T) {
 	t.Parallel()
-	W := int64(synthW)
 	var ps []planned
 	for i := range 240 { // REST: a burst early in the first fixed window
 		ps = append(ps, planned{surface: method.REST, source: srcA, stream: "burst", at: 0.02 + 0.01*float64(i)/240})
@@ -605,12 +534,11 @@ func TestIndependenceNeedsProof(t *testing.T) {
 		}
 		return Check{}
 	}
-	perSurface := server{&counterSim{240, W, map[string]map[int64]int{}}, &counterSim{120, W, map[string]map[int64]int{}}, perAddress}
-	rep := judge(simulatePlan(perSurface, ps, quiet))
+	rep := judge(simulatePlan(limitedBy(refserver.SlidingWindowCounter, synthW), ps, quiet))
 	if c := independence(rep); c.Verdict != Inconclusive || !strings.Contains(c.Detail, "explained as well by a limiter of rest alone") {
 		t.Errorf("one counter per surface: independence %s: %s", c.Verdict, c.Detail)
 	}
-	shared := &slidingLogSim{240, W, true, map[string][]int64{}}
+	shared := newLimiter(refserver.Rolling, 240, synthW)
 	rep = judge(simulatePlan(server{shared, shared, func(p planned) string { return p.source }}, ps, quiet))
 	if c := independence(rep); c.Verdict != Fail {
 		t.Errorf("one counter for both surfaces: independence %s: %s", c.Verdict, c.Detail)

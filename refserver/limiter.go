@@ -36,8 +36,10 @@ const (
 	// SharedBudget is the documented rolling window, but with one budget
 	// for every client address: isolation is broken.
 	SharedBudget LimiterMode = "shared-budget"
-	// FixedWindowPerAddress counts admitted requests in windows of W
-	// opened by each address's first request, as many gateways do.
+	// FixedWindowPerAddress counts admitted requests in windows of W, each
+	// opened by the address's first request after its last window ended,
+	// as a counter that expires W after its first increment does (Redis
+	// INCR and EXPIRE, as many gateways count).
 	FixedWindowPerAddress LimiterMode = "fixed-window-per-address"
 	// LeakyBucket is nginx's limit_req (ngx_http_limit_req_module) at a
 	// rate of L per W with burst L−1 and delay L/2: the first request and
@@ -187,10 +189,20 @@ func (l *Limiter) allow(key string, now time.Duration) (bool, time.Duration, *bu
 	}
 	now = max(now, b.last)
 	switch l.mode {
-	case FixedWindow, FixedWindowPerAddress:
-		idx := int64((now - b.origin) / l.window)
+	case FixedWindow:
+		idx := int64(now / l.window)
 		if idx != b.idx {
 			b.idx, b.n = idx, 0
+		}
+		b.last = now
+		if b.n >= l.limit {
+			return false, 0, b
+		}
+		b.n++
+		return true, 0, b
+	case FixedWindowPerAddress:
+		if now-b.origin >= l.window {
+			b.origin, b.n = now, 0 // the counter expired: a new window
 		}
 		b.last = now
 		if b.n >= l.limit {
@@ -264,10 +276,15 @@ func (l *Limiter) leak(b *bucket, now time.Duration) (bool, time.Duration, *buck
 func (b *bucket) state(l *Limiter, now time.Duration) limitState {
 	var st limitState
 	switch l.mode {
-	case FixedWindow, FixedWindowPerAddress:
+	case FixedWindow:
 		st.count = b.n
 		if b.n >= l.limit {
-			st.reset = b.origin + time.Duration(b.idx+1)*l.window - now
+			st.reset = time.Duration(b.idx+1)*l.window - now
+		}
+	case FixedWindowPerAddress:
+		st.count = b.n
+		if b.n >= l.limit {
+			st.reset = b.origin + l.window - now
 		}
 	case CounterWithRefusals:
 		est := b.estimate(l, now)
@@ -402,8 +419,10 @@ func (l *Limiter) sweep(now time.Duration) {
 			idle = idle && int64(now/l.window) != b.idx
 		case SlidingWindowCounter:
 			idle = int64(now/l.window) > b.idx+1 // its window and the next have passed
-		case FixedWindowPerAddress, CounterWithRefusals:
-			idle = now-b.origin >= 2*l.window // its window and the next have passed
+		case FixedWindowPerAddress:
+			idle = now-b.origin >= l.window // its window ended: the next request opens a new one
+		case CounterWithRefusals:
+			idle = now-b.origin >= 2*l.window // its period and the next have passed
 		}
 		if idle {
 			delete(l.clients, k)

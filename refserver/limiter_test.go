@@ -102,12 +102,14 @@ func TestLimiterModes(t *testing.T) {
 			{key: "c", at: W, want: 0},         // b's two and c's, refused or not, count
 			{key: "c", at: W + 20*ms, want: 1}, // b's aged out
 		}},
-		{"fixed-window-per-address opens each address's window at its first request", FixedWindowPerAddress, 3, []step{
+		{"fixed-window-per-address opens a window at the first request after the last", FixedWindowPerAddress, 3, []step{
 			{key: "a", at: 10 * time.Second, n: 4, want: 3},
 			{key: "b", at: 30 * time.Second, n: 3, want: 3},
 			{key: "a", at: 10*time.Second + W - 1, want: 0},
-			{key: "a", at: 10*time.Second + W, n: 4, want: 3},
+			{key: "a", at: 10*time.Second + W + 5*time.Second, n: 4, want: 3}, // opened at 75 s
 			{key: "b", at: 30*time.Second + W - 1, want: 0},
+			{key: "a", at: 10*time.Second + 2*W + 4*time.Second, want: 0}, // 134 s: still that one
+			{key: "a", at: 10*time.Second + 2*W + 5*time.Second, want: 1}, // 135 s: a new one
 		}},
 		// nginx's limit_req at 4 per W (one per 15 s), burst 3: the first
 		// request and three more at once; the excess drains one per 15 s;
@@ -144,6 +146,24 @@ func TestLimiterModes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFixedWindowPerAddressSurvivesTheSweep: the limiter forgets an idle
+// key only once its window has ended, when its next request would open a
+// new one anyway: a busy key's window is never restarted early. At L = 3
+// and W = 10 s, requests at 0, 5, 15, 21, 22, 23, 25 and 26 s admit three
+// in [15 s, 25 s) and one more at 25 s, never five in one window.
+func TestFixedWindowPerAddressSurvivesTheSweep(t *testing.T) {
+	const W = 10 * time.Second
+	l := mustLimiter(t, FixedWindowPerAddress, 3, W)
+	var got []bool
+	for _, at := range []time.Duration{0, 5, 15, 21, 22, 23, 25, 26} {
+		got = append(got, l.Allow("a", at*time.Second))
+	}
+	want := []bool{true, true, true, true, true, false, true, true}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("admitted %v, want %v", got, want)
 	}
 }
 

@@ -119,45 +119,46 @@ func TestVerifyAgainstNginxRoundRobin(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	}
-	judgeOnce(t, verifyWindow, func(window time.Duration) (string, []string, string) {
-		a, b := startTarget(t, window, nil, byXFF), startTarget(t, window, nil, byXFF)
-		addr := startNginx(t, `
+	window := verifyWindow
+	a, b := startTarget(t, window, nil, byXFF), startTarget(t, window, nil, byXFF)
+	addr := startNginx(t, `
   upstream replicas { server %[3]s; server %[4]s; }
   server {
     listen %[2]s;
     location / { proxy_set_header X-Forwarded-For $remote_addr; proxy_pass http://replicas; }
   }`, strings.TrimPrefix(a, "http://"), strings.TrimPrefix(b, "http://"))
-		stop := interleave(t, addr)
-		code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--checks", "limits")
-		stop()
-		var wrong []string
-		// Two budgets per address where the contract promises one: the
-		// per-address limit is not held, a failure, decided.
-		if code != exitCheckFailed || v.Verdict != "fail" {
-			wrong = append(wrong, fmt.Sprintf("exit %d, verdict %s, failing %v: want a failure (about 2L admitted from one address)", code, v.Verdict, failing(v)))
-		}
-		for _, s := range v.Surfaces {
-			t.Logf("window %v, %s: %s, failing %v, model %s ×%d decided %v alternatives %v", window, s.Surface, s.Verdict, failing(v), s.Model, s.Replicas, s.Decided, s.Alternatives)
-			// One sliding log of 2L is what the run shows when the other
-			// client's requests happened to leave the round-robin alternating.
-			twoL := s.ObservedLimit != nil && *s.ObservedLimit >= 2*s.ExpectedLimit-10
-			// Left open, only the log's count may be: two replicas of L
-			// and one log of 2L admit alike while the round robin
-			// alternates, which no probe from outside can tell apart.
-			onlyLogs := s.Model == "sliding-log" && !slices.ContainsFunc(s.Alternatives, func(a string) bool { return a != "sliding-log" })
-			if s.Decided && (s.Model != "sliding-log" || s.Replicas != 2 && !twoL) || !s.Decided && !onlyLogs {
-				observed := "null"
-				if s.ObservedLimit != nil {
-					observed = fmt.Sprint(*s.ObservedLimit)
-				}
-				wrong = append(wrong, fmt.Sprintf("%s: model %s ×%d decided %v (observed %s), want 2 replicas of sliding-log or one of 2L, decided (exit %d)", s.Surface, s.Model, s.Replicas, s.Decided, observed, code))
+	stop := interleave(t, addr)
+	code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--checks", "limits")
+	stop()
+	var wrong []string
+	// Two budgets per address where the contract promises one: the
+	// per-address limit is not held, a failure, decided.
+	if code != exitCheckFailed || v.Verdict != "fail" {
+		wrong = append(wrong, fmt.Sprintf("exit %d, verdict %s, failing %v: want a failure (about 2L admitted from one address)", code, v.Verdict, failing(v)))
+	}
+	for _, s := range v.Surfaces {
+		t.Logf("window %v, %s: %s, failing %v, model %s ×%d decided %v alternatives %v", window, s.Surface, s.Verdict, failing(v), s.Model, s.Replicas, s.Decided, s.Alternatives)
+		// One sliding log of 2L is what the run shows when the other
+		// client's requests happened to leave the round-robin alternating.
+		twoL := s.ObservedLimit != nil && *s.ObservedLimit >= 2*s.ExpectedLimit-10
+		// Left open, only the log's count may be: two replicas of L
+		// and one log of 2L admit alike while the round robin
+		// alternates, which no probe from outside can tell apart.
+		onlyLogs := s.Model == "sliding-log" && !slices.ContainsFunc(s.Alternatives, func(a string) bool { return a != "sliding-log" })
+		if s.Decided && (s.Model != "sliding-log" || s.Replicas != 2 && !twoL) || !s.Decided && !onlyLogs {
+			observed := "null"
+			if s.ObservedLimit != nil {
+				observed = fmt.Sprint(*s.ObservedLimit)
 			}
-			if verdict, detail := checkOf(v, s.Surface, "rejected-count"); verdict == "fail" || strings.Contains(detail, "refusals do not count") {
-				wrong = append(wrong, fmt.Sprintf("%s: rejected-count %s against replicas that count refusals: %s", s.Surface, verdict, detail))
-			}
+			wrong = append(wrong, fmt.Sprintf("%s: model %s ×%d decided %v (observed %s), want 2 replicas of sliding-log or one of 2L, decided (exit %d)", s.Surface, s.Model, s.Replicas, s.Decided, observed, code))
 		}
-		return v.Run, wrong, stderr
-	})
+		if verdict, detail := checkOf(v, s.Surface, "rejected-count"); verdict == "fail" || strings.Contains(detail, "refusals do not count") {
+			wrong = append(wrong, fmt.Sprintf("%s: rejected-count %s against replicas that count refusals: %s", s.Surface, verdict, detail))
+		}
+	}
+	if len(wrong) > 0 {
+		t.Errorf("%s\n%s", strings.Join(wrong, "\n"), stderr)
+	}
 }
 
 // interleave sends another client's requests, from a loopback address of

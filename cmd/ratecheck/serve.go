@@ -41,7 +41,8 @@ the others are deliberately wrong, to prove the verifier fails on them:
                  the previous fixed window's count, weighted, plus the current one's
   shared-budget  rolling window with one budget for every client address
   fixed-window-per-address
-                 L admitted per window opened by each address's first request
+                 L admitted per window, opened by the address's first request
+                 after its last window ended
   leaky-bucket   nginx's limit_req: L at once, then one per W/L; admissions
                  past L/2 held until the bucket drains; refusals cost nothing
   counter-with-refusals

@@ -16,8 +16,6 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
-	"github.com/connectbyjbrh/ratecheck/analyze"
-	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 

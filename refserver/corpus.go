@@ -16,6 +16,10 @@ type page struct {
 	Ref      string `json:"ref"`
 	Title    string `json:"title"`
 	Markdown string `json:"markdown"`
+	// lower are Markdown and Title in lower case, and lines Markdown's
+	// lines with each in lower case: a search reads them on every request.
+	lowerBody, lowerTitle string
+	lines, lowerLines     []string
 }
 
 // corpus is the read-only content the reference target serves.
@@ -38,7 +42,12 @@ func loadCorpus() *corpus {
 		ref := strings.TrimSuffix(e.Name(), ".md")
 		text := string(b)
 		title, _, _ := strings.Cut(strings.TrimPrefix(text, "# "), "\n")
-		c.pages[ref] = page{Ref: ref, Title: title, Markdown: text}
+		lines := strings.Split(text, "\n")
+		lower := make([]string, len(lines))
+		for i, l := range lines {
+			lower[i] = strings.ToLower(l)
+		}
+		c.pages[ref] = page{Ref: ref, Title: title, Markdown: text, lowerBody: strings.ToLower(text), lowerTitle: strings.ToLower(title), lines: lines, lowerLines: lower}
 		c.order = append(c.order, ref)
 	}
 	sort.Strings(c.order)
@@ -68,15 +77,14 @@ func (c *corpus) search(query string, limit int) []hit {
 	var hits []hit
 	for _, ref := range c.order {
 		p := c.pages[ref]
-		body, title := strings.ToLower(p.Markdown), strings.ToLower(p.Title)
 		score := 0
 		for _, w := range words {
-			score += strings.Count(body, w) + 2*strings.Count(title, w)
+			score += strings.Count(p.lowerBody, w) + 2*strings.Count(p.lowerTitle, w)
 		}
 		if score == 0 {
 			continue
 		}
-		hits = append(hits, hit{Ref: ref, Title: p.Title, Snippet: snippet(p.Markdown, words), score: score})
+		hits = append(hits, hit{Ref: ref, Title: p.Title, Snippet: p.snippet(words), score: score})
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].score > hits[j].score })
 	if len(hits) > limit {
@@ -85,12 +93,12 @@ func (c *corpus) search(query string, limit int) []hit {
 	return hits
 }
 
-// snippet returns the first line of text that holds one of words, trimmed to 160 bytes.
-func snippet(text string, words []string) string {
-	for _, line := range strings.Split(text, "\n") {
-		low := strings.ToLower(line)
+// snippet returns the first line of the page that holds one of words (in
+// lower case), trimmed to 160 bytes.
+func (p page) snippet(words []string) string {
+	for i, line := range p.lines {
 		for _, w := range words {
-			if strings.Contains(low, w) {
+			if strings.Contains(p.lowerLines[i], w) {
 				if len(line) > 160 {
 					line = line[:160]
 				}

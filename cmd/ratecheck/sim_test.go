@@ -97,3 +97,16 @@ func TestSimVerifyEmbeddedPasses(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkSimVerify measures one run of verify on simulated time, the
+// unit of the plan's confusion matrix: the simulation, the archive and
+// the analysis.
+func BenchmarkSimVerify(b *testing.B) {
+	for b.Loop() {
+		w := simWorld(b, hostsim.Quiet, 1, simTarget(planW, nil), nil)
+		var stdout, stderr bytes.Buffer
+		if code := verify(context.Background(), []string{"--out", b.TempDir(), "--json", "--report=false", "--window", planW.String()}, &stdout, &stderr, simrun.Executor(w)); code != exitOK {
+			b.Fatalf("exit %d\n%s", code, stderr.String())
+		}
+	}
+}

@@ -95,24 +95,30 @@ func TestFleetFullPassesLockstepFails(t *testing.T) {
 	if raceEnabled {
 		t.Skip("statistics of a 100-client fleet, checked by the plain run; under -race, TestFleetRetryDiscipline exercises the same concurrent code")
 	}
-	code, rep := runFleetShared(t, "--strategy", "full", "--seed", "2")
-	if code != exitOK || rep.Verdict != analyze.Pass || len(rep.Waves) != 3 || rep.Clients != 100 {
-		t.Fatalf("full jitter: exit %d, %+v", code, rep)
-	}
-	if rep.EpsilonMS != 10 { // base 30s/60 = 500ms, ε = base/50
-		t.Errorf("ε %vms, want 10ms", rep.EpsilonMS)
-	}
-	code, rep = runFleetShared(t, "--strategy", "none")
-	if len(rep.Waves) < 2 {
-		t.Fatalf("lockstep: exit %d, %d waves, want every client to retry at least twice: %+v", code, len(rep.Waves), rep)
-	}
-	var expected float64
-	for _, w := range rep.Waves[:len(rep.Waves)-1] {
-		expected = max(expected, w.RecollisionMax)
-	}
-	if code != exitCheckFailed || rep.Verdict != analyze.Fail || rep.CollisionRatio < 3 || rep.RecollisionRate < 0.9 || rep.RecollisionRate < 5*expected {
-		t.Errorf("lockstep: exit %d, collision ratio %.2f, re-collision %.2f (independent: %.2f), want ≥ 0.9", code, rep.CollisionRatio, rep.RecollisionRate, expected)
-	}
+	t.Run("full jitter", func(t *testing.T) {
+		t.Parallel()
+		code, rep := runFleetShared(t, "--strategy", "full", "--seed", "2")
+		if code != exitOK || rep.Verdict != analyze.Pass || len(rep.Waves) != 3 || rep.Clients != 100 {
+			t.Fatalf("full jitter: exit %d, %+v", code, rep)
+		}
+		if rep.EpsilonMS != 10 { // base 30s/60 = 500ms, ε = base/50
+			t.Errorf("ε %vms, want 10ms", rep.EpsilonMS)
+		}
+	})
+	t.Run("lockstep", func(t *testing.T) {
+		t.Parallel()
+		code, rep := runFleetShared(t, "--strategy", "none")
+		if len(rep.Waves) < 2 {
+			t.Fatalf("lockstep: exit %d, %d waves, want every client to retry at least twice: %+v", code, len(rep.Waves), rep)
+		}
+		var expected float64
+		for _, w := range rep.Waves[:len(rep.Waves)-1] {
+			expected = max(expected, w.RecollisionMax)
+		}
+		if code != exitCheckFailed || rep.Verdict != analyze.Fail || rep.CollisionRatio < 3 || rep.RecollisionRate < 0.9 || rep.RecollisionRate < 5*expected {
+			t.Errorf("lockstep: exit %d, collision ratio %.2f, re-collision %.2f (independent: %.2f), want ≥ 0.9", code, rep.CollisionRatio, rep.RecollisionRate, expected)
+		}
+	})
 }
 
 // TestFleetRetryDiscipline: under injected resets and 5xx, the fleet's

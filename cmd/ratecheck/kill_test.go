@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 		os.Exit(runSignalled(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	flag.Parse()
+	if os.Getenv(planMatrixEnv) == "1" {
+		os.Exit(runPlanMatrix())
+	}
 	raiseParallel()
 	// The end-to-end tests serve and attack in one process, eight at a
 	// time: at GOGC's default the collector took a fifth of its CPU, on a

@@ -1,14 +1,21 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"net/http"
+	"os"
+	"os/exec"
 	"regexp"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,22 +116,23 @@ func roundRobin(targets []http.Handler) http.Handler {
 }
 
 // world is the simulated world of run seed of truth tr on host h.
-func (tr planTruth) world(t testing.TB, h hostsim.Host, seed uint64) *simrun.World {
+func (tr planTruth) world(h hostsim.Host, seed uint64) (*simrun.World, error) {
 	cfg := simTarget(planW, tr.cfg)
-	w := simWorld(t, h, seed, cfg, tr.wrap)
-	if tr.replicas > 1 {
-		targets := []http.Handler{w.Target}
-		for range tr.replicas - 1 {
-			cfg.Clock, cfg.Sleep = w.Clock.Since, w.Clock.Sleep
-			srv, err := refserver.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			targets = append(targets, srv)
-		}
-		w.Target = roundRobin(targets)
+	w, err := newSimWorld(h, seed, cfg, tr.wrap)
+	if err != nil || tr.replicas <= 1 {
+		return w, err
 	}
-	return w
+	targets := []http.Handler{w.Target}
+	for range tr.replicas - 1 {
+		cfg.Clock, cfg.Sleep = w.Clock.Since, w.Clock.Sleep
+		srv, err := refserver.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, srv)
+	}
+	w.Target = roundRobin(targets)
+	return w, nil
 }
 
 // planOutcome is what one run said, against its truth.
@@ -190,46 +198,59 @@ func (o planOutcome) wrongFamily(tr planTruth) bool {
 
 // planCell is one truth on one host: its runs' outcomes counted.
 type planCell struct {
-	runs, right, pass, fail, inconclusive, wrongFamily, followedUp int
-	families                                                       map[string]int
-	firstWrong                                                     string
+	Truth, Host                                                    string
+	Runs, Right, Pass, Fail, Inconclusive, WrongFamily, FollowedUp int
+	Families                                                       map[string]int
+	FirstWrong                                                     string
 }
 
 // runCell runs runs [from, to) of truth tr on host h, the cell seeded with
-// seed (see cellSeed): run i is the same whichever others run.
-func runCell(t *testing.T, tr planTruth, h hostsim.Host, from, to int, seed uint64) planCell {
-	c := planCell{families: map[string]int{}}
+// seed (see cellSeed), each archived under dir: run i is the same whichever
+// others run.
+func runCell(tr planTruth, h hostsim.Host, from, to int, seed uint64, dir string) (planCell, error) {
+	c := planCell{Truth: tr.name, Families: map[string]int{}}
 	for i := from; i < to; i++ {
-		w := tr.world(t, h, seed<<20|uint64(i))
-		_, v, stderr := simVerifyJSON(t, w, planW, "--report=false", "--seed", fmt.Sprint(seed<<20|uint64(i)+1))
+		w, err := tr.world(h, seed<<20|uint64(i))
+		if err != nil {
+			return c, err
+		}
+		out, err := os.MkdirTemp(dir, "run")
+		if err != nil {
+			return c, err
+		}
+		_, v, _, stderr, err := simVerdict(w, out, planW, "--report=false", "--seed", fmt.Sprint(seed<<20|uint64(i)+1))
+		os.RemoveAll(out)
+		if err != nil {
+			return c, fmt.Errorf("%s, run %d: %v\n%s", tr.name, i, err, stderr)
+		}
 		o := judgeOutcome(tr, v, stderr)
-		c.runs++
+		c.Runs++
 		switch o.verdict {
 		case "pass":
-			c.pass++
+			c.Pass++
 		case "fail":
-			c.fail++
+			c.Fail++
 		default:
-			c.inconclusive++
+			c.Inconclusive++
 		}
 		if o.followedUp {
-			c.followedUp++
+			c.FollowedUp++
 		}
 		if o.right {
-			c.right++
-		} else if c.firstWrong == "" {
-			c.firstWrong = fmt.Sprintf("run %d: %s %v %v %v: %s", i, o.verdict, o.family, o.rc, o.failed, o.why)
+			c.Right++
+		} else if c.FirstWrong == "" {
+			c.FirstWrong = fmt.Sprintf("run %d: %s %v %v %v: %s", i, o.verdict, o.family, o.rc, o.failed, o.why)
 		}
 		if o.wrongFamily(tr) {
-			c.wrongFamily++
+			c.WrongFamily++
 		}
 		for k, s := range []string{method.REST, method.MCP} {
 			if k < len(o.family) {
-				c.families[s+" "+o.family[k]]++
+				c.Families[s+" "+o.family[k]]++
 			}
 		}
 	}
-	return c
+	return c, nil
 }
 
 // cellSeed seeds the cell of truth ti (in planTruths) on host hi (quiet,
@@ -273,6 +294,72 @@ var planHosts = []struct {
 	held bool
 }{{"quiet", hostsim.Quiet, true}, {"busy", hostsim.Busy, true}, {"loaded", hostsim.Loaded, false}, {"starved", hostsim.Starved, false}}
 
+// planSelected reports whether the matrix runs truth tr on host: with no
+// -plan.cells, every truth on the quiet and busy hosts and, on the loaded
+// one, the limiters a CI machine running the suite beside the run must
+// tell apart; else the cells -plan.cells matches.
+func planSelected(tr planTruth, host string) bool {
+	if *planCells != "" {
+		return regexp.MustCompile(*planCells).MatchString(tr.name + " | " + host)
+	}
+	loaded := regexp.MustCompile(`^(sliding log|fixed window$|sliding-window counter|token bucket, L per W)`)
+	return host == "quiet" || host == "busy" || host == "loaded" && loaded.MatchString(tr.name)
+}
+
+// planMatrix runs runs runs of every selected cell, as many cells at once
+// as the machine has cores, and returns them in the order of planTruths
+// and planHosts.
+func planMatrix(runs int) ([]planCell, error) {
+	dir, err := os.MkdirTemp("", "ratecheck-plan")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	type job struct{ ti, hi int }
+	var jobs []job
+	for ti, tr := range planTruths {
+		for hi, host := range planHosts {
+			if planSelected(tr, host.name) {
+				jobs = append(jobs, job{ti, hi})
+			}
+		}
+	}
+	cells := make([]planCell, len(jobs))
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for k, j := range jobs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cells[k], errs[k] = runCell(planTruths[j.ti], planHosts[j.hi].h, 0, runs, cellSeed(j.ti, j.hi), dir)
+			cells[k].Host = planHosts[j.hi].name
+		})
+	}
+	wg.Wait()
+	return cells, errors.Join(errs...)
+}
+
+// planMatrixEnv, set in a child's environment, makes the test binary run
+// the matrix (planMatrix) and print its cells as JSON on stdout instead of
+// its tests (see TestMain).
+const planMatrixEnv = "RATECHECK_PLAN_MATRIX"
+
+// runPlanMatrix is the test binary run as the matrix's child: it prints
+// the cells of -plan.runs runs each as JSON, and returns the exit code.
+func runPlanMatrix() int {
+	cells, err := planMatrix(*planRuns)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(cells); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
 // TestPlanConfusion runs verify against every truth on the quiet and the
 // busy host and holds the goals: a correct limiter passes, decided
 // sliding-log with refusals counted, in at least 99.5 % of runs; a deviant
@@ -283,62 +370,55 @@ var planHosts = []struct {
 // and holds their verdicts and families, logging their rates; the starved
 // host runs only when -plan.cells asks for it. A rate goal holds unless
 // the runs prove it missed: unless even its 99 % upper bound is below the
-// goal.
+// goal. The cells are computed in a child process of the test binary
+// (planMatrixEnv): a simulation keeps the cores busy, and the package's
+// real-clock tests beside it are scheduled by the system against a
+// process of its own, not by this one's runtime against its goroutines.
 func TestPlanConfusion(t *testing.T) {
 	t.Parallel()
 	runs := *planRuns
 	if runs == 0 {
-		runs = 6
+		runs = 4
 		if testing.Short() || raceEnabled {
 			runs = 1
 		}
 	}
-	loadedTruths := regexp.MustCompile(`^(sliding log|fixed window$|sliding-window counter|token bucket, L per W)`)
-	only := regexp.MustCompile(*planCells)
-	skipped := func(tr planTruth, host string) bool {
-		if *planCells == "" && (host == "loaded" && !loadedTruths.MatchString(tr.name) || host == "starved") {
-			return true
-		}
-		return !only.MatchString(tr.name + " | " + host)
+	cmd := exec.Command(os.Args[0], "-plan.runs", fmt.Sprint(runs), "-plan.cells", *planCells)
+	cmd.Env = append(os.Environ(), planMatrixEnv+"=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the matrix: %v\n%s", err, stderr.String())
 	}
-	cells := make([]planCell, len(planTruths)*len(planHosts))
-	// Every cell is independent: they run side by side, as many at once
-	// as go test runs parallel tests.
-	t.Run("cells", func(t *testing.T) {
-		for ti, tr := range planTruths {
-			for hi, host := range planHosts {
-				if skipped(tr, host.name) {
-					continue
-				}
-				t.Run(tr.name+"|"+host.name, func(t *testing.T) {
-					t.Parallel()
-					cells[ti*len(planHosts)+hi] = runCell(t, tr, host.h, 0, runs, cellSeed(ti, hi))
-				})
-			}
-		}
-	})
+	var cells []planCell
+	if err := json.Unmarshal(stdout.Bytes(), &cells); err != nil {
+		t.Fatalf("the matrix: %v\n%s", err, stdout.String())
+	}
+	held := map[string]bool{}
+	for _, h := range planHosts {
+		held[h.name] = h.held
+	}
 	var rows []string
-	for ti, tr := range planTruths {
-		for hi, host := range planHosts {
-			if skipped(tr, host.name) {
-				continue
-			}
-			c := cells[ti*len(planHosts)+hi]
-			goal := 0.99
-			if tr.pass {
-				goal = 0.995
-			}
-			rows = append(rows, fmt.Sprintf("| %s | %s | %d | %d | %d | %d | %d | %.1f %% | %d | %s |", tr.name, host.name, c.followedUp, c.pass, c.fail, c.inconclusive,
-				c.right, 100*float64(c.right)/float64(c.runs), c.wrongFamily, top(c.families)))
-			if upper := 1 - lowerBound99(c.runs-c.right, c.runs); upper < goal && host.held {
-				t.Errorf("%s on the %s host: right in %d of %d runs, below the goal of %.1f %% beyond the runs' margin; first wrong %s", tr.name, host.name, c.right, c.runs, 100*goal, c.firstWrong)
-			}
-			if tr.pass && c.fail > 0 || !tr.pass && c.pass > 0 {
-				t.Errorf("%s on the %s host: %d passes and %d failures; first wrong %s", tr.name, host.name, c.pass, c.fail, c.firstWrong)
-			}
-			if c.wrongFamily > 0 { // on every host
-				t.Errorf("%s on the %s host: %d runs decided a wrong family (%v); first wrong %s", tr.name, host.name, c.wrongFamily, c.families, c.firstWrong)
-			}
+	for _, c := range cells {
+		ti := slices.IndexFunc(planTruths, func(tr planTruth) bool { return tr.name == c.Truth })
+		if ti < 0 || c.Runs == 0 {
+			t.Fatalf("the matrix's cell %q on %q: no such truth, or no run", c.Truth, c.Host)
+		}
+		tr := planTruths[ti]
+		goal := 0.99
+		if tr.pass {
+			goal = 0.995
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %d | %d | %d | %d | %d | %.1f %% | %d | %s |", c.Truth, c.Host, c.FollowedUp, c.Pass, c.Fail, c.Inconclusive,
+			c.Right, 100*float64(c.Right)/float64(c.Runs), c.WrongFamily, top(c.Families)))
+		if upper := 1 - lowerBound99(c.Runs-c.Right, c.Runs); upper < goal && held[c.Host] {
+			t.Errorf("%s on the %s host: right in %d of %d runs, below the goal of %.1f %% beyond the runs' margin; first wrong %s", c.Truth, c.Host, c.Right, c.Runs, 100*goal, c.FirstWrong)
+		}
+		if tr.pass && c.Fail > 0 || !tr.pass && c.Pass > 0 {
+			t.Errorf("%s on the %s host: %d passes and %d failures; first wrong %s", c.Truth, c.Host, c.Pass, c.Fail, c.FirstWrong)
+		}
+		if c.WrongFamily > 0 { // on every host
+			t.Errorf("%s on the %s host: %d runs decided a wrong family (%v); first wrong %s", c.Truth, c.Host, c.WrongFamily, c.Families, c.FirstWrong)
 		}
 	}
 	t.Logf("%d runs a cell\n| truth | host | followed up | pass | fail | inconclusive | right | right %% | wrong family | families decided |\n|---|---|---|---|---|---|---|---|---|---|\n%s", runs, strings.Join(rows, "\n"))

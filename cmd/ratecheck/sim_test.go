@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -29,18 +30,27 @@ var simStart = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 // on host h.
 func simWorld(t testing.TB, h hostsim.Host, seed uint64, cfg refserver.Config, wrap func(http.Handler) http.Handler) *simrun.World {
 	t.Helper()
+	w, err := newSimWorld(h, seed, cfg, wrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// newSimWorld is simWorld, for a caller that is no test.
+func newSimWorld(h hostsim.Host, seed uint64, cfg refserver.Config, wrap func(http.Handler) http.Handler) (*simrun.World, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x51a))
 	clk := simrun.NewClock(simStart.Add(time.Duration(rng.Int64N(int64(time.Hour)))), time.Duration(rng.Int64N(int64(time.Hour))))
 	cfg.Clock, cfg.Sleep = clk.Since, clk.Sleep
 	srv, err := refserver.New(cfg)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var target http.Handler = srv
 	if wrap != nil {
 		target = wrap(srv)
 	}
-	return &simrun.World{Target: target, Clock: clk, Host: h, Rand: rng}
+	return &simrun.World{Target: target, Clock: clk, Host: h, Rand: rng}, nil
 }
 
 // simTarget is the reference target's configuration at window w,
@@ -66,15 +76,25 @@ func simVerify(t *testing.T, w *simrun.World, args ...string) (int, string, stri
 // and decodes its verdict, held to the schema.
 func simVerifyJSON(t *testing.T, w *simrun.World, window time.Duration, args ...string) (int, verdictJSON, string) {
 	t.Helper()
-	code, stdout, stderr := simVerify(t, w, append([]string{"--json", "--window", window.String()}, args...)...)
-	var v verdictJSON
-	dec := json.NewDecoder(strings.NewReader(stdout))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("exit %d; stdout is not schema-1 JSON: %v\n%s\nstderr: %s", code, err, stdout, stderr)
+	code, v, stdout, stderr, err := simVerdict(w, t.TempDir(), window, args...)
+	if err != nil {
+		t.Fatalf("exit %d; %v\n%s\nstderr: %s", code, err, stdout, stderr)
 	}
 	matchSchema(t, "verdict.json", stdout)
 	return code, v, stderr
+}
+
+// simVerdict runs verify --json --window window --out out with args in
+// world w and decodes its verdict, for a caller that is no test.
+func simVerdict(w *simrun.World, out string, window time.Duration, args ...string) (code int, v verdictJSON, stdout, stderr string, err error) {
+	var o, e bytes.Buffer
+	code = verify(context.Background(), append([]string{"--out", out, "--json", "--window", window.String()}, args...), &o, &e, simrun.Executor(w))
+	dec := json.NewDecoder(strings.NewReader(o.String()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return code, v, o.String(), e.String(), fmt.Errorf("stdout is not schema-1 JSON: %v", err)
+	}
+	return code, v, o.String(), e.String(), nil
 }
 
 // TestSimVerifyEmbeddedPasses: the documented limiter passes, both

@@ -85,6 +85,10 @@ type SurfaceVerdict struct {
 	// inconclusive surface, and for one whose checks the run's premise
 	// left unjudged (said here once; those checks say only that).
 	Missing string `json:"missing,omitempty"`
+	// Timing, when the run's timing left open what it decides (the family,
+	// or a check of the limit), says how long the limit address's answers
+	// took against the window, and what would decide it.
+	Timing string `json:"timing,omitempty"`
 	// The counts the table shows: requests sent, admitted (2xx), refused
 	// (429), faults (no answer or 5xx), other answers (any other status),
 	// and answered requests whose outcome the timing left indeterminate.

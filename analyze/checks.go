@@ -210,6 +210,9 @@ func (s *surfaceRun) verdict(meta *decode.Meta) (SurfaceVerdict, SurfaceDetail) 
 	}
 	sd.Premise = missing
 	sv.Missing = missing // said once, for every check it left unjudged
+	if missing == "" {
+		sv.Timing = s.timingNote(&sv)
+	}
 	if sv.Verdict == Inconclusive {
 		if missing == "" {
 			var names []string

@@ -32,6 +32,9 @@ type groupRun struct {
 	// pass): see heldTogether.
 	held  map[int64]int
 	model *groupModel
+	// admLat and refLat sample how long its admissions and its refusals
+	// took to come back (see timingNote).
+	admLat, refLat reservoir
 }
 
 // A stall of the host holds every request in flight and lets them all go
@@ -159,7 +162,8 @@ func newSurfaceRun(name string, cfg Config, tab *decode.Tables) *surfaceRun {
 func (s *surfaceRun) group(source string) *groupRun {
 	g := s.groups[source]
 	if g == nil {
-		g = &groupRun{surface: s, source: source, index: len(s.groups), first: 1<<63 - 1, second: 1<<63 - 1, firstRefusalEnd: 1<<63 - 1}
+		g = &groupRun{surface: s, source: source, index: len(s.groups), first: 1<<63 - 1, second: 1<<63 - 1, firstRefusalEnd: 1<<63 - 1,
+			admLat: newReservoir(timingSample), refLat: newReservoir(timingSample)}
 		s.groups[source] = g
 		s.sd.Sources = append(s.sd.Sources, source)
 	}
@@ -214,9 +218,11 @@ func (s *surfaceRun) count(g *groupRun, r *decode.Record, seq int) {
 		g.answered++
 		g.firstRefusalEnd = min(g.firstRefusalEnd, r.End)
 		g.slowestRefusal = max(g.slowestRefusal, r.End-r.Start)
+		g.refLat.add(r.End - r.Start)
 		s.sd.Refused++
 	case admitted(r):
 		g.answered++
+		g.admLat.add(r.End - r.Start)
 		s.sd.Admitted++
 	case r.Code == 0 || r.Code >= 500:
 		s.sd.Faults++

@@ -52,6 +52,9 @@ func Tables(w io.Writer, rep *analyze.Report) error {
 		d := rep.Surfaces[i]
 		printf(w, "\n%s  %s: %s\n", strings.ToUpper(s.Verdict), strings.ToUpper(s.Surface), summaryLine(s, d))
 		printf(w, "  %s\n", countsLine(d))
+		if s.Timing != "" {
+			printf(w, "  timing: %s\n", s.Timing)
+		}
 		if s.Missing != "" {
 			printf(w, "  missing evidence: %s\n", s.Missing)
 		}

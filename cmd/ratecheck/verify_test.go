@@ -63,6 +63,7 @@ type verdictJSON struct {
 		MCPRevision   string   `json:"mcp_revision"`
 		Verdict       string   `json:"verdict"`
 		Missing       string   `json:"missing"`
+		Timing        string   `json:"timing"`
 		Requests      int      `json:"requests"`
 		Admitted      int      `json:"admitted"`
 		Refused       int      `json:"refused"`
@@ -293,8 +294,8 @@ func unlikeCopy(t *testing.T, dir string) string {
 func surfacesSaid(v verdictJSON) string {
 	var b strings.Builder
 	for _, s := range v.Surfaces {
-		fmt.Fprintf(&b, "%s: %s, model %s (decided %v, alternatives %v), missing %q, %d requests (%d admitted, %d refused, %d faults), p99 %.1f ms\n",
-			s.Surface, s.Verdict, s.Model, s.Decided, s.Alternatives, s.Missing, s.Requests, s.Admitted, s.Refused, s.Faults, s.Latency.P99MS)
+		fmt.Fprintf(&b, "%s: %s, model %s (decided %v, alternatives %v), missing %q, timing %q, %d requests (%d admitted, %d refused, %d faults), p99 %.1f ms\n",
+			s.Surface, s.Verdict, s.Model, s.Decided, s.Alternatives, s.Missing, s.Timing, s.Requests, s.Admitted, s.Refused, s.Faults, s.Latency.P99MS)
 		for _, c := range s.Checks {
 			fmt.Fprintf(&b, "  %s %s: %s\n", c.Name, c.Verdict, c.Detail)
 		}

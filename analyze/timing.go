@@ -1,0 +1,87 @@
+package analyze
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/internal/human"
+)
+
+// timingSample is how many answers of each kind (admissions, refusals) a
+// group keeps to say how long they took: every one of verify's limit
+// address, a sample beyond.
+const timingSample = 1024
+
+// decidingShare is the share of the window within which the plan decides
+// what it is built to decide: the simulated busy host it is proved on
+// answers within it (docs/method.md), and so does a quiet one.
+const decidingShare = 0.01
+
+// timingNote says why the run's timing left open what it left open on
+// this surface (sv: a family not told from another, a check of the limit
+// inconclusive), when the limit address's answers took longer than the
+// plan decides through: how long, against the window, and the window at
+// which that would be within decidingShare. When the target answered
+// refusals at once and held its admissions, that is said, as the
+// target's doing: a limiter that holds what it admits for a share of its
+// window (nginx's delay) holds it as long at any window. Empty when
+// nothing is open, or the answers came back within decidingShare.
+func (s *surfaceRun) timingNote(sv *SurfaceVerdict) string {
+	if s.primary == nil || !timingOpen(sv) {
+		return ""
+	}
+	g := s.primary
+	all := p99Of(&g.admLat, &g.refLat)
+	limit := time.Duration(decidingShare * float64(s.W))
+	if all <= limit {
+		return ""
+	}
+	share := 100 * float64(all) / float64(s.W)
+	note := fmt.Sprintf("the answers to %s took up to %v (p99), %.1f %% of the %v window, where the plan decides what it is built to within %.0f %%",
+		g.source, human.Duration(all), share, s.W, 100*decidingShare)
+	adm, ref := p99Of(&g.admLat), p99Of(&g.refLat)
+	if g.refusals > 0 && ref <= limit && adm > 3*ref {
+		return note + fmt.Sprintf(": the target answered refusals within %v and held what it admitted up to %v, which a limiter that delays admissions does (nginx's burst and delay): where it holds them for a share of its window, no window decides it from outside; where it does not, a window of %v would",
+			human.Duration(ref), human.Duration(adm), decidingWindow(adm))
+	}
+	return note + fmt.Sprintf(": a host this busy blurs what separates them; a window of %v or more, or a quieter host, would decide it", decidingWindow(all))
+}
+
+// timingOpen reports whether the run left open on a surface what its
+// timing decides: the family, between families, or a check of the limit.
+func timingOpen(sv *SurfaceVerdict) bool {
+	if !sv.ModelDecided && len(sv.ModelAlternatives) > 0 {
+		return true
+	}
+	for _, c := range sv.Checks {
+		switch c.Name {
+		case "rolling", "rejected-count", "isolation":
+			if c.Verdict == Inconclusive && c.Detail != notJudged {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// p99Of is the 99th percentile of the latencies sampled in rs together
+// (nearest rank).
+func p99Of(rs ...*reservoir) time.Duration {
+	var all []time.Duration
+	for _, r := range rs {
+		all = append(all, r.sample...)
+	}
+	if len(all) == 0 {
+		return 0
+	}
+	slices.Sort(all)
+	return all[int(math.Ceil(0.99*float64(len(all))))-1]
+}
+
+// decidingWindow is the least whole number of seconds for which d is
+// within decidingShare of the window.
+func decidingWindow(d time.Duration) time.Duration {
+	return time.Duration(math.Ceil(float64(d)/decidingShare/float64(time.Second))) * time.Second
+}

@@ -1,0 +1,60 @@
+package analyze
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTimingNote: a run whose timing left the family open says how long
+// the limit address's answers took against the window, and what would
+// decide it: a window where that is within 1 %, or, where the target
+// answered refusals at once and held its admissions, that the holding is
+// the target's. Nothing is said when nothing is open, or when the answers
+// were quick enough for the plan.
+func TestTimingNote(t *testing.T) {
+	t.Parallel()
+	const w = 4 * time.Second
+	open := SurfaceVerdict{Model: familyTokenBucket, ModelAlternatives: []string{familySlidingLog}}
+	decided := SurfaceVerdict{Model: familyTokenBucket, ModelDecided: true, ModelAlternatives: []string{}}
+	inconclusive := SurfaceVerdict{Model: familyTokenBucket, ModelDecided: true, ModelAlternatives: []string{},
+		Checks: []Check{{Name: "rejected-count", Verdict: Inconclusive, Detail: "… within what the run's timing can move …"}}}
+	for _, tc := range []struct {
+		name     string
+		sv       SurfaceVerdict
+		adm, ref time.Duration // every admission's and refusal's latency
+		want     []string      // in the note ("": no note)
+	}{
+		{"a busy host", open, 180 * time.Millisecond, 160 * time.Millisecond,
+			[]string{"the answers to 127.0.0.1 took up to 180ms (p99), 4.5 % of the 4s window", "a window of 18s or more, or a quieter host, would decide it"}},
+		{"a check left open", inconclusive, 90 * time.Millisecond, 90 * time.Millisecond,
+			[]string{"took up to 90ms (p99), 2.2 % of the 4s window", "a window of 9s or more"}},
+		{"a target holding its admissions", open, 1900 * time.Millisecond, 5 * time.Millisecond,
+			[]string{"took up to 1.9s (p99), 47.5 % of the 4s window", "answered refusals within 5ms and held what it admitted up to 1.9s", "no window decides it from outside", "a window of 3m10s would"}},
+		{"quick answers", open, 30 * time.Millisecond, 30 * time.Millisecond, nil},
+		{"decided", decided, 900 * time.Millisecond, 900 * time.Millisecond, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g := &groupRun{source: "127.0.0.1", refusals: 50, admLat: newReservoir(timingSample), refLat: newReservoir(timingSample)}
+			for range 50 {
+				g.admLat.add(int64(tc.adm))
+				g.refLat.add(int64(tc.ref))
+			}
+			s := &surfaceRun{W: w, primary: g}
+			sv := tc.sv
+			note := s.timingNote(&sv)
+			if tc.want == nil {
+				if note != "" {
+					t.Errorf("note %q, want none", note)
+				}
+				return
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(note, want) {
+					t.Errorf("note %q\nlacks %q", note, want)
+				}
+			}
+		})
+	}
+}

@@ -86,12 +86,15 @@ type verdictJSON struct {
 	} `json:"surfaces"`
 }
 
-// runVerifyJSON runs verify --json --window window with args and decodes
-// the verdict.
+// runVerifyJSON runs verify --json --window window with args on the real
+// clock and decodes the verdict. It runs as a process of its own (see
+// runProcess): its pacing and its answers' timing are then scheduled by
+// the system beside the package's other tests, not by this process's
+// runtime among their goroutines.
 func runVerifyJSON(t *testing.T, window time.Duration, args ...string) (int, verdictJSON, string) {
 	t.Helper()
 	out := t.TempDir()
-	code, stdout, stderr := runCmd(t, append([]string{"verify", "--json", "--out", out, "--window", window.String()}, args...)...)
+	code, stdout, stderr := runProcess(t, append([]string{"verify", "--json", "--out", out, "--window", window.String()}, args...)...)
 	var v verdictJSON
 	dec := json.NewDecoder(strings.NewReader(stdout))
 	dec.DisallowUnknownFields()

@@ -87,8 +87,9 @@ type RunInfo struct {
 	// hosts, or from a starved one, can be told apart.
 	Machine *MachineInfo `json:"machine,omitempty"`
 	// Capacity is a capacity run's search: its configuration, the
-	// schedule of every step and the result, in the form package
-	// capacity/runner writes and reads (absent for other runs).
+	// schedule of every step and the result, a CapacityInfo as package
+	// capacity/runner writes it (ReadCapacity reads it; absent for other
+	// runs).
 	Capacity json.RawMessage `json:"capacity,omitempty"`
 	// Dir is the run folder it was read from (not written).
 	Dir string `json:"-"`

@@ -13,9 +13,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
-	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/capacity"
-	"github.com/connectbyjbrh/ratecheck/capacity/runner"
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
@@ -230,17 +228,18 @@ func samples(dir string, info *archive.RunInfo, o ReadOptions) ([]Sample, error)
 }
 
 // capacitySample reads a capacity run's verdict and knee from the result
-// its search recorded in run.json's capacity section, through package
-// capacity/runner, which writes it. Of a search sharded over machines,
-// every shard's folder holds the merged result: shard 0's is the search's,
-// and the others are refused with why, so that one search makes one point.
+// its search recorded in run.json's capacity section, through archive,
+// which owns run.json (package capacity/runner writes it). Of a search
+// sharded over machines, every shard's folder holds the merged result:
+// shard 0's is the search's, and the others are refused with why, so that
+// one search makes one point.
 func capacitySample(dir string, info *archive.RunInfo) (Sample, error) {
-	_, ci, err := runner.ReadInfo(dir)
+	_, ci, err := archive.ReadCapacity(dir)
 	if err != nil {
 		return Sample{}, err
 	}
 	if ci.Shard != "" {
-		if sh, err := attack.ParseShard(ci.Shard); err == nil && sh.I > 0 {
+		if sh, err := archive.ParseShard(ci.Shard); err == nil && sh.I > 0 {
 			return Sample{}, fmt.Errorf("shard %s of a sharded capacity search: its result is the search's, read from shard 0's folder", ci.Shard)
 		}
 	}

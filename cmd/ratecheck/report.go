@@ -12,6 +12,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/analyze/jitter"
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/capacity/runner"
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/report"
@@ -91,7 +92,7 @@ func reportCapacity(dir, out string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ratecheck report: %v\n", err)
 		return exitUsage
 	}
-	run, _, err := runner.ReadInfo(dir)
+	run, _, err := archive.ReadCapacity(dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck report: %v\n", err)
 		return exitUsage

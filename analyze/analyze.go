@@ -11,6 +11,7 @@ import (
 	"github.com/jamiealquiza/tachymeter"
 
 	"github.com/connectbyjbrh/ratecheck/decode"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -56,7 +57,7 @@ type Verdict struct {
 	Schema   int              `json:"schema"`
 	Verdict  string           `json:"verdict"`
 	Target   string           `json:"target"`
-	WindowMS int64            `json:"window_ms"`
+	WindowMS clock.Millis     `json:"window_ms"`
 	Run      string           `json:"run"`
 	Surfaces []SurfaceVerdict `json:"surfaces"`
 }
@@ -101,12 +102,12 @@ type SurfaceVerdict struct {
 
 // LatencySummary is the latency of a surface's requests, in milliseconds.
 type LatencySummary struct {
-	Count int     `json:"count"`
-	MinMS float64 `json:"min_ms"`
-	P50MS float64 `json:"p50_ms"`
-	P95MS float64 `json:"p95_ms"`
-	P99MS float64 `json:"p99_ms"`
-	MaxMS float64 `json:"max_ms"`
+	Count int          `json:"count"`
+	MinMS clock.Millis `json:"min_ms"`
+	P50MS clock.Millis `json:"p50_ms"`
+	P95MS clock.Millis `json:"p95_ms"`
+	P99MS clock.Millis `json:"p99_ms"`
+	MaxMS clock.Millis `json:"max_ms"`
 }
 
 // Check is one check's verdict and evidence.
@@ -184,7 +185,7 @@ func Analyze(in *decode.Input, cfg Config) (*Report, error) {
 // no request of either surface is an error (not results of this API).
 func AnalyzeSource(src decode.Source, cfg Config) (*Report, error) {
 	meta := src.Info()
-	rep := &Report{Verdict: Verdict{Schema: 1, Verdict: Pass, Target: cfg.Target, WindowMS: cfg.Window.Milliseconds(), Run: cfg.Run}}
+	rep := &Report{Verdict: Verdict{Schema: 1, Verdict: Pass, Target: cfg.Target, WindowMS: clock.WholeMs(cfg.Window), Run: cfg.Run}}
 	rep.Warnings = append(append(slices.Clone(cfg.Warnings), meta.Truncated...), meta.Notes...)
 	notes, warnings := mergeNotes(meta, cfg.Window)
 	rep.Notes = notes

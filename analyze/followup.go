@@ -60,7 +60,7 @@ func (r *Report) FollowUps(maxUntil float64) []FollowUpNeed {
 			continue
 		}
 		fit := r.Surfaces[i].Fit
-		w := time.Duration(r.Verdict.WindowMS) * time.Millisecond
+		w := r.Verdict.WindowMS.Duration()
 		var open []string
 		cands := fit.open()
 		if len(cands) > 1 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/capacity"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 )
 
 // CapacityInfo is run.json's capacity section (RunInfo.Capacity): what
@@ -30,14 +31,14 @@ type CapacityInfo struct {
 	MaxRPS        float64           `json:"max_rps"`
 	Factor        float64           `json:"factor"`
 	Precision     float64           `json:"precision"`
-	StepMS        float64           `json:"step_ms"`
-	WarmupMS      float64           `json:"warmup_ms"`
-	MaxStepMS     float64           `json:"max_step_ms"`
+	StepMS        clock.Millis      `json:"step_ms"`
+	WarmupMS      clock.Millis      `json:"warmup_ms"`
+	MaxStepMS     clock.Millis      `json:"max_step_ms"`
 	MaxSteps      int               `json:"max_steps"`
 	MinAchieved   float64           `json:"min_achieved"`
-	MaxLatenessMS float64           `json:"max_lateness_ms"`
+	MaxLatenessMS clock.Millis      `json:"max_lateness_ms"`
 	Limit         int               `json:"limit"`
-	WindowMS      int64             `json:"window_ms"`
+	WindowMS      clock.Millis      `json:"window_ms"`
 	Share         float64           `json:"share"`
 	Sources       int               `json:"sources"`
 	Seed          uint64            `json:"seed"`
@@ -99,8 +100,8 @@ type CapacitySegment struct {
 	Start time.Time `json:"start"`
 	// WarmupMS is the unjudged start of the schedule; DurationMS the
 	// judged rest, both in milliseconds.
-	WarmupMS   float64 `json:"warmup_ms"`
-	DurationMS float64 `json:"duration_ms"`
+	WarmupMS   clock.Millis `json:"warmup_ms"`
+	DurationMS clock.Millis `json:"duration_ms"`
 	// Sources are the step's source addresses, in the order of their
 	// offsets ("" is the system's choice).
 	Sources []string `json:"sources"`
@@ -119,18 +120,18 @@ type CapacitySegment struct {
 	// Start: the step had already failed its objective whatever the rest
 	// of its answers would be (capacity/runner's cutter); what was sent
 	// is judged.
-	CutMS float64 `json:"cut_ms,omitempty"`
+	CutMS clock.Millis `json:"cut_ms,omitempty"`
 }
 
 // warmup is the unjudged start of the schedule, to the nearest nanosecond.
 func (g *CapacitySegment) warmup() time.Duration {
-	return time.Duration(math.Round(g.WarmupMS * float64(time.Millisecond)))
+	return time.Duration(math.Round(float64(g.WarmupMS) * float64(time.Millisecond)))
 }
 
 // Length is how long the schedule runs: its warm-up and the judged rest,
 // each to the nearest nanosecond.
 func (g *CapacitySegment) Length() time.Duration {
-	return g.warmup() + time.Duration(math.Round(g.DurationMS*float64(time.Millisecond)))
+	return g.warmup() + time.Duration(math.Round(float64(g.DurationMS)*float64(time.Millisecond)))
 }
 
 // place is where source j of the segment stands among the step's sources

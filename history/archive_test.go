@@ -12,6 +12,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/capacity"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 )
 
 // capacityRun is one capacity run folder to write: its label and start,
@@ -50,7 +51,7 @@ func writeCapacityRun(t *testing.T, root string, r capacityRun) string {
 // p99 of sloMS milliseconds and an error budget.
 func capacityResult(verdict capacity.Verdict, knee, high, sloMS, budget float64) *capacity.Result {
 	r := &capacity.Result{Verdict: verdict, SLO: "p99<=" + (time.Duration(sloMS) * time.Millisecond).String(), Quantile: 0.99,
-		SLOMS: sloMS, ErrorBudget: budget, Confidence: 0.95, Precision: 0.05, StartRPS: 100, MaxRPS: 10000, Steps: []capacity.StepResult{}}
+		SLOMS: clock.Millis(sloMS), ErrorBudget: budget, Confidence: 0.95, Precision: 0.05, StartRPS: 100, MaxRPS: 10000, Steps: []capacity.StepResult{}}
 	if knee > 0 {
 		r.KneeRPS, r.KneeLowRPS = &knee, &knee
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
@@ -22,7 +21,7 @@ func infoOf(cfg Config) archive.CapacityInfo {
 	return archive.CapacityInfo{Surface: cfg.Surface, ThroughLimit: o.ThroughLimit, SLO: o.Objective.SLO.String(), ErrorBudget: o.Objective.ErrorBudget,
 		Confidence: o.Confidence, StartRPS: o.StartRate, MaxRPS: o.MaxRate, Factor: o.Factor, Precision: o.Precision,
 		StepMS: clock.Ms(o.Step), WarmupMS: clock.Ms(o.Warmup), MaxStepMS: clock.Ms(o.MaxStep), MaxSteps: o.MaxSteps,
-		MinAchieved: o.MinAchieved, MaxLatenessMS: clock.Ms(o.MaxLateness), Limit: o.Limit, WindowMS: o.Window.Milliseconds(),
+		MinAchieved: o.MinAchieved, MaxLatenessMS: clock.Ms(o.MaxLateness), Limit: o.Limit, WindowMS: clock.WholeMs(o.Window),
 		Share: o.Share, Sources: o.Sources, Seed: o.Seed, Resamples: o.Resamples}
 }
 
@@ -32,15 +31,14 @@ func optionsOf(i *archive.CapacityInfo) (capacity.Options, error) {
 	if err != nil {
 		return capacity.Options{}, fmt.Errorf("run.json's capacity section: %w", err)
 	}
-	d := func(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 	shard, err := i.ShardOf()
 	if err != nil {
 		return capacity.Options{}, err
 	}
 	return capacity.Options{Shards: shard.N, Objective: capacity.Objective{SLO: slo, ErrorBudget: i.ErrorBudget}, Confidence: i.Confidence,
-		StartRate: i.StartRPS, MaxRate: i.MaxRPS, Factor: i.Factor, Precision: i.Precision, Step: d(i.StepMS),
-		Warmup: d(i.WarmupMS), MaxStep: d(i.MaxStepMS), MaxSteps: i.MaxSteps, MinAchieved: i.MinAchieved,
-		MaxLateness: d(i.MaxLatenessMS), Limit: i.Limit, Window: time.Duration(i.WindowMS) * time.Millisecond, Share: i.Share, ThroughLimit: i.ThroughLimit, Sources: i.Sources,
+		StartRate: i.StartRPS, MaxRate: i.MaxRPS, Factor: i.Factor, Precision: i.Precision, Step: i.StepMS.Duration(),
+		Warmup: i.WarmupMS.Duration(), MaxStep: i.MaxStepMS.Duration(), MaxSteps: i.MaxSteps, MinAchieved: i.MinAchieved,
+		MaxLateness: i.MaxLatenessMS.Duration(), Limit: i.Limit, Window: i.WindowMS.Duration(), Share: i.Share, ThroughLimit: i.ThroughLimit, Sources: i.Sources,
 		Seed: i.Seed, Resamples: i.Resamples}, nil
 }
 

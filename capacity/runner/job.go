@@ -167,8 +167,8 @@ func (j *Job) Info() archive.RunInfo {
 			srcs = append(srcs, s)
 		}
 	}
-	return archive.RunInfo{Profile: "capacity", WindowMS: window.Milliseconds(), Sources: srcs,
-		Policy: archive.PolicyInfo{Surface: j.cfg.Surface, Limit: limit, WindowMS: window.Milliseconds()}}
+	return archive.RunInfo{Profile: "capacity", WindowMS: clock.WholeMs(window), Sources: srcs,
+		Policy: archive.PolicyInfo{Surface: j.cfg.Surface, Limit: limit, WindowMS: clock.WholeMs(window)}}
 }
 
 // Finish implements attack.Finisher: run.json's capacity section holds

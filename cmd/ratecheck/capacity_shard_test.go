@@ -282,7 +282,7 @@ func checkShares(t *testing.T, res capacity.Result, dirs []string, infos []*arch
 			share += h.PerSourceRPS * float64(len(h.Sources))
 			sent += byStream[i][h.Stream]
 		}
-		want := g.RateRPS * (g.WarmupMS + g.DurationMS) / 1000
+		want := g.RateRPS * float64(g.WarmupMS+g.DurationMS) / 1000
 		if math.Abs(share-g.RateRPS) > 1e-9 || math.Abs(float64(sent)-want) > float64(2*len(g.Sources)) {
 			t.Errorf("segment %s at %g/s: shares add up to %g/s; %d results, want %.0f", g.Stream, g.RateRPS, share, sent, want)
 		}

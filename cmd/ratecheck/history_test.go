@@ -17,6 +17,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/capacity"
 	"github.com/connectbyjbrh/ratecheck/history"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 )
 
 // writeSeries writes n verify run folders under dir, as runs against the
@@ -227,7 +228,7 @@ func writeKnees(t *testing.T, dir string, knees []float64, slos []string) {
 		}
 		high := knee * 1.05
 		res := capacity.Result{Verdict: capacity.VerdictFound, KneeRPS: &knee, KneeLowRPS: &knee, KneeHighRPS: &high, LimitedBy: capacity.CauseLatency,
-			SLO: slo.String(), Quantile: slo.Quantile, SLOMS: float64(slo.Max.Milliseconds()), ErrorBudget: 0.01, Confidence: 0.95,
+			SLO: slo.String(), Quantile: slo.Quantile, SLOMS: clock.WholeMs(slo.Max), ErrorBudget: 0.01, Confidence: 0.95,
 			Precision: 0.05, StartRPS: 100, MaxRPS: 10000, Steps: []capacity.StepResult{}}
 		section, err := json.Marshal(archive.CapacityInfo{Surface: "rest", SLO: slo.String(), ErrorBudget: 0.01, Confidence: 0.95, Result: &res})
 		if err != nil {

@@ -459,7 +459,7 @@ func blurOf(t *testing.T, run string, window time.Duration) blur {
 	}
 	b := blur{window: window}
 	if info, err := archive.ReadRunInfo(run); err == nil { // how late its latest request went out
-		b.late = time.Duration(info.BehindMS * float64(time.Millisecond))
+		b.late = info.BehindMS.Duration()
 	}
 	faults, all := 0, 0
 	for _, d := range rep.Surfaces {

@@ -50,6 +50,11 @@ type Config struct {
 	// run's addresses, within a window of its start: a refusal whose
 	// window may hold those requests can be that earlier run's doing.
 	SentBefore time.Time
+	// Charts keeps what the HTML report's window chart draws of each
+	// surface (SurfaceDetail.Window): a point per answered request of the
+	// primary address, a run's worth of them. Without it the analysis
+	// holds about a window of records at a time.
+	Charts bool
 }
 
 // Verdict is the machine-readable verdict, schema 1 (docs/schema/verdict.json).
@@ -145,6 +150,10 @@ type SurfaceDetail struct {
 	// Primary is the source whose requests decided the limit checks: the
 	// one with the most refusals.
 	Primary string
+	// Window is the primary's requests as the window chart draws them,
+	// when Config.Charts asked for them (nil otherwise, and for a surface
+	// without a request).
+	Window *WindowSeries
 	// Premise, when set, is why the run could not show the limiter at
 	// all (no request, none answered, no API there, a budget spent before
 	// the run): more probes do not settle it.

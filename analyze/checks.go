@@ -159,7 +159,7 @@ func (s *surfaceRun) verdict(meta *decode.Meta) (SurfaceVerdict, SurfaceDetail) 
 	if s.primary != nil {
 		e.primary = s.primary.source
 		e.Leff = s.effectiveLimit()
-		sd.Primary = s.primary.source
+		sd.Primary, sd.Window = s.primary.source, s.window
 		if t := s.primary.secondBurstEnd; t != 0 {
 			sd.SecondEnd = time.Unix(0, t)
 		}

@@ -77,6 +77,9 @@ func (g *groupRun) add(r *decode.Record) {
 		s.secondOrigins.of(r)
 	}
 	g.model.add(r)
+	if g == s.primary && s.chart != nil {
+		s.chart.add(r)
+	}
 }
 
 // surfaceRun runs one surface's model over the three passes, and hands the
@@ -87,6 +90,7 @@ type surfaceRun struct {
 	L        int
 	W        time.Duration
 	selected []string // the checks reported (nil: all)
+	charts   bool     // keep the window chart's points (Config.Charts)
 	revision string   // the MCP revision spoken, when known
 	// sentBefore is when an earlier run last sent from the run's
 	// addresses, within a window of its start (Unix ns; 0: none known)
@@ -130,6 +134,10 @@ type surfaceRun struct {
 	// must explain both (nil: none).
 	second        *groupRun
 	secondOrigins origins
+	// the primary judged again for the window chart (Config.Charts; nil:
+	// not asked), and what it judged
+	chart  *groupModel
+	window *WindowSeries
 	// third pass
 	fit, secondFit *familyFit
 }
@@ -144,7 +152,7 @@ type answerKinds struct {
 }
 
 func newSurfaceRun(name string, cfg Config, tab *decode.Tables) *surfaceRun {
-	s := &surfaceRun{name: name, tab: tab, L: limitOf(cfg, name), W: cfg.Window, selected: cfg.Checks, groups: map[string]*groupRun{}, t0: 1<<63 - 1,
+	s := &surfaceRun{name: name, tab: tab, L: limitOf(cfg, name), W: cfg.Window, selected: cfg.Checks, charts: cfg.Charts, groups: map[string]*groupRun{}, t0: 1<<63 - 1,
 		errs: map[string]int{}, lat: newReservoir(100000)}
 	if name == "mcp" {
 		s.revision = cfg.MCPRevision
@@ -268,6 +276,10 @@ func (s *surfaceRun) choosePrimary(other *surfaceRun) {
 		if s.primary == nil || g.refusals > s.primary.refusals || (g.refusals == s.primary.refusals && g.n > s.primary.n) {
 			s.primary = g
 		}
+	}
+	if s.charts {
+		s.window = &WindowSeries{}
+		s.chart = newGroupModel(s.L, s.W, nil, s.window.add)
 	}
 	for _, src := range s.sd.Sources {
 		g := s.groups[src]
@@ -416,6 +428,9 @@ func (s *surfaceRun) countPrimary(p sighting) {
 func (s *surfaceRun) endModels() {
 	for _, src := range s.sd.Sources {
 		s.groups[src].model.flush()
+	}
+	if s.chart != nil {
+		s.chart.flush()
 	}
 	if s.primary == nil {
 		return

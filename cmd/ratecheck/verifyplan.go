@@ -122,6 +122,7 @@ func (o *verifyOptions) judge(run *attack.Run, v verifyRun, runErr error, stdout
 	}
 	cfg := configFor(&in.Meta, analyze.Overrides{Window: v.plan.Window, Limits: limitsOf(*o.restLimit, *o.mcpLimit),
 		Checks: v.checks, Surfaces: v.surfaces, Path: run.Dir})
+	cfg.Charts = o.report
 	rep, err := analyze.Analyze(in, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck verify: %v\n", err)

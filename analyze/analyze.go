@@ -11,6 +11,7 @@ import (
 	"github.com/jamiealquiza/tachymeter"
 
 	"github.com/connectbyjbrh/ratecheck/decode"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -49,6 +50,11 @@ type Config struct {
 	// run's addresses, within a window of its start: a refusal whose
 	// window may hold those requests can be that earlier run's doing.
 	SentBefore time.Time
+	// Charts keeps what the HTML report's window chart draws of each
+	// surface (SurfaceDetail.Window): a point per answered request of the
+	// primary address, a run's worth of them. Without it the analysis
+	// holds about a window of records at a time.
+	Charts bool
 }
 
 // Verdict is the machine-readable verdict, schema 1 (docs/schema/verdict.json).
@@ -56,7 +62,7 @@ type Verdict struct {
 	Schema   int              `json:"schema"`
 	Verdict  string           `json:"verdict"`
 	Target   string           `json:"target"`
-	WindowMS int64            `json:"window_ms"`
+	WindowMS clock.Millis     `json:"window_ms"`
 	Run      string           `json:"run"`
 	Surfaces []SurfaceVerdict `json:"surfaces"`
 }
@@ -105,12 +111,12 @@ type SurfaceVerdict struct {
 
 // LatencySummary is the latency of a surface's requests, in milliseconds.
 type LatencySummary struct {
-	Count int     `json:"count"`
-	MinMS float64 `json:"min_ms"`
-	P50MS float64 `json:"p50_ms"`
-	P95MS float64 `json:"p95_ms"`
-	P99MS float64 `json:"p99_ms"`
-	MaxMS float64 `json:"max_ms"`
+	Count int          `json:"count"`
+	MinMS clock.Millis `json:"min_ms"`
+	P50MS clock.Millis `json:"p50_ms"`
+	P95MS clock.Millis `json:"p95_ms"`
+	P99MS clock.Millis `json:"p99_ms"`
+	MaxMS clock.Millis `json:"max_ms"`
 }
 
 // Check is one check's verdict and evidence.
@@ -148,6 +154,10 @@ type SurfaceDetail struct {
 	// Primary is the source whose requests decided the limit checks: the
 	// one with the most refusals.
 	Primary string
+	// Window is the primary's requests as the window chart draws them,
+	// when Config.Charts asked for them (nil otherwise, and for a surface
+	// without a request).
+	Window *WindowSeries
 	// Premise, when set, is why the run could not show the limiter at
 	// all (no request, none answered, no API there, a budget spent before
 	// the run): more probes do not settle it.
@@ -188,7 +198,7 @@ func Analyze(in *decode.Input, cfg Config) (*Report, error) {
 // no request of either surface is an error (not results of this API).
 func AnalyzeSource(src decode.Source, cfg Config) (*Report, error) {
 	meta := src.Info()
-	rep := &Report{Verdict: Verdict{Schema: 1, Verdict: Pass, Target: cfg.Target, WindowMS: cfg.Window.Milliseconds(), Run: cfg.Run}}
+	rep := &Report{Verdict: Verdict{Schema: 1, Verdict: Pass, Target: cfg.Target, WindowMS: clock.WholeMs(cfg.Window), Run: cfg.Run}}
 	rep.Warnings = append(append(slices.Clone(cfg.Warnings), meta.Truncated...), meta.Notes...)
 	notes, warnings := mergeNotes(meta, cfg.Window)
 	rep.Notes = notes

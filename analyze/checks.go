@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/decode"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -158,7 +159,7 @@ func (s *surfaceRun) verdict(meta *decode.Meta) (SurfaceVerdict, SurfaceDetail) 
 	if s.primary != nil {
 		e.primary = s.primary.source
 		e.Leff = s.effectiveLimit()
-		sd.Primary = s.primary.source
+		sd.Primary, sd.Window = s.primary.source, s.window
 		if t := s.primary.secondBurstEnd; t != 0 {
 			sd.SecondEnd = time.Unix(0, t)
 		}
@@ -282,7 +283,7 @@ func (s *surfaceRun) summary() (SurfaceVerdict, SurfaceDetail) {
 		Requests: sd.Requests, Admitted: sd.Admitted, Refused: sd.Refused, Faults: sd.Faults, OtherAnswers: sd.OtherAnswers, Indeterminate: sd.Indet}
 	sd.Latency = s.lat.metrics()
 	if m := sd.Latency; m.Count > 0 {
-		ms := func(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
+		ms := func(d time.Duration) clock.Millis { return clock.Millis(math.Round(float64(d)/1e3) / 1e3) }
 		sv.Latency = LatencySummary{Count: m.Count, MinMS: ms(m.Time.Min), P50MS: ms(m.Time.P50), P95MS: ms(m.Time.P95), P99MS: ms(m.Time.P99), MaxMS: ms(m.Time.Max)}
 	}
 	for k, n := range s.errs {

@@ -23,7 +23,7 @@ type RunSummary struct {
 	Kind string `json:"kind"`
 	// WindowMS is the window the run was made with (its run.json's), else
 	// the one it was judged with.
-	WindowMS int64 `json:"window_ms"`
+	WindowMS clock.Millis `json:"window_ms"`
 	// Target is where the run was sent; EmbeddedTarget says it was the
 	// embedded reference target, which listens on a port of its own in
 	// every run (so two embedded runs have one target).
@@ -40,14 +40,14 @@ type SurfaceSummary struct {
 	Requests int    `json:"requests"`
 	// Rate is requests sent per second, Throughput requests admitted per
 	// second, over the span of the surface's sends (as vegeta report).
-	Rate          float64 `json:"rate"`
-	Throughput    float64 `json:"throughput"`
-	P50MS         float64 `json:"p50_ms"`
-	P95MS         float64 `json:"p95_ms"`
-	P99MS         float64 `json:"p99_ms"`
-	MaxMS         float64 `json:"max_ms"`
-	ObservedLimit *int    `json:"observed_limit"`
-	Model         string  `json:"model"`
+	Rate          float64      `json:"rate"`
+	Throughput    float64      `json:"throughput"`
+	P50MS         clock.Millis `json:"p50_ms"`
+	P95MS         clock.Millis `json:"p95_ms"`
+	P99MS         clock.Millis `json:"p99_ms"`
+	MaxMS         clock.Millis `json:"max_ms"`
+	ObservedLimit *int         `json:"observed_limit"`
+	Model         string       `json:"model"`
 	// ModelDecided says the run named Model by a margin its timing
 	// cannot produce (see SurfaceVerdict.ModelDecided).
 	ModelDecided bool   `json:"model_decided"`
@@ -122,10 +122,10 @@ type CompareOptions struct {
 // P99Change is a surface's p99, baseline against run, with the interval of
 // their ratio.
 type P99Change struct {
-	Surface    string  `json:"surface"`
-	BaselineMS float64 `json:"baseline_ms"`
-	RunMS      float64 `json:"run_ms"`
-	Ratio      float64 `json:"ratio"`
+	Surface    string       `json:"surface"`
+	BaselineMS clock.Millis `json:"baseline_ms"`
+	RunMS      clock.Millis `json:"run_ms"`
+	Ratio      float64      `json:"ratio"`
 	// RatioLow and RatioHigh bound the ratio run/baseline with confidence
 	// p99Confidence: a paired permutation test of both runs' latencies
 	// (32 slices of time, paired run against baseline, swapped in 2000
@@ -145,9 +145,9 @@ type Comparison struct {
 	// MaxP99Increase is the largest p99 increase allowed, as a fraction;
 	// P99FloorMS the least rise that counts; Confidence that of the p99
 	// ratio's interval.
-	MaxP99Increase float64 `json:"max_p99_increase"`
-	P99FloorMS     float64 `json:"p99_floor_ms"`
-	Confidence     float64 `json:"confidence"`
+	MaxP99Increase float64      `json:"max_p99_increase"`
+	P99FloorMS     clock.Millis `json:"p99_floor_ms"`
+	Confidence     float64      `json:"confidence"`
 	// P99 is each surface's p99 change with the interval of its ratio.
 	P99 []P99Change `json:"p99"`
 	// Regressions says what got worse; any makes the verdict fail. Notes
@@ -243,7 +243,7 @@ func unlike(base, run RunSummary) []string {
 		out = append(out, fmt.Sprintf("kind %s → %s", base.Kind, run.Kind))
 	}
 	if base.WindowMS != run.WindowMS {
-		out = append(out, fmt.Sprintf("window %v → %v", time.Duration(base.WindowMS)*time.Millisecond, time.Duration(run.WindowMS)*time.Millisecond))
+		out = append(out, fmt.Sprintf("window %v → %v", base.WindowMS.Duration(), run.WindowMS.Duration()))
 	}
 	names := func(s RunSummary) string {
 		var ns []string
@@ -322,8 +322,8 @@ func (c *Comparison) p99(b, r SurfaceSummary, o CompareOptions) {
 // made by hand) the ratio alone decides. withInterval computes the
 // interval, which takes a few dozen rounds of the test.
 func judgeP99(b, r SurfaceSummary, o CompareOptions, withInterval bool) P99Change {
-	ch := P99Change{Surface: b.Surface, BaselineMS: b.P99MS, RunMS: r.P99MS, Ratio: r.P99MS / b.P99MS}
-	theta := max(1+o.MaxP99Increase, 1+clock.Ms(o.P99Floor)/b.P99MS)
+	ch := P99Change{Surface: b.Surface, BaselineMS: b.P99MS, RunMS: r.P99MS, Ratio: float64(r.P99MS / b.P99MS)}
+	theta := max(1+o.MaxP99Increase, 1+float64(clock.Ms(o.P99Floor)/b.P99MS))
 	t, ok := newP99Test(b.Latencies, b.Sent, r.Latencies, r.Sent)
 	if !ok {
 		ch.Regressed = ch.Ratio > 1+o.MaxP99Increase && r.P99MS-b.P99MS >= clock.Ms(o.P99Floor)

@@ -18,7 +18,7 @@ import (
 
 func summary(p99 float64, limit int, model, verdict string) RunSummary {
 	return RunSummary{Run: "results/x", Verdict: verdict, Surfaces: []SurfaceSummary{
-		{Surface: "rest", Requests: 566, Rate: 80, Throughput: 37, P50MS: 0.2, P95MS: 1, P99MS: p99, MaxMS: 3, ObservedLimit: &limit, Model: model, ModelDecided: true, Verdict: verdict},
+		{Surface: "rest", Requests: 566, Rate: 80, Throughput: 37, P50MS: 0.2, P95MS: 1, P99MS: clock.Millis(p99), MaxMS: 3, ObservedLimit: &limit, Model: model, ModelDecided: true, Verdict: verdict},
 	}}
 }
 
@@ -27,7 +27,7 @@ func surfaceOfRun(lat, sent []time.Duration) SurfaceSummary {
 	s := slices.Clone(lat)
 	slices.Sort(s)
 	limit := 240
-	at := func(q float64) float64 { return clock.Ms(s[min(max(int(float64(len(s))*q+0.5)-1, 0), len(s)-1)]) }
+	at := func(q float64) clock.Millis { return clock.Ms(s[min(max(int(float64(len(s))*q+0.5)-1, 0), len(s)-1)]) }
 	rate := float64(len(lat)) / max(sent[len(sent)-1].Seconds(), 1e-3)
 	return SurfaceSummary{Surface: "rest", Requests: len(lat), Rate: rate, Throughput: rate * 240 / float64(len(lat)),
 		P50MS: at(0.5), P95MS: at(0.95), P99MS: clock.Ms(p99(s)), MaxMS: clock.Ms(s[len(s)-1]),
@@ -62,7 +62,7 @@ func judgePairs(pairs, n int, base, run hostsim.Host) []outcome {
 				rl, rs := run.Run(rng, n)
 				b, r := pairOf(bl, bs, rl, rs)
 				ch := judgeP99(b.Surfaces[0], r.Surfaces[0], defaults, false) // Compare's judgement, without the interval
-				out[i] = outcome{ch.Regressed, ch.Ratio, ch.BaselineMS}
+				out[i] = outcome{ch.Regressed, ch.Ratio, float64(ch.BaselineMS)}
 			}
 		})
 	}
@@ -221,7 +221,7 @@ func TestCompare(t *testing.T) {
 // comparable.
 func TestCompareUnlike(t *testing.T) {
 	made := func(kind string, windowMS int64, target string, embedded bool, s RunSummary) RunSummary {
-		s.Kind, s.WindowMS, s.Target, s.EmbeddedTarget = kind, windowMS, target, embedded
+		s.Kind, s.WindowMS, s.Target, s.EmbeddedTarget = kind, clock.Millis(windowMS), target, embedded
 		return s
 	}
 	verify := made("verify", 6000, "http://127.0.0.1:34283", true, summary(2, 240, "sliding-log", "pass"))

@@ -45,7 +45,7 @@ func ConfigFor(meta *decode.Meta, o Overrides) (cfg Config, assumed bool) {
 	if len(meta.Runs) > 0 {
 		cfg.Target, cfg.Run = meta.Runs[0].Target, meta.Runs[0].Dir
 		if cfg.Window == 0 {
-			cfg.Window = time.Duration(meta.Runs[0].WindowMS) * time.Millisecond
+			cfg.Window = meta.Runs[0].Window()
 		}
 	} else {
 		cfg.Run = o.Path
@@ -80,7 +80,7 @@ func RunWarnings(r archive.RunInfo) []string {
 		// Judged by when requests went out, so the verdict holds; the
 		// load the target saw was gentler than the profile planned.
 		out = append(out, fmt.Sprintf("%s: the run fell behind its schedule: %d requests went out more than 10ms late, the latest %v late (the target saw a gentler load than planned)",
-			r.Dir, r.LateRequests, time.Duration(r.BehindMS*1e6).Round(time.Millisecond)))
+			r.Dir, r.LateRequests, r.BehindMS.Duration().Round(time.Millisecond)))
 	}
 	return out
 }

@@ -56,7 +56,7 @@ func (r *Report) FollowUps(maxUntil float64) []timeline.Need {
 			continue
 		}
 		fit := r.Surfaces[i].Fit
-		w := time.Duration(r.Verdict.WindowMS) * time.Millisecond
+		w := r.Verdict.WindowMS.Duration()
 		var open []string
 		cands := fit.open()
 		if len(cands) > 1 {

@@ -20,12 +20,13 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/decode"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // Analyze judges the input against cfg.
 func refAnalyze(in *decode.Input, cfg Config) *Report {
-	rep := &Report{Verdict: Verdict{Schema: 1, Verdict: Pass, Target: cfg.Target, WindowMS: cfg.Window.Milliseconds(), Run: cfg.Run}}
+	rep := &Report{Verdict: Verdict{Schema: 1, Verdict: Pass, Target: cfg.Target, WindowMS: clock.WholeMs(cfg.Window), Run: cfg.Run}}
 	rep.Warnings = append(rep.Warnings, in.Truncated...)
 	notes, warnings := mergeNotes(&in.Meta, cfg.Window)
 	rep.Notes = notes

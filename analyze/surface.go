@@ -90,6 +90,7 @@ type surfaceRun struct {
 	L        int
 	W        time.Duration
 	selected []string // the checks reported (nil: all)
+	charts   bool     // keep the window chart's points (Config.Charts)
 	revision string   // the MCP revision spoken, when known
 	// sentBefore is when an earlier run last sent from the run's
 	// addresses, within a window of its start (Unix ns; 0: none known)
@@ -133,6 +134,9 @@ type surfaceRun struct {
 	// must explain both (nil: none).
 	second        *groupRun
 	secondOrigins origins
+	// the primary's requests as its model judged them, for the window
+	// chart (Config.Charts; nil: not asked)
+	window *WindowSeries
 	// third pass
 	fit, secondFit *familyFit
 }
@@ -147,7 +151,7 @@ type answerKinds struct {
 }
 
 func newSurfaceRun(name string, cfg Config, tab *decode.Tables) *surfaceRun {
-	s := &surfaceRun{name: name, tab: tab, L: limitOf(cfg, name), W: cfg.Window, selected: cfg.Checks, groups: map[string]*groupRun{}, t0: 1<<63 - 1,
+	s := &surfaceRun{name: name, tab: tab, L: limitOf(cfg, name), W: cfg.Window, selected: cfg.Checks, charts: cfg.Charts, groups: map[string]*groupRun{}, t0: 1<<63 - 1,
 		errs: map[string]int{}, lat: newReservoir(100000)}
 	if name == "mcp" {
 		s.revision = cfg.MCPRevision
@@ -275,6 +279,9 @@ func (s *surfaceRun) choosePrimary(other *surfaceRun) {
 			s.primary = g
 		}
 	}
+	if s.charts {
+		s.window = &WindowSeries{}
+	}
 	for _, src := range s.sd.Sources {
 		g := s.groups[src]
 		g.model = newGroupModel(s.L, s.W, s.forged, func(j *judged) { s.judged(g, j) })
@@ -365,6 +372,9 @@ func (s *surfaceRun) addOther(r *decode.Record) {
 func (s *surfaceRun) judged(g *groupRun, j *judged) {
 	if !j.judged {
 		return
+	}
+	if g == s.primary && s.window != nil {
+		s.window.add(j)
 	}
 	r := &j.Record
 	switch j.Required {

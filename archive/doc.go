@@ -1,7 +1,9 @@
 // Package archive owns what a run folder is: its layout and file names
-// (results.bin, run.json), what run.json records (RunInfo), the label every
-// archived result carries (surface, source, stream, and a fleet client's
-// attempt), and the writer of a run folder. Package decode, beside it,
+// (results.bin, run.json), all that run.json records (RunInfo, a capacity
+// search's section with it: CapacityInfo, and a shard's name), the label
+// every archived result carries (surface, source, stream, and a fleet
+// client's attempt), and the writer of a run folder. Reading a run folder
+// through it links no part of the HTTP engine. Package decode, beside it,
 // reads run folders and any results file Vegeta writes.
 //
 // It is where the attack engine and the analyzer meet: attack writes

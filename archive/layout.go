@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"github.com/connectbyjbrh/ratecheck/internal/safefile"
 )
 
@@ -25,15 +27,15 @@ const RunSchema = 1
 
 // RunInfo is the content of run.json.
 type RunInfo struct {
-	Schema      int        `json:"schema"`
-	Command     string     `json:"command"`
-	Profile     string     `json:"profile"`
-	ProfilePath string     `json:"profile_path,omitempty"`
-	Policy      PolicyInfo `json:"policy"`
-	Target      string     `json:"target"`
-	Embedded    bool       `json:"embedded_target"`
-	WindowMS    int64      `json:"window_ms"`
-	Sources     []string   `json:"sources"`
+	Schema      int          `json:"schema"`
+	Command     string       `json:"command"`
+	Profile     string       `json:"profile"`
+	ProfilePath string       `json:"profile_path,omitempty"`
+	Policy      PolicyInfo   `json:"policy"`
+	Target      string       `json:"target"`
+	Embedded    bool         `json:"embedded_target"`
+	WindowMS    clock.Millis `json:"window_ms"`
+	Sources     []string     `json:"sources"`
 	// SourcePool is the pool the sources were taken from, its items as
 	// given (canonical: 2001:db8:2::/112, 198.18.0.10-198.18.0.250), when
 	// one was: Sources lists every address of it the run used.
@@ -51,8 +53,8 @@ type RunInfo struct {
 	// planned time, and LateRequests how many went out more than 10 ms
 	// late, when any did (a stream held at --max-workers, or a machine too
 	// slow for the plan): the target then saw a gentler load than planned.
-	BehindMS     float64 `json:"behind_ms,omitempty"`
-	LateRequests int     `json:"late_requests,omitempty"`
+	BehindMS     clock.Millis `json:"behind_ms,omitempty"`
+	LateRequests int          `json:"late_requests,omitempty"`
 	// Shard is "i/n" when the run was shard i of an attack split over n
 	// machines; StartAt is the instant the shards agreed to start at.
 	Shard   string     `json:"shard,omitempty"`
@@ -62,7 +64,7 @@ type RunInfo struct {
 	// ClockStepMS is how far the wall clock jumped during the run (wall
 	// elapsed minus monotonic elapsed), when it did: the archived timestamps
 	// are wall-clock, so spans across the step are off by that much.
-	ClockStepMS int64 `json:"clock_step_ms,omitempty"`
+	ClockStepMS clock.Millis `json:"clock_step_ms,omitempty"`
 	// MCPRevision is the MCP protocol revision the run spoke.
 	MCPRevision string `json:"mcp_revision,omitempty"`
 	// MCP is how that revision was settled (runs that sent MCP requests).
@@ -87,8 +89,9 @@ type RunInfo struct {
 	// hosts, or from a starved one, can be told apart.
 	Machine *MachineInfo `json:"machine,omitempty"`
 	// Capacity is a capacity run's search: its configuration, the
-	// schedule of every step and the result, in the form package
-	// capacity/runner writes and reads (absent for other runs).
+	// schedule of every step and the result, a CapacityInfo as package
+	// capacity/runner writes it (ReadCapacity reads it; absent for other
+	// runs).
 	Capacity json.RawMessage `json:"capacity,omitempty"`
 	// Dir is the run folder it was read from (not written).
 	Dir string `json:"-"`
@@ -109,30 +112,30 @@ type ProgramOutcome struct {
 // many clients' first requests arrived, how long it held them from the
 // first arrival, and whether it opened on its timeout.
 type BarrierInfo struct {
-	Arrived  int     `json:"arrived"`
-	WaitedMS float64 `json:"waited_ms"`
-	TimedOut bool    `json:"timed_out,omitempty"`
+	Arrived  int          `json:"arrived"`
+	WaitedMS clock.Millis `json:"waited_ms"`
+	TimedOut bool         `json:"timed_out,omitempty"`
 }
 
 // FleetInfo records what a fleet run asked of its clients.
 type FleetInfo struct {
-	Surface    string  `json:"surface"`
-	Source     string  `json:"source"`
-	Clients    int     `json:"clients"`
-	Requests   int     `json:"requests"`
-	Strategy   string  `json:"strategy"`
-	BaseMS     float64 `json:"base_ms"`
-	CapMS      float64 `json:"cap_ms"`
-	Attempts   int     `json:"attempts"`
-	SlowDownMS float64 `json:"slowdown_ms"`
-	EpsilonMS  float64 `json:"epsilon_ms"`
-	Rows       int     `json:"rows"`
+	Surface    string       `json:"surface"`
+	Source     string       `json:"source"`
+	Clients    int          `json:"clients"`
+	Requests   int          `json:"requests"`
+	Strategy   string       `json:"strategy"`
+	BaseMS     clock.Millis `json:"base_ms"`
+	CapMS      clock.Millis `json:"cap_ms"`
+	Attempts   int          `json:"attempts"`
+	SlowDownMS clock.Millis `json:"slowdown_ms"`
+	EpsilonMS  clock.Millis `json:"epsilon_ms"`
+	Rows       int          `json:"rows"`
 	// Of a fleet of client programs (fleet --client-cmd): the command,
 	// the barrier, the longest the target stalled while they ran, and how
 	// each ended.
 	Command  string           `json:"command,omitempty"`
 	Barrier  *BarrierInfo     `json:"barrier,omitempty"`
-	StallMS  float64          `json:"stall_ms,omitempty"`
+	StallMS  clock.Millis     `json:"stall_ms,omitempty"`
 	Programs []ProgramOutcome `json:"programs,omitempty"`
 }
 
@@ -169,19 +172,19 @@ type MCPInfo struct {
 
 // PolicyInfo records the policy a run expected.
 type PolicyInfo struct {
-	Surface  string `json:"surface"`
-	Limit    int    `json:"limit,omitempty"`
-	WindowMS int64  `json:"window_ms"`
+	Surface  string       `json:"surface"`
+	Limit    int          `json:"limit,omitempty"`
+	WindowMS clock.Millis `json:"window_ms"`
 }
 
 // StreamInfo records one stream of a run.
 type StreamInfo struct {
-	Name    string   `json:"name"`
-	Surface string   `json:"surface"`
-	Sources []string `json:"sources"`
-	Pacer   string   `json:"pacer"`
-	Planned uint64   `json:"planned"`
-	StartMS int64    `json:"start_ms"`
+	Name    string       `json:"name"`
+	Surface string       `json:"surface"`
+	Sources []string     `json:"sources"`
+	Pacer   string       `json:"pacer"`
+	Planned uint64       `json:"planned"`
+	StartMS clock.Millis `json:"start_ms"`
 }
 
 // maxRunFile bounds how much of a run.json is read: a real one is a few
@@ -209,11 +212,13 @@ func ReadRunInfo(dir string) (*RunInfo, error) {
 	if err := json.Unmarshal(b, run); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if w := run.WindowMS; w != 0 && (w < 0 || w > maxWindow.Milliseconds()) {
-		return nil, fmt.Errorf("%s: window_ms %d is not a window (want 1 to %d ms)", path, w, maxWindow.Milliseconds())
+	// Whole milliseconds, as run.json has always written them; a window
+	// under 1 ms is none.
+	if w := run.WindowMS; w != 0 && (w < 1 || w > clock.WholeMs(maxWindow)) {
+		return nil, fmt.Errorf("%s: window_ms %s is not a window (want 1 to %d ms)", path, strconv.FormatFloat(float64(w), 'f', -1, 64), maxWindow.Milliseconds())
 	}
 	return run, nil
 }
 
 // Window returns the window the run recorded (0: none).
-func (r *RunInfo) Window() time.Duration { return time.Duration(r.WindowMS) * time.Millisecond }
+func (r *RunInfo) Window() time.Duration { return r.WindowMS.Duration() }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/client"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -382,7 +383,7 @@ func (e *engine) finish(ctx context.Context, info *archive.RunInfo, start time.T
 	}
 	info.Interrupted = ctx.Err() != nil
 	if step, stepped := archive.ClockStep(time.Now().Round(0).Sub(start.Round(0)), time.Since(start)); stepped {
-		info.ClockStepMS = step.Milliseconds()
+		info.ClockStepMS = clock.WholeMs(step)
 		e.emit(ClockStepped{Step: step})
 	}
 	if failing != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/attack/schedule"
 	"github.com/connectbyjbrh/ratecheck/client"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/redact"
 	"github.com/connectbyjbrh/ratecheck/timeline"
@@ -131,7 +132,7 @@ func (pl Plan) Finish(info *archive.RunInfo) {
 	pl.MCP.Record(info)
 	if pl.Behind != nil && pl.Behind.Fell() {
 		pl.Behind.mu.Lock()
-		info.BehindMS, info.LateRequests = float64(pl.Behind.Max)/1e6, pl.Behind.Late
+		info.BehindMS, info.LateRequests = clock.Ms(pl.Behind.Max), pl.Behind.Late
 		pl.Behind.mu.Unlock()
 	}
 	if pl.FollowUp != nil {
@@ -230,8 +231,8 @@ func (pl Plan) Duration() time.Duration {
 // Info describes the plan for run.json.
 func (pl Plan) Info() archive.RunInfo {
 	p := pl.Profile
-	info := archive.RunInfo{Profile: p.Name, WindowMS: pl.Window.Milliseconds(),
-		Policy:  archive.PolicyInfo{Surface: p.Policy.Surface, Limit: p.Policy.Limit, WindowMS: p.Policy.Window.In(pl.Window).Milliseconds()},
+	info := archive.RunInfo{Profile: p.Name, WindowMS: clock.WholeMs(pl.Window),
+		Policy:  archive.PolicyInfo{Surface: p.Policy.Surface, Limit: p.Policy.Limit, WindowMS: clock.WholeMs(p.Policy.Window.In(pl.Window))},
 		Headers: redact.Header(pl.headers())}
 	pl.MCP.Record(&info)
 	if pl.Shard.Split() {
@@ -240,7 +241,7 @@ func (pl Plan) Info() archive.RunInfo {
 	units := pl.units()
 	for i := range p.Streams {
 		s := &p.Streams[i]
-		si := archive.StreamInfo{Name: s.Name, Surface: s.Surface, Pacer: s.Pacer.Type, StartMS: s.Start.In(pl.Window).Milliseconds()}
+		si := archive.StreamInfo{Name: s.Name, Surface: s.Surface, Pacer: s.Pacer.Type, StartMS: clock.WholeMs(s.Start.In(pl.Window))}
 		for _, u := range unitsOf(units, s) {
 			si.Sources = append(si.Sources, u.source)
 			si.Planned += u.pacer.Count()

@@ -1,10 +1,6 @@
 package attack
 
-import (
-	"fmt"
-	"strconv"
-	"strings"
-)
+import "github.com/connectbyjbrh/ratecheck/archive"
 
 // Shard is one machine's part of an attack split over N machines: shard I
 // of N, I in [0, N). The zero value (and N = 1) is the whole attack.
@@ -17,27 +13,21 @@ import (
 // shards gives each shard one source, i mod k, and the shards on the same
 // source take turns with its requests. Without sources a shard sends from
 // its machine's own address, labelled source=shard-I, since every machine
-// is a distinct client.
-type Shard struct{ I, N int }
+// is a distinct client. Its name ("i/n") is the run folder's
+// ([archive.Shard]).
+type Shard archive.Shard
 
-// ParseShard reads "i/n", such as 0/3.
+// ParseShard reads "i/n", such as 0/3 (see [archive.ParseShard]).
 func ParseShard(s string) (Shard, error) {
-	a, b, ok := strings.Cut(s, "/")
-	i, err1 := strconv.Atoi(a)
-	n, err2 := strconv.Atoi(b)
-	if !ok || err1 != nil || err2 != nil {
-		return Shard{}, fmt.Errorf("shard %q: want i/n, such as 0/3", s)
-	}
-	if n < 1 || i < 0 || i >= n {
-		return Shard{}, fmt.Errorf("shard %q: want 0 <= i < n", s)
-	}
-	return Shard{I: i, N: n}, nil
+	sh, err := archive.ParseShard(s)
+	return Shard(sh), err
 }
 
 // Split reports whether s is a proper part of an attack.
 func (s Shard) Split() bool { return s.N > 1 }
 
-func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.I, s.N) }
+// String is the shard's name: "i/n".
+func (s Shard) String() string { return archive.Shard(s).String() }
 
 // take says whether shard s sends from source j of a stream's k sources
 // and, if so, which hits of the stream's schedule: J, J+K, J+2K, ...

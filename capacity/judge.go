@@ -75,7 +75,7 @@ type StepResult struct {
 	ThroughputRPS float64 `json:"throughput_rps"`
 	// DurationMS is the judged length of the step (warm-up excluded,
 	// lengthenings included); 0 outside a search.
-	DurationMS float64 `json:"duration_ms"`
+	DurationMS clock.Millis `json:"duration_ms"`
 	// Lengthened counts how many times the step was lengthened.
 	Lengthened int `json:"lengthened"`
 	// Requests is how many requests were judged.
@@ -88,18 +88,18 @@ type StepResult struct {
 	Sources int `json:"sources"`
 	// QuantileMS is the objective's quantile of latency measured from the
 	// intended send time.
-	QuantileMS float64 `json:"quantile_ms"`
+	QuantileMS clock.Millis `json:"quantile_ms"`
 	// QuantileLowMS is its lower confidence bound.
-	QuantileLowMS *float64 `json:"quantile_low_ms"`
+	QuantileLowMS *clock.Millis `json:"quantile_low_ms"`
 	// QuantileHighMS is its upper confidence bound.
-	QuantileHighMS *float64 `json:"quantile_high_ms"`
+	QuantileHighMS *clock.Millis `json:"quantile_high_ms"`
 	// UncorrectedQuantileMS is the same quantile measured from the actual
 	// send, as tools that do not correct coordinated omission report it.
-	UncorrectedQuantileMS float64 `json:"uncorrected_quantile_ms"`
+	UncorrectedQuantileMS clock.Millis `json:"uncorrected_quantile_ms"`
 	// UncorrectedLowMS is its lower confidence bound.
-	UncorrectedLowMS *float64 `json:"uncorrected_quantile_low_ms"`
+	UncorrectedLowMS *clock.Millis `json:"uncorrected_quantile_low_ms"`
 	// UncorrectedHighMS is its upper confidence bound.
-	UncorrectedHighMS *float64 `json:"uncorrected_quantile_high_ms"`
+	UncorrectedHighMS *clock.Millis `json:"uncorrected_quantile_high_ms"`
 	// ErrorRate is Errors / Requests.
 	ErrorRate float64 `json:"error_rate"`
 	// ErrorRateLow is its exact (Clopper–Pearson) lower confidence bound.
@@ -108,13 +108,13 @@ type StepResult struct {
 	ErrorRateHigh float64 `json:"error_rate_high"`
 	// MeanLatencyMS is the mean latency from the actual send: the time a
 	// request was in flight.
-	MeanLatencyMS float64 `json:"mean_latency_ms"`
+	MeanLatencyMS clock.Millis `json:"mean_latency_ms"`
 	// Concurrency is the mean number of requests in flight by Little's
 	// law: the response rate times MeanLatencyMS.
 	Concurrency float64 `json:"concurrency"`
 	// LatenessP99MS is the p99 of how late requests went out after their
 	// intended send time.
-	LatenessP99MS float64 `json:"lateness_p99_ms"`
+	LatenessP99MS clock.Millis `json:"lateness_p99_ms"`
 	// Verdict is StepPass, StepFail, StepUndecided, StepClient or StepLimits.
 	Verdict StepVerdict `json:"verdict"`
 	// LimitedBy is what failed the step, or left it undecided (none when
@@ -204,12 +204,12 @@ func (s *Stats) figures(r *StepResult) {
 	}
 	r.ThroughputRPS = responses * (n - float64(s.failed)) / n
 	mean := s.sumUncorr.Seconds() / n
-	r.MeanLatencyMS = mean * 1000
+	r.MeanLatencyMS = clock.Millis(mean * 1000)
 	r.Concurrency = responses * mean
 }
 
 // bound returns d in milliseconds, or nil when it is no bound.
-func bound(d time.Duration, ok bool) *float64 {
+func bound(d time.Duration, ok bool) *clock.Millis {
 	if !ok {
 		return nil
 	}

@@ -116,9 +116,9 @@ func TestJudgeFigures(t *testing.T) {
 	}
 	near("achieved", r.AchievedRPS, 100, 1e-6)
 	near("throughput", r.ThroughputRPS, 100*0.995, 1e-6)
-	near("quantile", r.QuantileMS, 41, 1e-9)
-	near("uncorrected", r.UncorrectedQuantileMS, 40, 1e-9)
-	near("lateness", r.LatenessP99MS, 1, 1e-9)
+	near("quantile", float64(r.QuantileMS), 41, 1e-9)
+	near("uncorrected", float64(r.UncorrectedQuantileMS), 40, 1e-9)
+	near("lateness", float64(r.LatenessP99MS), 1, 1e-9)
 	near("error rate", r.ErrorRate, 0.005, 1e-12)
 	near("concurrency", r.Concurrency, 100*0.040, 1e-6) // Little: λ·W
 	if r.Requests != 1000 || r.Errors != 5 || r.Verdict != StepPass {

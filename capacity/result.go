@@ -31,7 +31,7 @@ type Result struct {
 	// Quantile is the objective's quantile, such as 0.99.
 	Quantile float64 `json:"quantile"`
 	// SLOMS is the objective's bound in milliseconds.
-	SLOMS float64 `json:"slo_ms"`
+	SLOMS clock.Millis `json:"slo_ms"`
 	// ErrorBudget is the share of requests that may fail.
 	ErrorBudget float64 `json:"error_budget"`
 	// Confidence is that of every interval.

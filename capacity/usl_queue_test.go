@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 )
 
 // peakBand is how far the USL's peak may lie from a worker pool's
@@ -178,7 +180,7 @@ func mmcK(lambda, mu float64, c, k int, dur time.Duration) StepResult {
 		verdict = StepFail
 	}
 	return StepResult{OfferedRPS: lambda, AchievedRPS: lambda, ThroughputRPS: x, Requests: n, Errors: int(block * float64(n)),
-		ErrorRate: block, MeanLatencyMS: 1000 * l / lambda, Concurrency: l, Verdict: verdict}
+		ErrorRate: block, MeanLatencyMS: clock.Millis(1000 * l / lambda), Concurrency: l, Verdict: verdict}
 }
 
 // TestUSLPeakOfMMcK: the steps of a search against the M/M/c/K queue in

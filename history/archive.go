@@ -13,10 +13,9 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
-	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/capacity"
-	"github.com/connectbyjbrh/ratecheck/capacity/runner"
 	"github.com/connectbyjbrh/ratecheck/decode"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"github.com/connectbyjbrh/ratecheck/method"
 )
 
@@ -129,7 +128,7 @@ func readRun(dir string, o ReadOptions) (*Archived, error) {
 	case info.InProgress:
 		return nil, errors.New("the run did not finish (killed?): its run.json was written when it started")
 	}
-	a := &Archived{Info: *info, Starved: info.Machine.Starved(), Behind: info.BehindMS >= float64(behindNote.Milliseconds())}
+	a := &Archived{Info: *info, Starved: info.Machine.Starved(), Behind: info.BehindMS >= clock.WholeMs(behindNote)}
 	a.Run = Run{ID: dir, Kind: cmp.Or(info.Command, "attack"), Target: info.Target, Label: info.Label, Start: info.Start, Notes: notes(info, a)}
 	if info.Embedded {
 		a.Target = Embedded
@@ -158,7 +157,7 @@ func notes(info *archive.RunInfo, a *Archived) []string {
 		out = append(out, fmt.Sprintf("machine starved: load %s on %d cores", loads(m), m.Cores))
 	}
 	if a.Behind {
-		out = append(out, fmt.Sprintf("fell behind its schedule by %v", time.Duration(info.BehindMS*1e6).Round(time.Millisecond)))
+		out = append(out, fmt.Sprintf("fell behind its schedule by %v", info.BehindMS.Duration().Round(time.Millisecond)))
 	}
 	if info.Interrupted {
 		out = append(out, "interrupted")
@@ -207,7 +206,7 @@ func samples(dir string, info *archive.RunInfo, o ReadOptions) ([]Sample, error)
 		}
 		s := Sample{Surface: sv.Surface, Values: map[Figure]float64{ErrorRate: float64(d.Faults) / float64(d.Requests)}}
 		if d.Latency != nil && d.Latency.Count > 0 {
-			s.Values[P50], s.Values[P95], s.Values[P99] = ss.P50MS, ss.P95MS, ss.P99MS
+			s.Values[P50], s.Values[P95], s.Values[P99] = float64(ss.P50MS), float64(ss.P95MS), float64(ss.P99MS)
 		}
 		switch info.Command {
 		case "verify":
@@ -230,17 +229,18 @@ func samples(dir string, info *archive.RunInfo, o ReadOptions) ([]Sample, error)
 }
 
 // capacitySample reads a capacity run's verdict and knee from the result
-// its search recorded in run.json's capacity section, through package
-// capacity/runner, which writes it. Of a search sharded over machines,
-// every shard's folder holds the merged result: shard 0's is the search's,
-// and the others are refused with why, so that one search makes one point.
+// its search recorded in run.json's capacity section, through archive,
+// which owns run.json (package capacity/runner writes it). Of a search
+// sharded over machines, every shard's folder holds the merged result:
+// shard 0's is the search's, and the others are refused with why, so that
+// one search makes one point.
 func capacitySample(dir string, info *archive.RunInfo) (Sample, error) {
-	_, ci, err := runner.ReadInfo(dir)
+	_, ci, err := archive.ReadCapacity(dir)
 	if err != nil {
 		return Sample{}, err
 	}
 	if ci.Shard != "" {
-		if sh, err := attack.ParseShard(ci.Shard); err == nil && sh.I > 0 {
+		if sh, err := archive.ParseShard(ci.Shard); err == nil && sh.I > 0 {
 			return Sample{}, fmt.Errorf("shard %s of a sharded capacity search: its result is the search's, read from shard 0's folder", ci.Shard)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/capacity"
-	"github.com/connectbyjbrh/ratecheck/capacity/runner"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 )
 
 // capacityRun is one capacity run folder to write: its label and start,
@@ -20,13 +20,13 @@ import (
 type capacityRun struct {
 	label string
 	start time.Time
-	info  runner.Info
+	info  archive.CapacityInfo
 }
 
 // writeCapacityRun writes a capacity run folder under root as the capacity
 // command leaves it: results.bin, and run.json with the search's section
-// marshalled from runner.Info as its job's Finish does. It returns the
-// folder.
+// marshalled from archive.CapacityInfo as capacity/runner's Finish does.
+// It returns the folder.
 func writeCapacityRun(t *testing.T, root string, r capacityRun) string {
 	t.Helper()
 	w, err := archive.Create(root, "capacity", r.start)
@@ -51,7 +51,7 @@ func writeCapacityRun(t *testing.T, root string, r capacityRun) string {
 // p99 of sloMS milliseconds and an error budget.
 func capacityResult(verdict capacity.Verdict, knee, high, sloMS, budget float64) *capacity.Result {
 	r := &capacity.Result{Verdict: verdict, SLO: "p99<=" + (time.Duration(sloMS) * time.Millisecond).String(), Quantile: 0.99,
-		SLOMS: sloMS, ErrorBudget: budget, Confidence: 0.95, Precision: 0.05, StartRPS: 100, MaxRPS: 10000, Steps: []capacity.StepResult{}}
+		SLOMS: clock.Millis(sloMS), ErrorBudget: budget, Confidence: 0.95, Precision: 0.05, StartRPS: 100, MaxRPS: 10000, Steps: []capacity.StepResult{}}
 	if knee > 0 {
 		r.KneeRPS, r.KneeLowRPS = &knee, &knee
 	}
@@ -63,7 +63,7 @@ func capacityResult(verdict capacity.Verdict, knee, high, sloMS, budget float64)
 
 // TestReadCapacityRun reads capacity run folders back: the verdict and
 // the knee come from the result the search recorded in run.json, through
-// capacity/runner; a folder whose run.json holds no search, or no result,
+// archive; a folder whose run.json holds no search, or no result,
 // or that is another shard than the first of a sharded search, is unread
 // with why.
 func TestReadCapacityRun(t *testing.T) {
@@ -72,7 +72,7 @@ func TestReadCapacityRun(t *testing.T) {
 	const p99 = "p99<=100ms, error budget 1%"
 	tests := []struct {
 		name      string
-		info      runner.Info
+		info      archive.CapacityInfo
 		verdict   capacity.Verdict
 		objective string
 		knee      float64 // 0: no knee figure
@@ -80,19 +80,19 @@ func TestReadCapacityRun(t *testing.T) {
 		note      string  // in the run's notes
 		unread    string  // the reason it is unread, "" when read
 	}{
-		{"found", runner.Info{Surface: "mcp", SLO: "p99<=100ms", ErrorBudget: 0.01, Result: capacityResult(capacity.VerdictFound, 1480, 1560, 100, 0.01)},
+		{"found", archive.CapacityInfo{Surface: "mcp", SLO: "p99<=100ms", ErrorBudget: 0.01, Result: capacityResult(capacity.VerdictFound, 1480, 1560, 100, 0.01)},
 			capacity.VerdictFound, p99, 1480, 1560, "", ""},
-		{"nothing failed", runner.Info{Surface: "rest", Result: capacityResult(capacity.VerdictFound, 2000, 0, 250, 0.05)},
+		{"nothing failed", archive.CapacityInfo{Surface: "rest", Result: capacityResult(capacity.VerdictFound, 2000, 0, 250, 0.05)},
 			capacity.VerdictFound, "p99<=250ms, error budget 5%", 2000, 0, "", ""},
-		{"none passed", runner.Info{Surface: "rest", Result: capacityResult(capacity.VerdictNotFound, 0, 100, 100, 0.01)},
+		{"none passed", archive.CapacityInfo{Surface: "rest", Result: capacityResult(capacity.VerdictNotFound, 0, 100, 100, 0.01)},
 			capacity.VerdictNotFound, p99, 0, 0, "", ""},
-		{"the client's limit", runner.Info{Surface: "rest", Result: capacityResult(capacity.VerdictClient, 900, 1000, 100, 0.01)},
+		{"the client's limit", archive.CapacityInfo{Surface: "rest", Result: capacityResult(capacity.VerdictClient, 900, 1000, 100, 0.01)},
 			capacity.VerdictClient, p99, 900, 1000, "the knee is the client's", ""},
-		{"first shard", runner.Info{Shard: "0/2", Surface: "rest", Result: capacityResult(capacity.VerdictFound, 1500, 1600, 100, 0.01)},
+		{"first shard", archive.CapacityInfo{Shard: "0/2", Surface: "rest", Result: capacityResult(capacity.VerdictFound, 1500, 1600, 100, 0.01)},
 			capacity.VerdictFound, p99, 1500, 1600, "", ""},
-		{"second shard", runner.Info{Shard: "1/2", Surface: "rest", Result: capacityResult(capacity.VerdictFound, 1500, 1600, 100, 0.01)},
+		{"second shard", archive.CapacityInfo{Shard: "1/2", Surface: "rest", Result: capacityResult(capacity.VerdictFound, 1500, 1600, 100, 0.01)},
 			"", "", 0, 0, "", "shard 1/2 of a sharded capacity search"},
-		{"no result", runner.Info{Surface: "rest"}, "", "", 0, 0, "", "recorded no result"},
+		{"no result", archive.CapacityInfo{Surface: "rest"}, "", "", 0, 0, "", "recorded no result"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 )
 
 // schema is the schema of Output, history's JSON
@@ -52,11 +53,11 @@ type RunOut struct {
 	Machine *archive.MachineInfo `json:"machine"` // null when run.json does not say
 	// Starved and FellBehind flag a run whose timings carry its
 	// machine's trouble; it stays in its series, its points flagged.
-	Starved    bool        `json:"starved"`
-	FellBehind bool        `json:"fell_behind"`
-	BehindMS   float64     `json:"behind_ms"`
-	Notes      []string    `json:"notes"`
-	Surfaces   []SampleOut `json:"surfaces"`
+	Starved    bool         `json:"starved"`
+	FellBehind bool         `json:"fell_behind"`
+	BehindMS   clock.Millis `json:"behind_ms"`
+	Notes      []string     `json:"notes"`
+	Surfaces   []SampleOut  `json:"surfaces"`
 }
 
 // SampleOut is a run's figures on one surface, and the intervals of those

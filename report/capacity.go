@@ -85,7 +85,7 @@ func stepVerdict(s capacity.StepResult) string {
 }
 
 // Bound formats an optional figure ("-" when absent).
-func Bound(v *float64) string {
+func Bound[F ~float64](v *F) string {
 	if v == nil {
 		return "-"
 	}
@@ -271,17 +271,17 @@ func throughputChart(r capacity.Result) (*capacityChart, error) {
 
 // quantileChart is the quantile with its interval against offered rate.
 func quantileChart(r capacity.Result) (*capacityChart, error) {
-	top := r.SLOMS * 1.5
+	top := float64(r.SLOMS) * 1.5
 	var q, unc plotter.XYs
 	var bars plotter.XYs
 	for _, s := range r.Steps {
-		q, unc = append(q, plotter.XY{X: s.OfferedRPS, Y: s.QuantileMS}), append(unc, plotter.XY{X: s.OfferedRPS, Y: s.UncorrectedQuantileMS})
+		q, unc = append(q, plotter.XY{X: s.OfferedRPS, Y: float64(s.QuantileMS)}), append(unc, plotter.XY{X: s.OfferedRPS, Y: float64(s.UncorrectedQuantileMS)})
 		if s.QuantileLowMS != nil && s.QuantileHighMS != nil {
-			bars = append(bars, plotter.XY{X: s.OfferedRPS, Y: *s.QuantileLowMS}, plotter.XY{X: s.OfferedRPS, Y: *s.QuantileHighMS})
+			bars = append(bars, plotter.XY{X: s.OfferedRPS, Y: float64(*s.QuantileLowMS)}, plotter.XY{X: s.OfferedRPS, Y: float64(*s.QuantileHighMS)})
 		}
-		top = max(top, s.QuantileMS)
+		top = max(top, float64(s.QuantileMS))
 	}
-	top = math.Min(top, r.SLOMS*10)
+	top = math.Min(top, float64(r.SLOMS)*10)
 	c, err := rateChart(r, "latency "+r.SLO+" against offered rate", "milliseconds", top)
 	if err != nil {
 		return nil, err
@@ -291,7 +291,7 @@ func quantileChart(r capacity.Result) (*capacityChart, error) {
 	for _, s := range r.Steps {
 		lo, hi = min(lo, s.OfferedRPS), max(hi, s.OfferedRPS)
 	}
-	obj, err := line(plotter.XYs{{X: lo, Y: r.SLOMS}, {X: hi, Y: r.SLOMS}}, red, true, false)
+	obj, err := line(plotter.XYs{{X: lo, Y: float64(r.SLOMS)}, {X: hi, Y: float64(r.SLOMS)}}, red, true, false)
 	if err != nil {
 		return nil, err
 	}

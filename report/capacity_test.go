@@ -11,17 +11,19 @@ import (
 	"testing"
 
 	"github.com/connectbyjbrh/ratecheck/capacity"
+
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 )
 
 // kneeRun is a search of the embedded pool (10 workers of 20 ms) as a
 // run gave it: three ramp steps that passed, four past the knee that
 // failed on latency, the knee re-measured; with the model given.
 func kneeRun(u *capacity.USL) capacity.Result {
-	f := func(v float64) *float64 { return &v }
+	ms := func(v float64) *clock.Millis { m := clock.Millis(v); return &m }
 	step := func(phase string, offered, achieved, thr, q, conc float64, verdict capacity.StepVerdict) capacity.StepResult {
-		s := capacity.StepResult{Phase: phase, OfferedRPS: offered, AchievedRPS: achieved, ThroughputRPS: thr, QuantileMS: q,
-			QuantileLowMS: f(q * 0.98), QuantileHighMS: f(q * 1.03), UncorrectedQuantileMS: q * 0.95, Sources: int(offered/100) + 1,
-			Concurrency: conc, Requests: int(5 * offered), MeanLatencyMS: 1000 * conc / thr, DurationMS: 5000, Verdict: verdict}
+		s := capacity.StepResult{Phase: phase, OfferedRPS: offered, AchievedRPS: achieved, ThroughputRPS: thr, QuantileMS: clock.Millis(q),
+			QuantileLowMS: ms(q * 0.98), QuantileHighMS: ms(q * 1.03), UncorrectedQuantileMS: clock.Millis(q * 0.95), Sources: int(offered/100) + 1,
+			Concurrency: conc, Requests: int(5 * offered), MeanLatencyMS: clock.Millis(1000 * conc / thr), DurationMS: 5000, Verdict: verdict}
 		if verdict == capacity.StepFail {
 			s.LimitedBy = capacity.CauseLatency
 		}

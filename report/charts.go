@@ -36,9 +36,9 @@ var (
 const latencyBins = 60
 
 // surfaceCharts draws the three charts of a surface on one time axis:
-// the rolling window against the limit, requests by outcome, latency
-// percentiles.
-func surfaceCharts(tab *decode.Tables, recs []*decode.Record, primary string, limit int, w time.Duration, t0 int64) ([]*plot.Plot, error) {
+// the rolling window against the limit (window, as the analysis judged
+// it), requests by outcome, latency percentiles.
+func surfaceCharts(recs []*decode.Record, window *analyze.WindowSeries, primary string, limit int, w time.Duration, t0 int64) ([]*plot.Plot, error) {
 	if len(recs) == 0 {
 		return []*plot.Plot{
 			newPlot(windowTitle(w, primary), "requests in the window"),
@@ -50,7 +50,7 @@ func surfaceCharts(tab *decode.Tables, recs []*decode.Record, primary string, li
 	g := newGrid(t0, first, last, chartBins)
 	var out []*plot.Plot
 	for _, c := range []func() (*plot.Plot, error){
-		func() (*plot.Plot, error) { return windowChart(tab, recs, primary, limit, w, g) },
+		func() (*plot.Plot, error) { return windowChart(window, primary, limit, w, g) },
 		func() (*plot.Plot, error) { return outcomeChart(recs, g) },
 		func() (*plot.Plot, error) { return latencyChart(recs, g) },
 	} {
@@ -70,35 +70,30 @@ func windowTitle(w time.Duration, primary string) string {
 
 // windowChart draws, for the primary address, how many requests were
 // surely and possibly in the server's window when each one was counted
-// (the uncertainty interval of docs/method.md; the most of each bin), the
-// limit, the first 429, and each leak and false throttle.
-func windowChart(tab *decode.Tables, recs []*decode.Record, primary string, limit int, w time.Duration, g timeGrid) (*plot.Plot, error) {
+// (the uncertainty interval of docs/method.md, as the analysis judged
+// each: window; the most of each bin), the limit, the first 429, and each
+// leak and false throttle. A nil window (the address sent nothing) draws
+// an empty chart.
+func windowChart(window *analyze.WindowSeries, primary string, limit int, w time.Duration, g timeGrid) (*plot.Plot, error) {
 	p := newPlot(windowTitle(w, primary), "requests in the window")
-	grp := analyze.Group{Source: primary}
-	for _, r := range recs {
-		if tab.Labels(r).Source == primary {
-			grp.Records = append(grp.Records, r)
-		}
-	}
-	if len(grp.Records) == 0 {
+	if window == nil {
 		return p, nil
 	}
 	surely, possibly, admitted := make([]float64, g.n), make([]float64, g.n), make([]float64, g.n)
 	var leaks, falses plotter.XYs
 	firstRefusal := int64(math.MaxInt64)
-	for _, j := range analyze.Model(grp, limit, w) {
-		r := grp.Records[j.Index]
-		k := g.bin(r.Start)
+	for _, j := range window.Points {
+		k := g.bin(j.Start)
 		surely[k], possibly[k] = max(surely[k], float64(1+j.Definite)), max(possibly[k], float64(1+j.Definite+j.Ambiguous))
-		admitted[k] = max(admitted[k], float64(j.DefiniteAdmitted)+b2f(r.Admitted()))
-		if r.Code == 429 {
-			firstRefusal = min(firstRefusal, r.Start)
+		admitted[k] = max(admitted[k], float64(j.DefiniteAdmitted)+b2f(j.Admitted))
+		if j.Refused {
+			firstRefusal = min(firstRefusal, j.Start)
 		}
 		if j.Leak && len(leaks) < 500 {
-			leaks = append(leaks, plotter.XY{X: secs(r.Start, g.t0), Y: float64(1 + j.Definite)})
+			leaks = append(leaks, plotter.XY{X: secs(j.Start, g.t0), Y: float64(1 + j.Definite)})
 		}
 		if j.FalseThrottle && len(falses) < 500 {
-			falses = append(falses, plotter.XY{X: secs(r.Start, g.t0), Y: float64(1 + j.Definite + j.Ambiguous)})
+			falses = append(falses, plotter.XY{X: secs(j.Start, g.t0), Y: float64(1 + j.Definite + j.Ambiguous)})
 		}
 	}
 	// a bin without a request of the address has no count: the line joins

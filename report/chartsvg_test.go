@@ -200,7 +200,7 @@ func probesAndWave() (*decode.Input, analyze.Config) {
 		s := wave + int64(i)*14*ms/100
 		in.Add(lb, s, s+ms, 429, &decode.Answer{Body: []byte(`{"error":{"code":"rate_limited"}}`)})
 	}
-	return in, analyze.Config{Window: time.Second, Limits: map[string]int{method.REST: 30}, Run: "results/test"}
+	return in, analyze.Config{Window: time.Second, Limits: map[string]int{method.REST: 30}, Run: "results/test", Charts: true}
 }
 
 // TestOutcomeChartHeights reads the SVG of "Requests by outcome", maps

@@ -5,7 +5,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/olekukonko/tablewriter"
@@ -39,11 +38,11 @@ func CompareTable(w io.Writer, c analyze.Comparison) error {
 			{"requests", strconv.Itoa(b.Requests), strconv.Itoa(r.Requests), change(float64(b.Requests), float64(r.Requests))},
 			{"rate", num(b.Rate, "/s"), num(r.Rate, "/s"), change(b.Rate, r.Rate)},
 			{"throughput", num(b.Throughput, "/s"), num(r.Throughput, "/s"), change(b.Throughput, r.Throughput)},
-			{"p50", num(b.P50MS, " ms"), num(r.P50MS, " ms"), change(b.P50MS, r.P50MS)},
-			{"p95", num(b.P95MS, " ms"), num(r.P95MS, " ms"), change(b.P95MS, r.P95MS)},
-			{"p99", num(b.P99MS, " ms"), num(r.P99MS, " ms"), change(b.P99MS, r.P99MS)},
+			{"p50", num(float64(b.P50MS), " ms"), num(float64(r.P50MS), " ms"), change(float64(b.P50MS), float64(r.P50MS))},
+			{"p95", num(float64(b.P95MS), " ms"), num(float64(r.P95MS), " ms"), change(float64(b.P95MS), float64(r.P95MS))},
+			{"p99", num(float64(b.P99MS), " ms"), num(float64(r.P99MS), " ms"), change(float64(b.P99MS), float64(r.P99MS))},
 			{fmt.Sprintf("p99 ratio (%.0f%% interval)", 100*c.Confidence), "", "", ratioText(c, b.Surface)},
-			{"max", num(b.MaxMS, " ms"), num(r.MaxMS, " ms"), change(b.MaxMS, r.MaxMS)},
+			{"max", num(float64(b.MaxMS), " ms"), num(float64(r.MaxMS), " ms"), change(float64(b.MaxMS), float64(r.MaxMS))},
 			{"observed limit", analyze.LimitText(b.ObservedLimit), analyze.LimitText(r.ObservedLimit), ""},
 			{"model", b.Model, r.Model, ""},
 			{"verdict", b.Verdict, r.Verdict, ""},
@@ -74,7 +73,7 @@ func CompareTable(w io.Writer, c analyze.Comparison) error {
 		printf(w, "inconclusive: %s; the limit, model and verdict there are not compared\n", safe(strings.Join(c.Unjudged, "; ")))
 	case len(c.Regressions) == 0:
 		printf(w, "no regression (p99 may rise by up to %.0f%%: a rise counts when the %.0f%% interval of its ratio lies above %.2f and the rise it is sure of is at least %v)\n",
-			100*c.MaxP99Increase, 100*c.Confidence, 1+c.MaxP99Increase, time.Duration(c.P99FloorMS*1e6))
+			100*c.MaxP99Increase, 100*c.Confidence, 1+c.MaxP99Increase, c.P99FloorMS.Duration())
 	}
 	return nil
 }

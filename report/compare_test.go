@@ -18,7 +18,7 @@ func surfaceOfRun(lat, sent []time.Duration) analyze.SurfaceSummary {
 	s := slices.Clone(lat)
 	slices.Sort(s)
 	limit := 240
-	at := func(q float64) float64 { return clock.Ms(s[min(max(int(float64(len(s))*q+0.5)-1, 0), len(s)-1)]) }
+	at := func(q float64) clock.Millis { return clock.Ms(s[min(max(int(float64(len(s))*q+0.5)-1, 0), len(s)-1)]) }
 	rate := float64(len(lat)) / max(sent[len(sent)-1].Seconds(), 1e-3)
 	return analyze.SurfaceSummary{Surface: "rest", Requests: len(lat), Rate: rate, Throughput: rate * 240 / float64(len(lat)),
 		P50MS: at(0.5), P95MS: at(0.95), P99MS: at(0.99), MaxMS: clock.Ms(s[len(s)-1]),

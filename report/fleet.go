@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze/jitter"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"github.com/olekukonko/tablewriter"
 )
 
 // dur formats milliseconds as a rounded duration.
-func dur(ms float64) string {
-	return time.Duration(ms * 1e6).Round(100 * time.Microsecond).String()
+func dur(ms clock.Millis) string {
+	return ms.Duration().Round(100 * time.Microsecond).String()
 }
 
 // FleetTables writes a fleet's waves side by side (one column per attempt

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"html/template"
 	"io"
 	"math"
@@ -23,7 +24,8 @@ const HTMLFile = "report.html"
 // outcome per time bin; latency percentiles per time bin. For a fleet run
 // (fleet not nil: its verdict, as jitter.Judge gave it) the page leads with
 // the fleet's verdict and checks, and charts when each attempt wave went
-// out; the limits' verdict follows as the surfaces'.
+// out; the limits' verdict follows as the surfaces'. The charts draw what
+// the analysis kept: rep must come from an analysis with Config.Charts.
 func HTML(w io.Writer, in *decode.Input, rep *analyze.Report, cfg analyze.Config, fleet *jitter.Report) error {
 	page := htmlPage{Verdict: rep.Verdict, Lead: rep.Verdict.Verdict, Notes: rep.Notes, Warnings: rep.Warnings, Window: cfg.Window, FleetReport: fleet}
 	if fleet != nil {
@@ -45,7 +47,10 @@ func HTML(w io.Writer, in *decode.Input, rep *analyze.Report, cfg analyze.Config
 				recs = append(recs, r)
 			}
 		}
-		plots, err := surfaceCharts(in.Tables(), recs, sd.Primary, sv.ExpectedLimit, cfg.Window, t0)
+		if len(recs) > 0 && sd.Window == nil {
+			return fmt.Errorf("%s: the analysis kept no window series to chart (analyze.Config.Charts)", sv.Surface)
+		}
+		plots, err := surfaceCharts(recs, sd.Window, sd.Primary, sv.ExpectedLimit, cfg.Window, t0)
 		if err != nil {
 			return err
 		}

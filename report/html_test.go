@@ -28,7 +28,7 @@ import (
 // 127.0.0.2, on the REST surface.
 func flood() (*decode.Input, analyze.Config) {
 	const L, W = 10, time.Second
-	cfg := analyze.Config{Window: W, Limits: map[string]int{method.REST: L}, Run: "results/test-verify", Target: "http://127.0.0.1:8080"}
+	cfg := analyze.Config{Window: W, Limits: map[string]int{method.REST: L}, Run: "results/test-verify", Target: "http://127.0.0.1:8080", Charts: true}
 	in := decode.NewInput()
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano()
 	var log []int64
@@ -310,7 +310,7 @@ func TestHTMLFarApart(t *testing.T) {
 			in.Add(archive.Labels{Surface: method.REST, Source: "127.0.0.1", Stream: "s"},
 				s, s+int64(time.Millisecond), 200, &decode.Answer{Body: []byte(`{"results":[]}`)})
 		}
-		cfg := analyze.Config{Window: time.Second, Limits: map[string]int{method.REST: 10}}
+		cfg := analyze.Config{Window: time.Second, Limits: map[string]int{method.REST: 10}, Charts: true}
 		rep, err := analyze.Analyze(in, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -347,5 +347,22 @@ func TestHTMLFleetLeads(t *testing.T) {
 	}
 	if i, j := strings.Index(page, "collisions"), strings.Index(page, "<h2>limits:"); i < 0 || j < i {
 		t.Errorf("the fleet's checks (at %d) do not come before the limits' verdict (at %d)", i, j)
+	}
+}
+
+// TestHTMLNeedsTheWindowSeries: the page draws the window chart from what
+// the analysis kept, never a model of its own: an analysis made without
+// Config.Charts is refused, naming it.
+func TestHTMLNeedsTheWindowSeries(t *testing.T) {
+	t.Parallel()
+	in, cfg := flood()
+	cfg.Charts = false
+	rep, err := analyze.Analyze(in, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := HTML(&buf, in, rep, cfg, nil); err == nil || !strings.Contains(err.Error(), "Config.Charts") {
+		t.Errorf("HTML of an analysis without its window series: %v, want an error naming Config.Charts", err)
 	}
 }

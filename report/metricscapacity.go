@@ -20,7 +20,7 @@ func CapacityMetrics(info archive.RunInfo, surface string, res capacity.Result) 
 	if res.KneeRPS != nil {
 		k := &Knee{RPS: *res.KneeRPS, Low: orNaN(res.KneeLowRPS), High: orNaN(res.KneeHighRPS)}
 		if st := kneeStep(res); st != nil {
-			k.Latency = st.QuantileMS / 1e3
+			k.Latency = float64(st.QuantileMS) / 1e3
 		}
 		s.Knee = k
 	}

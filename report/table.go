@@ -83,7 +83,7 @@ func Tables(w io.Writer, rep *analyze.Report) error {
 			}
 		}
 	}
-	printf(w, "\nverdict: %s (window %v", strings.ToUpper(v.Verdict), time.Duration(v.WindowMS)*time.Millisecond)
+	printf(w, "\nverdict: %s (window %v", strings.ToUpper(v.Verdict), v.WindowMS.Duration())
 	if v.Run != "" {
 		printf(w, ", run %s", v.Run)
 	}

@@ -99,23 +99,23 @@ type Wave struct {
 	// RangeLowMS and RangeMS are the least and the greatest delay the
 	// null draws from at this wave (for decorrelated jitter, over every
 	// client's own range).
-	RangeLowMS      float64 `json:"range_low_ms"`
-	RangeMS         float64 `json:"range_ms"`
-	Collisions      int     `json:"collisions"`
-	Expected        float64 `json:"expected"`
-	Bound           int     `json:"bound"`
-	CollisionRatio  float64 `json:"collision_ratio"`
-	Recollided      int     `json:"recollided"`
-	RecollisionRate float64 `json:"recollision_rate"`
-	RecollisionMax  float64 `json:"recollision_expected"`
-	RecollBound     int     `json:"recollision_bound"`
+	RangeLowMS      clock.Millis `json:"range_low_ms"`
+	RangeMS         clock.Millis `json:"range_ms"`
+	Collisions      int          `json:"collisions"`
+	Expected        float64      `json:"expected"`
+	Bound           int          `json:"bound"`
+	CollisionRatio  float64      `json:"collision_ratio"`
+	Recollided      int          `json:"recollided"`
+	RecollisionRate float64      `json:"recollision_rate"`
+	RecollisionMax  float64      `json:"recollision_expected"`
+	RecollBound     int          `json:"recollision_bound"`
 	// KSP is the p-value of a KS test of this wave's delays over their
 	// ranges, reported; the run's over every wave is the one judged.
-	KSP       float64 `json:"ks_p"`
-	PeakBin   int     `json:"peak_bin"`
-	PeakBound int     `json:"peak_bound"`
-	LateP99MS float64 `json:"late_p99_ms"`
-	Verdict   string  `json:"verdict"`
+	KSP       float64      `json:"ks_p"`
+	PeakBin   int          `json:"peak_bin"`
+	PeakBound int          `json:"peak_bound"`
+	LateP99MS clock.Millis `json:"late_p99_ms"`
+	Verdict   string       `json:"verdict"`
 
 	pairs       [][2]int  // colliding client pairs, for the next wave
 	recollPairs int       // of those, how many were both in the next wave
@@ -124,12 +124,12 @@ type Wave struct {
 
 // Report is the verdict on a fleet (fleet --json).
 type Report struct {
-	Verdict         string  `json:"verdict"`
-	CollisionRatio  float64 `json:"collision_ratio"`
-	RecollisionRate float64 `json:"recollision_rate"`
-	KSP             float64 `json:"ks_p"`
-	EpsilonMS       float64 `json:"epsilon_ms"`
-	Alpha           float64 `json:"alpha"`
+	Verdict         string       `json:"verdict"`
+	CollisionRatio  float64      `json:"collision_ratio"`
+	RecollisionRate float64      `json:"recollision_rate"`
+	KSP             float64      `json:"ks_p"`
+	EpsilonMS       clock.Millis `json:"epsilon_ms"`
+	Alpha           float64      `json:"alpha"`
 	// Null is the strategy whose independent draws the waves were judged
 	// against; Sims the number of simulated fleets per wave.
 	Null string `json:"null"`

@@ -137,7 +137,7 @@ func (t *waveTests) judge(w wave, prev *Wave) Wave {
 		out.us[i] = place(p)
 	}
 	out.RangeLowMS, out.RangeMS = clock.Ms(lo), clock.Ms(hi)
-	out.LateP99MS = quantile(late, 0.99) / 1e6
+	out.LateP99MS = clock.Millis(quantile(late, 0.99) / 1e6)
 	out.pairs = collidingPairs(pts, func(p point) int64 { return p.at }, func(p point) int { return p.client }, t.eps)
 	out.Collisions = len(out.pairs)
 	slices.Sort(times)

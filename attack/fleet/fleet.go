@@ -145,8 +145,8 @@ func (f Fleet) Info() archive.RunInfo {
 			sources = append(sources, s)
 		}
 	}
-	info := archive.RunInfo{Profile: "fleet", WindowMS: f.Window.Milliseconds(),
-		Policy: archive.PolicyInfo{Surface: f.Surface, Limit: f.Limit, WindowMS: f.Window.Milliseconds()}, Sources: sources,
+	info := archive.RunInfo{Profile: "fleet", WindowMS: clock.WholeMs(f.Window),
+		Policy: archive.PolicyInfo{Surface: f.Surface, Limit: f.Limit, WindowMS: clock.WholeMs(f.Window)}, Sources: sources,
 		Fleet: &archive.FleetInfo{Surface: f.Surface, Source: f.Source, Clients: f.Clients, Requests: f.Requests, Strategy: string(f.Backoff.Strategy),
 			BaseMS: clock.Ms(f.Backoff.Base), CapMS: clock.Ms(f.Backoff.Cap), Attempts: f.Attempts, SlowDownMS: clock.Ms(f.SlowDown), EpsilonMS: clock.Ms(f.Epsilon), Rows: len(f.Rows)}}
 	f.MCP.Record(&info)

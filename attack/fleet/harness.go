@@ -7,6 +7,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/refserver"
 )
@@ -111,12 +112,12 @@ func (h *Harness) record(a refserver.Arrival) {
 // after the barrier opened.
 func (h *Harness) Finish(info *archive.RunInfo) {
 	b := h.clients.Barrier()
-	info.Fleet.Barrier = &archive.BarrierInfo{Arrived: b.Arrived, WaitedMS: float64(b.Waited) / 1e6, TimedOut: b.TimedOut}
+	info.Fleet.Barrier = &archive.BarrierInfo{Arrived: b.Arrived, WaitedMS: clock.Ms(b.Waited), TimedOut: b.TimedOut}
 	var opened time.Time // the barrier's opening, on the wall clock
 	if b.Opened {
 		opened = h.release.Add(b.OpenedAt)
 	}
-	info.Fleet.StallMS = float64(h.stall.Stop(opened)) / 1e6
+	info.Fleet.StallMS = clock.Ms(h.stall.Stop(opened))
 }
 
 // Headers returns how many clients sent Mcp-Session-Id, and how many

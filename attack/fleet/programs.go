@@ -17,6 +17,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 )
 
 // Programs is a fleet of the user's own client programs (fleet
@@ -72,8 +73,8 @@ func (p *Programs) Duration() time.Duration { return p.Planned }
 // Info implements Job.
 func (p *Programs) Info() archive.RunInfo {
 	f := p.Fleet
-	return archive.RunInfo{Profile: "fleet", WindowMS: p.Window.Milliseconds(), Fleet: &f,
-		Policy: archive.PolicyInfo{Surface: p.Surface, WindowMS: p.Window.Milliseconds()}}
+	return archive.RunInfo{Profile: "fleet", WindowMS: clock.WholeMs(p.Window), Fleet: &f,
+		Policy: archive.PolicyInfo{Surface: p.Surface, WindowMS: clock.WholeMs(p.Window)}}
 }
 
 // Outcomes returns how each program ended, by client number.

@@ -3,6 +3,7 @@ package runner
 import (
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/capacity"
 )
 
@@ -26,7 +27,7 @@ type cutter struct {
 
 // newCutter returns the cutter of a segment: nil for a lengthening or in
 // a sharded search.
-func newCutter(seg *Segment, o capacity.Options, sharded bool) *cutter {
+func newCutter(seg *archive.CapacitySegment, o capacity.Options, sharded bool) *cutter {
 	if seg.Continue || sharded {
 		return nil
 	}

@@ -2,109 +2,44 @@ package runner
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
-	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/capacity"
 	"github.com/connectbyjbrh/ratecheck/internal/clock"
 )
 
-// Info is run.json's capacity section: what the search was held to, the
-// schedule of every segment, and the result. Durations are in
-// milliseconds, rates per second. Of one shard of a sharded search,
-// Shard says which ("i/N"), Sources counts the addresses of all shards as
-// if each had this one's, the segments are this shard's share and the
-// result is the shards' merged one.
-type Info struct {
-	Shard         string           `json:"shard,omitempty"`
-	Rendezvous    string           `json:"rendezvous,omitempty"`
-	Surface       string           `json:"surface"`
-	ThroughLimit  bool             `json:"through_limit,omitempty"`
-	SLO           string           `json:"slo"`
-	ErrorBudget   float64          `json:"error_budget"`
-	Confidence    float64          `json:"confidence"`
-	StartRPS      float64          `json:"start_rps"`
-	MaxRPS        float64          `json:"max_rps"`
-	Factor        float64          `json:"factor"`
-	Precision     float64          `json:"precision"`
-	StepMS        float64          `json:"step_ms"`
-	WarmupMS      float64          `json:"warmup_ms"`
-	MaxStepMS     float64          `json:"max_step_ms"`
-	MaxSteps      int              `json:"max_steps"`
-	MinAchieved   float64          `json:"min_achieved"`
-	MaxLatenessMS float64          `json:"max_lateness_ms"`
-	Limit         int              `json:"limit"`
-	WindowMS      int64            `json:"window_ms"`
-	Share         float64          `json:"share"`
-	Sources       int              `json:"sources"`
-	Seed          uint64           `json:"seed"`
-	Resamples     int              `json:"resamples"`
-	Segments      []Segment        `json:"segments"`
-	Result        *capacity.Result `json:"result"`
-}
-
-// infoOf is the configuration part of cfg's Info.
-func infoOf(cfg Config) Info {
+// infoOf is the configuration part of cfg's capacity section.
+func infoOf(cfg Config) archive.CapacityInfo {
 	o := cfg.Search
-	return Info{Surface: cfg.Surface, ThroughLimit: o.ThroughLimit, SLO: o.Objective.SLO.String(), ErrorBudget: o.Objective.ErrorBudget,
+	return archive.CapacityInfo{Surface: cfg.Surface, ThroughLimit: o.ThroughLimit, SLO: o.Objective.SLO.String(), ErrorBudget: o.Objective.ErrorBudget,
 		Confidence: o.Confidence, StartRPS: o.StartRate, MaxRPS: o.MaxRate, Factor: o.Factor, Precision: o.Precision,
 		StepMS: clock.Ms(o.Step), WarmupMS: clock.Ms(o.Warmup), MaxStepMS: clock.Ms(o.MaxStep), MaxSteps: o.MaxSteps,
-		MinAchieved: o.MinAchieved, MaxLatenessMS: clock.Ms(o.MaxLateness), Limit: o.Limit, WindowMS: o.Window.Milliseconds(),
+		MinAchieved: o.MinAchieved, MaxLatenessMS: clock.Ms(o.MaxLateness), Limit: o.Limit, WindowMS: clock.WholeMs(o.Window),
 		Share: o.Share, Sources: o.Sources, Seed: o.Seed, Resamples: o.Resamples}
 }
 
-// options are the search options i records.
-func (i *Info) options() (capacity.Options, error) {
+// optionsOf are the search options i records.
+func optionsOf(i *archive.CapacityInfo) (capacity.Options, error) {
 	slo, err := capacity.ParseSLO(i.SLO)
 	if err != nil {
 		return capacity.Options{}, fmt.Errorf("run.json's capacity section: %w", err)
 	}
-	d := func(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
-	shard, err := i.shard()
+	shard, err := i.ShardOf()
 	if err != nil {
 		return capacity.Options{}, err
 	}
 	return capacity.Options{Shards: shard.N, Objective: capacity.Objective{SLO: slo, ErrorBudget: i.ErrorBudget}, Confidence: i.Confidence,
-		StartRate: i.StartRPS, MaxRate: i.MaxRPS, Factor: i.Factor, Precision: i.Precision, Step: d(i.StepMS),
-		Warmup: d(i.WarmupMS), MaxStep: d(i.MaxStepMS), MaxSteps: i.MaxSteps, MinAchieved: i.MinAchieved,
-		MaxLateness: d(i.MaxLatenessMS), Limit: i.Limit, Window: time.Duration(i.WindowMS) * time.Millisecond, Share: i.Share, ThroughLimit: i.ThroughLimit, Sources: i.Sources,
+		StartRate: i.StartRPS, MaxRate: i.MaxRPS, Factor: i.Factor, Precision: i.Precision, Step: i.StepMS.Duration(),
+		Warmup: i.WarmupMS.Duration(), MaxStep: i.MaxStepMS.Duration(), MaxSteps: i.MaxSteps, MinAchieved: i.MinAchieved,
+		MaxLateness: i.MaxLatenessMS.Duration(), Limit: i.Limit, Window: i.WindowMS.Duration(), Share: i.Share, ThroughLimit: i.ThroughLimit, Sources: i.Sources,
 		Seed: i.Seed, Resamples: i.Resamples}, nil
-}
-
-// shard is the shard i records: the whole search (1/1) when none.
-func (i *Info) shard() (attack.Shard, error) {
-	if i.Shard == "" {
-		return attack.Shard{N: 1}, nil
-	}
-	return attack.ParseShard(i.Shard)
-}
-
-// errNotCapacity says a run folder holds no capacity search.
-var errNotCapacity = errors.New("not a capacity run: run.json has no capacity section")
-
-// ReadInfo reads the capacity section of a run folder's run.json.
-func ReadInfo(dir string) (*archive.RunInfo, *Info, error) {
-	run, err := archive.ReadRunInfo(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	if run == nil || len(run.Capacity) == 0 { // nil: no run.json at all
-		return run, nil, errNotCapacity
-	}
-	var ci Info
-	if err := json.Unmarshal(run.Capacity, &ci); err != nil {
-		return run, nil, fmt.Errorf("%s: capacity section: %w", filepath.Join(dir, archive.RunFile), err)
-	}
-	return run, &ci, nil
 }
 
 // Replay judges a capacity run again from its folder alone: the schedule
@@ -115,13 +50,13 @@ func ReadInfo(dir string) (*archive.RunInfo, *Info, error) {
 // samples merged over the shards, as the shards merged them. It returns
 // the recorded section (shard 0's) and the result, which is the recorded
 // one when nothing in the folders changed.
-func Replay(dirs ...string) (*Info, capacity.Result, error) {
+func Replay(dirs ...string) (*archive.CapacityInfo, capacity.Result, error) {
 	infos, stats, err := readShards(dirs)
 	if err != nil {
 		return nil, capacity.Result{}, err
 	}
 	ci := infos[0]
-	o, err := ci.options()
+	o, err := optionsOf(ci)
 	if err != nil {
 		return ci, capacity.Result{}, err
 	}
@@ -154,7 +89,7 @@ func Replay(dirs ...string) (*Info, capacity.Result, error) {
 
 // unjudged reports whether segment i is missing from, or was not judged
 // in, any shard's folder.
-func unjudged(infos []*Info, i int) bool {
+func unjudged(infos []*archive.CapacityInfo, i int) bool {
 	for _, ci := range infos {
 		if i >= len(ci.Segments) || ci.Segments[i].Unjudged {
 			return true
@@ -166,18 +101,18 @@ func unjudged(infos []*Info, i int) bool {
 // readShards reads the capacity section and the samples of every segment
 // of each folder, in shard order, and refuses folders that are not the
 // shards of one search, each once.
-func readShards(dirs []string) ([]*Info, [][]*capacity.Stats, error) {
+func readShards(dirs []string) ([]*archive.CapacityInfo, [][]*capacity.Stats, error) {
 	if len(dirs) == 0 {
 		return nil, nil, errors.New("no capacity run folder to judge")
 	}
-	infos := make([]*Info, len(dirs))
+	infos := make([]*archive.CapacityInfo, len(dirs))
 	stats := make([][]*capacity.Stats, len(dirs))
 	for _, dir := range dirs {
-		_, ci, err := ReadInfo(dir)
+		_, ci, err := archive.ReadCapacity(dir)
 		if err != nil {
 			return nil, nil, err
 		}
-		shard, err := ci.shard()
+		shard, err := ci.ShardOf()
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", dir, err)
 		}
@@ -206,7 +141,7 @@ func readShards(dirs []string) ([]*Info, [][]*capacity.Stats, error) {
 }
 
 // readStats streams results.bin into one Stats per segment.
-func readStats(path string, ci *Info) ([]*capacity.Stats, error) {
+func readStats(path string, ci *archive.CapacityInfo) ([]*capacity.Stats, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

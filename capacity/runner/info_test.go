@@ -3,6 +3,8 @@ package runner
 import (
 	"strings"
 	"testing"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
 )
 
 // TestOptionsOfACorruptRunJSON: an objective read back from run.json that
@@ -10,7 +12,7 @@ import (
 // user never gave.
 func TestOptionsOfACorruptRunJSON(t *testing.T) {
 	t.Parallel()
-	_, err := (&Info{SLO: "p99<100ms"}).options()
+	_, err := optionsOf(&archive.CapacityInfo{SLO: "p99<100ms"})
 	if err == nil {
 		t.Fatal("a corrupt slo parsed")
 	}

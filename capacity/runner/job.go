@@ -73,7 +73,7 @@ func (cfg *Config) sharded() bool { return cfg.Shard.Split() }
 // StepDone says a step (or one lengthening of it) was judged.
 type StepDone struct {
 	// Segment is what was sent.
-	Segment Segment
+	Segment archive.CapacitySegment
 	// Result is its judgement; Lengthen reports whether it is lengthened.
 	Result   capacity.StepResult
 	Lengthen bool
@@ -85,7 +85,7 @@ type StepDone struct {
 type Job struct {
 	cfg      Config
 	search   *capacity.Search
-	segments []Segment
+	segments []archive.CapacitySegment
 	result   capacity.Result
 	meet     *rendezvous // nil: not sharded
 	reported int         // segments this shard reported to the others
@@ -167,8 +167,8 @@ func (j *Job) Info() archive.RunInfo {
 			srcs = append(srcs, s)
 		}
 	}
-	return archive.RunInfo{Profile: "capacity", WindowMS: window.Milliseconds(), Sources: srcs,
-		Policy: archive.PolicyInfo{Surface: j.cfg.Surface, Limit: limit, WindowMS: window.Milliseconds()}}
+	return archive.RunInfo{Profile: "capacity", WindowMS: clock.WholeMs(window), Sources: srcs,
+		Policy: archive.PolicyInfo{Surface: j.cfg.Surface, Limit: limit, WindowMS: clock.WholeMs(window)}}
 }
 
 // Finish implements attack.Finisher: run.json's capacity section holds
@@ -237,7 +237,7 @@ type judged struct {
 // runSegment sends seg from start (zero: at once) and returns what to
 // judge of it: its own samples, or in a sharded search every shard's.
 // Neither (nil, nil) when ctx ended.
-func (j *Job) runSegment(ctx context.Context, s *senders, seg *Segment, start time.Time, sink func(*vegeta.Result) error) (*judged, error) {
+func (j *Job) runSegment(ctx context.Context, s *senders, seg *archive.CapacitySegment, start time.Time, sink func(*vegeta.Result) error) (*judged, error) {
 	own := capacity.NewStats()
 	if err := s.send(ctx, seg, own, sink, start); err != nil || ctx.Err() != nil {
 		return nil, err
@@ -251,7 +251,7 @@ func (j *Job) runSegment(ctx context.Context, s *senders, seg *Segment, start ti
 		return nil, err
 	}
 	j.reported++
-	deadline := seg.Start.Add(seg.length() + or(j.cfg.Timeout, 10*time.Second) + or(j.cfg.Slack, DefaultSlack))
+	deadline := seg.Start.Add(seg.Length() + or(j.cfg.Timeout, 10*time.Second) + or(j.cfg.Slack, DefaultSlack))
 	reports, err := j.meet.wait(ctx, r, deadline)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -285,13 +285,13 @@ func (j *Job) abandon(ctx context.Context, err error) {
 }
 
 // segment plans the segment of step, the k-th lengthening when k > 0.
-func (j *Job) segment(step capacity.Step, k int) Segment {
+func (j *Job) segment(step capacity.Step, k int) archive.CapacitySegment {
 	n := max(step.Sources/max(j.cfg.Shard.N, 1), 1)
 	srcs := append([]string{}, j.cfg.Sources[:min(n, len(j.cfg.Sources))]...)
 	if len(srcs) == 0 {
 		srcs = []string{""}
 	}
-	g := Segment{Step: step.Index, Phase: step.Phase, Continue: step.Continue, Stream: streamName(step.Index, k),
+	g := archive.CapacitySegment{Step: step.Index, Phase: step.Phase, Continue: step.Continue, Stream: streamName(step.Index, k),
 		RateRPS: step.Rate, WarmupMS: clock.Ms(step.Warmup), DurationMS: clock.Ms(step.Duration),
 		Sources: srcs, PerSourceRPS: step.Rate / float64(len(srcs))}
 	if j.cfg.sharded() {
@@ -385,7 +385,7 @@ func (s *senders) network() *client.Network {
 // goes to sink and, past the warm-up, to st. The schedule begins at begin
 // (zero: once every attacker is set up). It returns once every result is
 // in.
-func (s *senders) send(ctx context.Context, seg *Segment, st *capacity.Stats, sink func(*vegeta.Result) error, begin time.Time) error {
+func (s *senders) send(ctx context.Context, seg *archive.CapacitySegment, st *capacity.Stats, sink func(*vegeta.Result) error, begin time.Time) error {
 	stop := make(chan struct{})
 	var once sync.Once
 	halt := func() { once.Do(func() { close(stop) }) }
@@ -425,7 +425,7 @@ func (s *senders) send(ctx context.Context, seg *Segment, st *capacity.Stats, si
 // sampleOf is the sample of result r of source j in seg, and whether it
 // is judged (past the warm-up). Sent and done are wall-clock times, as
 // the archive keeps them, so that Replay computes the same.
-func sampleOf(seg *Segment, j int, r *vegeta.Result, throughLimit bool) (capacity.Sample, bool) {
+func sampleOf(seg *archive.CapacitySegment, j int, r *vegeta.Result, throughLimit bool) (capacity.Sample, bool) {
 	sent := r.Timestamp.Round(0)
 	refused := r.Code == http.StatusTooManyRequests
 	failed := r.Code < 200 || r.Code > 299

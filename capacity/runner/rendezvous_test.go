@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/capacity"
 )
@@ -132,7 +133,7 @@ func TestAbandonTellsTheOthers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			j.segments = []Segment{{Step: 0, Stream: "step-00", RateRPS: 300}, {Step: 1, Stream: "step-01", RateRPS: 600}}
+			j.segments = []archive.CapacitySegment{{Step: 0, Stream: "step-00", RateRPS: 300}, {Step: 1, Stream: "step-01", RateRPS: 600}}
 			j.reported = tc.reported
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()

@@ -210,7 +210,7 @@ func TestFreezeShowsInIntendedTime(t *testing.T) {
 	if s.Verdict != capacity.StepFail || s.QuantileLowMS == nil || *s.QuantileLowMS < 500 {
 		t.Errorf("intended-time step: verdict %s, p99 low bound %v ms; want fail with the freeze (≥ 500 ms) in it", s.Verdict, s.QuantileLowMS)
 	}
-	if s.UncorrectedHighMS == nil || *s.UncorrectedHighMS > slo.Max.Seconds()*1000 {
+	if s.UncorrectedHighMS == nil || float64(*s.UncorrectedHighMS) > slo.Max.Seconds()*1000 {
 		t.Errorf("uncorrected p99 high bound %v ms: want within the objective, the freeze hidden", s.UncorrectedHighMS)
 	}
 }
@@ -318,7 +318,7 @@ func TestShardsJudgeAsOne(t *testing.T) {
 	// 500/s at 400/s can near the objective, and the search lengthens the
 	// step (to 2 s, 800 requests, in a whole-suite run).
 	for k, st := range res.Steps {
-		want := 400 * st.DurationMS / 1000
+		want := 400 * float64(st.DurationMS) / 1000
 		if st.Sources != 4 || float64(st.Requests) < want*0.975 || float64(st.Requests) > want*1.025 {
 			t.Errorf("step %d: %d requests from %d sources in %v ms (lengthened %d times), want %.0f from 4", k, st.Requests, st.Sources, st.DurationMS, st.Lengthened, want)
 		}
@@ -360,7 +360,7 @@ func TestOverloadedStepIsCut(t *testing.T) {
 	}
 	seg, s := job.segments[0], res.Steps[0]
 	t.Logf("cut at %.0f ms of %.0f; %d requests judged of %.0f planned; p99 %.1f ms; %s %s",
-		seg.CutMS, seg.WarmupMS+seg.DurationMS, s.Requests, seg.DurationMS/1000*seg.RateRPS, s.QuantileMS, s.Verdict, s.LimitedBy)
+		seg.CutMS, seg.WarmupMS+seg.DurationMS, s.Requests, float64(seg.DurationMS)/1000*seg.RateRPS, s.QuantileMS, s.Verdict, s.LimitedBy)
 	if seg.CutMS <= seg.WarmupMS || seg.CutMS >= seg.WarmupMS+seg.DurationMS {
 		t.Errorf("cut at %v ms, want after the warm-up (%v ms) and before the end (%v ms)", seg.CutMS, seg.WarmupMS, seg.WarmupMS+seg.DurationMS)
 	}

@@ -22,7 +22,6 @@ import (
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/capacity"
-	"github.com/connectbyjbrh/ratecheck/capacity/runner"
 	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
@@ -142,16 +141,16 @@ func runShards(t *testing.T, which []int, args func(i int) []string) []shardRun 
 
 // shardFolders returns the run folders of a sharded search under out, in
 // shard order, with their capacity sections.
-func shardFolders(t *testing.T, out string, n int) ([]string, []*runner.Info) {
+func shardFolders(t *testing.T, out string, n int) ([]string, []*archive.CapacityInfo) {
 	t.Helper()
 	dirs := make([]string, n)
-	infos := make([]*runner.Info, n)
+	infos := make([]*archive.CapacityInfo, n)
 	for i := range n {
 		found, _ := filepath.Glob(filepath.Join(out, fmt.Sprintf("*-capacity-shard%dof%d", i, n)))
 		if len(found) != 1 {
 			t.Fatalf("shard %d/%d: run folders %v, want one", i, n, found)
 		}
-		_, ci, err := runner.ReadInfo(found[0])
+		_, ci, err := archive.ReadCapacity(found[0])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +255,7 @@ func TestCapacityShards(t *testing.T) {
 // judged step's rate is the sum of the shards' shares, the shards' results
 // of each segment add up to its rate over its length, and every result
 // came from the shard's own addresses, as many as the target saw from each.
-func checkShares(t *testing.T, res capacity.Result, dirs []string, infos []*runner.Info, seen map[string]int) {
+func checkShares(t *testing.T, res capacity.Result, dirs []string, infos []*archive.CapacityInfo, seen map[string]int) {
 	t.Helper()
 	archived := map[string]int{}
 	byStream := make([]map[string]int, len(dirs))
@@ -283,7 +282,7 @@ func checkShares(t *testing.T, res capacity.Result, dirs []string, infos []*runn
 			share += h.PerSourceRPS * float64(len(h.Sources))
 			sent += byStream[i][h.Stream]
 		}
-		want := g.RateRPS * (g.WarmupMS + g.DurationMS) / 1000
+		want := g.RateRPS * float64(g.WarmupMS+g.DurationMS) / 1000
 		if math.Abs(share-g.RateRPS) > 1e-9 || math.Abs(float64(sent)-want) > float64(2*len(g.Sources)) {
 			t.Errorf("segment %s at %g/s: shares add up to %g/s; %d results, want %.0f", g.Stream, g.RateRPS, share, sent, want)
 		}
@@ -325,7 +324,7 @@ func TestCapacityShardMissing(t *testing.T) {
 		if len(found) != 1 {
 			t.Fatalf("shard %d: run folders %v", i, found)
 		}
-		_, ci, err := runner.ReadInfo(found[0])
+		_, ci, err := archive.ReadCapacity(found[0])
 		if err != nil || len(ci.Segments) != 1 || !ci.Segments[0].Unjudged || ci.Result == nil || len(ci.Result.Steps) != 0 {
 			t.Errorf("shard %d: run.json %+v (%v): want step 0's segment, not judged, and no step in the result", i, ci, err)
 			continue

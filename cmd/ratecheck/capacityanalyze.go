@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/capacity/runner"
 	"github.com/connectbyjbrh/ratecheck/report"
 )
@@ -19,7 +20,7 @@ func analyzeCapacity(dirs []string, asJSON bool, junit string, stdout, stderr io
 		fmt.Fprintf(stderr, "ratecheck analyze: %v\n", err)
 		return exitUsage
 	}
-	run, _, _ := runner.ReadInfo(dirs[0])
+	run, _, _ := archive.ReadCapacity(dirs[0])
 	o := capacityOut{surface: info.Surface, junit: junit, dir: strings.Join(dirs, ", "), target: run.Target, json: asJSON, command: "analyze"}
 	return o.print(res, stdout, stderr)
 }
@@ -59,7 +60,7 @@ func compareCapacity(paths []string, asJSON bool, stdout, stderr io.Writer) int 
 
 // isCapacityRun reports whether path is a capacity run's folder.
 func isCapacityRun(path string) bool {
-	_, _, err := runner.ReadInfo(path)
+	_, _, err := archive.ReadCapacity(path)
 	return err == nil
 }
 

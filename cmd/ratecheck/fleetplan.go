@@ -14,6 +14,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/attack/fleet"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/client"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"github.com/connectbyjbrh/ratecheck/internal/human"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/refserver"
@@ -109,7 +110,7 @@ func (o fleetOptions) sourcePool() (client.Pool, error) {
 // the strategy its tables name.
 func fleetConfig(info archive.RunInfo) (jitter.Config, string) {
 	f := info.Fleet
-	d := func(ms float64) time.Duration { return time.Duration(math.Round(ms * 1e6)) }
+	d := func(ms clock.Millis) time.Duration { return time.Duration(math.Round(float64(ms) * 1e6)) }
 	cfg := jitter.Config{Base: d(f.BaseMS), Cap: d(f.CapMS), Epsilon: d(f.EpsilonMS), Attempts: f.Attempts,
 		SlowDown: d(f.SlowDownMS), Seed: info.Seed, Strategy: f.Strategy}
 	if f.Command != "" {

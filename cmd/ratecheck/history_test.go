@@ -16,8 +16,8 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/capacity"
-	"github.com/connectbyjbrh/ratecheck/capacity/runner"
 	"github.com/connectbyjbrh/ratecheck/history"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 )
 
 // writeSeries writes n verify run folders under dir, as runs against the
@@ -210,7 +210,7 @@ func checkVerifyMetrics(t *testing.T, dir, path string) {
 
 // writeKnees writes a capacity run folder under dir for each knee, as the
 // capacity command leaves it (run.json's capacity section, marshalled from
-// runner.Info with the search's result): against the embedded target,
+// archive.CapacityInfo with the search's result): against the embedded target,
 // labelled v1, v2, …, an hour apart, run i held to the objective slos[i]
 // with an error budget of 1 %, its interval from the knee to 5 % above it.
 func writeKnees(t *testing.T, dir string, knees []float64, slos []string) {
@@ -228,9 +228,9 @@ func writeKnees(t *testing.T, dir string, knees []float64, slos []string) {
 		}
 		high := knee * 1.05
 		res := capacity.Result{Verdict: capacity.VerdictFound, KneeRPS: &knee, KneeLowRPS: &knee, KneeHighRPS: &high, LimitedBy: capacity.CauseLatency,
-			SLO: slo.String(), Quantile: slo.Quantile, SLOMS: float64(slo.Max.Milliseconds()), ErrorBudget: 0.01, Confidence: 0.95,
+			SLO: slo.String(), Quantile: slo.Quantile, SLOMS: clock.WholeMs(slo.Max), ErrorBudget: 0.01, Confidence: 0.95,
 			Precision: 0.05, StartRPS: 100, MaxRPS: 10000, Steps: []capacity.StepResult{}}
-		section, err := json.Marshal(runner.Info{Surface: "rest", SLO: slo.String(), ErrorBudget: 0.01, Confidence: 0.95, Result: &res})
+		section, err := json.Marshal(archive.CapacityInfo{Surface: "rest", SLO: slo.String(), ErrorBudget: 0.01, Confidence: 0.95, Result: &res})
 		if err != nil {
 			t.Fatal(err)
 		}

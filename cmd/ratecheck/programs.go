@@ -15,6 +15,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/attack/fleet"
 	"github.com/connectbyjbrh/ratecheck/decode"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 )
 
 // programNotes says how a fleet of client programs went, from its
@@ -23,7 +24,7 @@ import (
 func programNotes(info *archive.FleetInfo, barrier, timeout time.Duration) []string {
 	var out []string
 	if b := info.Barrier; b != nil {
-		n := fmt.Sprintf("the barrier held the first requests %v until %d of %d clients had arrived", time.Duration(b.WaitedMS*1e6).Round(time.Millisecond), b.Arrived, info.Clients)
+		n := fmt.Sprintf("the barrier held the first requests %v until %d of %d clients had arrived", b.WaitedMS.Duration().Round(time.Millisecond), b.Arrived, info.Clients)
 		if b.TimedOut {
 			n += " (it gave up waiting" + map[bool]string{true: fmt.Sprintf(" after --barrier %v", barrier)}[barrier > 0] + ")"
 		}
@@ -76,7 +77,7 @@ func runPrograms(ctx context.Context, o fleetOptions, stdout, stderr io.Writer) 
 	job := &fleet.Programs{Command: o.clientCmd, Clients: o.clients, Surface: o.surface, Requests: requests,
 		Timeout: o.clientTimeout, Planned: o.barrier, Results: h.Results(), Window: window, OnFinish: h.Finish,
 		Fleet: archive.FleetInfo{Surface: o.surface, Source: "127.0.0.1", Clients: o.clients, Requests: requests,
-			Strategy: "client-cmd", Attempts: o.attempts, EpsilonMS: float64(o.epsilon) / 1e6, Command: o.clientCmd}}
+			Strategy: "client-cmd", Attempts: o.attempts, EpsilonMS: clock.Ms(o.epsilon), Command: o.clientCmd}}
 	opts, err := o.runFlags.options("fleet", stderr, h.Start)
 	if err != nil {
 		return usageErr(stderr, "fleet", "%v", err)

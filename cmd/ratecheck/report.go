@@ -12,6 +12,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/analyze/jitter"
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/capacity/runner"
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/report"
@@ -67,6 +68,7 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cfg := analysisConfig(&in.Meta, window, restLimit, mcpLimit, nil, fs.Arg(0))
+	cfg.Charts = true
 	rep, err := analyze.Analyze(in, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck report: %v\n", err)
@@ -91,7 +93,7 @@ func reportCapacity(dir, out string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ratecheck report: %v\n", err)
 		return exitUsage
 	}
-	run, _, err := runner.ReadInfo(dir)
+	run, _, err := archive.ReadCapacity(dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck report: %v\n", err)
 		return exitUsage
@@ -115,6 +117,7 @@ func writeRunReport(name, dir string, o analyze.Overrides, stdout, stderr io.Wri
 	if err == nil {
 		o.Path = dir
 		cfg = configFor(&in.Meta, o)
+		cfg.Charts = true
 		rep, err = analyze.Analyze(in, cfg)
 	}
 	if err == nil {
@@ -128,9 +131,9 @@ func writeRunReport(name, dir string, o analyze.Overrides, stdout, stderr io.Wri
 	return rep
 }
 
-// writeReport writes the HTML report to path, whole or not at all; a
-// fleet run's report leads with the fleet's verdict, judged as fleet and
-// analyze judge it.
+// writeReport writes the HTML report of an analysis made with
+// Config.Charts to path, whole or not at all; a fleet run's report leads
+// with the fleet's verdict, judged as fleet and analyze judge it.
 func writeReport(path string, in *decode.Input, rep *analyze.Report, cfg analyze.Config) error {
 	var fleet *jitter.Report
 	if runs := in.Meta.Runs; len(runs) == 1 && runs[0].Fleet != nil {

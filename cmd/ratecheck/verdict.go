@@ -67,7 +67,7 @@ func configFor(meta *decode.Meta, o analyze.Overrides) analyze.Config {
 	if assumed {
 		warn := fmt.Sprintf("%s has no run.json: judged against the documented window of %v; pass --window if the run was made with another", o.Path, cfg.Window)
 		if len(meta.Runs) > 0 { // a run.json without a window
-			warn = fmt.Sprintf("the run.json of %s records no window (window_ms %d): judged against the documented window of %v; pass --window if the run was made with another", o.Path, meta.Runs[0].WindowMS, cfg.Window)
+			warn = fmt.Sprintf("the run.json of %s records no window (window_ms %v): judged against the documented window of %v; pass --window if the run was made with another", o.Path, meta.Runs[0].WindowMS, cfg.Window)
 		}
 		cfg.Warnings = append([]string{warn}, cfg.Warnings...)
 	}

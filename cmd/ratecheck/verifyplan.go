@@ -126,6 +126,7 @@ func (o *verifyOptions) judge(run *attack.Run, v verifyRun, runErr error, stdout
 	judged := v.judged
 	judged.Path = run.Dir
 	cfg := configFor(&in.Meta, judged)
+	cfg.Charts = o.report
 	rep, err := analyze.Analyze(in, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck verify: %v\n", err)

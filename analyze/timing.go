@@ -22,31 +22,29 @@ const decidingShare = 0.01
 // timingNote says why the run's timing left open what it left open on
 // this surface (sv: a family not told from another, a check of the limit
 // inconclusive), when the limit address's answers took longer than the
-// plan decides through: how long, against the window, and the window at
-// which that would be within decidingShare. When the target answered
-// refusals at once and held its admissions, that is said, as the
-// target's doing: a limiter that holds what it admits for a share of its
-// window (nginx's delay) holds it as long at any window. Empty when
-// nothing is open, or the answers came back within decidingShare.
+// plan decides through: how long (admissions and refusals apart), against
+// the window, and the window at which that would be within decidingShare.
+// Where the admissions took much longer than the refusals, it says that a
+// target holding what it admits for a share of its window (nginx's delay)
+// holds it as long at any window: the run cannot tell that from a busy
+// host. Empty when nothing is open, or the answers came back within
+// decidingShare.
 func (s *surfaceRun) timingNote(sv *SurfaceVerdict) string {
 	if s.primary == nil || !timingOpen(sv) {
 		return ""
 	}
 	g := s.primary
 	all := p99Of(&g.admLat, &g.refLat)
-	limit := time.Duration(decidingShare * float64(s.W))
-	if all <= limit {
+	if all <= time.Duration(decidingShare*float64(s.W)) {
 		return ""
 	}
-	share := 100 * float64(all) / float64(s.W)
-	note := fmt.Sprintf("the answers to %s took up to %v (p99), %.1f %% of the %v window, where the plan decides what it is built to within %.0f %%",
-		g.source, human.Duration(all), share, s.W, 100*decidingShare)
 	adm, ref := p99Of(&g.admLat), p99Of(&g.refLat)
-	if g.refusals > 0 && ref <= limit && adm > 3*ref {
-		return note + fmt.Sprintf(": the target answered refusals within %v and held what it admitted up to %v, which a limiter that delays admissions does (nginx's burst and delay): where it holds them for a share of its window, no window decides it from outside; where it does not, a window of %v would",
-			human.Duration(ref), human.Duration(adm), decidingWindow(adm))
+	note := fmt.Sprintf("the answers to %s took up to %v (p99; admissions %v, refusals %v), %.1f %% of the %v window, where the plan decides what it is built to within %.0f %%: a window of %v or more, or a quieter host, would decide it",
+		g.source, human.Duration(all), human.Duration(adm), human.Duration(ref), 100*float64(all)/float64(s.W), s.W, 100*decidingShare, decidingWindow(all))
+	if g.refusals > 0 && adm > 3*ref {
+		note += ", unless the target holds what it admits for a share of its window (as nginx's burst and delay does), which no window undoes"
 	}
-	return note + fmt.Sprintf(": a host this busy blurs what separates them; a window of %v or more, or a quieter host, would decide it", decidingWindow(all))
+	return note
 }
 
 // timingOpen reports whether the run left open on a surface what its

@@ -8,10 +8,10 @@ import (
 
 // TestTimingNote: a run whose timing left the family open says how long
 // the limit address's answers took against the window, and what would
-// decide it: a window where that is within 1 %, or, where the target
-// answered refusals at once and held its admissions, that the holding is
-// the target's. Nothing is said when nothing is open, or when the answers
-// were quick enough for the plan.
+// decide it: a window where that is within 1 %, and, where the admissions
+// took much longer than the refusals, that a target holding them for a
+// share of its window would hold them at any. Nothing is said when nothing
+// is open, or when the answers were quick enough for the plan.
 func TestTimingNote(t *testing.T) {
 	t.Parallel()
 	const w = 4 * time.Second
@@ -26,11 +26,11 @@ func TestTimingNote(t *testing.T) {
 		want     []string      // in the note ("": no note)
 	}{
 		{"a busy host", open, 180 * time.Millisecond, 160 * time.Millisecond,
-			[]string{"the answers to 127.0.0.1 took up to 180ms (p99), 4.5 % of the 4s window", "a window of 18s or more, or a quieter host, would decide it"}},
+			[]string{"the answers to 127.0.0.1 took up to 180ms (p99; admissions 180ms, refusals 160ms), 4.5 % of the 4s window", "a window of 18s or more, or a quieter host, would decide it"}},
 		{"a check left open", inconclusive, 90 * time.Millisecond, 90 * time.Millisecond,
-			[]string{"took up to 90ms (p99), 2.2 % of the 4s window", "a window of 9s or more"}},
-		{"a target holding its admissions", open, 1900 * time.Millisecond, 5 * time.Millisecond,
-			[]string{"took up to 1.9s (p99), 47.5 % of the 4s window", "answered refusals within 5ms and held what it admitted up to 1.9s", "no window decides it from outside", "a window of 3m10s would"}},
+			[]string{"took up to 90ms (p99; admissions 90ms, refusals 90ms), 2.2 % of the 4s window", "a window of 9s or more"}},
+		{"admissions held long past refusals", open, 1900 * time.Millisecond, 5 * time.Millisecond,
+			[]string{"took up to 1.9s (p99; admissions 1.9s, refusals 5ms), 47.5 % of the 4s window", "a window of 3m10s or more", "unless the target holds what it admits for a share of its window (as nginx's burst and delay does), which no window undoes"}},
 		{"quick answers", open, 30 * time.Millisecond, 30 * time.Millisecond, nil},
 		{"decided", decided, 900 * time.Millisecond, 900 * time.Millisecond, nil},
 	} {

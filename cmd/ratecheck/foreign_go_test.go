@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"net"
 	"net/http"
 	"testing"
@@ -88,7 +87,7 @@ func TestVerifyAgainstHttprate(t *testing.T) {
 	code, v, stderr := verifyForeign(t, window, bySurface(func(l int) func(http.Handler) http.Handler {
 		return httprate.LimitBy(l, window, func(r *http.Request) (string, error) { return peer(r), nil }, httprate.WithLimitHandler(contract429))
 	}))
-	judgeForeign(t, code, v, stderr, "sliding-window-counter", false)
+	judgeForeign(t, code, v, stderr, "sliding-window-counter")
 	for _, s := range v.Surfaces {
 		if s.Model == "sliding-log" && s.Decided {
 			t.Errorf("%s: a sliding log decided, for a sliding-window counter", s.Surface)
@@ -97,38 +96,46 @@ func TestVerifyAgainstHttprate(t *testing.T) {
 }
 
 // judgeForeign holds a verdict against a limiter of family want that is
-// not the documented sliding log and forgets refusals: a failure of
-// rolling, the family decided want (or, where openOK, want among the
-// families named), and rejected-count failed.
-func judgeForeign(t *testing.T, code int, v verdictJSON, stderr, want string, openOK bool) {
+// not the documented sliding log and forgets refusals: a failure, of
+// rolling, and per surface the family decided want and rejected-count
+// failed (refusals do not count). A real run's timing may leave either
+// open only where the verdict says why itself (its timing note: how long
+// the answers took against the window, and what would decide it), with
+// want among the families it names: nothing decided may be wrong, and
+// nothing left open unexplained.
+func judgeForeign(t *testing.T, code int, v verdictJSON, stderr, want string) {
 	t.Helper()
 	got := failing(v)
 	if code != exitCheckFailed || !contains(got, "rest/rolling") && !contains(got, "mcp/rolling") {
-		t.Fatalf("exit %d, failing %v, want rolling to fail\n%s", code, got, stderr)
+		t.Fatalf("exit %d, failing %v, want rolling to fail\n%s\n%s", code, got, surfacesSaid(v), stderr)
 	}
 	for _, s := range v.Surfaces {
-		named := s.Model == want || openOK && !s.Decided && contains(s.Alternatives, want)
-		if !named || !s.Decided && !openOK {
-			t.Errorf("%s: model %s decided %v (alternatives %v), want %s decided", s.Surface, s.Model, s.Decided, s.Alternatives, want)
+		decidedOrTimed(t, s.Surface, s.Model, s.Decided, s.Alternatives, s.Timing, want)
+		verdict, detail := checkOf(v, s.Surface, "rejected-count")
+		switch {
+		case verdict == "fail" && s.RejectedCount != nil && !*s.RejectedCount:
+		case verdict == "inconclusive" && s.Timing != "":
+		default:
+			t.Errorf("%s: rejected-count %s against a limiter that forgets refusals, want fail (rejected_count false), or inconclusive with the run's timing said: %s", s.Surface, verdict, detail)
 		}
-		if verdict, detail := checkOf(v, s.Surface, "rejected-count"); verdict != "fail" || s.RejectedCount == nil || *s.RejectedCount {
-			t.Errorf("%s: rejected-count %s against a limiter that forgets refusals, want fail (rejected_count false): %s", s.Surface, verdict, detail)
-		}
-		for _, name := range []string{"independence", "isolation"} {
+		for _, name := range []string{"independence", "isolation", "spoof"} {
 			if verdict, detail := checkOf(v, s.Surface, name); verdict == "fail" {
-				t.Errorf("%s/%s failed against limiters per address and per surface: %s", s.Surface, name, detail)
+				t.Errorf("%s/%s failed against limiters keyed on the peer address, one per surface: %s", s.Surface, name, detail)
 			}
 		}
 	}
-	// What the run said of each surface, for the log (go test -v shows it).
-	for _, s := range v.Surfaces {
-		rc := "null"
-		if s.RejectedCount != nil {
-			rc = fmt.Sprint(*s.RejectedCount)
-		}
-		t.Logf("%s: model %s ×%d decided %v alternatives %v rejected_count %s", s.Surface, s.Model, s.Replicas, s.Decided, s.Alternatives, rc)
-		for _, c := range s.Checks {
-			t.Logf("  %s %s: %s", c.Name, c.Verdict, c.Detail)
-		}
+	t.Logf("what the run said:\n%s", surfacesSaid(v))
+}
+
+// decidedOrTimed holds a surface's family to want: decided want, or, left
+// open by a real run's timing, want among the families named with the
+// verdict's timing note saying why.
+func decidedOrTimed(t *testing.T, surface, model string, decided bool, alternatives []string, timing, want string) {
+	t.Helper()
+	switch {
+	case decided && model == want:
+	case !decided && (model == want || contains(alternatives, want)) && timing != "":
+	default:
+		t.Errorf("%s: model %s decided %v (alternatives %v, timing %q); want %s decided, or named and left open with the timing said", surface, model, decided, alternatives, timing, want)
 	}
 }

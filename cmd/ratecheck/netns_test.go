@@ -280,13 +280,10 @@ func testNetnsVerify(t *testing.T, h *netnsHosts, host, pool, first, notLocal st
 		t.Fatalf("exit %d; stdout is not the JSON verdict: %v\n%s\n%s", code, err, stdout, stderr)
 	}
 	// The documented limiter passes, both families decided.
-	if code != exitOK || v.Verdict != "pass" {
-		t.Fatalf("verify from %s: exit %d, verdict %s, failing %v\n%s", pool, code, v.Verdict, failing(v), stderr)
-	}
-	decidedDocumented(t, v, stderr)
+	deservedPass(t, code, v, stderr)
 	for _, s := range v.Surfaces {
 		for _, c := range s.Checks {
-			if c.Name == "isolation" && c.Verdict != "pass" {
+			if c.Name == "isolation" && c.Verdict != "pass" && (c.Verdict != "inconclusive" || s.Timing == "") {
 				t.Errorf("%s: isolation %s (%s), want pass: the pool's second address is the isolation address", s.Surface, c.Verdict, c.Detail)
 			}
 		}

@@ -52,6 +52,13 @@ type sdkRecorder struct {
 	versions  map[string]int
 }
 
+// count returns how many requests of method addr sent.
+func (r *sdkRecorder) count(addr, method string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byAddr[addr][method]
+}
+
 func (r *sdkRecorder) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
@@ -142,13 +149,12 @@ func tokenBucketLimit(next http.Handler, limit int, window time.Duration) http.H
 // TestVerifyAgainstSDKServers: verify --surfaces mcp judges go-sdk
 // servers (revision 2026-07-28, stateless, in both answer forms) as the
 // limiter in front of them deserves: the contract's sliding log passes
-// with the configured limit observed; a token bucket fails and is named.
-//
-// Not parallel with the other tests (its four runs are parallel with each
-// other, two verify runs at a time): each run is judged once, the sliding
-// log's family decided, the token bucket's named best. The sliding log's runs are at 8 s: at 4 s go-sdk servers side by
-// side answered with p99 130-216 ms.
+// with the configured limit observed; x/time/rate's token bucket fails on
+// rolling and is named. Each run is judged once (deservedPass,
+// judgeForeign). The sliding log's runs are at 8 s: at 4 s go-sdk servers
+// side by side answered with p99 130-216 ms.
 func TestVerifyAgainstSDKServers(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []sdkserver.Mode{sdkserver.StatelessJSON, sdkserver.StatelessSSE} {
 		for _, kind := range []limiterKind{slidingLog, tokenBucket} {
 			t.Run(fmt.Sprintf("%s/%s", mode, kind), func(t *testing.T) {
@@ -157,38 +163,25 @@ func TestVerifyAgainstSDKServers(t *testing.T) {
 				if kind == slidingLog {
 					window = 8 * time.Second
 				}
-				{
-					url, rec := startSDKServer(t, mode, kind, sdkLimit, window)
-					code, v, stderr := runVerifyJSON(t, window, "--target", url, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits,isolation")
-					if len(v.Surfaces) != 1 {
-						t.Fatalf("exit %d, surfaces %+v\n%s", code, v.Surfaces, stderr)
-					}
-					s := v.Surfaces[0]
-					if s.MCPRevision != mcpwire.Latest {
-						t.Errorf("mcp_revision %q, want %s (the SDK's newest)", s.MCPRevision, mcpwire.Latest)
-					}
-					if n := rec.byAddr["127.0.0.1"]["server/discover"]; n != 0 {
-						t.Errorf("the limit address sent %d server/discover: negotiation must not spend its budget", n)
-					}
-					observed := -1
-					if s.ObservedLimit != nil {
-						observed = *s.ObservedLimit
-					}
-					good := kind == slidingLog && code == exitOK && s.Verdict == "pass" && s.Model == "sliding-log" && s.Decided && observed == sdkLimit
-					// The token bucket is failed and decided. (Before
-					// candidates were compared order by order, a host loaded
-					// by the rest of the suite once left it open against the
-					// fixed window's and the counter's best phases.)
-					bad := kind == tokenBucket && code == exitCheckFailed && s.Verdict == "fail" && s.Model == "token-bucket" && s.Decided
-					if good || bad {
-						t.Logf("window %v: exit %d, %s, model %s (decided %v), observed %d, mcp_revision %s", window, code, s.Verdict, s.Model, s.Decided, observed, s.MCPRevision)
-						return
-					}
-					if raceEnabled && nothingWrong(code, s.Verdict, s.Model, s.Decided, kind == slidingLog) {
-						return
-					}
-					t.Fatalf("window %v, %s: exit %d, verdict %s, model %s (decided %v, alternatives %v), observed %d; want %s\n%+v\nstderr: %s",
-						window, kind, code, s.Verdict, s.Model, s.Decided, s.Alternatives, observed, map[limiterKind]string{slidingLog: "exit 0, pass, sliding-log decided, observed " + fmt.Sprint(sdkLimit), tokenBucket: "exit 1, fail, token-bucket decided"}[kind], s.Checks, stderr)
+				url, rec := startSDKServer(t, mode, kind, sdkLimit, window)
+				code, v, stderr := runVerifyJSON(t, window, "--target", url, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits,isolation")
+				if len(v.Surfaces) != 1 {
+					t.Fatalf("exit %d, surfaces %+v\n%s", code, v.Surfaces, stderr)
+				}
+				s := v.Surfaces[0]
+				if s.MCPRevision != mcpwire.Latest {
+					t.Errorf("mcp_revision %q, want %s (the SDK's newest)", s.MCPRevision, mcpwire.Latest)
+				}
+				if n := rec.count("127.0.0.1", "server/discover"); n != 0 {
+					t.Errorf("the limit address sent %d server/discover: negotiation must not spend its budget", n)
+				}
+				if kind == tokenBucket {
+					judgeForeign(t, code, v, stderr, "token-bucket")
+					return
+				}
+				deservedPass(t, code, v, stderr)
+				if s.ObservedLimit == nil || *s.ObservedLimit != sdkLimit && s.Timing == "" {
+					t.Errorf("observed limit %v, want %d\n%s", s.ObservedLimit, sdkLimit, surfacesSaid(v))
 				}
 			})
 		}
@@ -245,10 +238,7 @@ func TestAttackAgainstSDKServers(t *testing.T) {
 
 // TestSDKServerOfRevision20251125: against a stateful go-sdk server that
 // speaks only 2025-11-25, verify's limit and isolation checks pass, in
-// that revision.
-//
-// One of quietTests: beside the other tests its runs, the longer
-// window's too, came out inconclusive. Judged once.
+// that revision (deservedPass).
 func TestSDKServerOfRevision20251125(t *testing.T) {
 	t.Parallel()
 	window := verifyWindow
@@ -262,9 +252,7 @@ func TestSDKServerOfRevision20251125(t *testing.T) {
 		if s.MCPRevision != mcpwire.Revision20251125 {
 			t.Errorf("mcp_revision %q, want 2025-11-25", s.MCPRevision)
 		}
-		if (code != exitOK || s.Verdict != "pass" || s.Model != "sliding-log" || !s.Decided) && !(raceEnabled && nothingWrong(code, s.Verdict, s.Model, s.Decided, true)) {
-			t.Fatalf("window %v: exit %d, verdict %s, model %s decided %v; want a pass, sliding-log decided\n%+v\nstderr: %s", window, code, s.Verdict, s.Model, s.Decided, s.Checks, stderr)
-		}
+		deservedPass(t, code, v, stderr)
 	}
 }
 
@@ -281,14 +269,13 @@ func TestNegotiationFromTheLimitAddress(t *testing.T) {
 	{
 		url, rec := startSDKServer(t, sdkserver.StatelessJSON, slidingLog, sdkLimit, window)
 		code, v, stderr := runVerifyJSON(t, window, "--target", url, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits", "--sources", "127.0.0.1")
-		if n := rec.byAddr["127.0.0.1"]["server/discover"]; n != 1 || !strings.Contains(stderr, "waited "+window.String()) {
+		if n := rec.count("127.0.0.1", "server/discover"); n != 1 || !strings.Contains(stderr, "waited "+window.String()) {
 			t.Fatalf("127.0.0.1 sent %d server/discover; want 1, then a wait of a window\n%s", n, stderr)
 		}
-		s := v.Surfaces[0]
-		if code == exitOK && s.ObservedLimit != nil && *s.ObservedLimit == sdkLimit || raceEnabled && nothingWrong(code, s.Verdict, s.Model, s.Decided, true) {
-			return
+		deservedPass(t, code, v, stderr)
+		if s := v.Surfaces[0]; s.ObservedLimit == nil || *s.ObservedLimit != sdkLimit && s.Timing == "" {
+			t.Errorf("window %v: observed limit %v, want %d\n%s", window, s.ObservedLimit, sdkLimit, surfacesSaid(v))
 		}
-		t.Fatalf("window %v: exit %d, verdict %s; want a pass observing %d\n%+v\nstderr: %s", window, code, s.Verdict, sdkLimit, s.Checks, stderr)
 	}
 }
 
@@ -389,17 +376,4 @@ streams:
 			t.Errorf("%s sent %d initialize; want 1", addr, n)
 		}
 	}
-}
-
-// nothingWrong reports whether a verify run made under the race detector,
-// which slows this process several times over (a run fell 557 ms behind a
-// 4 s window), said nothing wrong of a go-sdk server, without holding it to
-// the verdict its timing decides in the plain run: a correct limiter
-// (correct) is neither failed nor given another family decided; a token
-// bucket is not passed, and no family but its own is decided.
-func nothingWrong(code int, verdict, model string, decided, correct bool) bool {
-	if correct {
-		return (code == exitOK || code == exitInconclusive) && verdict != "fail" && (!decided || model == "sliding-log")
-	}
-	return (code == exitCheckFailed || code == exitInconclusive) && verdict != "pass" && (!decided || model == "token-bucket")
 }

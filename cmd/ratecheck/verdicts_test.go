@@ -403,7 +403,7 @@ func TestVerifyAgainstXTimeRate(t *testing.T) {
 			world := simWorld(t, h.host, 1, simTarget(time.Minute, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }), nil)
 			world.Target = xTimeRate(world.Target, world.Clock, 240, verifyWindow)
 			code, v, stderr := simVerifyJSON(t, world, verifyWindow, "--checks", "limits,isolation")
-			judgeForeign(t, code, v, stderr, "token-bucket", false)
+			judgeForeign(t, code, v, stderr, "token-bucket")
 		})
 	}
 }

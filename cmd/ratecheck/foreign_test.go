@@ -105,7 +105,7 @@ const nginxLimitReq = `
 // (.ci/run installs it).
 func TestVerifyAgainstNginx(t *testing.T) {
 	t.Parallel()
-	window := 2 * time.Second
+	window := verifyWindow
 	// The upstream: the reference target with limits it never reaches.
 	upstream := startTarget(t, time.Minute, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil)
 	addr := startNginx(t, nginxLimitReq, int(240/window.Seconds()), int(120/window.Seconds()), strings.TrimPrefix(upstream, "http://"))

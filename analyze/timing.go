@@ -48,9 +48,11 @@ func (s *surfaceRun) timingNote(sv *SurfaceVerdict) string {
 }
 
 // timingOpen reports whether the run left open on a surface what its
-// timing decides: the family, between families, or a check of the limit.
+// timing decides: the family, between families or as none the fit
+// replays explaining the run (unknown, with refusals seen), or a check of
+// the limit.
 func timingOpen(sv *SurfaceVerdict) bool {
-	if !sv.ModelDecided && len(sv.ModelAlternatives) > 0 {
+	if !sv.ModelDecided && (len(sv.ModelAlternatives) > 0 || sv.Model == familyUnknown && sv.ObservedLimit != nil) {
 		return true
 	}
 	for _, c := range sv.Checks {

@@ -17,6 +17,8 @@ func TestTimingNote(t *testing.T) {
 	const w = 4 * time.Second
 	open := SurfaceVerdict{Model: familyTokenBucket, ModelAlternatives: []string{familySlidingLog}}
 	decided := SurfaceVerdict{Model: familyTokenBucket, ModelDecided: true, ModelAlternatives: []string{}}
+	observed := 163
+	unexplained := SurfaceVerdict{Model: familyUnknown, ModelAlternatives: []string{}, ObservedLimit: &observed}
 	inconclusive := SurfaceVerdict{Model: familyTokenBucket, ModelDecided: true, ModelAlternatives: []string{},
 		Checks: []Check{{Name: "rejected-count", Verdict: Inconclusive, Detail: "… within what the run's timing can move …"}}}
 	for _, tc := range []struct {
@@ -31,6 +33,8 @@ func TestTimingNote(t *testing.T) {
 			[]string{"took up to 90ms (p99; admissions 90ms, refusals 90ms), 2.2 % of the 4s window", "a window of 9s or more"}},
 		{"admissions held long past refusals", open, 1900 * time.Millisecond, 5 * time.Millisecond,
 			[]string{"took up to 1.9s (p99; admissions 1.9s, refusals 5ms), 47.5 % of the 4s window", "a window of 3m10s or more", "unless the target holds what it admits for a share of its window (as nginx's burst and delay does), which no window undoes"}},
+		{"no family explaining the run", unexplained, 1200 * time.Millisecond, 1000 * time.Millisecond,
+			[]string{"took up to 1.2s (p99; admissions 1.2s, refusals 1s), 30.0 % of the 4s window", "a window of 2m0s or more"}},
 		{"quick answers", open, 30 * time.Millisecond, 30 * time.Millisecond, nil},
 		{"decided", decided, 900 * time.Millisecond, 900 * time.Millisecond, nil},
 	} {

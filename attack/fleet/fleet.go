@@ -302,7 +302,7 @@ func (f Fleet) request(ctx context.Context, c *client.Client) {
 // attemptResult turns an attempt into a Vegeta result.
 func attemptResult(surface, source, stream string, clientID int, a client.Attempt) *vegeta.Result {
 	tag := archive.FleetTag{Client: clientID, Request: int(a.Request), Attempt: a.N, Delay: a.Delay}
-	r := &vegeta.Result{Attack: archive.FleetLabel(surface, source, stream, tag), Seq: a.Request, Code: uint16(a.Status),
+	r := &vegeta.Result{Attack: archive.Labels{Surface: surface, Source: source, Stream: stream, Fleet: &tag}.String(), Seq: a.Request, Code: uint16(a.Status),
 		Timestamp: a.Start, Latency: a.Latency, BytesOut: a.BytesOut, BytesIn: uint64(len(a.Body)),
 		Method: a.Method, URL: a.URL, Headers: a.Header}
 	if a.Status != http.StatusOK || (stream != method.StreamFleet && stream != method.StreamPrime) {

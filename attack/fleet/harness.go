@@ -101,8 +101,8 @@ func (h *Harness) record(a refserver.Arrival) {
 	}
 	h.mu.Unlock()
 	surface := archive.SurfaceOf(a.Path)
-	label := archive.FleetLabel(surface, "127.0.0.1", method.StreamFleet,
-		archive.FleetTag{Client: a.Client, Request: a.Request, Attempt: a.Attempt, Delay: -1, Repeat: a.Repeat}) + " answer=" + a.Answer + " fp=" + a.Fingerprint
+	label := archive.Labels{Surface: surface, Source: "127.0.0.1", Stream: method.StreamFleet, Fleet: &archive.FleetTag{Client: a.Client, Request: a.Request,
+		Attempt: a.Attempt, Delay: -1, Repeat: a.Repeat, Answer: a.Answer, Fingerprint: a.Fingerprint}}.String()
 	h.results <- &vegeta.Result{Attack: label, Code: uint16(a.Status), Timestamp: h.release.Add(a.At), Latency: a.Done - a.At,
 		Method: a.Method, URL: h.base + a.Path}
 }

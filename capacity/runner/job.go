@@ -405,7 +405,7 @@ func (s *senders) send(ctx context.Context, seg *archive.CapacitySegment, st *ca
 		}
 		p := &pacer{seg: seg, j: i, count: seg.Count(i), stop: stop, start: start}
 		atk := attack.NewAttacker(attack.AttackerOptions{Client: c, Workers: 1, MaxWorkers: s.cfg.MaxWorkers})
-		senders[i] = attack.Sender{Attacker: atk, Targeter: tr, Pacer: p, Label: archive.Label(s.cfg.Surface, src, seg.Stream)}
+		senders[i] = attack.Sender{Attacker: atk, Targeter: tr, Pacer: p, Label: archive.Labels{Surface: s.cfg.Surface, Source: src, Stream: seg.Stream}.String()}
 	}
 	return attack.Send(ctx, senders, halt, func(j int, r *vegeta.Result) error {
 		if smp, judged := sampleOf(seg, j, r, s.cfg.Search.ThroughLimit); judged {

@@ -23,8 +23,12 @@ func followUp(surfaces []string, over analyze.Overrides, until float64, stderr i
 	for _, sf := range surfaces {
 		fu.Streams = append(fu.Streams, sf+"/"+method.StreamFollowUp, sf+"/"+method.StreamFollowUpBurst)
 	}
-	fu.Needs = func(info archive.RunInfo, results []*vegeta.Result) []timeline.Need {
-		return analyze.FollowUpNeeds(info, results, over, until)
+	fu.Needs = func(info archive.RunInfo, results []archive.Result) []timeline.Need {
+		rs := make([]*vegeta.Result, len(results))
+		for i, r := range results {
+			rs[i] = r.Result
+		}
+		return analyze.FollowUpNeeds(info, rs, over, until)
 	}
 	fu.Say = func(d timeline.Decision) string {
 		line := sayFollowUp(d)

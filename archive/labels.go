@@ -84,16 +84,6 @@ func (l Labels) String() string {
 	return s
 }
 
-// LabelValue returns the value of one key of a label ("" when absent).
-func LabelValue(label, key string) string {
-	for _, f := range strings.Fields(label) {
-		if v, ok := strings.CutPrefix(f, key+"="); ok {
-			return v
-		}
-	}
-	return ""
-}
-
 // ParseLabel reads a label, of a result read from a file: it is the one
 // place a label is parsed (the engine's results carry theirs typed, see
 // Result). A label without a surface gets the one of url; one without a

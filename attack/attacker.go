@@ -63,12 +63,12 @@ type Sender struct {
 }
 
 // Send runs every sender side by side and hands each result to take, with
-// its sender's index and labels, from one goroutine, as it arrives. When ctx is done
-// or take returns an error, stop is called (the caller's own way to stop
-// what waits: gates, pacers' channels; nil: none) and every attacker
-// stops; the results already in flight still come in before Send returns,
-// and go to take until it has returned an error, the first of which Send
-// returns.
+// its sender's index and labels, from one goroutine, as it arrives. When
+// ctx is done or take returns an error, stop is called (the caller's own
+// way to stop what waits: gates, pacers' channels; nil: none) and every
+// attacker stops; the results already in flight still come in before Send
+// returns, and go to take until it has returned an error, the first of
+// which Send returns.
 func Send(ctx context.Context, senders []Sender, stop func(), take func(i int, r archive.Result) error) error {
 	type indexed struct {
 		i int

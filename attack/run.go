@@ -269,11 +269,11 @@ func (pl Plan) headers() http.Header {
 
 // Run attacks target (a base URL such as http://127.0.0.1:8080) as
 // planned and hands every result to sink, with its unit's labels, from a
-// single goroutine, as it arrives. When ctx is done the attackers stop at once, streams waiting to
-// start, behind a gate or for their next hit included (nothing more is
-// sent), and every result already in flight is still handed over before
-// Run returns. A sink error stops the
-// attack and is returned.
+// single goroutine, as it arrives. When ctx is done the attackers stop at
+// once, streams waiting to start, behind a gate or for their next hit
+// included (nothing more is sent), and every result already in flight is
+// still handed over before Run returns. A sink error stops the attack and
+// is returned.
 func (pl Plan) Run(ctx context.Context, target string, sink func(archive.Result) error) error {
 	units := pl.units()
 	targeters, sessionOf, err := pl.targeters(target, units)

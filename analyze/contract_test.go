@@ -120,7 +120,7 @@ func resultsFile(t *testing.T, in *decode.Input, asSSE bool) string {
 	for i := range in.Records {
 		r := &in.Records[i]
 		l := tab.Labels(r)
-		res := vegeta.Result{Attack: archive.Label(l.Surface, l.Source, l.Stream), Code: r.Code, Timestamp: time.Unix(0, r.Start),
+		res := vegeta.Result{Attack: archive.Labels{Surface: l.Surface, Source: l.Source, Stream: l.Stream}.String(), Code: r.Code, Timestamp: time.Unix(0, r.Start),
 			Latency: r.Latency(), URL: "http://127.0.0.1:8080/mcp", Headers: http.Header{}}
 		if l.Surface == method.REST {
 			res.URL = "http://127.0.0.1:8080/api/public/search"

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	vegeta "github.com/tsenart/vegeta/v12/lib"
-
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/timeline"
@@ -19,11 +17,12 @@ import (
 // long those probes must go on for every rival to show its difference.
 
 // FollowUpNeeds judges the results of a run's plan, held back from the
-// follow-up streams, as the run's folder will be judged (ConfigFor of the
-// run.json it started with, info, and o), and returns what the follow-up
-// can settle within maxUntil windows of the run's start (see FollowUps):
-// nothing when the results cannot be judged.
-func FollowUpNeeds(info archive.RunInfo, results []*vegeta.Result, o Overrides, maxUntil float64) []timeline.Need {
+// follow-up streams, with the labels the engine sent them with, as the
+// run's folder will be judged (ConfigFor of the run.json it started with,
+// info, and o), and returns what the follow-up can settle within maxUntil
+// windows of the run's start (see FollowUps): nothing when the results
+// cannot be judged.
+func FollowUpNeeds(info archive.RunInfo, results []archive.Result, o Overrides, maxUntil float64) []timeline.Need {
 	in := FromResults(results)
 	in.Meta.Runs = []archive.RunInfo{info}
 	cfg, _ := ConfigFor(&in.Meta, o)

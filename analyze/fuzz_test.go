@@ -105,7 +105,7 @@ func fuzzResults(n int) []vegeta.Result {
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	out := make([]vegeta.Result, n)
 	for i := range out {
-		r := vegeta.Result{Attack: archive.Label([]string{method.REST, method.MCP}[i%2], "127.0.0.1", method.StreamFlood), Code: 200,
+		r := vegeta.Result{Attack: archive.Labels{Surface: []string{method.REST, method.MCP}[i%2], Source: "127.0.0.1", Stream: method.StreamFlood}.String(), Code: 200,
 			Timestamp: t0.Add(time.Duration(i) * time.Millisecond), Latency: time.Duration(300+i%7) * time.Microsecond,
 			Method: "GET", URL: "http://127.0.0.1:8080/api/public/search?q=x"}
 		switch i % 3 {

@@ -1,9 +1,9 @@
 package analyze
 
 import (
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
-	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 // readOptions are what the analysis needs a reader to keep: the bodies of
@@ -21,6 +21,7 @@ func Read(paths []string) (*decode.Input, error) { return decode.Read(paths, rea
 // disk for the analysis (decode.Open with ReadOptions); Close removes it.
 func Open(paths []string) (*decode.Spill, error) { return decode.Open(paths, readOptions()) }
 
-// FromResults makes an input of results held in memory for the analysis
-// (decode.FromResults with the same options as Read).
-func FromResults(rs []*vegeta.Result) *decode.Input { return decode.FromResults(rs, readOptions()) }
+// FromResults makes an input of results held in memory, with the labels
+// the engine sent them with, for the analysis (decode.FromResults with the
+// same options as Read).
+func FromResults(rs []archive.Result) *decode.Input { return decode.FromResults(rs, readOptions()) }

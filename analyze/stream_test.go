@@ -226,7 +226,7 @@ func TestSpillMatchesRead(t *testing.T) {
 			for i := f; i < len(in.Records); i += files {
 				r := &in.Records[i]
 				a, l := in.Tables().Answer(r), in.Tables().Labels(r)
-				v := vegeta.Result{Attack: archive.Label(l.Surface, l.Source, l.Stream), Code: r.Code,
+				v := vegeta.Result{Attack: archive.Labels{Surface: l.Surface, Source: l.Source, Stream: l.Stream}.String(), Code: r.Code,
 					Timestamp: time.Unix(0, r.Start), Latency: r.Latency(), URL: "http://127.0.0.1/"}
 				if a != nil {
 					v.Body, v.Error = a.Body, a.Err

@@ -5,17 +5,32 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 // Every result ratecheck archives carries a label in Vegeta's Result.Attack
 // field: "surface=rest source=127.0.0.1 stream=onset", and for a fleet
-// client's attempt "… client=3 request=1 attempt=2 delay=41000000".
-// Vegeta's own tools ignore it; the analyzer reads it. Results without one
-// (the Vegeta CLI's) get their surface from the URL.
+// client's attempt "… client=3 request=1 attempt=2 delay=41000000" (and, for
+// a client program's request, "… answer=fault fp=…"). Vegeta's own tools
+// ignore it; the analyzer reads it. Results without one (the Vegeta CLI's)
+// get their surface from the URL. A result goes from the engine to the
+// archive as a Result, its labels typed (Labels): the label is written
+// once, by Labels.String, and read only from a file, by ParseLabel.
 
 // DefaultSource is the source label of results sent from the system's
 // choice of address.
 const DefaultSource = "default"
+
+// Result is Vegeta's result, whose Attack field holds the labels as
+// Vegeta's tools read them, and those labels as the engine knew them when
+// it sent (Attack is Labels.String()). Every job of the engine hands its
+// results on so, to the archive and to whatever judges them during the
+// run, which read the labels here and never parse Attack.
+type Result struct {
+	*vegeta.Result
+	Labels Labels
+}
 
 // Labels say where a result belongs: what its label (or its URL) names.
 type Labels struct {
@@ -35,47 +50,44 @@ type FleetTag struct {
 	// polls one request: it may be a retry of that answer (label
 	// repeat=answer).
 	Repeat bool
+	// Answer and Fingerprint are set on a client program's request, as the
+	// fleet's harness recorded it: what gave its answer (see
+	// refserver.Arrival.Answer: "fault" is a fault the harness scripted)
+	// and the digest of the request (labels answer=, fp=; "": the label
+	// has none).
+	Answer, Fingerprint string
 }
 
-// Label returns the label of a result: "surface=rest source=127.0.0.1
-// stream=onset". An empty source is written as DefaultSource.
-func Label(surface, source, stream string) string {
+// String is the label of a result that carries l: "surface=rest
+// source=127.0.0.1 stream=onset" (an empty source written as
+// DefaultSource), then, when l.Fleet is set, its client, request, attempt
+// and delay (ns), repeat=answer when it repeats, and its answer and
+// fingerprint when it has an answer. It is the one place a label is
+// written.
+func (l Labels) String() string {
+	source := l.Source
 	if source == "" {
 		source = DefaultSource
 	}
-	return "surface=" + surface + " source=" + source + " stream=" + stream
-}
-
-// String is the label of a result that carries l: Label of its surface,
-// source and stream, then FleetLabel's fields when l.Fleet is set.
-func (l Labels) String() string {
-	if l.Fleet != nil {
-		return FleetLabel(l.Surface, l.Source, l.Stream, *l.Fleet)
+	s := "surface=" + l.Surface + " source=" + source + " stream=" + l.Stream
+	t := l.Fleet
+	if t == nil {
+		return s
 	}
-	return Label(l.Surface, l.Source, l.Stream)
-}
-
-// FleetLabel returns the label of a fleet client's attempt.
-func FleetLabel(surface, source, stream string, t FleetTag) string {
-	l := fmt.Sprintf("%s client=%d request=%d attempt=%d delay=%d", Label(surface, source, stream), t.Client, t.Request, t.Attempt, t.Delay.Nanoseconds())
+	s = fmt.Sprintf("%s client=%d request=%d attempt=%d delay=%d", s, t.Client, t.Request, t.Attempt, t.Delay.Nanoseconds())
 	if t.Repeat {
-		l += " repeat=answer"
+		s += " repeat=answer"
 	}
-	return l
+	if t.Answer != "" {
+		s += " answer=" + t.Answer + " fp=" + t.Fingerprint
+	}
+	return s
 }
 
-// LabelValue returns the value of one key of a label ("" when absent).
-func LabelValue(label, key string) string {
-	for _, f := range strings.Fields(label) {
-		if v, ok := strings.CutPrefix(f, key+"="); ok {
-			return v
-		}
-	}
-	return ""
-}
-
-// ParseLabel reads a label. A label without a surface gets the one of url;
-// one without a source gets DefaultSource.
+// ParseLabel reads a label, of a result read from a file: it is the one
+// place a label is parsed (the engine's results carry theirs typed, see
+// Result). A label without a surface gets the one of url; one without a
+// source gets DefaultSource.
 func ParseLabel(label, url string) Labels {
 	var l Labels
 	for _, f := range strings.Fields(label) {
@@ -99,8 +111,8 @@ func ParseLabel(label, url string) Labels {
 	return l
 }
 
-// parseFleetTag reads client=, request=, attempt= and delay= (ns) from a
-// label; nil when it has no client.
+// parseFleetTag reads client=, request=, attempt= and delay= (ns), and
+// repeat=, answer= and fp=, from a label; nil when it has no client.
 func parseFleetTag(label string) *FleetTag {
 	if !strings.Contains(label, "client=") {
 		return nil
@@ -108,8 +120,15 @@ func parseFleetTag(label string) *FleetTag {
 	t := &FleetTag{Request: 1, Delay: -1}
 	for _, f := range strings.Fields(label) {
 		k, v, _ := strings.Cut(f, "=")
-		if k == "repeat" {
+		switch k {
+		case "repeat":
 			t.Repeat = v == "answer"
+			continue
+		case "answer":
+			t.Answer = v
+			continue
+		case "fp":
+			t.Fingerprint = v
 			continue
 		}
 		n, err := strconv.ParseInt(v, 10, 64)

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
 )
 
 // This file holds how every job sends: the one place Vegeta attackers
@@ -44,13 +46,16 @@ func NewAttacker(o AttackerOptions) *vegeta.Attacker {
 }
 
 // Sender is one attacker of a run and what it sends: its targets, its
-// pacing (a pacer that waits with a schedule.Waiter) and the label its
+// pacing (a pacer that waits with a schedule.Waiter) and the labels its
 // results carry.
 type Sender struct {
 	Attacker *vegeta.Attacker
 	Targeter vegeta.Targeter
 	Pacer    vegeta.Pacer
-	Label    string
+	// Labels label every result of the sender: Send hands them on with
+	// each, and gives Vegeta their string (Labels.String) once, as the
+	// attack's name, which it writes in each result's Attack.
+	Labels archive.Labels
 	// Client, when set, is the attacker's client: its idle connections
 	// are closed as soon as its stream has ended (a burst), rather than
 	// held idle to the end of the run.
@@ -58,13 +63,13 @@ type Sender struct {
 }
 
 // Send runs every sender side by side and hands each result to take, with
-// its sender's index, from one goroutine, as it arrives. When ctx is done
-// or take returns an error, stop is called (the caller's own way to stop
-// what waits: gates, pacers' channels; nil: none) and every attacker
-// stops; the results already in flight still come in before Send returns,
-// and go to take until it has returned an error, the first of which Send
-// returns.
-func Send(ctx context.Context, senders []Sender, stop func(), take func(i int, r *vegeta.Result) error) error {
+// its sender's index and labels, from one goroutine, as it arrives. When
+// ctx is done or take returns an error, stop is called (the caller's own
+// way to stop what waits: gates, pacers' channels; nil: none) and every
+// attacker stops; the results already in flight still come in before Send
+// returns, and go to take until it has returned an error, the first of
+// which Send returns.
+func Send(ctx context.Context, senders []Sender, stop func(), take func(i int, r archive.Result) error) error {
 	type indexed struct {
 		i int
 		r *vegeta.Result
@@ -72,7 +77,7 @@ func Send(ctx context.Context, senders []Sender, stop func(), take func(i int, r
 	out := make(chan indexed, 1024)
 	var wg sync.WaitGroup
 	for i, s := range senders {
-		ch := s.Attacker.Attack(s.Targeter, s.Pacer, 0, s.Label)
+		ch := s.Attacker.Attack(s.Targeter, s.Pacer, 0, s.Labels.String())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -105,7 +110,7 @@ func Send(ctx context.Context, senders []Sender, stop func(), take func(i int, r
 				return err
 			}
 			if err == nil {
-				if err = take(x.i, x.r); err != nil {
+				if err = take(x.i, archive.Result{Result: x.r, Labels: senders[x.i].Labels}); err != nil {
 					stopAll()
 				}
 			}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
 )
 
 // TestSend: two senders paced for an hour are stopped by take's first
@@ -21,12 +23,12 @@ func TestSend(t *testing.T) {
 	t.Cleanup(srv.Close)
 	senders := func() []Sender {
 		var out []Sender
-		for _, label := range []string{"a", "b"} {
+		for _, stream := range []string{"a", "b"} {
 			out = append(out, Sender{
 				Attacker: NewAttacker(AttackerOptions{Client: srv.Client(), Workers: 1}),
 				Targeter: vegeta.NewStaticTargeter(vegeta.Target{Method: http.MethodGet, URL: srv.URL}),
 				Pacer:    vegeta.ConstantPacer{Freq: 200, Per: time.Second},
-				Label:    label,
+				Labels:   archive.Labels{Surface: "rest", Source: "127.0.0.1", Stream: stream},
 				Client:   srv.Client(),
 			})
 		}
@@ -36,9 +38,10 @@ func TestSend(t *testing.T) {
 		t.Parallel()
 		enough := errors.New("enough")
 		taken, stops := 0, 0
-		err := Send(context.Background(), senders(), func() { stops++ }, func(i int, r *vegeta.Result) error {
-			if want := []string{"a", "b"}[i]; r.Attack != want {
-				t.Errorf("result of sender %d labelled %q, want %q", i, r.Attack, want)
+		err := Send(context.Background(), senders(), func() { stops++ }, func(i int, r archive.Result) error {
+			want := archive.Labels{Surface: "rest", Source: "127.0.0.1", Stream: []string{"a", "b"}[i]}
+			if r.Labels != want || r.Attack != want.String() {
+				t.Errorf("result of sender %d labelled %+v, %q, want %+v, %q", i, r.Labels, r.Attack, want, want.String())
 			}
 			if taken++; taken == 5 {
 				return enough
@@ -56,7 +59,7 @@ func TestSend(t *testing.T) {
 		t.Parallel()
 		ctx, cancel := context.WithCancel(context.Background())
 		taken, stops := 0, 0
-		err := Send(ctx, senders(), func() { stops++ }, func(int, *vegeta.Result) error {
+		err := Send(ctx, senders(), func() { stops++ }, func(int, archive.Result) error {
 			if taken++; taken == 5 {
 				cancel()
 			}

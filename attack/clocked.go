@@ -4,8 +4,7 @@ import (
 	"sync"
 	"time"
 
-	vegeta "github.com/tsenart/vegeta/v12/lib"
-
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack/schedule"
 	"github.com/connectbyjbrh/ratecheck/timeline"
 )
@@ -25,7 +24,7 @@ type clocked struct {
 	stop    chan struct{}
 	stopped sync.Once
 	fu      *FollowUp
-	kept    []*vegeta.Result // the results the follow-up is decided on
+	kept    []archive.Result // the results the follow-up is decided on
 }
 
 // due returns when hit n of stream i is due, its status, and the channel
@@ -40,7 +39,7 @@ func (c *clocked) due(i int, n uint64) (time.Duration, timeline.Status, <-chan s
 // answered tells the timeline that r, of stream i, was answered; when that
 // answers the plan it decides the follow-up. It is called from the run's
 // result loop only.
-func (c *clocked) answered(i int, r *vegeta.Result) {
+func (c *clocked) answered(i int, r archive.Result) {
 	held := c.tl.Streams()[i].Held
 	if c.tl.Holds() && !held {
 		c.kept = append(c.kept, r)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
-	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 // TestEngineRefusesRunAboveDescriptorLimit: a fleet with more clients than
@@ -64,7 +63,7 @@ func TestDescriptorEstimates(t *testing.T) {
 // target is embedded, as a fleet of n clients does.
 type wideJob struct{ n int }
 
-func (j wideJob) Run(context.Context, string, func(*vegeta.Result) error) error { return nil }
+func (j wideJob) Run(context.Context, string, func(archive.Result) error) error { return nil }
 func (j wideJob) Duration() time.Duration                                       { return time.Second }
 func (j wideJob) Info() archive.RunInfo                                         { return archive.RunInfo{} }
 func (j wideJob) Descriptors(embedded bool) int {

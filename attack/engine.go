@@ -18,9 +18,10 @@ import (
 // retrying clients.
 type Job interface {
 	// Run sends the job's requests to target and hands every result to
-	// sink, one at a time. When ctx ends it stops sending, hands over what
+	// sink, one at a time, with the labels it was sent with (its Attack
+	// is their string). When ctx ends it stops sending, hands over what
 	// is in flight and returns.
-	Run(ctx context.Context, target string, sink func(*vegeta.Result) error) error
+	Run(ctx context.Context, target string, sink func(archive.Result) error) error
 	// Duration is how long the job is planned to run (for a fleet, the
 	// longest it can run).
 	Duration() time.Duration
@@ -62,7 +63,7 @@ type Finisher interface {
 type FaultScripter interface {
 	// ScriptedFault reports whether r is a fault the job's target
 	// scripted.
-	ScriptedFault(r *vegeta.Result) bool
+	ScriptedFault(r archive.Result) bool
 }
 
 // DescriptorUser is a job that knows how many file descriptors its run
@@ -106,9 +107,9 @@ type Options struct {
 	// can stall even a loopback answer for seconds); RemoteWait is how long
 	// a person has to cancel load for a remote target (0: 5 s).
 	ReachTimeout, RemoteWait time.Duration
-	// Sink, when set, also sees every result, after it was archived
-	// (with its body, whether or not the archive keeps it).
-	Sink func(*vegeta.Result)
+	// Sink, when set, also sees every result, with its labels, after it
+	// was archived (with its body, whether or not the archive keeps it).
+	Sink func(archive.Result)
 	// KeepBodies archives the first bytes of every answer's body (the
 	// job's cap, 1 KiB by default). By default only the bodies a check
 	// reads are archived (see NeedsBody): a token a target returns in
@@ -329,8 +330,8 @@ func (e *engine) send(ctx context.Context, job Job, run *Run, w *archive.Writer,
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	lastFlush := time.Now()
-	runErr = job.Run(runCtx, run.Target, func(r *vegeta.Result) error {
-		run.Counts.Add(r)
+	runErr = job.Run(runCtx, run.Target, func(r archive.Result) error {
+		run.Counts.Add(r.Result)
 		if err := w.Add(e.archived(r)); err != nil {
 			return err
 		}
@@ -351,16 +352,17 @@ func (e *engine) send(ctx context.Context, job Job, run *Run, w *archive.Writer,
 }
 
 // archived is r as the archive keeps it (see Options.Archived).
-func (e *engine) archived(r *vegeta.Result) *vegeta.Result { return e.Options.Archived(r) }
+func (e *engine) archived(r archive.Result) *vegeta.Result { return e.Options.Archived(r) }
 
-// Archived is r as the archive keeps it: without its body unless a check
-// needs it (NeedsBody) or the caller keeps every body. Execute archives
-// each result so; a simulation of a run archives the same.
-func (o Options) Archived(r *vegeta.Result) *vegeta.Result {
+// Archived is the Vegeta result of r as the archive keeps it: without its
+// body unless a check needs it (needsBody, by r's labels) or the caller
+// keeps every body. Execute archives each result so; a simulation of a
+// run archives the same.
+func (o Options) Archived(r archive.Result) *vegeta.Result {
 	if o.KeepBodies || len(r.Body) == 0 || needsBody(r) {
-		return r
+		return r.Result
 	}
-	c := *r
+	c := *r.Result
 	c.Body = nil
 	return &c
 }
@@ -370,8 +372,8 @@ func (o Options) Archived(r *vegeta.Result) *vegeta.Result {
 // and every answer of a failure-table probe (method.IsContractStream: a
 // 200 may be the wrong answer to a row). The 2xx bodies of other streams
 // are read by no check.
-func needsBody(r *vegeta.Result) bool {
-	return r.Code < 200 || r.Code > 299 || method.IsContractStream(archive.LabelValue(r.Attack, "stream"))
+func needsBody(r archive.Result) bool {
+	return r.Code < 200 || r.Code > 299 || method.IsContractStream(r.Labels.Stream)
 }
 
 // finish completes run.json: the end, the load average then, whether the

@@ -55,8 +55,8 @@ func TestNeedsBody(t *testing.T) {
 		{200, "onset", false}, {204, "flood", false}, {429, "onset", true}, {503, "onset", true},
 		{404, "over", true}, {0, "onset", true}, {200, method.ContractRows[0].Stream, true},
 	} {
-		r := &vegeta.Result{Code: tc.code, Attack: archive.Label(method.REST, "127.0.0.1", tc.stream)}
-		if got := needsBody(r); got != tc.want {
+		l := archive.Labels{Surface: method.REST, Source: "127.0.0.1", Stream: tc.stream}
+		if got := needsBody(archive.Result{Result: &vegeta.Result{Code: tc.code, Attack: l.String()}, Labels: l}); got != tc.want {
 			t.Errorf("NeedsBody(%d, %s) = %v, want %v", tc.code, tc.stream, got, tc.want)
 		}
 	}

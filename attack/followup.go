@@ -3,8 +3,6 @@ package attack
 import (
 	"time"
 
-	vegeta "github.com/tsenart/vegeta/v12/lib"
-
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/timeline"
 )
@@ -18,10 +16,10 @@ type FollowUp struct {
 	// Streams are the held streams, each as "surface/name".
 	Streams []string
 	// Needs is called once, from the run's result loop, with run.json as
-	// the run started (info) and every result of the other streams, and
-	// returns what the follow-up is to settle (nil: nothing). It must not
-	// block for long: results wait meanwhile.
-	Needs func(info archive.RunInfo, results []*vegeta.Result) []timeline.Need
+	// the run started (info) and every result of the other streams, with
+	// their labels, and returns what the follow-up is to settle (nil:
+	// nothing). It must not block for long: results wait meanwhile.
+	Needs func(info archive.RunInfo, results []archive.Result) []timeline.Need
 	// MaxUntil is the longest the run may take, in windows from its start
 	// (see timeline.MaxUntil).
 	MaxUntil float64
@@ -39,7 +37,7 @@ type FollowUp struct {
 // (timeline.Timeline.Decide), each decision said (Say) and recorded for
 // run.json. The engine calls it on the real clock, a simulation on a
 // virtual one.
-func (fu *FollowUp) Decide(tl *timeline.Timeline, now time.Duration, results []*vegeta.Result) []timeline.Decision {
+func (fu *FollowUp) Decide(tl *timeline.Timeline, now time.Duration, results []archive.Result) []timeline.Decision {
 	var needs []timeline.Need
 	if fu.Needs != nil {
 		needs = fu.Needs(fu.info, results)

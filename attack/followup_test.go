@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	vegeta "github.com/tsenart/vegeta/v12/lib"
-
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/timeline"
@@ -53,7 +51,7 @@ streams:
 	var seen int
 	var target string
 	fu := &FollowUp{Streams: []string{"rest/follow-up", "rest/follow-up-burst"}, MaxUntil: 3.5,
-		Needs: func(info archive.RunInfo, rs []*vegeta.Result) []timeline.Need {
+		Needs: func(info archive.RunInfo, rs []archive.Result) []timeline.Need {
 			decided, seen, target = time.Now(), len(rs), info.Target
 			return []timeline.Need{{Surface: "rest", Why: "a question left open", Until: 1000, BurstAt: 2000}}
 		},
@@ -65,8 +63,8 @@ streams:
 	pl.Started(archive.RunInfo{Target: srv.URL})
 	var planEnd, moreFirst time.Time
 	n := map[string]int{}
-	err = pl.Run(context.Background(), srv.URL, func(r *vegeta.Result) error {
-		l := archive.ParseLabel(r.Attack, r.URL)
+	err = pl.Run(context.Background(), srv.URL, func(r archive.Result) error {
+		l := r.Labels
 		n[l.Surface+"/"+l.Stream]++
 		switch {
 		case l.Stream == "plan" && r.Timestamp.Add(r.Latency).After(planEnd):

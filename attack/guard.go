@@ -7,7 +7,6 @@ import (
 	"syscall"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
-	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 // FailureGuard watches the last Window results and trips when more than
@@ -26,7 +25,7 @@ type FailureGuard struct {
 	Max float64
 	// Scripted, when set, names the faults the target scripted on purpose
 	// (see FaultScripter): they are counted as answered.
-	Scripted func(*vegeta.Result) bool
+	Scripted func(archive.Result) bool
 
 	ring             []uint8 // 0 answered, failed, local
 	next, n          int
@@ -93,7 +92,7 @@ var localLimitTexts = []string{syscall.EMFILE.Error(), syscall.ENFILE.Error(), s
 
 // Add counts r and returns a *FailingError once the target is failing, or
 // a *LocalLimitError once most failures were this machine's own.
-func (g *FailureGuard) Add(r *vegeta.Result) error {
+func (g *FailureGuard) Add(r archive.Result) error {
 	kind := answered
 	switch {
 	case r.Code == 0 && isLocalLimit(r.Error):

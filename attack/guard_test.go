@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
 )
 
 // TestFailureGuard: the guard trips only once a full window of results
@@ -42,7 +44,7 @@ func TestFailureGuard(t *testing.T) {
 			g := FailureGuard{Window: 10, Max: tt.max}
 			at := -1
 			for i, c := range tt.codes {
-				if err := g.Add(&vegeta.Result{Code: c}); err != nil {
+				if err := g.Add(archive.Result{Result: &vegeta.Result{Code: c}}); err != nil {
 					var fe *FailingError
 					if !errors.As(err, &fe) || fe.Of != 10 {
 						t.Fatalf("error %v", err)
@@ -114,7 +116,7 @@ func TestFailureGuardLocalLimits(t *testing.T) {
 			g := FailureGuard{Window: 10, Max: tt.max}
 			during := ""
 			for i := range tt.results {
-				if err := g.Add(&tt.results[i]); err != nil {
+				if err := g.Add(archive.Result{Result: &tt.results[i]}); err != nil {
 					during = kind(err)
 					if during == "local" && (!strings.Contains(err.Error(), "ulimit -n") || strings.Contains(err.Error(), "127.0.0.1")) {
 						t.Errorf("%v does not say how to raise the limit, or names the URL (which may carry a credential)", err)

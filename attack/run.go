@@ -191,8 +191,9 @@ type Unit struct {
 	Stream *scenario.Stream
 	// Source is the address it sends from ("": the system's choice).
 	Source string
-	Labels archive.Labels
-	// Label is Labels as its results carry them (archive.Label).
+	// Labels label its results; Label is their string, which Vegeta
+	// writes in each result's Attack (Labels.String).
+	Labels   archive.Labels
 	Label    string
 	Targeter vegeta.Targeter
 }
@@ -267,13 +268,13 @@ func (pl Plan) headers() http.Header {
 }
 
 // Run attacks target (a base URL such as http://127.0.0.1:8080) as
-// planned and hands every result to sink, from a single goroutine, as it
-// arrives. When ctx is done the attackers stop at once, streams waiting to
-// start, behind a gate or for their next hit included (nothing more is
-// sent), and every result already in flight is still handed over before
-// Run returns. A sink error stops the
-// attack and is returned.
-func (pl Plan) Run(ctx context.Context, target string, sink func(*vegeta.Result) error) error {
+// planned and hands every result to sink, with its unit's labels, from a
+// single goroutine, as it arrives. When ctx is done the attackers stop at
+// once, streams waiting to start, behind a gate or for their next hit
+// included (nothing more is sent), and every result already in flight is
+// still handed over before Run returns. A sink error stops the attack and
+// is returned.
+func (pl Plan) Run(ctx context.Context, target string, sink func(archive.Result) error) error {
 	units := pl.units()
 	targeters, sessionOf, err := pl.targeters(target, units)
 	if err != nil {
@@ -287,16 +288,16 @@ func (pl Plan) Run(ctx context.Context, target string, sink func(*vegeta.Result)
 		if pl.Behind != nil {
 			p.behind = func(lag time.Duration) { pl.Behind.add(u.stream.Name, u.source, lag) }
 		}
-		senders[i] = Sender{Attacker: attackers[i], Targeter: targeters[i], Pacer: p, Label: u.labels.String(), Client: clients[i]}
+		senders[i] = Sender{Attacker: attackers[i], Targeter: targeters[i], Pacer: p, Labels: u.labels, Client: clients[i]}
 	}
 	c.origin = time.Now()
 	if c.tl.Deciding() {
 		c.decide() // nothing else to wait for
 	}
-	return Send(ctx, senders, c.abort, func(i int, r *vegeta.Result) error {
+	return Send(ctx, senders, c.abort, func(i int, r archive.Result) error {
 		c.answered(i, r)
 		if r.Code == http.StatusNotFound && len(sessionOf) > 0 {
-			if src, ok := sessionOf[r.Attack]; ok {
+			if src, ok := sessionOf[i]; ok {
 				pl.MCP.Ended(ctx, src)
 			}
 		}
@@ -335,20 +336,20 @@ func (pl Plan) timeout() time.Duration {
 }
 
 // targeters returns a targeter of target per unit, and sessionOf, which
-// maps the label of a unit that carries an MCP session to its source: a
+// maps the index of a unit that carries an MCP session to its source: a
 // 404 to it gets that source a session of its own.
-func (pl Plan) targeters(target string, units []unit) (targeters []vegeta.Targeter, sessionOf map[string]string, err error) {
+func (pl Plan) targeters(target string, units []unit) (targeters []vegeta.Targeter, sessionOf map[int]string, err error) {
 	var ids atomic.Uint64
 	hdr := pl.headers()
 	targeters = make([]vegeta.Targeter, len(units))
-	sessionOf = map[string]string{}
+	sessionOf = map[int]string{}
 	for i, u := range units {
 		var rev string
 		var sid *atomic.Pointer[client.Session]
 		if u.stream.Surface == method.MCP {
 			rev, sid = pl.MCP.Speech(u.source)
 			if sid != nil && carriesSession(u.stream) {
-				sessionOf[u.labels.String()] = u.source
+				sessionOf[i] = u.source
 			}
 		}
 		tr, err := SpeakingTargeter(u.stream, target, hdr, &ids, pl.ClientVersion, rev, sid)
@@ -405,9 +406,9 @@ func (c *Counts) String() string {
 // Outcomes tallies each stream's results by status for the expect checks.
 type Outcomes map[string]map[int]int
 
-// Add records a result under its stream (read from its label).
-func (o Outcomes) Add(r *vegeta.Result) {
-	name := archive.LabelValue(r.Attack, "stream")
+// Add records a result under its stream (its labels').
+func (o Outcomes) Add(r archive.Result) {
+	name := r.Labels.Stream
 	if o[name] == nil {
 		o[name] = map[int]int{}
 	}

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	vegeta "github.com/tsenart/vegeta/v12/lib"
-
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 )
@@ -44,8 +42,8 @@ streams:
 	}
 	var burstEnd, nextStart time.Time
 	n := map[string]int{}
-	err = Plan{Profile: prof, Window: time.Second}.Run(context.Background(), srv.URL, func(r *vegeta.Result) error {
-		name := archive.LabelValue(r.Attack, "stream")
+	err = Plan{Profile: prof, Window: time.Second}.Run(context.Background(), srv.URL, func(r archive.Result) error {
+		name := r.Labels.Stream
 		n[name]++
 		switch end := r.Timestamp.Add(r.Latency); {
 		case name == "burst" && end.After(burstEnd):
@@ -87,9 +85,9 @@ streams:
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
 	n := 0
-	err = Plan{Profile: prof, Window: time.Second, Timeout: 200 * time.Millisecond}.Run(ctx, srv.URL, func(r *vegeta.Result) error {
+	err = Plan{Profile: prof, Window: time.Second, Timeout: 200 * time.Millisecond}.Run(ctx, srv.URL, func(r archive.Result) error {
 		n++
-		if archive.LabelValue(r.Attack, "stream") == "never" {
+		if r.Labels.Stream == "never" {
 			t.Error("the gated stream went out although its gate never opened")
 		}
 		return nil
@@ -140,8 +138,8 @@ streams:
 			done := make(chan error, 1)
 			go func() {
 				// The window is an hour: the late stream is due an hour on.
-				done <- Plan{Profile: prof, Window: time.Hour}.Run(ctx, srv.URL, func(r *vegeta.Result) error {
-					seen[archive.LabelValue(r.Attack, "stream")]++
+				done <- Plan{Profile: prof, Window: time.Hour}.Run(ctx, srv.URL, func(r archive.Result) error {
+					seen[r.Labels.Stream]++
 					if seen["first"] == 2 && seen["late"] == tt.lateSent && !cancelled.Load() { // every stream now waits
 						cancelled.Store(true)
 						cancel()
@@ -197,7 +195,7 @@ streams:
 		t.Fatal(err)
 	}
 	b := &Behind{}
-	if err := (Plan{Profile: prof, Window: time.Second, Behind: b}).Run(context.Background(), srv.URL, func(*vegeta.Result) error { return nil }); err != nil {
+	if err := (Plan{Profile: prof, Window: time.Second, Behind: b}).Run(context.Background(), srv.URL, func(archive.Result) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	// A machine may run a hit a little late; the gate's second never is.

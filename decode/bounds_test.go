@@ -215,7 +215,7 @@ func TestLabelsBounded(t *testing.T) {
 			return "surface=rest source=127.0.0.1 stream=flood"
 		}, 1 + maxFolded, 1, 1000},
 		{"a fleet attempt per result", maxLabels + 9000, func(i int) string {
-			return archive.FleetLabel("rest", "127.0.0.1", "flood", archive.FleetTag{Client: i, Request: 1, Attempt: 1 + i%4, Delay: time.Duration(i)})
+			return archive.Labels{Surface: "rest", Source: "127.0.0.1", Stream: "flood", Fleet: &archive.FleetTag{Client: i, Request: 1, Attempt: 1 + i%4, Delay: time.Duration(i)}}.String()
 		}, maxLabels + maxFolded, 1, 9000},
 	}
 	for _, tt := range tests {

@@ -92,7 +92,7 @@ func (rd *reader) readSequential(br *bufio.Reader, format int, path string, size
 		bound.next()
 		n++
 		res := fromVegeta(r)
-		add(it.record(&res))
+		add(it.record(&res, nil))
 		rd.keep(it.takeSamples())
 	}
 }

@@ -293,7 +293,7 @@ func (b *gobBatch) decode(it *interner) {
 			return
 		}
 		res := fromVegeta(r)
-		b.recs = append(b.recs, it.record(&res))
+		b.recs = append(b.recs, it.record(&res, nil))
 	}
 }
 
@@ -313,7 +313,7 @@ func (b *gobBatch) decodeFast(l *resultLayout, it *interner) bool {
 		if l.decodeResult(msg, &r) != nil {
 			return false
 		}
-		b.recs = append(b.recs, it.record(&r))
+		b.recs = append(b.recs, it.record(&r, nil))
 	}
 	return len(b.recs) == b.n
 }

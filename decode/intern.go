@@ -48,6 +48,7 @@ type interner struct {
 	key     []byte                // scratch for a label's key
 	advert  []byte                // scratch for an answer's Advert
 	labels  map[string]uint32     // attack label (and surface) -> labels index
+	given   map[givenKey]uint32   // labels given with a result (FromResults) -> labels index
 	folds   map[string]uint32     // surface and stream of folded labels -> labels index
 	judgedN int                   // bodies judged memos hold, every surface's
 	judged  map[string]*judgeMemo // per surface, refusal body -> Judge's verdict
@@ -97,23 +98,38 @@ func (rd *reader) newInterner() *interner {
 		layouts: map[string]*resultLayout{}, judged: map[string]*judgeMemo{}, seen: map[seenKey]int{}}
 }
 
-// record keeps what the analysis needs of a result. Labels are parsed
-// once per distinct label and URL and shared, so a million results hold a
-// handful of strings.
-func (it *interner) record(r *result) Record {
+// givenKey is labels given with a result as a map key: their strings,
+// and their fleet tag's value rather than its address.
+type givenKey struct {
+	surface, source, stream string
+	fleet                   bool
+	tag                     archive.FleetTag
+}
+
+// record keeps what the analysis needs of a result. given, when set, are
+// its labels as the engine sent it with (FromResults), taken as they are;
+// else, for a result read from a file, its label is parsed (ParseLabel)
+// once per distinct label and URL. Either way labels are shared, so a
+// million results hold a handful of strings.
+func (it *interner) record(r *result, given *archive.Labels) Record {
 	rec := Record{Start: r.Start, End: r.Start + max(r.Latency, 0), Code: r.Code}
 	if rec.End < rec.Start { // overflow
 		rec.End = math.MaxInt64
 	}
-	labelled := strings.Contains(r.Attack, "surface=")
-	key := r.Attack
-	if !labelled { // the surface comes from the URL
-		it.key = append(append(append(it.key[:0], r.Attack...), 0), archive.SurfaceOf(r.URL)...)
-		key = view(it.key)
-	}
-	id, ok := it.labels[key]
-	if !ok {
-		id = it.newLabel(r, key, labelled)
+	var id uint32
+	if given != nil {
+		id = it.givenLabel(r, given)
+	} else {
+		labelled := strings.Contains(r.Attack, "surface=")
+		key := r.Attack
+		if !labelled { // the surface comes from the URL
+			it.key = append(append(append(it.key[:0], r.Attack...), 0), archive.SurfaceOf(r.URL)...)
+			key = view(it.key)
+		}
+		var ok bool
+		if id, ok = it.labels[key]; !ok {
+			id = it.newLabel(r, key, labelled)
+		}
 	}
 	rec.label = id
 	l := it.tab.labels.at(id)
@@ -181,22 +197,55 @@ func (it *interner) record(r *result) Record {
 // of them, then "other") under source OtherSources, without a fleet tag,
 // and is counted in reader.folded.
 func (it *interner) newLabel(r *result, key string, labelled bool) uint32 {
-	if len(key) <= maxLabelLen && it.tab.labels.len() < maxLabels {
-		attack := strings.Clone(r.Attack)
-		l := archive.ParseLabel(attack, r.URL)
-		if it.newSource(l.Source) {
-			return it.fold(r)
-		}
-		k := attack // the key of a labelled result is its label: share it
-		if !labelled {
-			k = strings.Clone(key)
-		}
-		if id, ok := it.tab.labels.addUnder(l, maxLabels); ok {
-			it.labels[k] = id
-			return id
-		}
+	if len(key) > maxLabelLen || it.tab.labels.len() >= maxLabels {
+		return it.fold(archive.ParseLabel(r.Attack, r.URL))
 	}
-	return it.fold(r)
+	attack := strings.Clone(r.Attack)
+	l := archive.ParseLabel(attack, r.URL)
+	if it.newSource(l.Source) {
+		return it.fold(l)
+	}
+	k := attack // the key of a labelled result is its label: share it
+	if !labelled {
+		k = strings.Clone(key)
+	}
+	if id, ok := it.tab.labels.addUnder(l, maxLabels); ok {
+		it.labels[k] = id
+		return id
+	}
+	return it.fold(l)
+}
+
+// givenLabel returns the index of l, the labels the engine gave result r,
+// adding them the first time they come. They are not parsed, and their
+// strings, which never change, are shared with the engine's (the fleet
+// tag is copied); they are bounded and folded as a label read from a
+// file is, by the length of the label they are written as (r's Attack).
+func (it *interner) givenLabel(r *result, l *archive.Labels) uint32 {
+	k := givenKey{surface: l.Surface, source: l.Source, stream: l.Stream}
+	if l.Fleet != nil {
+		k.fleet, k.tag = true, *l.Fleet
+	}
+	if id, ok := it.given[k]; ok {
+		return id
+	}
+	if len(r.Attack) > maxLabelLen || it.tab.labels.len() >= maxLabels || it.newSource(l.Source) {
+		return it.fold(*l)
+	}
+	own := *l
+	if own.Fleet != nil {
+		tag := *own.Fleet
+		own.Fleet = &tag
+	}
+	id, ok := it.tab.labels.addUnder(own, maxLabels)
+	if !ok {
+		return it.fold(*l)
+	}
+	if it.given == nil {
+		it.given = map[givenKey]uint32{}
+	}
+	it.given[k] = id
+	return id
 }
 
 // newSource reports whether source is past the first MaxSources distinct
@@ -217,10 +266,9 @@ func (it *interner) newSource(source string) bool {
 	return false
 }
 
-// fold returns the index of the folded labels of r (see newLabel).
-func (it *interner) fold(r *result) uint32 {
+// fold returns the index of l folded (see newLabel).
+func (it *interner) fold(l archive.Labels) uint32 {
 	it.folded.Add(1)
-	l := archive.ParseLabel(r.Attack, r.URL)
 	l.Surface, l.Stream = cut(l.Surface, maxLabelLen), cut(l.Stream, maxLabelLen)
 	fk := l.Surface + "\x00" + l.Stream
 	if id, ok := it.folds[fk]; ok {

@@ -96,7 +96,7 @@ func want(rs []vegeta.Result) ([]Record, *Tables) {
 	var out []Record
 	for i := range rs {
 		r := fromVegeta(&rs[i])
-		if rec := it.record(&r); o.keep(rec.Start) {
+		if rec := it.record(&r, nil); o.keep(rec.Start) {
 			out = append(out, rec)
 		}
 	}

@@ -3,13 +3,17 @@ package decode
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
+	gocmp "github.com/google/go-cmp/cmp"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
 )
 
-// TestFromResults: results held in memory make the same input as the
-// results file they would be written to: the same records, labels,
-// answers and samples, in send order.
+// TestFromResults: results held in memory, with the labels their label
+// says, make the same input as the results file they would be written
+// to: the same records, labels, answers and samples, in send order.
 func TestFromResults(t *testing.T) {
 	t.Parallel()
 	var rs []vegeta.Result
@@ -25,11 +29,11 @@ func TestFromResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ptrs := make([]*vegeta.Result, len(rs))
+	labelled := make([]archive.Result, len(rs))
 	for i := range rs {
-		ptrs[i] = &rs[i]
+		labelled[i] = archive.Result{Result: &rs[i], Labels: archive.ParseLabel(rs[i].Attack, rs[i].URL)}
 	}
-	got := FromResults(ptrs, opts)
+	got := FromResults(labelled, opts)
 	if len(got.Records) != len(want.Records) {
 		t.Fatalf("%d records, want %d", len(got.Records), len(want.Records))
 	}
@@ -38,7 +42,41 @@ func TestFromResults(t *testing.T) {
 			t.Fatalf("record %d:\n got %s\nwant %s", i, g, w)
 		}
 	}
-	if len(got.Meta.Samples) != len(want.Meta.Samples) {
-		t.Errorf("%d samples, want %d", len(got.Meta.Samples), len(want.Meta.Samples))
+	if diff := gocmp.Diff(want.Meta.Samples, got.Meta.Samples); diff != "" {
+		t.Errorf("samples (-file +memory):\n%s", diff)
+	}
+}
+
+// TestFromResultsTakesLabels: the labels given with a result are the
+// record's, whatever its Attack says: they are not parsed again. Results
+// with equal labels share them, a fleet tag by its value.
+func TestFromResultsTakesLabels(t *testing.T) {
+	t.Parallel()
+	tag := func(attempt int) *archive.FleetTag {
+		return &archive.FleetTag{Client: 1, Request: 1, Attempt: attempt, Delay: -1}
+	}
+	given := []archive.Labels{
+		{Surface: "mcp", Source: "10.0.0.1", Stream: "onset"},
+		{Surface: "mcp", Source: "10.0.0.1", Stream: "onset"},
+		{Surface: "rest", Source: "10.0.0.2", Stream: "fleet", Fleet: tag(1)},
+		{Surface: "rest", Source: "10.0.0.2", Stream: "fleet", Fleet: tag(1)},
+		{Surface: "rest", Source: "10.0.0.2", Stream: "fleet", Fleet: tag(2)},
+	}
+	rs := make([]archive.Result, len(given))
+	for i, l := range given {
+		rs[i] = archive.Result{Result: &vegeta.Result{Attack: "surface=other source=elsewhere stream=unsaid", Code: 200,
+			URL: "http://h/api/public/search", Timestamp: results(1)[0].Timestamp.Add(time.Duration(i))}, Labels: l}
+	}
+	in := FromResults(rs, Options{})
+	for i, l := range given {
+		if diff := gocmp.Diff(l, *in.Tables().Labels(&in.Records[i])); diff != "" {
+			t.Errorf("record %d's labels (-given +got):\n%s", i, diff)
+		}
+	}
+	if a, b := in.Records[0].label, in.Records[1].label; a != b {
+		t.Errorf("equal labels at %d and %d", a, b)
+	}
+	if a, b, c := in.Records[2].label, in.Records[3].label, in.Records[4].label; a != b || b == c {
+		t.Errorf("fleet labels at %d, %d, %d: want the first two shared, the third apart", a, b, c)
 	}
 }

@@ -157,11 +157,11 @@ func (f Fleet) Info() archive.RunInfo {
 // result to sink, from one goroutine at a time. It returns when every
 // client is done or ctx ends (results received so far are handed over
 // either way).
-func (f Fleet) Run(ctx context.Context, target string, sink func(*vegeta.Result) error) error {
+func (f Fleet) Run(ctx context.Context, target string, sink func(archive.Result) error) error {
 	f = f.Defaults()
 	var mu sync.Mutex
 	var sinkErr error
-	emit := func(r *vegeta.Result) {
+	emit := func(r archive.Result) {
 		mu.Lock()
 		defer mu.Unlock()
 		if sinkErr == nil {
@@ -201,7 +201,7 @@ func (f Fleet) Run(ctx context.Context, target string, sink func(*vegeta.Result)
 // window, and waits for their answers. Requests that met a fault (a 5xx, a
 // reset) may not have counted, so while none was refused it tops up with
 // as many as were not admitted, a few rounds at most.
-func (f Fleet) prime(ctx context.Context, target string, emit func(*vegeta.Result)) error {
+func (f Fleet) prime(ctx context.Context, target string, emit func(archive.Result)) error {
 	req := scenario.Request{Path: "/api/public/search", Query: map[string]string{"q": "rate limits"}}
 	if f.Surface == method.MCP {
 		req = scenario.Request{RPC: "tools/list"}
@@ -215,7 +215,7 @@ func (f Fleet) prime(ctx context.Context, target string, emit func(*vegeta.Resul
 			p.Sources = []string{f.Source}
 		}
 		refused := false
-		err := attack.Plan{Profile: p, Window: f.Window, Timeout: f.Timeout, MCP: f.MCP, Network: f.Network, MaxWorkers: f.MaxWorkers}.Run(ctx, target, func(r *vegeta.Result) error {
+		err := attack.Plan{Profile: p, Window: f.Window, Timeout: f.Timeout, MCP: f.MCP, Network: f.Network, MaxWorkers: f.MaxWorkers}.Run(ctx, target, func(r archive.Result) error {
 			switch {
 			case r.Code == http.StatusTooManyRequests:
 				refused = true
@@ -234,7 +234,7 @@ func (f Fleet) prime(ctx context.Context, target string, emit func(*vegeta.Resul
 }
 
 // rows sends each failure-table probe once through a retrying client.
-func (f Fleet) rows(ctx context.Context, target string, emit func(*vegeta.Result)) error {
+func (f Fleet) rows(ctx context.Context, target string, emit func(archive.Result)) error {
 	var ids atomic.Uint64
 	for j, row := range f.Rows {
 		if ctx.Err() != nil {
@@ -267,11 +267,11 @@ func (f Fleet) rows(ctx context.Context, target string, emit func(*vegeta.Result
 
 // client builds fleet client i: its own connection from the shared
 // source, its own jitter stream, its own governor.
-func (f Fleet) client(target string, i int, emit func(*vegeta.Result)) *client.Client {
+func (f Fleet) client(target string, i int, emit func(archive.Result)) *client.Client {
 	return f.clientFrom(target, f.Source, i, f.Surface, method.StreamFleet, emit)
 }
 
-func (f Fleet) clientFrom(target, source string, i int, surface, stream string, emit func(*vegeta.Result)) *client.Client {
+func (f Fleet) clientFrom(target, source string, i int, surface, stream string, emit func(archive.Result)) *client.Client {
 	tr := f.Network.Transport(source, f.Timeout)
 	tr.MaxIdleConnsPerHost, tr.IdleConnTimeout = 1, f.Window
 	rng := rand.New(rand.NewPCG(f.Seed, uint64(i)))
@@ -299,10 +299,16 @@ func (f Fleet) request(ctx context.Context, c *client.Client) {
 	c.Get(ctx, "/api/public/search", url.Values{"q": {"rate limits"}, "limit": {"5"}})
 }
 
-// attemptResult turns an attempt into a Vegeta result.
-func attemptResult(surface, source, stream string, clientID int, a client.Attempt) *vegeta.Result {
-	tag := archive.FleetTag{Client: clientID, Request: int(a.Request), Attempt: a.N, Delay: a.Delay}
-	r := &vegeta.Result{Attack: archive.FleetLabel(surface, source, stream, tag), Seq: a.Request, Code: uint16(a.Status),
+// attemptResult turns an attempt of client clientID, sending stream of
+// surface from source ("": the system's choice), into a Vegeta result
+// labelled as a fleet client's attempt.
+func attemptResult(surface, source, stream string, clientID int, a client.Attempt) archive.Result {
+	if source == "" {
+		source = archive.DefaultSource
+	}
+	l := archive.Labels{Surface: surface, Source: source, Stream: stream,
+		Fleet: &archive.FleetTag{Client: clientID, Request: int(a.Request), Attempt: a.N, Delay: a.Delay}}
+	r := &vegeta.Result{Attack: l.String(), Seq: a.Request, Code: uint16(a.Status),
 		Timestamp: a.Start, Latency: a.Latency, BytesOut: a.BytesOut, BytesIn: uint64(len(a.Body)),
 		Method: a.Method, URL: a.URL, Headers: a.Header}
 	if a.Status != http.StatusOK || (stream != method.StreamFleet && stream != method.StreamPrime) {
@@ -311,7 +317,7 @@ func attemptResult(surface, source, stream string, clientID int, a client.Attemp
 	if a.Err != nil {
 		r.Error = a.Err.Error()
 	}
-	return r
+	return archive.Result{Result: r, Labels: l}
 }
 
 // Descriptors estimates the file descriptors a fleet's run holds open at

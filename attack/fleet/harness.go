@@ -34,7 +34,7 @@ type HarnessConfig struct {
 // how long this process stalled (see [refserver.StallMeter]).
 type Harness struct {
 	cfg     HarnessConfig
-	results chan *vegeta.Result
+	results chan archive.Result
 	clients *refserver.Clients
 	stall   *refserver.StallMeter
 	mu      sync.Mutex
@@ -46,11 +46,11 @@ type Harness struct {
 
 // NewHarness returns a harness configured by cfg; Start starts it.
 func NewHarness(cfg HarnessConfig) *Harness {
-	return &Harness{cfg: cfg, results: make(chan *vegeta.Result, 4096), session: map[int]bool{}, origin: map[int]bool{}}
+	return &Harness{cfg: cfg, results: make(chan archive.Result, 4096), session: map[int]bool{}, origin: map[int]bool{}}
 }
 
 // Results delivers what the harness recorded, for [Programs.Results].
-func (h *Harness) Results() chan *vegeta.Result { return h.results }
+func (h *Harness) Results() chan archive.Result { return h.results }
 
 // Start starts the harness on a free loopback port (the engine's embedded
 // target); closing the listener stops it.
@@ -89,8 +89,9 @@ func (h *Harness) Start() (*refserver.Listener, error) {
 }
 
 // record turns what the harness saw of a request into a Vegeta result,
-// labelled as a fleet client's attempt (the delay it drew unknown), and
-// hands it to the job.
+// labelled as a fleet client's attempt (the delay it drew unknown) with
+// the answer the harness gave it and its fingerprint, and hands it to the
+// job.
 func (h *Harness) record(a refserver.Arrival) {
 	h.mu.Lock()
 	if a.SessionID {
@@ -101,10 +102,10 @@ func (h *Harness) record(a refserver.Arrival) {
 	}
 	h.mu.Unlock()
 	surface := archive.SurfaceOf(a.Path)
-	label := archive.FleetLabel(surface, "127.0.0.1", method.StreamFleet,
-		archive.FleetTag{Client: a.Client, Request: a.Request, Attempt: a.Attempt, Delay: -1, Repeat: a.Repeat}) + " answer=" + a.Answer + " fp=" + a.Fingerprint
-	h.results <- &vegeta.Result{Attack: label, Code: uint16(a.Status), Timestamp: h.release.Add(a.At), Latency: a.Done - a.At,
-		Method: a.Method, URL: h.base + a.Path}
+	l := archive.Labels{Surface: surface, Source: "127.0.0.1", Stream: method.StreamFleet, Fleet: &archive.FleetTag{Client: a.Client, Request: a.Request,
+		Attempt: a.Attempt, Delay: -1, Repeat: a.Repeat, Answer: a.Answer, Fingerprint: a.Fingerprint}}
+	h.results <- archive.Result{Result: &vegeta.Result{Attack: l.String(), Code: uint16(a.Status), Timestamp: h.release.Add(a.At), Latency: a.Done - a.At,
+		Method: a.Method, URL: h.base + a.Path}, Labels: l}
 }
 
 // Finish records in run.json what the harness saw (for

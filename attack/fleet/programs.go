@@ -8,12 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
-
-	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
@@ -45,7 +42,7 @@ type Programs struct {
 	Planned time.Duration
 	// Results delivers what the server recorded; it is closed by the
 	// caller once the harness has stopped recording.
-	Results <-chan *vegeta.Result
+	Results <-chan archive.Result
 	// Fleet describes the run for run.json.
 	Fleet archive.FleetInfo
 	// Window is the target's window, for run.json.
@@ -101,7 +98,7 @@ func (p *Programs) Finish(info *archive.RunInfo) {
 // starve an in-process target), hands every result the server records to
 // sink, and returns once every program has ended (or was killed at its
 // timeout, or ctx ended) and the results are drained.
-func (p *Programs) Run(ctx context.Context, target string, sink func(*vegeta.Result) error) error {
+func (p *Programs) Run(ctx context.Context, target string, sink func(archive.Result) error) error {
 	if p.dir == "" {
 		return errors.New("programs: no run folder to write their output to (Prepare)")
 	}
@@ -155,14 +152,15 @@ func (p *Programs) Run(ctx context.Context, target string, sink func(*vegeta.Res
 
 // ScriptedFault implements [attack.FaultScripter]: the harness scripts a
 // 503 or a reset as the first answer of some logical requests (see
-// refserver.Clients), and labels them answer=fault.
-func (p *Programs) ScriptedFault(r *vegeta.Result) bool {
-	return strings.Contains(r.Attack, " "+scriptedFaultLabel)
+// refserver.Clients), and tags them with that answer (label
+// answer=fault).
+func (p *Programs) ScriptedFault(r archive.Result) bool {
+	return r.Labels.Fleet != nil && r.Labels.Fleet.Answer == scriptedFault
 }
 
-// scriptedFaultLabel is the label part of a result the harness scripted
-// as a fault.
-const scriptedFaultLabel = "answer=fault"
+// scriptedFault is the answer (archive.FleetTag.Answer) of a result the
+// harness scripted as a fault.
+const scriptedFault = "fault"
 
 // runOne runs client program n to its end or its timeout.
 func (p *Programs) runOne(ctx context.Context, nice, target string, n int) archive.ProgramOutcome {

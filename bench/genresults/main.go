@@ -11,6 +11,8 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/connectbyjbrh/ratecheck/archive"
 )
 
 func main() {
@@ -57,7 +59,7 @@ func main() {
 			kept = kept[len(kept)-limit+1:]
 		}
 		logs[key] = append(kept, ts)
-		r := vegeta.Result{Attack: "surface=" + surface + " source=" + src + " stream=flood", Seq: uint64(i), Code: code,
+		r := vegeta.Result{Attack: archive.Labels{Surface: surface, Source: src, Stream: "flood"}.String(), Seq: uint64(i), Code: code,
 			Timestamp: ts, Latency: 300 * time.Microsecond, Method: "GET", URL: url, Body: body, BytesIn: uint64(len(body))}
 		if *vary {
 			r.Attack, r.URL = "", fmt.Sprintf("%s&id=%d", url, i)

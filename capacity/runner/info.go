@@ -140,7 +140,10 @@ func readShards(dirs []string) ([]*archive.CapacityInfo, [][]*capacity.Stats, er
 	return infos, stats, nil
 }
 
-// readStats streams results.bin into one Stats per segment.
+// readStats streams results.bin into one Stats per segment, each result
+// under the segment and source its label names: read from a file, a
+// result's labels are the string in its Attack, read by the one parser of
+// labels (archive.ParseLabel).
 func readStats(path string, ci *archive.CapacityInfo) ([]*capacity.Stats, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -169,11 +172,12 @@ func readStats(path string, ci *archive.CapacityInfo) ([]*capacity.Stats, error)
 		} else if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		i, ok := bySeg[archive.LabelValue(r.Attack, "stream")]
+		l := archive.ParseLabel(r.Attack, r.URL)
+		i, ok := bySeg[l.Stream]
 		if !ok {
 			continue
 		}
-		j, ok := srcIdx[i][archive.LabelValue(r.Attack, "source")]
+		j, ok := srcIdx[i][l.Source]
 		if !ok {
 			continue
 		}

@@ -192,7 +192,7 @@ func (j *Job) Finish(info *archive.RunInfo) {
 // of a sharded search judges every segment from all the shards' reports,
 // and returns an error naming the shard and the step when one of them
 // fails it (missing at the deadline, stopped, or running another search).
-func (j *Job) Run(ctx context.Context, target string, sink func(*vegeta.Result) error) (err error) {
+func (j *Job) Run(ctx context.Context, target string, sink func(archive.Result) error) (err error) {
 	s := newSenders(j.cfg, target)
 	var st *capacity.Stats
 	var start time.Time // zero: as soon as the attackers are set up
@@ -237,7 +237,7 @@ type judged struct {
 // runSegment sends seg from start (zero: at once) and returns what to
 // judge of it: its own samples, or in a sharded search every shard's.
 // Neither (nil, nil) when ctx ended.
-func (j *Job) runSegment(ctx context.Context, s *senders, seg *archive.CapacitySegment, start time.Time, sink func(*vegeta.Result) error) (*judged, error) {
+func (j *Job) runSegment(ctx context.Context, s *senders, seg *archive.CapacitySegment, start time.Time, sink func(archive.Result) error) (*judged, error) {
 	own := capacity.NewStats()
 	if err := s.send(ctx, seg, own, sink, start); err != nil || ctx.Err() != nil {
 		return nil, err
@@ -385,7 +385,7 @@ func (s *senders) network() *client.Network {
 // goes to sink and, past the warm-up, to st. The schedule begins at begin
 // (zero: once every attacker is set up). It returns once every result is
 // in.
-func (s *senders) send(ctx context.Context, seg *archive.CapacitySegment, st *capacity.Stats, sink func(*vegeta.Result) error, begin time.Time) error {
+func (s *senders) send(ctx context.Context, seg *archive.CapacitySegment, st *capacity.Stats, sink func(archive.Result) error, begin time.Time) error {
 	stop := make(chan struct{})
 	var once sync.Once
 	halt := func() { once.Do(func() { close(stop) }) }
@@ -405,10 +405,14 @@ func (s *senders) send(ctx context.Context, seg *archive.CapacitySegment, st *ca
 		}
 		p := &pacer{seg: seg, j: i, count: seg.Count(i), stop: stop, start: start}
 		atk := attack.NewAttacker(attack.AttackerOptions{Client: c, Workers: 1, MaxWorkers: s.cfg.MaxWorkers})
-		senders[i] = attack.Sender{Attacker: atk, Targeter: tr, Pacer: p, Label: archive.Label(s.cfg.Surface, src, seg.Stream)}
+		source := src
+		if source == "" {
+			source = archive.DefaultSource
+		}
+		senders[i] = attack.Sender{Attacker: atk, Targeter: tr, Pacer: p, Labels: archive.Labels{Surface: s.cfg.Surface, Source: source, Stream: seg.Stream}}
 	}
-	return attack.Send(ctx, senders, halt, func(j int, r *vegeta.Result) error {
-		if smp, judged := sampleOf(seg, j, r, s.cfg.Search.ThroughLimit); judged {
+	return attack.Send(ctx, senders, halt, func(j int, r archive.Result) error {
+		if smp, judged := sampleOf(seg, j, r.Result, s.cfg.Search.ThroughLimit); judged {
 			st.Add(smp)
 			if cut.came(smp) && seg.CutMS == 0 {
 				seg.CutMS = max(clock.Ms(time.Since(start)), 1e-3)

@@ -165,8 +165,9 @@ func sourceCounts(t *testing.T, dir string) (bySource, byStream map[string]int) 
 	rs, _ := readArchive(t, dir)
 	bySource, byStream = map[string]int{}, map[string]int{}
 	for _, r := range rs {
-		bySource[archive.LabelValue(r.Attack, "source")]++
-		byStream[archive.LabelValue(r.Attack, "stream")]++
+		l := archive.ParseLabel(r.Attack, r.URL)
+		bySource[l.Source]++
+		byStream[l.Stream]++
 	}
 	return bySource, byStream
 }

@@ -47,7 +47,7 @@ func writeSeries(t *testing.T, dir string, n, stepAt int, seed uint64) {
 			if stepAt > 0 && i >= stepAt {
 				lat += 20*time.Millisecond + time.Duration(rng.Int64N(int64(20*time.Millisecond)))
 			}
-			r := vegeta.Result{Attack: archive.Label(surface, "127.0.0.1", "steady"), Seq: uint64(k), Code: 200, Method: "POST", URL: url,
+			r := vegeta.Result{Attack: archive.Labels{Surface: surface, Source: "127.0.0.1", Stream: "steady"}.String(), Seq: uint64(k), Code: 200, Method: "POST", URL: url,
 				Timestamp: start.Add(time.Duration(k) * 10 * time.Millisecond), Latency: lat, Body: []byte(body), BytesIn: uint64(len(body))}
 			if err := w.Add(&r); err != nil {
 				t.Fatal(err)

@@ -357,7 +357,7 @@ streams:
 	last := map[string]uint16{}
 	notFound := 0
 	for _, r := range rs {
-		last[archive.LabelValue(r.Attack, "source")] = r.Code
+		last[archive.ParseLabel(r.Attack, r.URL).Source] = r.Code
 		if r.Code == http.StatusNotFound {
 			notFound++
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/timeline"
-	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 // followUp holds back the follow-up streams of verify's plan until the
@@ -23,7 +22,7 @@ func followUp(surfaces []string, over analyze.Overrides, until float64, stderr i
 	for _, sf := range surfaces {
 		fu.Streams = append(fu.Streams, sf+"/"+method.StreamFollowUp, sf+"/"+method.StreamFollowUpBurst)
 	}
-	fu.Needs = func(info archive.RunInfo, results []*vegeta.Result) []timeline.Need {
+	fu.Needs = func(info archive.RunInfo, results []archive.Result) []timeline.Need {
 		return analyze.FollowUpNeeds(info, results, over, until)
 	}
 	fu.Say = func(d timeline.Decision) string {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	vegeta "github.com/tsenart/vegeta/v12/lib"
-
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
 )
@@ -93,7 +91,7 @@ func Execute(ctx context.Context, w *World, jobs []attack.Job, opts []attack.Opt
 		werr, failing error
 	}
 	as := make([]*archived, len(jobs))
-	sinks := make([]func(*vegeta.Result) error, len(jobs))
+	sinks := make([]func(archive.Result) error, len(jobs))
 	for k, job := range jobs {
 		aw, err := archive.Create(opts[k].Out, opts[k].Folder, start)
 		if err != nil {
@@ -110,8 +108,8 @@ func Execute(ctx context.Context, w *World, jobs []attack.Job, opts []attack.Opt
 		plans[k].Started(a.info)
 		as[k] = a
 		run, o := runs[k], opts[k]
-		sinks[k] = func(r *vegeta.Result) error {
-			run.Counts.Add(r)
+		sinks[k] = func(r archive.Result) error {
+			run.Counts.Add(r.Result)
 			if a.werr == nil {
 				a.werr = a.w.Add(o.Archived(r))
 			}

@@ -25,6 +25,7 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/internal/heap"
 	"github.com/connectbyjbrh/ratecheck/internal/hostsim"
@@ -162,30 +163,30 @@ type running struct {
 	pl       attack.Plan
 	units    []attack.Unit
 	tl       *timeline.Timeline
-	sink     func(*vegeta.Result) error
+	sink     func(archive.Result) error
 	timeout  time.Duration
 	maxBody  int
 	blocked  map[int]uint64
-	kept     []*vegeta.Result
+	kept     []archive.Result
 	deciding bool
 	stopped  bool
 }
 
 // Run runs pl on the virtual clock of w, from its now, and hands each
-// result to sink as it comes back, in the order it comes back, as the
-// engine does; it returns when every result is in. A sink that returns an
+// result to sink as it comes back, with its unit's labels, in the order
+// it comes back, as the engine does; it returns when every result is in. A sink that returns an
 // error stops the run as a cancelled one stops: nothing more is sent, and
 // what is in flight still comes back. base is the target's URL as the
 // requests name it. The plan's follow-up, if any, is decided when its
 // timeline says, host.Decide after the plan's last answer, with the
 // plan's own FollowUp.
-func Run(pl attack.Plan, w *World, base string, sink func(*vegeta.Result) error) error {
-	return RunAll([]attack.Plan{pl}, w, base, []func(*vegeta.Result) error{sink})
+func Run(pl attack.Plan, w *World, base string, sink func(archive.Result) error) error {
+	return RunAll([]attack.Plan{pl}, w, base, []func(archive.Result) error{sink})
 }
 
 // RunAll runs plans side by side from w's now, as Run runs one, plan i's
 // results to sinks[i]: shards of one attack started at an agreed instant.
-func RunAll(plans []attack.Plan, w *World, base string, sinks []func(*vegeta.Result) error) error {
+func RunAll(plans []attack.Plan, w *World, base string, sinks []func(archive.Result) error) error {
 	origin := w.Clock.now
 	var span time.Duration
 	runs := make([]*running, len(plans))
@@ -282,10 +283,11 @@ func RunAll(plans []attack.Plan, w *World, base string, sinks []func(*vegeta.Res
 			e.kind = answer
 			push(back, e)
 		case answer:
+			res := archive.Result{Result: e.result, Labels: u.Labels}
 			if !r.tl.Streams()[e.unit].Held && r.tl.Holds() {
-				r.kept = append(r.kept, e.result)
+				r.kept = append(r.kept, res)
 			}
-			if r.sink(e.result) != nil {
+			if r.sink(res) != nil {
 				r.stopped = true
 			}
 			if r.tl.Answered(e.unit, now) {

@@ -51,24 +51,17 @@ func TestMain(m *testing.M) {
 }
 
 // e2eParallel is how many parallel tests run at once unless -parallel
-// says otherwise. The end-to-end tests spend most of their time waiting
+// says otherwise. The real-clock tests spend most of their time waiting
 // out compressed windows, not computing, so go test's default, GOMAXPROCS,
 // would leave them mostly one after another on a small machine.
 const e2eParallel = 8
 
 // raiseParallel sets -test.parallel to e2eParallel unless it was given.
-// Under the race detector, which slows the end-to-end runs several times
-// over, they run one at a time as they always did: side by side their
-// latency reached most of a compressed window.
 func raiseParallel() {
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	n := e2eParallel
-	if raceEnabled {
-		n = 1
-	}
 	if !given {
-		flag.Set("test.parallel", strconv.Itoa(n))
+		flag.Set("test.parallel", strconv.Itoa(e2eParallel))
 	}
 }
 

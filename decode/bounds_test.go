@@ -67,6 +67,7 @@ func readPipe(r io.Reader) (*Input, *pipe, error) {
 // never a panic or an allocation of what the input claims. Each case reads
 // a bounded number of bytes (counted, not timed).
 func TestPipedInput(t *testing.T) {
+	t.Parallel()
 	rs := results(200)
 	gob := encode(t, gobOf, rs)
 	json := encode(t, jsonOf, rs[:50])
@@ -102,11 +103,12 @@ func TestPipedInput(t *testing.T) {
 		{"a line with no end", just(endless('a')), 0, "not a Vegeta results file", false},
 		{"json then a line with no end", of(tail(json), just(endless('{'))), 50, "no record ends within", false},
 		{"json then a 50 MB line", of(tail(json), func() io.Reader { return io.LimitReader(endless('x'), 50<<20) }, func() io.Reader { return strings.NewReader("\n") }), 50, "no record ends within", false},
-		{"type definitions forever", of(tail(gob), func() io.Reader { return defsForever(t, gob) }), len(rs), "type definitions|duplicate type", false},
+		{"type definitions forever", of(tail(gob), defsForever(t, gob)), len(rs), "type definitions|duplicate type", false},
 	}
 	for _, tt := range tests {
 		for _, seq := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/sequential=%v", tt.name, seq), func(t *testing.T) {
+				t.Parallel()
 				in := NewInput()
 				opts := testOptions
 				opts.Sequential = seq
@@ -131,15 +133,16 @@ func TestPipedInput(t *testing.T) {
 	}
 }
 
-// defsForever is a gob stream that defines the same type forever.
-func defsForever(t *testing.T, gob []byte) io.Reader {
+// defsForever returns gob streams that define the same type forever (the
+// first definition of gob, again and again), a new one each call.
+func defsForever(t *testing.T, gob []byte) func() io.Reader {
 	t.Helper()
 	size, w, _ := gobUint(gob)
 	def := gob[:w+int(size)]
 	if id, _, _ := gobUint(def[w:]); id&1 != 1 {
 		t.Fatal("the stream does not start with a definition")
 	}
-	return &repeat{b: def}
+	return func() io.Reader { return &repeat{b: def} }
 }
 
 type repeat struct {
@@ -196,6 +199,7 @@ func TestReadFileLinkedToDevice(t *testing.T) {
 // most that many in full; the rest are counted under OtherSources with
 // their surface and stream, and said in Meta.Notes.
 func TestLabelsBounded(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	long := strings.Repeat("s", 2*maxLabelLen)
 	tests := []struct {
@@ -220,6 +224,7 @@ func TestLabelsBounded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			if testing.Short() && tt.n > 10000 {
 				t.Skip("writes many results")
 			}

@@ -132,9 +132,14 @@ func (r *replicas) admitP(n int) float64 {
 			f = r.cdf[len(r.cdf)-1]
 		}
 		pmf := math.Exp(lg(j) - lg(m) - lg(j-m) + float64(m)*math.Log(p) + float64(j-m)*math.Log1p(-p))
-		f = max(f-p*pmf, 0)
+		step := p * pmf
+		f = max(f-step, 0)
 		r.cdf = append(r.cdf, f)
-		r.tail = f < 1e-12
+		// Past the mode of P(Binomial(j, p) = L − 1), at j = (L − 1)/p,
+		// the steps only shrink: once one is below what f can resolve,
+		// what is left of f is the rounding of the steps before (it
+		// would never reach 1e-12, and the table would grow without end).
+		r.tail = f < 1e-12 || float64(j) > float64(m)/p && step < f*1e-15
 	}
 	if i := n - m - 1; i < len(r.cdf) {
 		return r.cdf[i]

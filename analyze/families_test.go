@@ -42,3 +42,23 @@ func TestCounterRoomAsFloat(t *testing.T) {
 	}
 	t.Logf("%d decisions", checked)
 }
+
+// TestReplicasTableEnds: the table of P(Binomial(n, 1/k) ≤ L − 1) that a
+// replicas candidate grows ends (its tail set) within a bound of n, for
+// every k the fit replays and every limit up to 1 000 (the observed
+// limit of replicas is some multiple of L): a table whose last
+// value was rounding that never fell below its floor (3 replicas of 484:
+// 1.02e-12, every later step 0) grew without end,
+// and a starved host's run of two replicas took the analysis to 4 GB.
+func TestReplicasTableEnds(t *testing.T) {
+	t.Parallel()
+	for k := 2; k <= maxReplicas; k++ {
+		for limit := 1; limit <= 1000; limit++ {
+			r := newReplicas(k, limit)
+			r.admitP(40 * k * (limit + 10))
+			if !r.tail {
+				t.Errorf("%d replicas of %d: no end of the table by n = %d (last %g)", k, limit, 40*k*(limit+10), r.cdf[len(r.cdf)-1])
+			}
+		}
+	}
+}

@@ -132,7 +132,7 @@ func TestNothingAdmittedIsNoSpentBudget(t *testing.T) {
 	rep = judge(simulate(server{refuseAll{}, refuseAll{}, perAddress}, func(int) time.Duration { return synthW }))
 	for _, s := range rep.Verdict.Surfaces {
 		if s.Verdict != Inconclusive || !strings.Contains(s.Missing, "budget was already spent") {
-			t.Errorf("blurred: %s %s, missing %q, want inconclusive naming the spent budget", s.Surface, s.Verdict, s.Missing)
+			t.Errorf("latency of a window: %s %s, missing %q, want inconclusive naming the spent budget", s.Surface, s.Verdict, s.Missing)
 		}
 	}
 }

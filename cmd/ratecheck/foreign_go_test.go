@@ -129,8 +129,8 @@ func judgeForeign(t *testing.T, code int, v verdictJSON, stderr, want string) {
 
 // decidedOrTimed holds a surface's family to want: decided want, or, left
 // open by a real run's timing, want among the families named (or none
-// named: no family explained a run that blurred) with the verdict's timing
-// note saying why.
+// named: no family explained a run its timing left that open) with the
+// verdict's timing note saying why.
 func decidedOrTimed(t *testing.T, surface, model string, decided bool, alternatives []string, timing, want string) {
 	t.Helper()
 	switch {

@@ -378,7 +378,7 @@ func TestPlanConfusion(t *testing.T) {
 	t.Parallel()
 	runs := *planRuns
 	if runs == 0 {
-		runs = 4
+		runs = 3
 		if testing.Short() || raceEnabled {
 			runs = 1
 		}

@@ -16,6 +16,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/internal/hostsim"
+	"github.com/connectbyjbrh/ratecheck/internal/simrun"
 	"github.com/connectbyjbrh/ratecheck/mcpwire"
 	"github.com/connectbyjbrh/ratecheck/refserver"
 	"github.com/connectbyjbrh/ratecheck/refserver/sdkserver"
@@ -92,7 +94,18 @@ func (r *sdkRecorder) wrap(next http.Handler) http.Handler {
 // URL and what it received.
 func startSDKServer(t *testing.T, mode sdkserver.Mode, kind limiterKind, limit int, window time.Duration) (string, *sdkRecorder) {
 	t.Helper()
-	cfg := sdkserver.Config{Mode: mode}
+	h, rec := sdkTarget(t, mode, kind, limit, window, nil, time.Now)
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return ts.URL, rec
+}
+
+// sdkTarget is a go-sdk server of mode behind a per-address limiter of
+// kind admitting limit requests per window, whose clocks are since (nil:
+// the real one) and now, and what records what it received.
+func sdkTarget(t *testing.T, mode sdkserver.Mode, kind limiterKind, limit int, window time.Duration, since func() time.Duration, now func() time.Time) (http.Handler, *sdkRecorder) {
+	t.Helper()
+	cfg := sdkserver.Config{Mode: mode, Clock: since}
 	if kind == slidingLog {
 		lim, err := refserver.NewLimiter(refserver.Rolling, limit, window)
 		if err != nil {
@@ -105,18 +118,17 @@ func startSDKServer(t *testing.T, mode sdkserver.Mode, kind limiterKind, limit i
 		t.Fatal(err)
 	}
 	if kind == tokenBucket {
-		h = tokenBucketLimit(h, limit, window)
+		h = tokenBucketLimit(h, limit, window, now)
 	}
 	rec := &sdkRecorder{byAddr: map[string]map[string]int{}, versions: map[string]int{}}
-	ts := httptest.NewServer(rec.wrap(h))
-	t.Cleanup(ts.Close)
-	return ts.URL, rec
+	return rec.wrap(h), rec
 }
 
 // tokenBucketLimit puts next behind a token bucket per client address
-// (golang.org/x/time/rate: burst limit, limit per window), refusing with
-// 429 and a JSON-RPC -32603 error as the contract documents a refusal.
-func tokenBucketLimit(next http.Handler, limit int, window time.Duration) http.Handler {
+// (golang.org/x/time/rate: burst limit, limit per window, read at now),
+// refusing with 429 and a JSON-RPC -32603 error as the contract documents
+// a refusal.
+func tokenBucketLimit(next http.Handler, limit int, window time.Duration, now func() time.Time) http.Handler {
 	var mu sync.Mutex
 	buckets := map[string]*rate.Limiter{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -126,7 +138,7 @@ func tokenBucketLimit(next http.Handler, limit int, window time.Duration) http.H
 			b = rate.NewLimiter(rate.Limit(float64(limit)/window.Seconds()), limit)
 			buckets[refserver.ClientAddr(r)] = b
 		}
-		ok := b.Allow()
+		ok := b.AllowN(now(), 1)
 		mu.Unlock()
 		if ok {
 			next.ServeHTTP(w, r)
@@ -148,23 +160,23 @@ func tokenBucketLimit(next http.Handler, limit int, window time.Duration) http.H
 
 // TestVerifyAgainstSDKServers: verify --surfaces mcp judges go-sdk
 // servers (revision 2026-07-28, stateless, in both answer forms) as the
-// limiter in front of them deserves: the contract's sliding log passes
-// with the configured limit observed; x/time/rate's token bucket fails on
-// rolling and is named. Each run is judged once (deservedPass,
-// judgeForeign). The sliding log's runs are at 8 s: at 4 s go-sdk servers
-// side by side answered with p99 130-216 ms.
+// limiter in front of them deserves: the contract's sliding log passes,
+// decided, with the configured limit observed; x/time/rate's token bucket
+// fails on rolling, named and decided, refusals not counted. The servers
+// run on simulated time (the SDK's handlers are http.Handlers; the
+// limiters take the time as an argument): what a real go-sdk server says
+// on the wire is TestSDKServerOfRevision20251125's,
+// TestNegotiationFromTheLimitAddress's and TestAttackAgainstSDKServers'.
 func TestVerifyAgainstSDKServers(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []sdkserver.Mode{sdkserver.StatelessJSON, sdkserver.StatelessSSE} {
 		for _, kind := range []limiterKind{slidingLog, tokenBucket} {
 			t.Run(fmt.Sprintf("%s/%s", mode, kind), func(t *testing.T) {
 				t.Parallel()
-				window := verifyWindow
-				if kind == slidingLog {
-					window = 8 * time.Second
-				}
-				url, rec := startSDKServer(t, mode, kind, sdkLimit, window)
-				code, v, stderr := runVerifyJSON(t, window, "--target", url, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits,isolation")
+				w := simWorld(t, hostsim.Quiet, 1, simTarget(verifyWindow, nil), nil)
+				var rec *sdkRecorder
+				w.Target, rec = sdkTarget(t, mode, kind, sdkLimit, verifyWindow, w.Clock.Since, w.Clock.Now)
+				code, v, stderr := simVerifyJSON(t, w, verifyWindow, "--target", simrun.URL, "--surfaces", "mcp", "--mcp-limit", fmt.Sprint(sdkLimit), "--checks", "limits,isolation")
 				if len(v.Surfaces) != 1 {
 					t.Fatalf("exit %d, surfaces %+v\n%s", code, v.Surfaces, stderr)
 				}
@@ -179,10 +191,10 @@ func TestVerifyAgainstSDKServers(t *testing.T) {
 					judgeForeign(t, code, v, stderr, "token-bucket")
 					return
 				}
-				deservedPass(t, code, v, stderr)
-				if s.ObservedLimit == nil || *s.ObservedLimit != sdkLimit && s.Timing == "" {
-					t.Errorf("observed limit %v, want %d\n%s", s.ObservedLimit, sdkLimit, surfacesSaid(v))
+				if code != exitOK || s.Verdict != "pass" || s.ObservedLimit == nil || *s.ObservedLimit != sdkLimit {
+					t.Errorf("exit %d, observed limit %v; want a pass observing %d\n%s", code, s.ObservedLimit, sdkLimit, surfacesSaid(v))
 				}
+				decidedDocumented(t, v, stderr)
 			})
 		}
 	}

@@ -212,44 +212,50 @@ func runInfo(t *testing.T, dir string) archive.RunInfo {
 	return info
 }
 
+// netnsFamilies are the address families TestNetnsSources and
+// TestNetnsCapacity send over: the target's address, verify's pool and its
+// limit address, capacity's pool, and a prefix not routed to the
+// generator.
+var netnsFamilies = []struct {
+	name, target, verifyPool, verifyFirst, capacityPool, notLocal string
+}{
+	{"IPv6", "[" + netnsTarget6 + "]", "2001:db8:2::10-2001:db8:2::12", "2001:db8:2::10", "2001:db8:2::/112", "2001:db8:9::/120"},
+	{"IPv4", netnsTarget4, "198.18.0.0/16", "198.18.0.1", "198.18.0.0/16", "198.19.128.0/24"},
+}
+
 // TestNetnsSources: one host, many client addresses, as against a remote
 // API. Two network namespaces joined by a veth pair play a generator, with
 // 2001:db8:2::/64 and 198.18.0.0/16 routed to it as local and not one
 // address of them configured, and a target serving the reference target
 // on 2001:db8:1::1 and 198.19.0.1. Over IPv6 and over IPv4, verify from a
 // range of the prefix passes with isolation checked (the second address
-// is the pool's), and capacity from the prefix spreads its steps over the
-// pool's addresses, none refused, and finds the worker pool's knee; a
-// prefix not routed to the generator is refused with exit 2, naming it and
-// the command that makes it local, before anything is sent.
+// is the pool's); a prefix not routed to the generator is refused with
+// exit 2, naming it and the command that makes it local, before anything
+// is sent. One family after the other, inside the test's own namespaces.
 func TestNetnsSources(t *testing.T) {
 	t.Parallel()
 	h := newNetnsHosts(t)
-	families := []struct {
-		name, target, verifyPool, verifyFirst, capacityPool, notLocal string
-	}{
-		{"IPv6", "[" + netnsTarget6 + "]", "2001:db8:2::10-2001:db8:2::12", "2001:db8:2::10", "2001:db8:2::/112", "2001:db8:9::/120"},
-		{"IPv4", netnsTarget4, "198.18.0.0/16", "198.18.0.1", "198.18.0.0/16", "198.19.128.0/24"},
+	for _, f := range netnsFamilies {
+		t.Run(f.name, func(t *testing.T) {
+			testNetnsVerify(t, h, f.target, f.verifyPool, f.verifyFirst, f.notLocal)
+		})
 	}
-	// verify over both families at once (two targets of their own), then
-	// capacity, one family after the other: a search loads the generator
-	// and the target with up to 1 000 requests a second, and measures the
-	// pool's capacity, which another search beside it would take.
-	t.Run("verify", func(t *testing.T) {
-		for _, f := range families {
-			t.Run(f.name, func(t *testing.T) {
-				t.Parallel()
-				testNetnsVerify(t, h, f.target, f.verifyPool, f.verifyFirst, f.notLocal)
-			})
-		}
-	})
-	t.Run("capacity", func(t *testing.T) {
-		for _, f := range families {
-			t.Run(f.name, func(t *testing.T) {
-				testNetnsCapacity(t, h, f.target, f.capacityPool)
-			})
-		}
-	})
+}
+
+// TestNetnsCapacity: over the namespaces of TestNetnsSources (a pair of
+// its own), capacity from a prefix routed to the generator spreads its
+// steps over the pool's addresses, none refused, and finds the worker
+// pool's knee, one family after the other: a search loads the generator
+// and the target with hundreds of requests a second and measures the
+// pool's capacity, which another search beside it would take.
+func TestNetnsCapacity(t *testing.T) {
+	t.Parallel()
+	h := newNetnsHosts(t)
+	for _, f := range netnsFamilies {
+		t.Run(f.name, func(t *testing.T) {
+			testNetnsCapacity(t, h, f.target, f.capacityPool)
+		})
+	}
 }
 
 // testNetnsVerify: verify of the reference target at host (an address in

@@ -13,9 +13,9 @@ import (
 // jitter, retrying only 429s and transport faults, at most 4 attempts)
 // passes on both surfaces, judged from the server's records alone as the
 // other examples are: independent full jitter re-collides no more than
-// chance, no answer is retried, every fault is. A run the host stalled
-// (the target check inconclusive, nothing else amiss) is run again, and
-// so is one whose jitter alone failed (see judgePrograms).
+// chance, no answer is retried, every fault is. A run the verdict says
+// the host left inconclusive, every check of the clients passing, stands
+// as that (hostSaid).
 func TestFleetNodeClient(t *testing.T) {
 	t.Parallel()
 	if raceEnabled {
@@ -28,8 +28,8 @@ func TestFleetNodeClient(t *testing.T) {
 		t.Run(surface, func(t *testing.T) {
 			t.Parallel()
 			code, rep, stderr := runProgramsJSON(t, "node ../../examples/clients/node/full_jitter.js", "--clients", "12", "--surface", surface)
-			if hostStalled(rep) {
-				t.Logf("inconclusive, every check of the clients passing: the host stalled the target (%s)", checkNamed(rep, "target").Detail)
+			if hostSaid(rep) {
+				t.Logf("inconclusive, every check of the clients passing, for the host's sake: target %q; jitter %q", checkNamed(rep, "target").Detail, checkNamed(rep, "jitter").Detail)
 				return
 			}
 			if rep.Verdict != analyze.Pass || code != verdictExit(analyze.Pass) {
@@ -47,19 +47,27 @@ func TestFleetNodeClient(t *testing.T) {
 	}
 }
 
-// hostStalled says whether a run is inconclusive only because the target
-// stalled (a loaded host), every check of the client itself passing: the
-// right answer for a correct client on a host that loaded, held as such
-// rather than by another run. A correct client's one run otherwise
-// stands: the jitter check's false-alarm rate is jitter.DefaultAlpha.
-func hostStalled(rep jitter.Report) bool {
-	if rep.Verdict != analyze.Inconclusive || checkNamed(rep, "target").Verdict != analyze.Inconclusive {
+// hostSaid says whether a run of client programs is inconclusive only
+// for a reason the verdict puts on the host, every check of the clients
+// themselves passing: the target stalled (a loaded host), or the shared
+// 429s were written so far apart that the collision distance the data
+// gives is as wide as the clients' retries, where no fleet could fail. A
+// client's verdict is held whole otherwise: the jitter check's false-alarm
+// rate is jitter.DefaultAlpha.
+func hostSaid(rep jitter.Report) bool {
+	if rep.Verdict != analyze.Inconclusive {
 		return false
 	}
+	said := false
 	for _, c := range rep.Checks {
-		if c.Name != "target" && (c.Verdict == analyze.Fail || c.Verdict == analyze.Inconclusive) {
+		switch {
+		case c.Name == "target" && c.Verdict == analyze.Inconclusive:
+			said = true
+		case c.Name == "jitter" && c.Verdict == analyze.Inconclusive && strings.Contains(c.Detail, "so no fleet could fail here"):
+			said = true
+		case c.Verdict == analyze.Fail || c.Verdict == analyze.Inconclusive:
 			return false
 		}
 	}
-	return true
+	return said
 }

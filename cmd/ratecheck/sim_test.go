@@ -97,15 +97,19 @@ func simVerdict(w *simrun.World, out string, window time.Duration, args ...strin
 	return code, v, o.String(), e.String(), nil
 }
 
+// quietAndBusy are the simulated hosts a verdict test holds a run to when
+// the host should not matter: a quiet one and a busy 2-core VM.
+var quietAndBusy = []struct {
+	name string
+	host hostsim.Host
+}{{"quiet", hostsim.Quiet}, {"busy", hostsim.Busy}}
+
 // TestSimVerifyEmbeddedPasses: the documented limiter passes, both
 // families decided a sliding log counting refusals, on a quiet and a busy
 // host.
 func TestSimVerifyEmbeddedPasses(t *testing.T) {
 	t.Parallel()
-	for _, h := range []struct {
-		name string
-		host hostsim.Host
-	}{{"quiet", hostsim.Quiet}, {"busy", hostsim.Busy}} {
+	for _, h := range quietAndBusy {
 		t.Run(h.name, func(t *testing.T) {
 			t.Parallel()
 			w := simWorld(t, h.host, 1, simTarget(verifyWindow, nil), nil)

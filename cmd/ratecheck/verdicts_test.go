@@ -394,10 +394,7 @@ func xTimeRate(next http.Handler, clk *simrun.Clock, l int, window time.Duration
 // It runs on simulated time: AllowN takes the time as an argument.
 func TestVerifyAgainstXTimeRate(t *testing.T) {
 	t.Parallel()
-	for _, h := range []struct {
-		name string
-		host hostsim.Host
-	}{{"quiet", hostsim.Quiet}, {"busy", hostsim.Busy}} {
+	for _, h := range quietAndBusy {
 		t.Run(h.name, func(t *testing.T) {
 			t.Parallel()
 			world := simWorld(t, h.host, 1, simTarget(time.Minute, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }), nil)

@@ -101,9 +101,6 @@ func New(w time.Duration, streams []Stream) *Timeline {
 	return t
 }
 
-// Window is the run's window.
-func (t *Timeline) Window() time.Duration { return t.w }
-
 // Streams returns the timeline's streams, in the order New was given them.
 func (t *Timeline) Streams() []Stream { return t.streams }
 
@@ -127,7 +124,7 @@ func (t *Timeline) Due(i int, n uint64) (time.Duration, Status) {
 			if !open {
 				return 0, Blocked
 			}
-			t.shift[i] = GateShift(s.Start, s.Lag, at)
+			t.shift[i] = gateShift(s.Start, s.Lag, at)
 		}
 		t.known[i] = true
 	}
@@ -152,11 +149,11 @@ func (t *Timeline) gate(s *Stream) (bool, time.Duration) {
 	return true, at
 }
 
-// GateShift is how far a stream planned to start at start moves when the
+// gateShift is how far a stream planned to start at start moves when the
 // gate it waits for opens at opened: its first hit goes out lag after the
 // gate, unless that is still before its planned start, and the rest keep
 // their pacing from it.
-func GateShift(start, lag, opened time.Duration) time.Duration {
+func gateShift(start, lag, opened time.Duration) time.Duration {
 	return max(0, opened-start+lag)
 }
 
@@ -188,6 +185,3 @@ func (t *Timeline) Holds() bool { return t.holds }
 // holds streams back, every other stream is answered, and nothing was
 // decided yet.
 func (t *Timeline) Deciding() bool { return t.holds && !t.decided && t.plan == 0 }
-
-// LastAnswer is when the latest answer of the streams not held came.
-func (t *Timeline) LastAnswer() time.Duration { return t.last }

@@ -117,8 +117,8 @@ func TestFollowUpWaitsForThePlan(t *testing.T) {
 	if tl.Answered(0, 5*ms) || tl.Deciding() {
 		t.Errorf("deciding after one answer of two")
 	}
-	if !tl.Answered(0, 9*ms) || !tl.Deciding() || tl.LastAnswer() != 9*ms {
-		t.Errorf("the plan answered at 9ms: not deciding (last answer %v)", tl.LastAnswer())
+	if !tl.Answered(0, 9*ms) || !tl.Deciding() {
+		t.Errorf("the plan answered at 9ms: not deciding")
 	}
 	tl.Decide(nil, DefaultMaxDuration, 50*ms)
 	if tl.Deciding() {

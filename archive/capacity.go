@@ -117,9 +117,10 @@ type CapacitySegment struct {
 	// interrupted) and so never judged.
 	Unjudged bool `json:"unjudged,omitempty"`
 	// CutMS, when set, is when sending stopped, in milliseconds after
-	// Start: the step had already failed its objective whatever the rest
-	// of its answers would be (capacity/runner's cutter); what was sent
-	// is judged.
+	// Start, with hits of the schedule still unsent: the step had already
+	// failed its objective whatever the rest of its answers would be
+	// (capacity/runner's cutter); what was sent is judged. A failure
+	// proved only after the last hit went out cuts nothing and sets none.
 	CutMS clock.Millis `json:"cut_ms,omitempty"`
 }
 

@@ -397,13 +397,15 @@ func (s *senders) send(ctx context.Context, seg *archive.CapacitySegment, st *ca
 	}
 	seg.Start = start.Round(0)
 	cut := newCutter(seg, s.cfg.Search, s.cfg.sharded())
+	var unsent atomic.Int64 // sources with hits still to send
+	unsent.Store(int64(len(seg.Sources)))
 	senders := make([]attack.Sender, len(seg.Sources))
 	for i, src := range seg.Sources {
 		c, tr, err := s.of(src)
 		if err != nil {
 			return err
 		}
-		p := &pacer{seg: seg, j: i, count: seg.Count(i), stop: stop, start: start}
+		p := &pacer{seg: seg, j: i, count: seg.Count(i), stop: stop, start: start, unsent: &unsent}
 		atk := attack.NewAttacker(attack.AttackerOptions{Client: c, Workers: 1, MaxWorkers: s.cfg.MaxWorkers})
 		source := src
 		if source == "" {
@@ -414,7 +416,9 @@ func (s *senders) send(ctx context.Context, seg *archive.CapacitySegment, st *ca
 	return attack.Send(ctx, senders, halt, func(j int, r archive.Result) error {
 		if smp, judged := sampleOf(seg, j, r.Result, s.cfg.Search.ThroughLimit); judged {
 			st.Add(smp)
-			if cut.came(smp) && seg.CutMS == 0 {
+			// A failure proved once every hit is sent cuts nothing: the
+			// segment is judged whole and says no cut.
+			if cut.came(smp) && seg.CutMS == 0 && unsent.Load() > 0 {
 				seg.CutMS = max(clock.Ms(time.Since(start)), 1e-3)
 				halt()
 			}

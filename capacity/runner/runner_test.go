@@ -2,7 +2,10 @@ package runner
 
 import (
 	"context"
+	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -10,11 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/capacity"
 	"github.com/connectbyjbrh/ratecheck/internal/hostsim"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/refserver"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 // serviceMeter is a pool's Sleep that measures the service times the
@@ -344,7 +349,13 @@ func TestShardsJudgeAsOne(t *testing.T) {
 // requests a second, so the p99 passes 100 ms in well under a second of
 // judged load); the runner stops sending once no answer still to come can
 // save the step, judges what was sent as the failure it is, and the
-// archive replays to the same result.
+// archive replays to the same result. When the proof came, and so
+// whether it could cut, is read from the run's own answers: replayed in
+// the order they came back, the answer that proved the failure is the
+// moment the runner could stop. Proved more than a second before the
+// last hit went out, the step must have been cut there, with hits of its
+// schedule left unsent. Proved only after, on a host that answered late,
+// nothing was cut, every hit went out, and run.json says no cut.
 func TestOverloadedStepIsCut(t *testing.T) {
 	t.Parallel()
 	pool := pool500
@@ -359,10 +370,20 @@ func TestOverloadedStepIsCut(t *testing.T) {
 		t.Fatalf("%d steps, %d segments, want 1 of each", len(res.Steps), len(job.segments))
 	}
 	seg, s := job.segments[0], res.Steps[0]
-	t.Logf("cut at %.0f ms of %.0f; %d requests judged of %.0f planned; p99 %.1f ms; %s %s",
-		seg.CutMS, seg.WarmupMS+seg.DurationMS, s.Requests, float64(seg.DurationMS)/1000*seg.RateRPS, s.QuantileMS, s.Verdict, s.LimitedBy)
-	if seg.CutMS <= seg.WarmupMS || seg.CutMS >= seg.WarmupMS+seg.DurationMS {
-		t.Errorf("cut at %v ms, want after the warm-up (%v ms) and before the end (%v ms)", seg.CutMS, seg.WarmupMS, seg.WarmupMS+seg.DurationMS)
+	planned := int(math.Round(float64(seg.DurationMS) / 1000 * seg.RateRPS))
+	proof, lastSent := cutEvidence(t, run.Dir, &seg, c.Search)
+	t.Logf("cut at %v ms of %.0f; failure proved by an answer at %.0f ms, last hit sent at %.0f ms; %d requests judged of %d planned; p99 %.1f ms; %s %s",
+		seg.CutMS, seg.WarmupMS+seg.DurationMS, proof, lastSent, s.Requests, planned, s.QuantileMS, s.Verdict, s.LimitedBy)
+	switch {
+	case seg.CutMS > 0:
+		if seg.CutMS <= seg.WarmupMS || float64(seg.CutMS) < proof-1 || s.Requests >= planned {
+			t.Errorf("cut at %v ms: want after the warm-up (%v ms) and the proving answer (%.0f ms), with hits left unsent (%d judged of %d)",
+				seg.CutMS, seg.WarmupMS, proof, s.Requests, planned)
+		}
+	case proof < lastSent-1000:
+		t.Errorf("no cut, though the failure was proved by an answer at %.0f ms and hits went out until %.0f ms", proof, lastSent)
+	case s.Requests != planned:
+		t.Errorf("no cut, and %d requests judged of %d planned", s.Requests, planned)
 	}
 	if s.Verdict != capacity.StepFail && s.Verdict != capacity.StepClient {
 		t.Errorf("verdict %s (%s), want fail, or client on a starved host", s.Verdict, s.LimitedBy)
@@ -373,4 +394,52 @@ func TestOverloadedStepIsCut(t *testing.T) {
 	if _, again, err := Replay(run.Dir); err != nil || !reflect.DeepEqual(again, res) {
 		t.Errorf("Replay: %v\nlive   %+v\nreplay %+v", err, res, again)
 	}
+}
+
+// cutEvidence reads segment seg's results in dir: the moment (ms after
+// its start) of the answer that proved its failure, replayed through a
+// cutter in the order the answers came back (+Inf if none did), and the
+// moment its last hit went out.
+func cutEvidence(t *testing.T, dir string, seg *archive.CapacitySegment, o capacity.Options) (proof, lastSent float64) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, archive.ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	src := map[string]int{}
+	for j, a := range seg.Sources {
+		if a == "" {
+			a = archive.DefaultSource
+		}
+		src[a] = j
+	}
+	var done []capacity.Sample
+	dec := vegeta.NewDecoder(f)
+	for {
+		var r vegeta.Result
+		if err := dec.Decode(&r); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		l := archive.ParseLabel(r.Attack, r.URL)
+		j, ok := src[l.Source]
+		if l.Stream != seg.Stream || !ok {
+			continue
+		}
+		ms := float64(r.Timestamp.Sub(seg.Start)) / float64(time.Millisecond)
+		lastSent = max(lastSent, ms)
+		if smp, judged := sampleOf(seg, j, &r, o.ThroughLimit); judged {
+			done = append(done, smp)
+		}
+	}
+	slices.SortFunc(done, func(a, b capacity.Sample) int { return a.Done.Compare(b.Done) })
+	cut := newCutter(seg, o, false)
+	for _, smp := range done {
+		if cut.came(smp) {
+			return float64(smp.Done.Sub(seg.Start)) / float64(time.Millisecond), lastSent
+		}
+	}
+	return math.Inf(1), lastSent
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
@@ -21,19 +22,26 @@ func streamName(step, k int) string {
 // stops at the segment's end or when stop closes. It waits inside Pace,
 // with a [schedule.Waiter] (a timer, then the last of the wait in
 // nanosleep), so that a stop wakes it and Vegeta sends each hit as soon as
-// Pace returns.
+// Pace returns. Once its last hit is sent it takes one from unsent, the
+// segment's count of sources still sending.
 type pacer struct {
-	seg   *archive.CapacitySegment
-	j     int
-	count uint64
-	stop  <-chan struct{}
-	start time.Time // Start with its monotonic reading: pacing never follows a wall-clock step
-	wait  schedule.Waiter
+	seg    *archive.CapacitySegment
+	j      int
+	count  uint64
+	stop   <-chan struct{}
+	start  time.Time // Start with its monotonic reading: pacing never follows a wall-clock step
+	wait   schedule.Waiter
+	unsent *atomic.Int64
+	ended  bool
 }
 
 // Pace implements vegeta.Pacer.
 func (p *pacer) Pace(_ time.Duration, hits uint64) (time.Duration, bool) {
 	if hits >= p.count {
+		if !p.ended && p.unsent != nil {
+			p.ended = true
+			p.unsent.Add(-1)
+		}
 		return 0, true
 	}
 	return 0, p.wait.Until(p.start.Add(p.seg.Due(p.j, hits)), p.stop)

@@ -22,8 +22,9 @@ func streamName(step, k int) string {
 // stops at the segment's end or when stop closes. It waits inside Pace,
 // with a [schedule.Waiter] (a timer, then the last of the wait in
 // nanosleep), so that a stop wakes it and Vegeta sends each hit as soon as
-// Pace returns. Once its last hit is sent it takes one from unsent, the
-// segment's count of sources still sending.
+// Pace returns. Once stop closes it sends nothing more, not even the hits
+// a source behind its schedule still owes. Once its last hit is sent it
+// takes one from unsent, the segment's count of sources still sending.
 type pacer struct {
 	seg    *archive.CapacitySegment
 	j      int
@@ -43,6 +44,11 @@ func (p *pacer) Pace(_ time.Duration, hits uint64) (time.Duration, bool) {
 			p.unsent.Add(-1)
 		}
 		return 0, true
+	}
+	select {
+	case <-p.stop: // stopped: a hit already due (the source behind its schedule) is not sent either
+		return 0, true
+	default:
 	}
 	return 0, p.wait.Until(p.start.Add(p.seg.Due(p.j, hits)), p.stop)
 }

@@ -269,11 +269,12 @@ func TestCapacityModelOfPool(t *testing.T) {
 	var out bytes.Buffer
 	report.CapacityTable(&out, res)
 	t.Logf("took %v, real capacity %.1f/s (mean service %v):\n%s", time.Since(began).Round(time.Millisecond), muReal, meanService(), out.String())
-	// Where the pool really served less than the search's first rate
-	// (its workers slowed by the host, or by the race detector), no rate
-	// it tries is sustained: the search says so, latency-bound, and there
-	// is no knee to hold a model to.
-	if muReal*(1+band) < 120 {
+	// Where the pool really served less than the search's first rate, or
+	// within the band of it (its workers slowed by the host, or by the
+	// race detector), the first step may be past the knee already: then
+	// no rate is sustained, the search says so, latency-bound, and there
+	// is no knee to hold a model to (under the first rate, it must say so).
+	if muReal*(1-band) <= 120 && (res.Verdict == capacity.VerdictNotFound || muReal*(1+band) < 120) {
 		if res.Verdict != capacity.VerdictNotFound || res.LimitedBy != capacity.CauseLatency || res.KneeRPS != nil {
 			t.Errorf("the pool served %.1f/s, under the first step's 120/s: verdict %s limited by %s, want not-found, latency", muReal, res.Verdict, res.LimitedBy)
 		}

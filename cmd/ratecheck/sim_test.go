@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,8 +86,14 @@ func simVerifyJSON(t *testing.T, w *simrun.World, window time.Duration, args ...
 }
 
 // simVerdict runs verify --json --window window --out out with args in
-// world w and decodes its verdict, for a caller that is no test.
+// world w and decodes its verdict, for a caller that is no test. Without
+// --seed in args, the run's seed (the spoof probes' order, a new one per
+// run by default) is drawn from the world's randomness, so that a world
+// of one seed is one run.
 func simVerdict(w *simrun.World, out string, window time.Duration, args ...string) (code int, v verdictJSON, stdout, stderr string, err error) {
+	if !slices.ContainsFunc(args, func(a string) bool { return a == "--seed" || strings.HasPrefix(a, "--seed=") }) {
+		args = append(args, "--seed", fmt.Sprint(w.Rand.Uint64()|1))
+	}
 	var o, e bytes.Buffer
 	code = verify(context.Background(), append([]string{"--out", out, "--json", "--window", window.String()}, args...), &o, &e, simrun.Executor(w))
 	dec := json.NewDecoder(strings.NewReader(o.String()))

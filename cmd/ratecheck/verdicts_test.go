@@ -256,8 +256,12 @@ func TestSpentOrLowerFollowUp(t *testing.T) {
 					if tr.spent == 0 {
 						// The burst met a limit of 100, which the first
 						// burst had in full: no budget was spent, and both
-						// surfaces are judged on the whole run.
-						if code != exitCheckFailed || mcp.Verdict != "fail" || onset != "fail" || mcp.Missing != "" || rest.Verdict != "pass" {
+						// surfaces are judged on the whole run. REST's
+						// correct limit passes, or, where the host's
+						// timing left a check open, says so (its timing
+						// note) with nothing failed.
+						restRight := rest.Verdict == "pass" || rest.Verdict == "inconclusive" && rest.Timing != "" && !slices.ContainsFunc(failing(v), func(f string) bool { return strings.HasPrefix(f, "rest/") })
+						if code != exitCheckFailed || mcp.Verdict != "fail" || onset != "fail" || mcp.Missing != "" || !restRight {
 							t.Errorf("seed %d: mcp %s, onset %s, missing %q; rest %s, missing %q; want onset failed, nothing missing, rest passed\n%s", seed, mcp.Verdict, onset, mcp.Missing, rest.Verdict, rest.Missing, surfacesSaid(v))
 						}
 						continue

@@ -155,13 +155,7 @@ func readStats(path string, ci *archive.CapacityInfo) ([]*capacity.Stats, error)
 	stats := make([]*capacity.Stats, len(ci.Segments))
 	for i, g := range ci.Segments {
 		bySeg[g.Stream] = i
-		srcIdx[i] = map[string]int{}
-		for j, src := range g.Sources {
-			if src == "" {
-				src = archive.DefaultSource
-			}
-			srcIdx[i][src] = j
-		}
+		srcIdx[i] = sourceIndex(&g)
 		stats[i] = capacity.NewStats()
 	}
 	dec := vegeta.NewDecoder(bufio.NewReaderSize(f, 1<<16))
@@ -185,4 +179,18 @@ func readStats(path string, ci *archive.CapacityInfo) ([]*capacity.Stats, error)
 			stats[i].Add(smp)
 		}
 	}
+}
+
+// sourceIndex maps each source a result of segment g is labelled with
+// (archive.DefaultSource for the system's choice) to its index in
+// g.Sources.
+func sourceIndex(g *archive.CapacitySegment) map[string]int {
+	idx := make(map[string]int, len(g.Sources))
+	for j, src := range g.Sources {
+		if src == "" {
+			src = archive.DefaultSource
+		}
+		idx[src] = j
+	}
+	return idx
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/capacity"
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"github.com/connectbyjbrh/ratecheck/internal/hostsim"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/refserver"
@@ -417,13 +418,7 @@ func cutEvidence(t *testing.T, dir string, seg *archive.CapacitySegment, o capac
 		t.Fatal(err)
 	}
 	defer f.Close()
-	src := map[string]int{}
-	for j, a := range seg.Sources {
-		if a == "" {
-			a = archive.DefaultSource
-		}
-		src[a] = j
-	}
+	src := sourceIndex(seg)
 	var done []capacity.Sample
 	dec := vegeta.NewDecoder(f)
 	for {
@@ -438,10 +433,9 @@ func cutEvidence(t *testing.T, dir string, seg *archive.CapacitySegment, o capac
 		if l.Stream != seg.Stream || !ok {
 			continue
 		}
-		ms := float64(r.Timestamp.Sub(seg.Start)) / float64(time.Millisecond)
+		ms := float64(clock.Ms(r.Timestamp.Sub(seg.Start)))
 		lastSent = max(lastSent, ms)
-		due := float64(seg.Due(j, r.Seq)) / float64(time.Millisecond)
-		if seg.CutMS > 0 && ms > float64(seg.CutMS) && due > float64(seg.CutMS)+3 {
+		if seg.CutMS > 0 && ms > float64(seg.CutMS) && clock.Ms(seg.Due(j, r.Seq)) > seg.CutMS+3 {
 			dueAfterCut++
 		}
 		if smp, judged := sampleOf(seg, j, &r, o.ThroughLimit); judged {
@@ -452,7 +446,7 @@ func cutEvidence(t *testing.T, dir string, seg *archive.CapacitySegment, o capac
 	cut := newCutter(seg, o, false)
 	for _, smp := range done {
 		if cut.came(smp) {
-			return float64(smp.Done.Sub(seg.Start)) / float64(time.Millisecond), lastSent, dueAfterCut
+			return float64(clock.Ms(smp.Done.Sub(seg.Start))), lastSent, dueAfterCut
 		}
 	}
 	return math.Inf(1), lastSent, dueAfterCut

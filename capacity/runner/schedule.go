@@ -39,7 +39,7 @@ type pacer struct {
 // Pace implements vegeta.Pacer.
 func (p *pacer) Pace(_ time.Duration, hits uint64) (time.Duration, bool) {
 	if hits >= p.count {
-		if !p.ended && p.unsent != nil {
+		if !p.ended {
 			p.ended = true
 			p.unsent.Add(-1)
 		}

@@ -78,6 +78,11 @@ type attackOptions struct {
 }
 
 func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return attackBy(ctx, args, stdout, stderr, attack.Execute)
+}
+
+// attackBy is "ratecheck attack" run by execute.
+func attackBy(ctx context.Context, args []string, stdout, stderr io.Writer, execute executor) int {
 	o := attackOptions{headers: headerFlag{}}
 	if code := parseFlags(o.flagSet(stderr), args); code >= 0 {
 		return code
@@ -88,7 +93,7 @@ func runAttack(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	outcomes := attack.Outcomes{}
 	opts.Sink = outcomes.Add
-	run, err := attack.Execute(ctx, plan, opts)
+	run, err := execute(ctx, plan, opts)
 	if run == nil {
 		return failed(stderr, "attack", err)
 	}

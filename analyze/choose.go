@@ -2,15 +2,18 @@ package analyze
 
 import (
 	"math"
+	"time"
 )
 
 // This file holds the fit's choice: which candidate it names, which rivals
 // it cannot tell from it, and what the leaks the model proved rule out.
 
-// ruledOut reports whether the leaks proved rule c out: a sliding log of
-// one limiter that admitted with more than its limit surely in its window.
-func (p leakProof) ruledOut(c Candidate) bool {
-	if c.Family != familySlidingLog || c.Replicas > 1 {
+// ruledOut reports whether the leaks proved at window w rule c out: a
+// sliding log of one limiter, at w or longer (what is surely in the
+// window of w is in any longer one), that admitted with more than its
+// limit surely in its window.
+func (p leakProof) ruledOut(c Candidate, w time.Duration) bool {
+	if c.Family != familySlidingLog || c.Replicas > 1 || c.Window < w {
 		return false
 	}
 	if c.counts() {
@@ -33,11 +36,11 @@ func (p leakProof) ruledOut(c Candidate) bool {
 // (and dozens of phases besides) a counter could fit one flood of
 // refusals better, by a request or two, than the token bucket that
 // produced it.
-func (fit *Fit) choose(leaks leakProof, documented int) {
+func (fit *Fit) choose(leaks leakProof, documented int, w time.Duration) {
 	var open []Candidate
 	for i, c := range fit.Candidates {
 		switch {
-		case leaks.ruledOut(c):
+		case leaks.ruledOut(c, w):
 			fit.Candidates[i].ruled = true
 		case c.Limit == documented || c.Family == familySlidingLog && c.Replicas <= 1:
 			open = append(open, c)
@@ -56,8 +59,10 @@ func (fit *Fit) choose(leaks leakProof, documented int) {
 	// not the fixed window or counter whose phases came nearest to it;
 	// where it comes as close as Best (a fixed window's phase and a log's
 	// length can mimic each other over one run), it is an alternative.
-	for _, c := range fit.Scan {
+	for i, c := range fit.Scan {
 		switch {
+		case leaks.ruledOut(c, w):
+			fit.Scan[i].ruled = true
 		case c.Limit != documented || c.Mismatches == math.MaxInt:
 		case c.worst()+oneMisplaced < fit.Best.Mismatches:
 			open = append(open, c)

@@ -59,9 +59,43 @@ func TestChooseOrderByOrder(t *testing.T) {
 		counter.Mismatches = min(tt.counter[0], tt.counter[1], tt.counter[2])
 		counter.TimingSpread = max(tt.counter[0], tt.counter[1]) - counter.Mismatches
 		fit := Fit{Candidates: []Candidate{{Family: familyNone, Limit: 240, Mismatches: 900}, log, counter}}
-		fit.choose(leakProof{}, 240)
+		fit.choose(leakProof{}, 240, 4*time.Second)
 		if fit.Best.Family != familySlidingLog || fit.Decided != tt.decided {
 			t.Errorf("%s: best %v, decided %v (alternatives %v), want sliding-log decided %v", tt.name, fit.Best, fit.Decided, fit.Alternatives, tt.decided)
+		}
+	}
+}
+
+// TestChooseLeaksRuleOutLongerLogs: an admission with more than the limit
+// surely in its window of W rules out a sliding log at W and at any
+// longer window, whose window holds the same requests and more, however
+// well the scan fitted it; it does not rule out a shorter one. nginx's
+// limit_req refilling one request per window (a token bucket), on a host
+// whose answers took up to 20 % of W, fitted a log of 1.97 W counting
+// refusals by 3 mismatches against the bucket's 6, and the fit named that
+// log, decided, beside the two leaks (admitted with 493 and 290 requests
+// surely in their window of W) that refute it.
+func TestChooseLeaksRuleOutLongerLogs(t *testing.T) {
+	t.Parallel()
+	w := 4 * time.Second
+	bucket := Candidate{Family: familyTokenBucket, CountsRefused: boolPtr(false), Limit: 240, Window: w, Mismatches: 6, slot: 3, orders: [3]int{6, 8, 7}}
+	leaks := leakProof{All: 494, Admitted: 178}
+	for _, tt := range []struct {
+		name   string
+		window time.Duration
+		best   string
+	}{
+		{"longer", 7880 * time.Millisecond, familyTokenBucket},
+		{"shorter", 3 * time.Second, familySlidingLog},
+	} {
+		scan := Candidate{Family: familySlidingLog, CountsRefused: boolPtr(true), Limit: 240, Window: tt.window, Mismatches: 1, slot: -1, orders: [3]int{1, 2, 1}}
+		fit := Fit{Candidates: []Candidate{{Family: familyNone, Limit: 240, Mismatches: 900}, bucket}, Scan: []Candidate{scan}}
+		fit.choose(leaks, 240, w)
+		if fit.Best.Family != tt.best {
+			t.Errorf("%s log: best %v (alternatives %v), want %s", tt.name, fit.Best, fit.Alternatives, tt.best)
+		}
+		if got := fit.Scan[0].ruled; got != (tt.window >= w) {
+			t.Errorf("%s log: ruled out %v", tt.name, got)
 		}
 	}
 }

@@ -329,7 +329,7 @@ func (f *familyFit) result() Fit {
 			}
 		}
 	}
-	fit.choose(f.leaks, f.starts[0].limit)
+	fit.choose(f.leaks, f.starts[0].limit, time.Duration(f.starts[0].w))
 	return fit
 }
 

@@ -250,7 +250,10 @@ func TestCapacityMCPSessions(t *testing.T) {
 // pool back further (its workers wait for a core between requests), never
 // speed it up: where a step below that capacity failed, or the pool fell
 // behind at a throughput under the band, the host set the figures the
-// low side would rest on, and only the high side is held. The objective
+// low side would rest on, and only the high side is held: a peak, if the
+// model claims one, is not above the pool's (a host that failed every
+// step from 125/s on, the pool's workers slowed to 144/s, left the fit no
+// peak). The objective
 // is lenient (p99<=250ms) so that such a host rarely fails a step below
 // the capacity.
 func TestCapacityModelOfPool(t *testing.T) {
@@ -297,6 +300,9 @@ func TestCapacityModelOfPool(t *testing.T) {
 		return
 	case u == nil || behind == 0:
 		t.Fatalf("model %v over %d steps, %d of them past the pool's capacity: want the steps past the knee fitted", u != nil, len(res.Steps), behind)
+	case u.PeakRPS == nil && held != "":
+		t.Logf("peak unbounded (%s): %s, the host holding the pool back set the steps it would rest on, and the model claims no peak", *u.PeakReason, held)
+		return
 	case u.PeakRPS == nil:
 		t.Fatalf("peak unbounded (%s), want it bounded by the steps past the knee", *u.PeakReason)
 	}

@@ -74,6 +74,17 @@ func (c *clocked) broadcast() {
 	c.mu.Unlock()
 }
 
+// sent tells the timeline that hit n of stream i goes out now, and wakes
+// the pacers a group holds behind it.
+func (c *clocked) sent(i int, n uint64) {
+	c.mu.Lock()
+	moved := c.tl.Sent(i, n)
+	c.mu.Unlock()
+	if moved {
+		c.broadcast()
+	}
+}
+
 // abort stops every pacer: the run is stopping.
 func (c *clocked) abort() { c.stopped.Do(func() { close(c.stop) }) }
 
@@ -111,10 +122,14 @@ func (p *pacer) Pace(_ time.Duration, hits uint64) (time.Duration, bool) {
 		if lag < 0 && p.wait.Until(due, p.c.stop) {
 			return 0, true
 		}
+		if closed(p.c.stop) {
+			return 0, true
+		}
 		if p.behind != nil {
 			p.behind(max(lag, 0))
 		}
-		return 0, closed(p.c.stop)
+		p.c.sent(p.i, hits)
+		return 0, false
 	}
 }
 

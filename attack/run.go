@@ -314,7 +314,7 @@ func (pl Plan) timeline(units []unit) *timeline.Timeline {
 	for i, u := range units {
 		s := u.stream
 		ts := timeline.Stream{Key: s.Surface + "/" + s.Name, Due: u.pacer.Due, Start: u.pacer.Offset, Count: u.pacer.Count(),
-			Lag: u.lag, Held: pl.held(s.Surface, s.Name)}
+			Lag: u.lag, Held: pl.held(s.Surface, s.Name), Group: s.Group}
 		for _, a := range s.After {
 			ts.After = append(ts.After, pl.Profile.AfterKey(s, a))
 		}

@@ -64,6 +64,11 @@ type Probe struct {
 	At         []float64
 	// Header and Value are the forwarding header it forges, if any.
 	Header, Value string
+	// Group names probes whose requests go out in due order across them
+	// (a surface's spoof probes: forged and plain are comparable because
+	// they are interleaved at random, and a stall must not send one kind
+	// first).
+	Group string
 }
 
 // forged are the forwarding headers the spoof probes forge, each with its
@@ -166,7 +171,7 @@ func spoofProbes(surface string, seed uint64) []Probe {
 	g := SpoofSpan / float64(len(order))
 	plan := make([]Probe, 1+len(forged))
 	for k := range plan {
-		p := Probe{Stream: StreamSpoofControl, Surface: surface, Source: limitSource, Start: 0.11, After: StreamOver}
+		p := Probe{Stream: StreamSpoofControl, Surface: surface, Source: limitSource, Start: 0.11, After: StreamOver, Group: surface + "/" + streamSpoof}
 		if k > 0 {
 			h := forged[k-1]
 			p.Stream, p.Header, p.Value = h.stream, h.header, h.value

@@ -28,6 +28,14 @@ type Stream struct {
 	// follow-up is decided (see [Timeline.Decide]), and then only if the
 	// decision chose it.
 	Held bool
+	// Group, when set, names streams whose hits go out in due order across
+	// them (ties in the order New was given the streams): a hit is held
+	// until every hit of the group due before it went out (see
+	// [Timeline.Sent]), so that a host that stalled past several sends
+	// them in their order, not each stream's at once, one stream after
+	// another. Streams whose interleaving is what a check compares them
+	// by (verify's spoof probes) are one group.
+	Group string
 }
 
 // Status says what a stream does with a hit: send it when due, wait for
@@ -71,13 +79,15 @@ type Timeline struct {
 	holds    bool
 	decided  bool
 	sentHeld []bool // a held stream the follow-up chose
+	// sent counts the hits of each stream of a group that went out.
+	sent []uint64
 }
 
 // New returns the timeline of streams in a run of window w.
 func New(w time.Duration, streams []Stream) *Timeline {
 	n := len(streams)
 	t := &Timeline{w: w, streams: streams, due: map[string]uint64{}, opened: map[string]time.Duration{},
-		shift: make([]time.Duration, n), known: make([]bool, n), cut: make([]time.Duration, n), sentHeld: make([]bool, n)}
+		shift: make([]time.Duration, n), known: make([]bool, n), cut: make([]time.Duration, n), sentHeld: make([]bool, n), sent: make([]uint64, n)}
 	for _, s := range streams {
 		for _, k := range s.After {
 			t.due[k] = 0
@@ -106,8 +116,39 @@ func (t *Timeline) Streams() []Stream { return t.streams }
 
 // Due returns when hit n of stream i is due, from the run's start: Ready
 // and the time (which may have passed: send it at once), Blocked while a
-// gate of the stream is closed or its follow-up undecided, or Ended.
+// gate of the stream is closed, its follow-up undecided or, in a group,
+// a hit of the group due before it has not gone out, or Ended.
 func (t *Timeline) Due(i int, n uint64) (time.Duration, Status) {
+	d, st := t.planned(i, n)
+	if st != Ready || t.streams[i].Group == "" {
+		return d, st
+	}
+	for j := range t.streams {
+		if j == i || t.streams[j].Group != t.streams[i].Group {
+			continue
+		}
+		switch dj, sj := t.planned(j, t.sent[j]); {
+		case sj == Blocked:
+			return 0, Blocked // its place in the order is not known yet
+		case sj == Ready && (dj < d || dj == d && j < i):
+			return 0, Blocked
+		}
+	}
+	return d, Ready
+}
+
+// Sent records that hit n of stream i went out, and reports whether that
+// may let another hit go (a stream of a group: ask Due again).
+func (t *Timeline) Sent(i int, n uint64) bool {
+	if t.streams[i].Group == "" {
+		return false
+	}
+	t.sent[i] = max(t.sent[i], n+1)
+	return true
+}
+
+// planned is Due without the group's order.
+func (t *Timeline) planned(i int, n uint64) (time.Duration, Status) {
 	s := &t.streams[i]
 	d, ok := s.Due(n)
 	if !ok {

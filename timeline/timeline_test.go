@@ -18,6 +18,81 @@ func stream(key string, start, gap time.Duration, count uint64) Stream {
 	return Stream{Key: key, Due: every(start, gap, count), Start: start, Count: count}
 }
 
+// TestGroupOrder: the hits of a group's streams go out in due order
+// across them, ties in the streams' order: a hit is Ready only once every
+// hit of the group due before it was sent, so that a host that stalled
+// past all of them still sends them interleaved; a stream of another
+// group, or of none, is not held; a stream that ended holds nothing.
+func TestGroupOrder(t *testing.T) {
+	t.Parallel()
+	plain := stream("rest/spoof-control", 0, 2*ms, 3)     // 0, 2, 4
+	forged := stream("rest/spoof-forwarded", ms, 2*ms, 2) // 1, 3
+	tie := stream("rest/spoof-x-real-ip", 2*ms, 10*ms, 1) // 2, tied with plain's second
+	other := stream("rest/probe", 0, ms, 6)
+	plain.Group, forged.Group, tie.Group = "spoof", "spoof", "spoof"
+	tl := New(time.Second, []Stream{plain, forged, tie, other})
+	want := []struct {
+		i  int
+		at time.Duration
+	}{{0, 0}, {1, ms}, {0, 2 * ms}, {2, 2 * ms}, {1, 3 * ms}, {0, 4 * ms}}
+	next := []uint64{0, 0, 0}
+	for k, w := range want {
+		for i := range next {
+			at, st := tl.Due(i, next[i])
+			switch {
+			case i == w.i && (st != Ready || at != w.at):
+				t.Fatalf("send %d: stream %d hit %d: %v at %v, want ready at %v", k, i, next[i], st, at, w.at)
+			case i != w.i && st == Ready:
+				t.Fatalf("send %d: stream %d hit %d ready at %v before stream %d's hit due at %v", k, i, next[i], at, w.i, w.at)
+			}
+		}
+		if at, st := tl.Due(3, uint64(k)); st != Ready || at != time.Duration(k)*ms {
+			t.Errorf("a stream of no group held: hit %d %v at %v", k, st, at)
+		}
+		if !tl.Sent(w.i, next[w.i]) {
+			t.Errorf("send %d: Sent did not say the group may move", k)
+		}
+		next[w.i]++
+	}
+	for i := range next {
+		if _, st := tl.Due(i, next[i]); st != Ended {
+			t.Errorf("stream %d after its last hit: %v, want ended", i, st)
+		}
+	}
+	if tl.Sent(3, 0) {
+		t.Errorf("Sent of a stream of no group said the timeline changed")
+	}
+}
+
+// TestGroupBehindAGate: a stream of a group whose partner waits for a
+// gate is held until the gate opens (the order is not known before), and
+// then in the order the gate moved them into.
+func TestGroupBehindAGate(t *testing.T) {
+	t.Parallel()
+	onset := stream("rest/onset", 0, ms, 1)
+	a := stream("rest/spoof-control", 10*ms, ms, 2)
+	b := stream("rest/spoof-forwarded", 10*ms, ms, 2)
+	a.Group, b.Group = "spoof", "spoof"
+	b.After = []string{"rest/onset"}
+	tl := New(time.Second, []Stream{onset, a, b})
+	if _, st := tl.Due(1, 0); st != Blocked {
+		t.Fatalf("a group stream whose partner's gate is closed: %v, want blocked", st)
+	}
+	tl.Answered(0, 30*ms)
+	if _, st := tl.Due(2, 0); st != Blocked {
+		t.Errorf("the gated stream's first hit, due at 30ms, before the ungated one's at 10ms went: %v, want blocked", st)
+	}
+	for n := range uint64(2) {
+		if at, st := tl.Due(1, n); st != Ready || at != 10*ms+time.Duration(n)*ms {
+			t.Fatalf("the ungated stream's hit %d: %v at %v, want ready at %v", n, st, at, 10*ms+time.Duration(n)*ms)
+		}
+		tl.Sent(1, n)
+	}
+	if at, st := tl.Due(2, 0); st != Ready || at != 30*ms {
+		t.Errorf("the gated stream's first hit: %v at %v, want ready at 30ms (the gate's)", st, at)
+	}
+}
+
 // TestGate: a stream that waits for another sends nothing until every hit
 // of that one is answered, then goes out at its planned time or Lag after
 // the last answer, whichever is later, keeping its pacing.

@@ -70,6 +70,11 @@ type Stream struct {
 	// ones keep their order (verify's forged probes go out between plain
 	// ones). Not written in profiles.
 	Lag Span `yaml:"-"`
+	// Group names streams whose requests go out in due order across them,
+	// interleaved as planned even when the host stalled past several
+	// (verify's spoof probes; see timeline.Stream.Group). Not written in
+	// profiles.
+	Group string `yaml:"-"`
 	// Sources overrides the profile's sources (written as they are); the
 	// pacer's rate and count are split evenly across them.
 	Sources []string `yaml:"sources"`

@@ -98,6 +98,7 @@ func probeStream(pr method.Probe, sources []string) Stream {
 	if pr.Lag > 0 {
 		s.Lag = Span{W: pr.Lag}
 	}
+	s.Group = pr.Group
 	return s
 }
 

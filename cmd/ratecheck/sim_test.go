@@ -15,6 +15,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/internal/hostsim"
 	"github.com/connectbyjbrh/ratecheck/internal/simrun"
 	"github.com/connectbyjbrh/ratecheck/refserver"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 // This file is how a verdict test is written: verify, as the command runs
@@ -126,6 +127,46 @@ func TestSimVerifyEmbeddedPasses(t *testing.T) {
 			}
 			decidedDocumented(t, v, stderr)
 		})
+	}
+}
+
+// TestSimRunIsOneRun: a world of one seed is one run: verify in two
+// worlds of the same seed, on a busy host (stalls, a held over request,
+// gates opening late and several streams woken at once), archives the
+// same results, byte for byte, and says the same verdict.
+func TestSimRunIsOneRun(t *testing.T) {
+	t.Parallel()
+	var runs [2][]vegeta.Result
+	var verdicts [2]verdictJSON
+	for k := range runs {
+		w := simWorld(t, hostsim.Busy, 7, simTarget(verifyWindow, nil), nil)
+		out := t.TempDir()
+		code, v, _, stderr, err := simVerdict(w, out, verifyWindow)
+		if err != nil || code != exitOK {
+			t.Fatalf("run %d: exit %d, %v\n%s", k, code, err, stderr)
+		}
+		runs[k], _ = readArchive(t, onlyRun(t, out))
+		verdicts[k] = v
+	}
+	if len(runs[0]) != len(runs[1]) {
+		t.Errorf("two worlds of one seed archived %d and %d results", len(runs[0]), len(runs[1]))
+	}
+	for i := range min(len(runs[0]), len(runs[1])) {
+		a, b := runs[0][i], runs[1][i]
+		if !a.Equal(b) {
+			t.Errorf("two worlds of one seed archived different results, first at %d:\n%+v\n%+v", i, a, b)
+			break
+		}
+	}
+	for k := range verdicts {
+		for i := range verdicts[k].Surfaces {
+			verdicts[k].Surfaces[i].Checks = nil // their details name the run folder
+		}
+	}
+	a, _ := json.Marshal(verdicts[0].Surfaces)
+	b, _ := json.Marshal(verdicts[1].Surfaces)
+	if !bytes.Equal(a, b) {
+		t.Errorf("two worlds of one seed said different verdicts:\n%s\n%s", a, b)
 	}
 }
 

@@ -16,10 +16,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"time"
 
@@ -227,8 +229,9 @@ func RunAll(plans []attack.Plan, w *World, base string, sinks []func(archive.Res
 			r.blocked[i] = n
 		}
 	}
-	wake := func(k int, now time.Duration) {
-		for i, n := range runs[k].blocked {
+	wake := func(k int, now time.Duration) { // in the units' order: one world, one run
+		for _, i := range slices.Sorted(maps.Keys(runs[k].blocked)) {
+			n := runs[k].blocked[i]
 			delete(runs[k].blocked, i)
 			next(k, i, n, now)
 		}
@@ -263,6 +266,9 @@ func RunAll(plans []attack.Plan, w *World, base string, sinks []func(archive.Res
 			e.kind = arrive
 			// The target counts the request somewhere on its way.
 			push(now+time.Duration(w.Rand.Float64()*float64(e.lat)), e)
+			if r.tl.Sent(e.unit, e.hit) {
+				wake(e.plan, now)
+			}
 			next(e.plan, e.unit, e.hit+1, now)
 		case arrive:
 			res := e.result

@@ -194,15 +194,16 @@ type familyFit struct {
 	decided map[int32][]bool
 	// leaks is what the model proved of the admissions (see LeakProof).
 	leaks leakProof
-	// decidedWithin, when set, is the longest any refusal took to come
-	// back. The replay on responses stands for requests that queued before
-	// the limiter counted them; such a queue holds refusals as long. Where
-	// refusals come back at once and admissions late, the limiter decided
-	// on arrival and the admissions were held after it (nginx's delay, the
+	// decidedWithin, when set, is the longest the refusals sent around a
+	// request took to come back (see groupRun.decidedBy). The replay on
+	// responses stands for requests that queued before the limiter
+	// counted them; such a queue holds refusals as long. Where refusals
+	// come back at once and admissions late, the limiter decided on
+	// arrival and the admissions were held after it (nginx's delay, the
 	// service behind it): a request is then replayed no later than
 	// decidedWithin after its send, not at its response, which would let
 	// a family fit a stream the limiter itself smoothed.
-	decidedWithin int64
+	decidedWithin func(start int64) int64
 	// heldTogether, when set, reports whether a response at the given
 	// time came back with a stall's: such a request is replayed at its
 	// response, as decided when the stall let it go (the limiter decides
@@ -264,8 +265,8 @@ func (f *familyFit) add(r *decode.Record, index int32) {
 		}
 	}
 	end := r.End
-	if f.decidedWithin > 0 && (f.heldTogether == nil || !f.heldTogether(end)) {
-		end = min(end, r.Start+f.decidedWithin)
+	if f.decidedWithin != nil && (f.heldTogether == nil || !f.heldTogether(end)) {
+		end = min(end, r.Start+f.decidedWithin(r.Start))
 	}
 	if f.watch[index] {
 		var d []bool

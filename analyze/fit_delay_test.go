@@ -108,3 +108,37 @@ func TestFitOfADelayingBucket(t *testing.T) {
 		}
 	}
 }
+
+// TestDecidedBy: a request is replayed on responses no later than the
+// slowest refusal sent within 0.05 W of it took, not the slowest of the
+// run: one refusal a stall held 180 ms at 0.5 W says nothing of a
+// request sent at 0.1 W, whose neighbours came back in 3 ms; a request
+// with no refusal that near gets the slowest of all.
+func TestDecidedBy(t *testing.T) {
+	t.Parallel()
+	const ms = int64(time.Millisecond)
+	w := 6 * time.Second // bins of 60 ms
+	g := &groupRun{}
+	for _, r := range []decode.Record{
+		{Start: 600 * ms, End: 603 * ms, Code: 429},   // 0.1 W: 3 ms
+		{Start: 640 * ms, End: 642 * ms, Code: 429},   // 2 ms
+		{Start: 3000 * ms, End: 3180 * ms, Code: 429}, // 0.5 W: a stall's 180 ms
+	} {
+		g.slowestRefusal = max(g.slowestRefusal, r.End-r.Start)
+		g.addRefusal(&r, w)
+	}
+	for _, tt := range []struct {
+		name  string
+		start int64
+		want  int64
+	}{
+		{"beside the fast refusals", 610 * ms, 3 * ms},
+		{"0.05 W after them", 900 * ms, 3 * ms},
+		{"beside the stall", 2900 * ms, 180 * ms},
+		{"with no refusal near", 1800 * ms, 180 * ms},
+	} {
+		if got := g.decidedBy(tt.start); got != tt.want {
+			t.Errorf("%s: decidedBy(%v) = %v, want %v", tt.name, time.Duration(tt.start), time.Duration(got), time.Duration(tt.want))
+		}
+	}
+}

@@ -25,8 +25,11 @@ type groupRun struct {
 	secondBurstEnd  int64 // the last send of verify's second burst (0: none)
 	firstRefusalEnd int64
 	// slowestRefusal is the longest a refusal took to come back: how long
-	// the target took to decide, at most, where it decided fast.
+	// the target took to decide, at most, where it decided fast; and
+	// refusalBins the longest per refusalBin of sends (see decidedBy).
 	slowestRefusal int64
+	refusalBins    map[int64]int64
+	refusalBin     int64
 	// held counts, per heldBin of response time, the admissions that came
 	// back more than heldAfter later than the slowest refusal took (second
 	// pass): see heldTogether.
@@ -54,6 +57,47 @@ const (
 	// and a long run keeps the stalls of its first 65 536 bins.
 	maxHeldBins = 1 << 16
 )
+
+// refusalBinShare is the share of the window of a bin of sends in which
+// the slowest refusal is kept (see decidedBy): the plan's refusals come
+// at least every 0.02 W from the flood on, and a stall holds every
+// request sent within its span.
+const refusalBinShare = 0.01
+
+// addRefusal notes how long refusal r took, by when it was sent.
+func (g *groupRun) addRefusal(r *decode.Record, w time.Duration) {
+	if g.refusalBins == nil {
+		g.refusalBins, g.refusalBin = map[int64]int64{}, max(int64(refusalBinShare*float64(w)), 1)
+	}
+	k := r.Start / g.refusalBin
+	if v, ok := g.refusalBins[k]; ok || len(g.refusalBins) < maxHeldBins {
+		g.refusalBins[k] = max(v, r.End-r.Start)
+	}
+}
+
+// decidedBy is how long after its send a request sent at start was
+// decided at the latest, where the target decided fast: as long as the
+// slowest refusal sent within five bins (0.05 W) of it took (a stall then
+// took them as long), or, with none sent that near, the slowest of all. One
+// refusal a busy host held for a share of the window no longer loosens
+// the bound of every request: against nginx's delay, the admissions it
+// held half a window were replayed up to that refusal's latency after
+// their sends, and a bucket refilling one every 25 ms then fitted no
+// better than a log on responses.
+func (g *groupRun) decidedBy(start int64) int64 {
+	k := start / g.refusalBin
+	var d int64
+	found := false
+	for j := k - 5; j <= k+5; j++ {
+		if v, ok := g.refusalBins[j]; ok {
+			d, found = max(d, v), true
+		}
+	}
+	if !found {
+		return g.slowestRefusal
+	}
+	return d
+}
 
 // heldTogether reports whether a response at end came back with a stall's
 // (see heldMin).
@@ -222,6 +266,7 @@ func (s *surfaceRun) count(g *groupRun, r *decode.Record, seq int) {
 		g.answered++
 		g.firstRefusalEnd = min(g.firstRefusalEnd, r.End)
 		g.slowestRefusal = max(g.slowestRefusal, r.End-r.Start)
+		g.addRefusal(r, s.W)
 		g.refLat.add(r.End - r.Start)
 		s.sd.Refused++
 	case admitted(r):
@@ -443,12 +488,12 @@ func (s *surfaceRun) endModels() {
 	s.fit = newFamilyFit(limits, s.W, s.primary.answered, s.origins.at)
 	s.fit.leaks = s.leaks
 	if s.primary.refusals > 0 {
-		s.fit.decidedWithin, s.fit.heldTogether = s.primary.slowestRefusal, s.primary.heldTogether
+		s.fit.decidedWithin, s.fit.heldTogether = s.primary.decidedBy, s.primary.heldTogether
 	}
 	if g := s.second; g != nil {
 		s.secondFit = newFamilyFit(limits, s.W, g.answered, s.secondOrigins.at)
 		if g.refusals > 0 {
-			s.secondFit.decidedWithin, s.secondFit.heldTogether = g.slowestRefusal, g.heldTogether
+			s.secondFit.decidedWithin, s.secondFit.heldTogether = g.decidedBy, g.heldTogether
 		}
 	}
 	for _, w := range s.fitWatchers {

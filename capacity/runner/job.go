@@ -89,6 +89,11 @@ type Job struct {
 	result   capacity.Result
 	meet     *rendezvous // nil: not sharded
 	reported int         // segments this shard reported to the others
+	// released holds, per segment, when (after its start) its last hit
+	// was handed to an attacker: zero when some never were (a cut). A
+	// failure proved after it had nothing left to cut, however late a
+	// starved host then sent those hits.
+	released []time.Duration
 }
 
 // New returns the job of cfg, or what makes cfg unusable (a
@@ -239,7 +244,9 @@ type judged struct {
 // Neither (nil, nil) when ctx ended.
 func (j *Job) runSegment(ctx context.Context, s *senders, seg *archive.CapacitySegment, start time.Time, sink func(archive.Result) error) (*judged, error) {
 	own := capacity.NewStats()
-	if err := s.send(ctx, seg, own, sink, start); err != nil || ctx.Err() != nil {
+	released, err := s.send(ctx, seg, own, sink, start)
+	j.released = append(j.released, released)
+	if err != nil || ctx.Err() != nil {
 		return nil, err
 	}
 	if j.meet == nil {
@@ -384,8 +391,9 @@ func (s *senders) network() *client.Network {
 // with its offset, sent through attack.Send as every job is; every result
 // goes to sink and, past the warm-up, to st. The schedule begins at begin
 // (zero: once every attacker is set up). It returns once every result is
-// in.
-func (s *senders) send(ctx context.Context, seg *archive.CapacitySegment, st *capacity.Stats, sink func(archive.Result) error, begin time.Time) error {
+// in, with when (after the start) the last hit was handed to an attacker,
+// zero if some never were.
+func (s *senders) send(ctx context.Context, seg *archive.CapacitySegment, st *capacity.Stats, sink func(archive.Result) error, begin time.Time) (time.Duration, error) {
 	stop := make(chan struct{})
 	var once sync.Once
 	halt := func() { once.Do(func() { close(stop) }) }
@@ -399,13 +407,14 @@ func (s *senders) send(ctx context.Context, seg *archive.CapacitySegment, st *ca
 	cut := newCutter(seg, s.cfg.Search, s.cfg.sharded())
 	var unsent atomic.Int64 // sources with hits still to send
 	unsent.Store(int64(len(seg.Sources)))
+	var released atomic.Int64 // when the last source handed out its last hit
 	senders := make([]attack.Sender, len(seg.Sources))
 	for i, src := range seg.Sources {
 		c, tr, err := s.of(src)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		p := &pacer{seg: seg, j: i, count: seg.Count(i), stop: stop, start: start, unsent: &unsent}
+		p := &pacer{seg: seg, j: i, count: seg.Count(i), stop: stop, start: start, unsent: &unsent, released: &released}
 		atk := attack.NewAttacker(attack.AttackerOptions{Client: c, Workers: 1, MaxWorkers: s.cfg.MaxWorkers})
 		source := src
 		if source == "" {
@@ -413,7 +422,7 @@ func (s *senders) send(ctx context.Context, seg *archive.CapacitySegment, st *ca
 		}
 		senders[i] = attack.Sender{Attacker: atk, Targeter: tr, Pacer: p, Labels: archive.Labels{Surface: s.cfg.Surface, Source: source, Stream: seg.Stream}}
 	}
-	return attack.Send(ctx, senders, halt, func(j int, r archive.Result) error {
+	err := attack.Send(ctx, senders, halt, func(j int, r archive.Result) error {
 		if smp, judged := sampleOf(seg, j, r.Result, s.cfg.Search.ThroughLimit); judged {
 			st.Add(smp)
 			// A failure proved once every hit is sent cuts nothing: the
@@ -428,6 +437,7 @@ func (s *senders) send(ctx context.Context, seg *archive.CapacitySegment, st *ca
 		}
 		return sink(r)
 	})
+	return time.Duration(released.Load()), err
 }
 
 // sampleOf is the sample of result r of source j in seg, and whether it

@@ -33,7 +33,10 @@ type pacer struct {
 	start  time.Time // Start with its monotonic reading: pacing never follows a wall-clock step
 	wait   schedule.Waiter
 	unsent *atomic.Int64
-	ended  bool
+	// released is set, by the source that hands out the segment's last
+	// hit, to when it did (after start).
+	released *atomic.Int64
+	ended    bool
 }
 
 // Pace implements vegeta.Pacer.
@@ -41,7 +44,9 @@ func (p *pacer) Pace(_ time.Duration, hits uint64) (time.Duration, bool) {
 	if hits >= p.count {
 		if !p.ended {
 			p.ended = true
-			p.unsent.Add(-1)
+			if p.unsent.Add(-1) == 0 {
+				p.released.Store(int64(time.Since(p.start)))
+			}
 		}
 		return 0, true
 	}

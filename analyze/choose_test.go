@@ -9,7 +9,8 @@ import (
 // TestOutdone: a candidate is outdone by another that fits better in
 // every order the fit replays, each by more than one misplaced
 // admission, unless either is replicas or only the winner was chosen
-// afresh in each order.
+// afresh in each order (a token bucket is then held to its scores at one
+// refill for every order).
 func TestOutdone(t *testing.T) {
 	t.Parallel()
 	log := Candidate{Family: familySlidingLog, Limit: 240, slot: 1, orders: [3]int{1, 72, 30}}
@@ -18,6 +19,7 @@ func TestOutdone(t *testing.T) {
 	bucket := Candidate{Family: familyTokenBucket, Limit: 240, slot: 3}
 	fixed := Candidate{Family: familyFixedWindow, Limit: 240, slot: 20}
 	with := func(c Candidate, orders [3]int) Candidate { c.orders = orders; return c }
+	once := func(c Candidate, once [3]int) Candidate { c.once, c.onced = once, true; return c }
 	for _, tt := range []struct {
 		name string
 		a, b Candidate
@@ -32,6 +34,13 @@ func TestOutdone(t *testing.T) {
 		// beat the log that made the run in every one
 		{"the log by a window fitted in each order", with(fixed, [3]int{10, 12, 11}), with(log, [3]int{14, 60, 30}), false},
 		{"replicas", log, with(Candidate{Family: familySlidingLog, Limit: 240, Replicas: 2, slot: 60}, [3]int{90, 140, 100}), false},
+		// nginx's leaky bucket: its refill fitted once beats a log at the
+		// observed limit in every order; fitted afresh in each order it
+		// would be held to nothing (a bucket of the fit is always onced)
+		{"the log by a bucket at one refill", once(with(bucket, [3]int{0, 48, 0}), [3]int{0, 48, 0}), with(log, [3]int{68, 116, 68}), true},
+		{"the log by a bucket better only refill by refill", once(with(bucket, [3]int{0, 48, 0}), [3]int{0, 120, 0}), with(log, [3]int{68, 116, 68}), false},
+		{"the log by a bucket not replayed once", with(bucket, [3]int{0, 48, 0}), with(log, [3]int{68, 116, 68}), false},
+		{"a scan's log by a bucket: each chose afresh", once(with(bucket, [3]int{0, 48, 0}), [3]int{0, 120, 0}), with(scanLog, [3]int{68, 116, 68}), true},
 	} {
 		if got := outdone(tt.a, tt.b); got != tt.want {
 			t.Errorf("%s: outdone(%v %v, %v %v) = %v, want %v", tt.name, tt.a, tt.a.orders, tt.b, tt.b.orders, got, tt.want)

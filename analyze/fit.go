@@ -57,6 +57,13 @@ type Candidate struct {
 	// (sends, responses, the mix; see better), for a comparison order by
 	// order (see outdone).
 	orders [3]int
+	// once, for a token bucket, is its mismatches in each order at the
+	// one refill whose worst order fits best: the bucket with its refill
+	// chosen once for every order, as a limiter with nothing to choose is
+	// (see outdone); onced says it was replayed so (a token bucket of
+	// the fit).
+	once  [3]int
+	onced bool
 
 	// chance, for replicas, is how much of its score the assignment's
 	// chance alone is expected to reach (see replicas.close): a score
@@ -309,6 +316,9 @@ func (f *familyFit) result() Fit {
 		fs, fe, fm := f.starts[k].fit(), f.ends[k].fit(), f.mixes[k].fit()
 		for i := range fs.Candidates {
 			c := better(fs.Candidates[i], fe.Candidates[i], fm.Candidates[i])
+			if c.Family == familyTokenBucket {
+				c.once, c.onced = f.bucketOnce(k), true
+			}
 			if c.slot >= 0 {
 				c.slot += base
 			}
@@ -332,6 +342,20 @@ func (f *familyFit) result() Fit {
 	}
 	fit.choose(f.leaks, f.starts[0].limit, time.Duration(f.starts[0].w))
 	return fit
+}
+
+// bucketOnce is the token buckets' mismatches of limit k in each order
+// (sends, responses, the mix) at the one refill whose worst order fits
+// best.
+func (f *familyFit) bucketOnce(k int) [3]int {
+	once := [3]int{math.MaxInt, math.MaxInt, math.MaxInt}
+	for i := range f.starts[k].buckets {
+		o := [3]int{f.starts[k].buckets[i].mis, f.ends[k].buckets[i].mis, f.mixes[k].buckets[i].mis}
+		if max(o[0], o[1], o[2]) < max(once[0], once[1], once[2]) {
+			once = o
+		}
+	}
+	return once
 }
 
 // better is the candidate replayed on send times (s), on response times

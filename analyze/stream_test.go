@@ -85,16 +85,16 @@ func TestModelMatchesBatch(t *testing.T) {
 
 // fitView is what the streaming fit and the batch one must agree on: the
 // candidates of one limiter and the best of them, without the streaming
-// fit's bookkeeping (decision slots, timing spreads) or what the batch fit
-// does not replay (replicas, the window scan's rivals) or name
-// (alternatives, whether the fit decided); replicas are tested on their
-// own (TestReplicasCandidate).
+// fit's bookkeeping (decision slots, timing spreads, scores order by
+// order) or what the batch fit does not replay (replicas, the window
+// scan's rivals) or name (alternatives, whether the fit decided);
+// replicas are tested on their own (TestReplicasCandidate).
 func fitView(f Fit) Fit {
 	f.Alternatives, f.Scan, f.Decided = nil, nil, false
 	var cands []Candidate
 	for _, c := range f.Candidates {
 		if c.Replicas < 2 {
-			c.slot, c.TimingSpread, c.phases, c.orders = 0, 0, [2]int{}, [3]int{}
+			c.slot, c.TimingSpread, c.phases, c.orders, c.once, c.onced = 0, 0, [2]int{}, [3]int{}, [3]int{}, false
 			cands = append(cands, c)
 		}
 	}

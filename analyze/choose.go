@@ -205,8 +205,9 @@ func (fit Fit) outdoneBy(b Candidate, want func(Candidate) bool) bool {
 		return want(c) && ok && c.Mismatches != math.MaxInt
 	}
 	for k := range b.orders {
-		c, ok := fit.fewest(may, func(c Candidate) int { s, _ := c.heldTo(b); return s[k] })
-		if s, _ := c.heldTo(b); !ok || b.orders[k]-b.chance <= s[k]+oneMisplaced {
+		score := func(c Candidate) int { s, _ := c.heldTo(b); return s[k] }
+		c, ok := fit.fewest(may, score)
+		if !ok || b.orders[k]-b.chance <= score(c)+oneMisplaced {
 			return false
 		}
 	}

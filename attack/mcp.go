@@ -58,6 +58,7 @@ type MCPSession struct {
 	base     *client.Session
 	bySource map[string]*atomic.Pointer[client.Session]
 	renewing map[string]bool
+	renewed  map[string]time.Time
 	info     archive.MCPInfo
 	done     bool
 	pending  sync.WaitGroup
@@ -221,20 +222,23 @@ func (m *MCPSession) Speech(source string) (rev string, sid *atomic.Pointer[clie
 	return m.base.Revision, p
 }
 
-// Ended handles a 404 to a request from source that carried the session:
-// the target ended that session, or binds sessions to the address they
-// were made from. source then gets a handshake of its own, from itself,
-// once at a time; it returns at once and the handshake runs meanwhile.
-// Requests sent before it ends still carry the old session.
-func (m *MCPSession) Ended(ctx context.Context, source string) {
+// Ended handles a 404 to a request from source, sent at sent, that
+// carried the session: the target ended that session, or binds sessions
+// to the address they were made from. source then gets a handshake of its
+// own, from itself, once at a time; it returns at once and the handshake
+// runs meanwhile. Requests sent before it ends still carry the old
+// session, so a 404 to one sent before source's last handshake ended
+// (while it ran, or before) asks for nothing: that session is already
+// replaced.
+func (m *MCPSession) Ended(ctx context.Context, source string, sent time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := m.bySource[source]
-	if m.base == nil || m.base.ID == "" || p == nil || m.renewing[source] {
+	if m.base == nil || m.base.ID == "" || p == nil || m.renewing[source] || sent.Before(m.renewed[source]) {
 		return
 	}
 	if m.renewing == nil {
-		m.renewing = map[string]bool{}
+		m.renewing, m.renewed = map[string]bool{}, map[string]time.Time{}
 	}
 	m.renewing[source] = true
 	old := p.Load()
@@ -255,6 +259,9 @@ func (m *MCPSession) Ended(ctx context.Context, source string) {
 			return
 		}
 		p.Store(s)
+		// A request stamped from now on is built after the Store above
+		// (Vegeta stamps a hit before it asks for its target).
+		m.renewed[source] = time.Now()
 		if source != m.From && !slices.Contains(m.info.BoundSources, source) {
 			m.info.BoundSources = append(m.info.BoundSources, source)
 		}

@@ -298,7 +298,7 @@ func (pl Plan) Run(ctx context.Context, target string, sink func(archive.Result)
 		c.answered(i, r)
 		if r.Code == http.StatusNotFound && len(sessionOf) > 0 {
 			if src, ok := sessionOf[i]; ok {
-				pl.MCP.Ended(ctx, src)
+				pl.MCP.Ended(ctx, src, r.Timestamp)
 			}
 		}
 		return sink(r)

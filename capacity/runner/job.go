@@ -433,7 +433,7 @@ func (s *senders) send(ctx context.Context, seg *archive.CapacitySegment, st *ca
 			}
 		}
 		if r.Code == http.StatusNotFound && s.sessions[seg.Sources[j]] {
-			s.cfg.MCP.Ended(ctx, seg.Sources[j]) // a new session for the address, from it
+			s.cfg.MCP.Ended(ctx, seg.Sources[j], r.Timestamp) // a new session for the address, from it
 		}
 		return sink(r)
 	})

@@ -325,7 +325,7 @@ func (s *surfaceRun) model(sv *SurfaceVerdict, sd *SurfaceDetail, missing string
 		sv.Model, sv.ModelDecided = familyNone, true
 	default:
 		sv.Model = sd.Fit.Best.Family
-		if sv.Model == familyNone || !explainsRun(sd.Fit.Best, s.primaryAdmitted()) {
+		if sv.Model == familyNone || !explainsRun(sd.Fit.Best, s.primaryAdmitted()) || s.unordered() {
 			sv.Model = familyUnknown
 			return
 		}

@@ -71,11 +71,22 @@ func (fit *Fit) choose(leaks leakProof, documented int, w time.Duration) {
 			open = append(open, c)
 		}
 	}
-	seen := map[string]bool{fit.Best.key(): true}
+	// A family is represented by its best-fitting open candidate: a log
+	// of 7.5 s (3 mismatches) stands for the sliding log, not the log of
+	// the documented 6 s (81) that came first; narrowing by a second
+	// address then weighs the log that fits (see narrow), where the
+	// documented one it ruled out had left a counter decided against a
+	// log of 1.25 W.
+	at := map[string]int{}
 	for _, c := range open {
-		if c.fewest() <= fit.Best.worst()+oneMisplaced && !outdone(fit.Best, c) && !seen[c.key()] && c.Family != familyNone {
-			seen[c.key()] = true
+		if c.fewest() > fit.Best.worst()+oneMisplaced || outdone(fit.Best, c) || c.key() == fit.Best.key() || c.Family == familyNone {
+			continue
+		}
+		if i, ok := at[c.key()]; !ok {
+			at[c.key()] = len(fit.Alternatives)
 			fit.Alternatives = append(fit.Alternatives, c)
+		} else if c.Mismatches < fit.Alternatives[i].Mismatches {
+			fit.Alternatives[i] = c
 		}
 	}
 	fit.Decided = len(fit.Alternatives) == 0

@@ -26,10 +26,17 @@ type groupRun struct {
 	firstRefusalEnd int64
 	// slowestRefusal is the longest a refusal took to come back: how long
 	// the target took to decide, at most, where it decided fast; and
-	// refusalBins the longest per refusalBin of sends (see decidedBy).
+	// refusalBins the fastest and the slowest per refusalBin of sends
+	// (see decidedBy and heldApartBins).
 	slowestRefusal int64
-	refusalBins    map[int64]int64
-	refusalBin     int64
+	// heldApartBins counts the bins of sends holding a refusal that took
+	// orderedShare of the window longer than the fastest sent in its bin
+	// (second pass, in send order; the last such bin is lastHeldApart):
+	// see surfaceRun.unordered.
+	heldApartBins int
+	lastHeldApart int64
+	refusalBins   map[int64]latencySpan
+	refusalBin    int64
 	// held counts, per heldBin of response time, the admissions that came
 	// back more than heldAfter later than the slowest refusal took (second
 	// pass): see heldTogether.
@@ -64,14 +71,19 @@ const (
 // request sent within its span.
 const refusalBinShare = 0.01
 
+// latencySpan is the fastest and the slowest of some latencies.
+type latencySpan struct{ lo, high int64 }
+
 // addRefusal notes how long refusal r took, by when it was sent.
 func (g *groupRun) addRefusal(r *decode.Record, w time.Duration) {
 	if g.refusalBins == nil {
-		g.refusalBins, g.refusalBin = map[int64]int64{}, max(int64(refusalBinShare*float64(w)), 1)
+		g.refusalBins, g.refusalBin = map[int64]latencySpan{}, max(int64(refusalBinShare*float64(w)), 1)
 	}
-	k := r.Start / g.refusalBin
-	if v, ok := g.refusalBins[k]; ok || len(g.refusalBins) < maxHeldBins {
-		g.refusalBins[k] = max(v, r.End-r.Start)
+	k, d := r.Start/g.refusalBin, r.End-r.Start
+	if v, ok := g.refusalBins[k]; ok {
+		g.refusalBins[k] = latencySpan{min(v.lo, d), max(v.high, d)}
+	} else if len(g.refusalBins) < maxHeldBins {
+		g.refusalBins[k] = latencySpan{d, d}
 	}
 }
 
@@ -90,7 +102,7 @@ func (g *groupRun) decidedBy(start int64) int64 {
 	found := false
 	for j := k - 5; j <= k+5; j++ {
 		if v, ok := g.refusalBins[j]; ok {
-			d, found = max(d, v), true
+			d, found = max(d, v.high), true
 		}
 	}
 	if !found {
@@ -109,6 +121,13 @@ func (g *groupRun) heldTogether(end int64) bool {
 // add takes the group's next request in send order (second pass).
 func (g *groupRun) add(r *decode.Record) {
 	s := g.surface
+	if g.refusalBins != nil && refused(r) {
+		k := r.Start / g.refusalBin
+		v, ok := g.refusalBins[k]
+		if ok && r.End-r.Start-v.lo > int64(orderedShare*float64(s.W)) && (g.heldApartBins == 0 || k != g.lastHeldApart) {
+			g.heldApartBins, g.lastHeldApart = g.heldApartBins+1, k
+		}
+	}
 	if (g == s.primary || g == s.second) && g.refusals > 0 && admitted(r) && r.End-r.Start > g.slowestRefusal+heldAfter {
 		if g.held == nil {
 			g.held = map[int64]int{}

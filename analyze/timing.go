@@ -19,24 +19,34 @@ const timingSample = 1024
 // answers within it (docs/method.md), and so does a quiet one.
 const decidingShare = 0.01
 
-// orderedShare is the longest the host may hold the limit address's
-// requests before the limiter, as a share of the window (the refusals'
-// 99th percentile: a limiter answers a refusal at once), for the fit to
-// name a family. The fit replays the run on sends, on responses and
-// mixed, and holds the order the limiter counted in to lie between them;
-// a host that held some requests for a large share of the window and not
-// others breaks that. On the simulated starved host (refusals up to 40 %
-// of the window) nginx's leaky bucket fitted worse than a fixed window or
-// a log in every order in 84 runs of 100, none of which named it among
-// the families left open; on the loaded host (3 %) every truth of the
-// matrix was named. Beyond it the model is unknown and the timing note
-// says what window would decide.
-const orderedShare = 0.1
+// orderedShare is how much longer than the fastest refusal sent with it
+// (in the same hundredth of the window) a refusal may take before it
+// counts as held apart by the host, and unorderedBins in how many of
+// those hundredths refusals may be held apart for the fit to trust its
+// orders. A limiter answers a refusal at once, so refusals sent together
+// that come back far apart were held apart by the host before the
+// limiter, which then counted the requests in an order that is neither
+// their sends', their responses' nor the mix's, the orders the fit
+// replays and holds it to lie between. A freeze holds every request sent
+// in its span alike and mixes only the hundredth it begins in (one, in
+// every run of 100 of four busy cells); a host whose CPUs other work
+// takes holds requests apart in hundredth after hundredth (three or more
+// in 98 of 100 starved runs, where two requests in five wait up to 40 %
+// of the window). There nginx's leaky bucket fitted worse than a fixed
+// window or a log in every order in 84 runs of 100, none of which named
+// it among the families left open. Such a run's model is unknown, and
+// its timing note says what window would decide.
+const (
+	orderedShare  = 0.1
+	unorderedBins = 3
+)
 
-// unordered reports whether the host held the limit address's requests
-// longer than orderedShare of the window (see orderedShare).
+// unordered reports whether the host held the limit address's refusals
+// apart from those sent with them in unorderedBins hundredths of the
+// window or more (see orderedShare).
 func (s *surfaceRun) unordered() bool {
-	return s.primary != nil && p99Of(&s.primary.refLat) > time.Duration(orderedShare*float64(s.W))
+	g := s.primary
+	return g != nil && g.heldApartBins >= unorderedBins
 }
 
 // timingNote says why the run's timing left open what it left open on

@@ -22,8 +22,7 @@ const decidingShare = 0.01
 // orderedShare is how much longer than the fastest refusal sent with it
 // (in the same hundredth of the window) a refusal may take before it
 // counts as held apart by the host, and unorderedBins in how many of
-// those hundredths refusals may be held apart for the fit to trust its
-// orders. A limiter answers a refusal at once, so refusals sent together
+// those hundredths refusals held apart make the fit's orders untrusted. A limiter answers a refusal at once, so refusals sent together
 // that come back far apart were held apart by the host before the
 // limiter, which then counted the requests in an order that is neither
 // their sends', their responses' nor the mix's, the orders the fit

@@ -29,10 +29,10 @@ type groupRun struct {
 	// refusalBins the fastest and the slowest per refusalBin of sends
 	// (see decidedBy and heldApartBins).
 	slowestRefusal int64
-	// heldApartBins counts the bins of sends holding a refusal that took
-	// orderedShare of the window longer than the fastest sent in its bin
-	// (second pass, in send order; the last such bin is lastHeldApart):
-	// see surfaceRun.unordered.
+	// heldApartBins counts, for the primary, the bins of sends holding a
+	// refusal that took orderedShare of the window longer than the fastest
+	// sent in its bin (second pass, in send order; the last such bin is
+	// lastHeldApart): see surfaceRun.unordered.
 	heldApartBins int
 	lastHeldApart int64
 	refusalBins   map[int64]latencySpan
@@ -121,7 +121,7 @@ func (g *groupRun) heldTogether(end int64) bool {
 // add takes the group's next request in send order (second pass).
 func (g *groupRun) add(r *decode.Record) {
 	s := g.surface
-	if g.refusalBins != nil && refused(r) {
+	if g == s.primary && g.refusalBins != nil && refused(r) {
 		k := r.Start / g.refusalBin
 		v, ok := g.refusalBins[k]
 		if ok && r.End-r.Start-v.lo > int64(orderedShare*float64(s.W)) && (g.heldApartBins == 0 || k != g.lastHeldApart) {

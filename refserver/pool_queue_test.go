@@ -64,13 +64,12 @@ func TestQueueFigure(t *testing.T) {
 }
 
 // run is what one constant-rate attack observed: latencies in send order,
-// when each was sent, the achieved rate and the longest stall of the test
+// the achieved rate and the longest stall of the test
 // process meanwhile.
 type run struct {
 	latency  []time.Duration
-	sent     []time.Duration // from the first send, in send order
-	achieved float64         // requests per second, first to last send
-	failed   int             // answers other than 200
+	achieved float64 // requests per second, first to last send
+	failed   int     // answers other than 200
 	stall    time.Duration
 }
 
@@ -111,7 +110,6 @@ func attackPool(url string, rate int, dur time.Duration) run {
 	slices.SortFunc(res, func(a, b vegeta.Result) int { return a.Timestamp.Compare(b.Timestamp) })
 	for _, r := range res {
 		out.latency = append(out.latency, r.Latency)
-		out.sent = append(out.sent, r.Timestamp.Sub(res[0].Timestamp))
 		if r.Code != http.StatusOK {
 			out.failed++
 		}

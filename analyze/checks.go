@@ -322,7 +322,25 @@ func (s *surfaceRun) model(sv *SurfaceVerdict, sd *SurfaceDetail, missing string
 	case missing != "":
 	case !s.anyRefused && s.required429 == 0:
 	case !s.anyRefused:
-		sv.Model, sv.ModelDecided = familyNone, true
+		// Nothing refused, yet some window provably held more than L: no
+		// limiter of L per W that counts as the documented one does. But
+		// a bucket or a fixed window of L admits up to 2L in a window
+		// without refusing where the host spread the requests out (a
+		// starved host held two in five up to 2.4 s), so `none` is
+		// decided only where the fit outdid every limiter of L per W in
+		// every order the requests could have reached the target in. A
+		// limiter the run never reached (a log of another window, the
+		// scan's; replicas admitting several L) is not a rival: a run
+		// that refused nothing cannot tell it from none.
+		sv.Model = familyNone
+		var rivals Fit
+		for _, a := range sd.Fit.Alternatives {
+			if a.Window == s.W && a.Replicas <= 1 {
+				rivals.Alternatives = append(rivals.Alternatives, a)
+			}
+		}
+		sv.ModelDecided = sd.Fit.Best.Family == familyNone && len(rivals.Alternatives) == 0
+		alternatives(sv, rivals)
 	default:
 		sv.Model = sd.Fit.Best.Family
 		if sv.Model == familyNone || !explainsRun(sd.Fit.Best, s.primaryAdmitted()) || s.unordered() {
@@ -330,10 +348,16 @@ func (s *surfaceRun) model(sv *SurfaceVerdict, sd *SurfaceDetail, missing string
 			return
 		}
 		sv.ModelReplicas, sv.ModelDecided = max(sd.Fit.Best.Replicas, 1), sd.Fit.Decided
-		for _, a := range sd.Fit.Alternatives {
-			if a.Family != sv.Model && !slices.Contains(sv.ModelAlternatives, a.Family) {
-				sv.ModelAlternatives = append(sv.ModelAlternatives, a.Family)
-			}
+		alternatives(sv, sd.Fit)
+	}
+}
+
+// alternatives lists the families of the fit's alternatives other than
+// the model's, once each.
+func alternatives(sv *SurfaceVerdict, fit Fit) {
+	for _, a := range fit.Alternatives {
+		if a.Family != sv.Model && !slices.Contains(sv.ModelAlternatives, a.Family) {
+			sv.ModelAlternatives = append(sv.ModelAlternatives, a.Family)
 		}
 	}
 }

@@ -110,33 +110,40 @@ func TestFitOfADelayingBucket(t *testing.T) {
 }
 
 // TestDecidedBy: a request is replayed on responses no later than the
-// slowest refusal sent within 0.05 W of it took, not the slowest of the
-// run: one refusal a stall held 180 ms at 0.5 W says nothing of a
-// request sent at 0.1 W, whose neighbours came back in 3 ms; a request
-// with no refusal that near gets the slowest of all.
+// next-to-slowest refusal sent within 0.05 W of it took, not the slowest
+// of the run: a stall that held two refusals 170 and 180 ms at 0.5 W says
+// nothing of a request sent at 0.1 W, whose neighbours came back in 2 and
+// 3 ms, and nor does the one neighbour a heavy tail held 40 ms on its own;
+// a request with no refusal that near gets the next-to-slowest of all,
+// and with one refusal in the run, that one's.
 func TestDecidedBy(t *testing.T) {
 	t.Parallel()
 	const ms = int64(time.Millisecond)
 	w := 6 * time.Second // bins of 60 ms
-	g := &groupRun{}
+	g, lone := &groupRun{}, &groupRun{}
 	for _, r := range []decode.Record{
 		{Start: 600 * ms, End: 603 * ms, Code: 429},   // 0.1 W: 3 ms
 		{Start: 640 * ms, End: 642 * ms, Code: 429},   // 2 ms
+		{Start: 660 * ms, End: 700 * ms, Code: 429},   // a heavy tail's 40 ms
 		{Start: 3000 * ms, End: 3180 * ms, Code: 429}, // 0.5 W: a stall's 180 ms
+		{Start: 3010 * ms, End: 3180 * ms, Code: 429}, // and 170 ms
 	} {
-		g.slowestRefusal = max(g.slowestRefusal, r.End-r.Start)
 		g.addRefusal(&r, w)
 	}
+	lone.addRefusal(&decode.Record{Start: 3000 * ms, End: 3180 * ms, Code: 429}, w)
 	for _, tt := range []struct {
 		name  string
+		g     *groupRun
 		start int64
 		want  int64
 	}{
-		{"beside the fast refusals", 610 * ms, 3 * ms},
-		{"0.05 W after them", 900 * ms, 3 * ms},
-		{"beside the stall", 2900 * ms, 180 * ms},
-		{"with no refusal near", 1800 * ms, 180 * ms},
+		{"beside the fast refusals and the tail", g, 610 * ms, 3 * ms},
+		{"0.05 W after them", g, 900 * ms, 3 * ms},
+		{"beside the stall", g, 2900 * ms, 170 * ms},
+		{"with no refusal near", g, 1800 * ms, 170 * ms},
+		{"the one refusal of a run", lone, 600 * ms, 180 * ms},
 	} {
+		g := tt.g
 		if got := g.decidedBy(tt.start); got != tt.want {
 			t.Errorf("%s: decidedBy(%v) = %v, want %v", tt.name, time.Duration(tt.start), time.Duration(got), time.Duration(tt.want))
 		}

@@ -27,15 +27,15 @@ type groupRun struct {
 	// slowestRefusal is the longest a refusal took to come back: how long
 	// the target took to decide, at most, where it decided fast; and
 	// refusalBins the fastest and the slowest per refusalBin of sends
-	// (see decidedBy and heldApartBins).
+	// (see decidedBy and heldApartEnds).
 	slowestRefusal int64
-	// heldApartBins counts, for the primary, the bins of sends holding a
-	// refusal that took orderedShare of the window longer than the fastest
-	// sent in its bin (second pass, in send order; the last such bin is
-	// lastHeldApart): see surfaceRun.unordered.
-	heldApartBins int
-	lastHeldApart int64
+	// heldApartEnds holds, for the primary, the bins of responses (up to
+	// unorderedBins of them) of the refusals that took orderedShare of
+	// the window longer than the fastest of the run (second pass): see
+	// surfaceRun.unordered.
+	heldApartEnds map[int64]bool
 	refusalBins   map[int64]latencySpan
+	slowest       latencySpan // of every refusal (see decidedBy, heldApartEnds)
 	refusalBin    int64
 	// held counts, per heldBin of response time, the admissions that came
 	// back more than heldAfter later than the slowest refusal took (second
@@ -71,44 +71,86 @@ const (
 // request sent within its span.
 const refusalBinShare = 0.01
 
-// latencySpan is the fastest and the slowest of some latencies.
-type latencySpan struct{ lo, high int64 }
+// latencySpan is the fastest, the slowest and the next slowest (0 with
+// one) of some latencies.
+type latencySpan struct{ lo, high, next int64 }
+
+// with is s with latency d too.
+func (s latencySpan) with(d int64) latencySpan {
+	s.lo = min(s.lo, d)
+	if d > s.high {
+		s.high, s.next = d, s.high
+	} else {
+		s.next = max(s.next, d)
+	}
+	return s
+}
 
 // addRefusal notes how long refusal r took, by when it was sent.
 func (g *groupRun) addRefusal(r *decode.Record, w time.Duration) {
+	d := r.End - r.Start
 	if g.refusalBins == nil {
 		g.refusalBins, g.refusalBin = map[int64]latencySpan{}, max(int64(refusalBinShare*float64(w)), 1)
+		g.slowest = latencySpan{d, d, 0}
+	} else {
+		g.slowest = g.slowest.with(d)
 	}
-	k, d := r.Start/g.refusalBin, r.End-r.Start
+	k := r.Start / g.refusalBin
 	if v, ok := g.refusalBins[k]; ok {
-		g.refusalBins[k] = latencySpan{min(v.lo, d), max(v.high, d)}
+		g.refusalBins[k] = v.with(d)
 	} else if len(g.refusalBins) < maxHeldBins {
-		g.refusalBins[k] = latencySpan{d, d}
+		g.refusalBins[k] = latencySpan{d, d, 0}
 	}
 }
 
 // decidedBy is how long after its send a request sent at start was
 // decided at the latest, where the target decided fast: as long as the
-// slowest refusal sent within five bins (0.05 W) of it took (a stall then
-// took them as long), or, with none sent that near, the slowest of all. One
+// next-to-slowest refusal sent within five bins (0.05 W) of it took (a
+// stall then took them as long), or, with none sent that near, the
+// next-to-slowest of all (the one refusal, where there was one). One
 // refusal a busy host held for a share of the window no longer loosens
 // the bound of every request: against nginx's delay, the admissions it
 // held half a window were replayed up to that refusal's latency after
 // their sends, and a bucket refilling one every 25 ms then fitted no
-// better than a log on responses.
+// better than a log on responses. Nor does one refusal held on its own
+// (a heavy tail's, overtaken by the refusals sent after it) loosen its
+// neighbours': on the busy host, one refusal of MCP's flood that took
+// 31.5 ms where those around it took 0.1 to 10 had every admission of
+// nginx's bucket replayed 31.5 ms after its send, behind the refusals
+// sent after it, in 13 runs of 1 000 the bucket was left open against a
+// counter on responses. A stall holds every request in flight, refusals
+// around it as well, so two refusals as slow still bound it.
 func (g *groupRun) decidedBy(start int64) int64 {
 	k := start / g.refusalBin
-	var d int64
+	var top latencySpan
 	found := false
 	for j := k - 5; j <= k+5; j++ {
 		if v, ok := g.refusalBins[j]; ok {
-			d, found = max(d, v.high), true
+			top = top.with(v.high)
+			if v.next > 0 {
+				top = top.with(v.next)
+			}
+			found = true
 		}
 	}
 	if !found {
-		return g.slowestRefusal
+		top = g.slowest
 	}
-	return d
+	if top.next > 0 {
+		return top.next
+	}
+	return top.high
+}
+
+// heldApart notes refusal r (second pass) where it took more than by
+// longer than the fastest refusal of the run (see orderedShare).
+func (g *groupRun) heldApart(r *decode.Record, by int64) {
+	if len(g.heldApartEnds) < unorderedBins && r.End-r.Start-g.slowest.lo > by {
+		if g.heldApartEnds == nil {
+			g.heldApartEnds = map[int64]bool{}
+		}
+		g.heldApartEnds[r.End/g.refusalBin] = true
+	}
 }
 
 // heldTogether reports whether a response at end came back with a stall's
@@ -121,12 +163,8 @@ func (g *groupRun) heldTogether(end int64) bool {
 // add takes the group's next request in send order (second pass).
 func (g *groupRun) add(r *decode.Record) {
 	s := g.surface
-	if g == s.primary && g.refusalBins != nil && refused(r) {
-		k := r.Start / g.refusalBin
-		v, ok := g.refusalBins[k]
-		if ok && r.End-r.Start-v.lo > int64(orderedShare*float64(s.W)) && (g.heldApartBins == 0 || k != g.lastHeldApart) {
-			g.heldApartBins, g.lastHeldApart = g.heldApartBins+1, k
-		}
+	if g == s.primary && refused(r) {
+		g.heldApart(r, int64(orderedShare*float64(s.W)))
 	}
 	if (g == s.primary || g == s.second) && g.refusals > 0 && admitted(r) && r.End-r.Start > g.slowestRefusal+heldAfter {
 		if g.held == nil {

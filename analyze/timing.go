@@ -19,33 +19,38 @@ const timingSample = 1024
 // answers within it (docs/method.md), and so does a quiet one.
 const decidingShare = 0.01
 
-// orderedShare is how much longer than the fastest refusal sent with it
-// (in the same hundredth of the window) a refusal may take before it
-// counts as held apart by the host, and unorderedBins in how many of
-// those hundredths refusals held apart make the fit's orders untrusted. A limiter answers a refusal at once, so refusals sent together
-// that come back far apart were held apart by the host before the
-// limiter, which then counted the requests in an order that is neither
-// their sends', their responses' nor the mix's, the orders the fit
-// replays and holds it to lie between. A freeze holds every request sent
-// in its span alike and mixes only the hundredth it begins in (one, in
-// every run of 100 of four busy cells); a host whose CPUs other work
-// takes holds requests apart in hundredth after hundredth (three or more
-// in 98 of 100 starved runs, where two requests in five wait up to 40 %
-// of the window). There nginx's leaky bucket fitted worse than a fixed
-// window or a log in every order in 84 runs of 100, none of which named
-// it among the families left open. Such a run's model is unknown, and
-// its timing note says what window would decide.
+// orderedShare is how much longer than the fastest refusal of the run a
+// refusal may take before it counts as held apart by the host, and
+// unorderedBins at how many moments (hundredths of the window, by
+// response) refusals held apart must come back to make the fit's orders
+// untrusted. A limiter answers a refusal at once, so refusals that came
+// back far apart from the fastest were held by the host, before the
+// limiter or after it. A freeze holds every request in flight alike and
+// lets them all go at its end: its refusals come back at one moment,
+// however many it held, and the limiter counted them in their order. A
+// host whose CPUs other work takes holds requests one by one and lets
+// them go at moment after moment (a starved host: two requests in five
+// wait up to 40 % of the window); the limiter then counted them in an
+// order that is neither their sends', their responses' nor the mix's,
+// the orders the fit replays and holds it to lie between. There nginx's
+// leaky bucket fitted worse than a fixed window or a log in every order
+// in 84 runs of 100, none of which named it among the families left
+// open; and a run whose six refusals each took a sixth to a third of the
+// window, none more than a tenth longer than those sent near it, named
+// a fixed window and a log. Such a run's model is unknown, and its
+// timing note says what window would decide. A heavy tail holds one
+// request at a time, rarely: one refusal of a loaded host's run held a
+// second is one moment.
 const (
 	orderedShare  = 0.1
 	unorderedBins = 3
 )
 
-// unordered reports whether the host held the limit address's refusals
-// apart from those sent with them in unorderedBins hundredths of the
-// window or more (see orderedShare).
+// unordered reports whether the limit address's refusals held apart (see
+// orderedShare) came back at unorderedBins moments or more.
 func (s *surfaceRun) unordered() bool {
 	g := s.primary
-	return g != nil && g.heldApartBins >= unorderedBins
+	return g != nil && len(g.heldApartEnds) >= unorderedBins
 }
 
 // timingNote says why the run's timing left open what it left open on

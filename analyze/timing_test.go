@@ -1,9 +1,13 @@
 package analyze
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/connectbyjbrh/ratecheck/decode"
 )
 
 // TestTimingNote: a run whose timing left the family open says how long
@@ -58,6 +62,60 @@ func TestTimingNote(t *testing.T) {
 				if !strings.Contains(note, want) {
 					t.Errorf("note %q\nlacks %q", note, want)
 				}
+			}
+		})
+	}
+}
+
+// TestUnordered: refusals, which a limiter answers at once, held by the
+// host a tenth of the window longer than the run's fastest and let go at
+// three moments or more leave the fit's orders untrusted; a freeze that
+// held many and let them all go at once, one heavy tail, or a target that
+// holds every refusal alike do not.
+func TestUnordered(t *testing.T) {
+	t.Parallel()
+	const w, ms = 6 * time.Second, int64(time.Millisecond)
+	type refusal struct{ start, lat int64 } // ms
+	steady := func(from, to int64, lat func(s int64) int64) []refusal {
+		var out []refusal
+		for s := from; s < to; s += 25 {
+			out = append(out, refusal{s, lat(s)})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		refusals []refusal
+		want     bool
+	}{
+		{"a quiet host", steady(0, 2000, func(int64) int64 { return 1 }), false},
+		// a freeze over the first 1.4 s: every refusal sent in it comes back at its end
+		{"a freeze", steady(0, 2000, func(s int64) int64 {
+			if s < 1400 {
+				return max(1, 1400-s)
+			}
+			return 1
+		}), false},
+		{"one heavy tail", append(steady(0, 2000, func(int64) int64 { return 1 }), refusal{1010, 1064}), false},
+		{"a target holding every refusal a second", steady(0, 2000, func(s int64) int64 { return 1000 + s%7 }), false},
+		// a starved host: the flood's six refusals each held 1 to 2.2 s, let go one by one
+		{"a starved host", []refusal{{444, 2148}, {451, 1030}, {474, 1457}, {612, 1433}, {680, 1348}, {703, 1265}, {1758, 96}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g := &groupRun{}
+			recs := make([]decode.Record, len(tc.refusals))
+			for i, r := range tc.refusals {
+				recs[i] = decode.Record{Start: r.start * ms, End: (r.start + r.lat) * ms, Code: 429}
+				g.addRefusal(&recs[i], w)
+			}
+			slices.SortFunc(recs, func(a, b decode.Record) int { return cmp.Compare(a.Start, b.Start) })
+			for i := range recs {
+				g.heldApart(&recs[i], int64(orderedShare*float64(w)))
+			}
+			s := &surfaceRun{W: w, primary: g}
+			if got := s.unordered(); got != tc.want {
+				t.Errorf("unordered = %v, want %v (held apart, by response, in %v)", got, tc.want, g.heldApartEnds)
 			}
 		})
 	}

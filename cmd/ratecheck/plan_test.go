@@ -458,3 +458,39 @@ func top(m map[string]int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// TestPlanKnownRuns replays the matrix's runs that once said something
+// false of their target or left open what they could decide, each as
+// the matrix runs it (truth, host, run), and holds each to its truth: on
+// the starved host, nginx's leaky bucket decided a fixed window from 13
+// refusals each held a sixth to a third of the window (run 245), named a
+// fixed window and a log from six such (run 0), and decided no limiter
+// where nothing was refused although a bucket of L explained the run
+// (runs 538 and 687); on the busy host, one MCP refusal a heavy tail held
+// 31.5 ms had every admission replayed behind the refusals sent after
+// it, and the bucket was left open against a counter (run 74).
+func TestPlanKnownRuns(t *testing.T) {
+	t.Parallel()
+	leaky := slices.IndexFunc(planTruths, func(tr planTruth) bool { return strings.HasPrefix(tr.name, "leaky bucket") })
+	for _, tc := range []struct {
+		host, run int // in planHosts, in the cell
+		decided   bool
+	}{{3, 245, false}, {3, 0, false}, {3, 538, false}, {3, 687, false}, {1, 74, true}} {
+		t.Run(fmt.Sprintf("%s/%d", planHosts[tc.host].name, tc.run), func(t *testing.T) {
+			t.Parallel()
+			tr, seed := planTruths[leaky], cellSeed(leaky, tc.host)
+			w, err := tr.world(planHosts[tc.host].h, seed<<20|uint64(tc.run))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, v, _, stderr, err := simVerdict(w, t.TempDir(), planW, "--report=false", "--seed", fmt.Sprint(seed<<20|uint64(tc.run)+1))
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stderr)
+			}
+			o := judgeOutcome(tr, v, stderr)
+			if o.wrongFamily(tr) || o.verdict != "fail" || tc.decided && !o.right {
+				t.Errorf("%s %v named %v (want fail, %s decided on both surfaces, or left open naming it where the host cannot tell): %s", o.verdict, o.family, o.named, tr.family, o.why)
+			}
+		})
+	}
+}

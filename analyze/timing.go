@@ -61,13 +61,23 @@ func (s *surfaceRun) unordered() bool {
 // Where the admissions took much longer than the refusals, it says that a
 // target holding what it admits for a share of its window (nginx's delay)
 // holds it as long at any window: the run cannot tell that from a busy
-// host. Empty when nothing is open, or the answers came back within
-// decidingShare.
+// host. Where the host held refusals apart (see unordered), it says so
+// first, whatever the p99. Empty when nothing is open, or the answers
+// came back within decidingShare and nothing was held apart.
 func (s *surfaceRun) timingNote(sv *SurfaceVerdict) string {
 	if s.primary == nil || !timingOpen(sv) {
 		return ""
 	}
 	g := s.primary
+	held := ""
+	if s.unordered() {
+		d := time.Duration(g.slowest.high - g.slowest.lo)
+		held = fmt.Sprintf("the host held refusals to %s apart: some took %v longer than the fastest (%v), %.1f %% of the %v window, and came back at %d moments or more, so the order its limiter counted in is lost",
+			g.source, human.Duration(d), human.Duration(time.Duration(g.slowest.lo)), 100*float64(d)/float64(s.W), s.W, unorderedBins)
+		if all := p99Of(&g.admLat, &g.refLat); all <= time.Duration(decidingShare*float64(s.W)) {
+			return fmt.Sprintf("%s: a window of %v or more, or a quieter host, would decide it", held, decidingWindow(d))
+		}
+	}
 	all := p99Of(&g.admLat, &g.refLat)
 	if all <= time.Duration(decidingShare*float64(s.W)) {
 		return ""
@@ -77,6 +87,9 @@ func (s *surfaceRun) timingNote(sv *SurfaceVerdict) string {
 		g.source, human.Duration(all), human.Duration(adm), human.Duration(ref), 100*float64(all)/float64(s.W), s.W, 100*decidingShare, decidingWindow(all))
 	if g.refusals > 0 && adm > 3*ref {
 		note += ", unless the target holds what it admits for a share of its window (as nginx's burst and delay does), which no window undoes"
+	}
+	if held != "" {
+		note = held + "; " + note
 	}
 	return note
 }

@@ -71,7 +71,8 @@ func TestTimingNote(t *testing.T) {
 // host a tenth of the window longer than the run's fastest and let go at
 // three moments or more leave the fit's orders untrusted; a freeze that
 // held many and let them all go at once, one heavy tail, or a target that
-// holds every refusal alike do not.
+// holds every refusal alike do not; the timing note says so, and what
+// window would decide.
 func TestUnordered(t *testing.T) {
 	t.Parallel()
 	const w, ms = 6 * time.Second, int64(time.Millisecond)
@@ -113,9 +114,15 @@ func TestUnordered(t *testing.T) {
 			for i := range recs {
 				g.heldApart(&recs[i], int64(orderedShare*float64(w)))
 			}
+			g.source = "127.0.0.1"
 			s := &surfaceRun{W: w, primary: g}
 			if got := s.unordered(); got != tc.want {
 				t.Errorf("unordered = %v, want %v (held apart, by response, in %v)", got, tc.want, g.heldApartEnds)
+			}
+			observed := 240
+			note := s.timingNote(&SurfaceVerdict{Model: familyUnknown, ObservedLimit: &observed})
+			if said := strings.Contains(note, "the host held refusals to 127.0.0.1 apart") && strings.Contains(note, "or a quieter host, would decide it"); said != tc.want {
+				t.Errorf("timing note %q; want the refusals held apart said: %v", note, tc.want)
 			}
 		})
 	}

@@ -117,7 +117,7 @@ func (g *groupRun) addRefusal(r *decode.Record, w time.Duration) {
 // neighbours': on the busy host, one refusal of MCP's flood that took
 // 31.5 ms where those around it took 0.1 to 10 had every admission of
 // nginx's bucket replayed 31.5 ms after its send, behind the refusals
-// sent after it, in 13 runs of 1 000 the bucket was left open against a
+// sent after it: in 18 runs of 1 000 the bucket was left open against a
 // counter on responses. A stall holds every request in flight, refusals
 // around it as well, so two refusals as slow still bound it.
 func (g *groupRun) decidedBy(start int64) int64 {

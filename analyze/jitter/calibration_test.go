@@ -191,7 +191,7 @@ func TestJitterCalibration(t *testing.T) {
 	// calibrationAlpha with the fewest simulations, and seed 0 with the
 	// fleet command's defaults (α 1e-4, 179 999 simulated fleets a wave,
 	// which cost as much as 200 seeds of full jitter; cmd/ratecheck's
-	// TestFleetFullPassesLockstepFails runs the command itself in lockstep).
+	// TestFleetLockstepFails runs the command itself in lockstep).
 	t.Run("none", func(t *testing.T) {
 		t.Parallel()
 		lockstep := func(what string, seed uint64, rep *Report) {

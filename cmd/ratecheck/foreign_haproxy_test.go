@@ -111,76 +111,76 @@ func startHAProxy(t *testing.T, w time.Duration, upstream string) string {
 // not: the fresh run fails rolling for the same reason), and an admission
 // with more than L surely in its rolling window (a leak, which a spent
 // budget, making a limiter refuse more, never explains).
-func TestVerifyAgainstHAProxy(t *testing.T) {
+func TestVerifyAgainstHAProxy(t *testing.T) { testVerifyAgainstHAProxy(t, 0) }
+
+// TestVerifyAgainstHAProxyEntryLeftMostSpent: see TestVerifyAgainstHAProxy;
+// an entry left from an earlier run that spent most of the budget.
+func TestVerifyAgainstHAProxyEntryLeftMostSpent(t *testing.T) { testVerifyAgainstHAProxy(t, 150) }
+
+// TestVerifyAgainstHAProxyEntryLeftAFewSpent: see TestVerifyAgainstHAProxy;
+// an entry of a few requests, whose refusals a counter shared by both
+// surfaces would explain by count, but not by what was admitted (more
+// than one counter admits).
+func TestVerifyAgainstHAProxyEntryLeftAFewSpent(t *testing.T) { testVerifyAgainstHAProxy(t, 20) }
+
+// testVerifyAgainstHAProxy verifies HAProxy's limiter after pre REST
+// requests (and half as many MCP calls) were sent from the limit address
+// just before the run. A test a case, not subtests, for the reason
+// TestFleetFullJitterPasses gives.
+func testVerifyAgainstHAProxy(t *testing.T, pre int) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name string
-		pre  int // REST requests sent from the limit address just before the run (MCP calls: half as many)
-	}{
-		{"fresh", 0},
-		// An entry left from an earlier run: most of the budget spent, or
-		// a few requests, whose refusals a counter shared by both surfaces
-		// would explain by count, but not by what was admitted (more than
-		// one counter admits).
-		{"entry-left-most-spent", 150},
-		{"entry-left-a-few-spent", 20},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			window := verifyWindow
-			upstream := startTarget(t, time.Minute, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil)
-			addr := startHAProxy(t, window, upstream)
-			if tc.pre > 0 {
-				spend(t, addr, "127.0.0.1", tc.pre)
+	window := verifyWindow
+	upstream := startTarget(t, time.Minute, func(c *refserver.Config) { c.RESTLimit, c.MCPLimit = 1<<30, 1<<30 }, nil)
+	addr := startHAProxy(t, window, upstream)
+	if pre > 0 {
+		spend(t, addr, "127.0.0.1", pre)
+	}
+	code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--checks", "limits,isolation")
+	logVerdict(t, v)
+	if pre > 0 {
+		for _, f := range failing(v) {
+			sf, check, _ := strings.Cut(f, "/")
+			// The onset's late refusals, and a leak (the counter
+			// admits more than L in a rolling window when its
+			// previous period weighs little), no spent budget explains.
+			_, detail := checkOf(v, sf, check)
+			late := check == "onset" && strings.Contains(detail, "sent a window or more after it began")
+			leak := check == "rolling" && strings.Contains(detail, "which no budget spent before the run explains")
+			if !late && !leak {
+				t.Errorf("%s failed on evidence a spent budget explains: %s", f, detail)
 			}
-			code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--checks", "limits,isolation")
-			logVerdict(t, v)
-			if tc.pre > 0 {
-				for _, f := range failing(v) {
-					sf, check, _ := strings.Cut(f, "/")
-					// The onset's late refusals, and a leak (the counter
-					// admits more than L in a rolling window when its
-					// previous period weighs little), no spent budget explains.
-					_, detail := checkOf(v, sf, check)
-					late := check == "onset" && strings.Contains(detail, "sent a window or more after it began")
-					leak := check == "rolling" && strings.Contains(detail, "which no budget spent before the run explains")
-					if !late && !leak {
-						t.Errorf("%s failed on evidence a spent budget explains: %s", f, detail)
-					}
-				}
-				if len(failing(v)) == 0 && code != exitInconclusive || len(failing(v)) > 0 && code != exitCheckFailed {
-					t.Errorf("exit %d, failing %v\n%s", code, failing(v), stderr)
-				}
-				for _, s := range v.Surfaces {
-					spent := strings.Contains(s.Missing, "budget was already spent") || strings.Contains(s.Missing, "which a budget spent before the run does not explain")
-					for _, c := range s.Checks {
-						spent = spent || strings.Contains(c.Detail, "budget was already spent") || strings.Contains(c.Detail, "which a budget spent before the run does not explain")
-					}
-					if !spent {
-						t.Errorf("%s: the spent budget is not named", s.Surface)
-					}
-				}
-				return
+		}
+		if len(failing(v)) == 0 && code != exitInconclusive || len(failing(v)) > 0 && code != exitCheckFailed {
+			t.Errorf("exit %d, failing %v\n%s", code, failing(v), stderr)
+		}
+		for _, s := range v.Surfaces {
+			spent := strings.Contains(s.Missing, "budget was already spent") || strings.Contains(s.Missing, "which a budget spent before the run does not explain")
+			for _, c := range s.Checks {
+				spent = spent || strings.Contains(c.Detail, "budget was already spent") || strings.Contains(c.Detail, "which a budget spent before the run does not explain")
 			}
-			if got := failing(v); code != exitCheckFailed || !contains(got, "rest/rolling") && !contains(got, "mcp/rolling") {
-				t.Fatalf("exit %d, failing %v, want rolling to fail\n%s", code, got, stderr)
+			if !spent {
+				t.Errorf("%s: the spent budget is not named", s.Surface)
 			}
-			for _, s := range v.Surfaces {
-				decidedOrTimed(t, s.Surface, s.Model, s.Decided, s.Alternatives, s.Timing, "sliding-window-counter")
-				verdict, detail := checkOf(v, s.Surface, "rejected-count")
-				if verdict == "fail" || strings.Contains(detail, "refusals do not count") {
-					t.Errorf("%s: rejected-count %s against a limiter that counts every request: %s", s.Surface, verdict, detail)
-				}
-				if why := contradictsFit(verdict, detail); why != "" {
-					t.Errorf("%s: rejected-count %s: %s", s.Surface, why, detail)
-				}
-				for _, name := range []string{"independence", "isolation", "spoof"} {
-					if verdict, detail := checkOf(v, s.Surface, name); verdict == "fail" {
-						t.Errorf("%s/%s failed against tables per address and per surface: %s", s.Surface, name, detail)
-					}
-				}
+		}
+		return
+	}
+	if got := failing(v); code != exitCheckFailed || !contains(got, "rest/rolling") && !contains(got, "mcp/rolling") {
+		t.Fatalf("exit %d, failing %v, want rolling to fail\n%s", code, got, stderr)
+	}
+	for _, s := range v.Surfaces {
+		decidedOrTimed(t, s.Surface, s.Model, s.Decided, s.Alternatives, s.Timing, "sliding-window-counter")
+		verdict, detail := checkOf(v, s.Surface, "rejected-count")
+		if verdict == "fail" || strings.Contains(detail, "refusals do not count") {
+			t.Errorf("%s: rejected-count %s against a limiter that counts every request: %s", s.Surface, verdict, detail)
+		}
+		if why := contradictsFit(verdict, detail); why != "" {
+			t.Errorf("%s: rejected-count %s: %s", s.Surface, why, detail)
+		}
+		for _, name := range []string{"independence", "isolation", "spoof"} {
+			if verdict, detail := checkOf(v, s.Surface, name); verdict == "fail" {
+				t.Errorf("%s/%s failed against tables per address and per surface: %s", s.Surface, name, detail)
 			}
-		})
+		}
 	}
 }
 

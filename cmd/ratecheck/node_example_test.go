@@ -9,14 +9,21 @@ import (
 	"github.com/connectbyjbrh/ratecheck/analyze/jitter"
 )
 
-// TestFleetNodeClient: the Node example (standard library only, full
-// jitter, retrying only 429s and transport faults, at most 4 attempts)
-// passes on both surfaces, judged from the server's records alone as the
-// other examples are: independent full jitter re-collides no more than
-// chance, no answer is retried, every fault is. A run the verdict says
-// the host left inconclusive, every check of the clients passing, stands
-// as that (hostSaid).
-func TestFleetNodeClient(t *testing.T) {
+// TestFleetNodeClientREST and TestFleetNodeClientMCP: the Node example
+// (standard library only, full jitter, retrying only 429s and transport
+// faults, at most 4 attempts) passes on both surfaces, judged from the
+// server's records alone as the other examples are: independent full
+// jitter re-collides no more than chance, no answer is retried, every
+// fault is. A run the verdict says the host left inconclusive, every check
+// of the clients passing, stands as that (hostSaid). A test a surface,
+// not subtests, for the reason TestFleetFullJitterPasses gives.
+func TestFleetNodeClientREST(t *testing.T) { testNodeClient(t, "rest") }
+
+// TestFleetNodeClientMCP: see TestFleetNodeClientREST.
+func TestFleetNodeClientMCP(t *testing.T) { testNodeClient(t, "mcp") }
+
+// testNodeClient judges 12 copies of the Node example on surface.
+func testNodeClient(t *testing.T, surface string) {
 	t.Parallel()
 	if raceEnabled {
 		t.Skip("client processes on 2 cores, checked by the plain run")
@@ -24,26 +31,21 @@ func TestFleetNodeClient(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("no node command here (.ci/run installs nodejs): the Node example is not run")
 	}
-	for _, surface := range []string{"rest", "mcp"} {
-		t.Run(surface, func(t *testing.T) {
-			t.Parallel()
-			code, rep, stderr := runProgramsJSON(t, "node ../../examples/clients/node/full_jitter.js", "--clients", "12", "--surface", surface)
-			if hostSaid(rep) {
-				t.Logf("inconclusive, every check of the clients passing, for the host's sake: target %q; jitter %q", checkNamed(rep, "target").Detail, checkNamed(rep, "jitter").Detail)
-				return
-			}
-			if rep.Verdict != analyze.Pass || code != verdictExit(analyze.Pass) {
-				t.Fatalf("exit %d, verdict %s, want pass\n%+v\n%s", code, rep.Verdict, rep.Checks, stderr)
-			}
-			for _, name := range []string{"clients", "jitter", "retry-answers", "attempt-cap", "faults-retried"} {
-				if c := checkNamed(rep, name); c.Verdict != analyze.Pass {
-					t.Errorf("%s %+v, want pass", name, c)
-				}
-			}
-			if rep.EpsilonMS < 50 || !strings.Contains(rep.EpsilonBasis, "from the data") {
-				t.Errorf("ε %vms (%s), want from the data, at least 50ms", rep.EpsilonMS, rep.EpsilonBasis)
-			}
-		})
+	code, rep, stderr := runProgramsJSON(t, "node ../../examples/clients/node/full_jitter.js", "--clients", "12", "--surface", surface)
+	if hostSaid(rep) {
+		t.Logf("inconclusive, every check of the clients passing, for the host's sake: target %q; jitter %q", checkNamed(rep, "target").Detail, checkNamed(rep, "jitter").Detail)
+		return
+	}
+	if rep.Verdict != analyze.Pass || code != verdictExit(analyze.Pass) {
+		t.Fatalf("exit %d, verdict %s, want pass\n%+v\n%s", code, rep.Verdict, rep.Checks, stderr)
+	}
+	for _, name := range []string{"clients", "jitter", "retry-answers", "attempt-cap", "faults-retried"} {
+		if c := checkNamed(rep, name); c.Verdict != analyze.Pass {
+			t.Errorf("%s %+v, want pass", name, c)
+		}
+	}
+	if rep.EpsilonMS < 50 || !strings.Contains(rep.EpsilonBasis, "from the data") {
+		t.Errorf("ε %vms (%s), want from the data, at least 50ms", rep.EpsilonMS, rep.EpsilonBasis)
 	}
 }
 

@@ -137,6 +137,24 @@ func (s StepResult) FellBehind() bool {
 	return s.ThroughputRPS < s.AchievedRPS*(1-behindShare)
 }
 
+// Contradiction returns the first step that failed at a rate at or below
+// one a step passed, and that step: the search could not hold a rate it
+// had passed, so the target's capacity (or the generating host's) changed
+// during it. ok is false when no step contradicts another.
+func (r Result) Contradiction() (failed, passed int, ok bool) {
+	for i, f := range r.Steps {
+		if f.Verdict != StepFail {
+			continue
+		}
+		for j, p := range r.Steps {
+			if p.Verdict == StepPass && f.OfferedRPS <= p.OfferedRPS {
+				return i, j, true
+			}
+		}
+	}
+	return 0, 0, false
+}
+
 // ptr returns a pointer to a copy of v.
 func ptr(v float64) *float64 { return &v }
 

@@ -95,6 +95,10 @@ func Bound[F ~float64](v *F) string {
 // KneeLine says the search's outcome in one line.
 func KneeLine(r capacity.Result) string {
 	obj := fmt.Sprintf("%s, error budget %g%%", r.SLO, 100*r.ErrorBudget)
+	if f, p, ok := r.Contradiction(); ok && r.Verdict == capacity.VerdictInconclusive {
+		return fmt.Sprintf("knee inconclusive: %.1f/s passed in step %d and %.1f/s failed in step %d (%s), limited by %s: the target's capacity, or this host's, changed during the search",
+			r.Steps[p].OfferedRPS, p, r.Steps[f].OfferedRPS, f, obj, cause(r.LimitedBy))
+	}
 	switch {
 	case r.KneeRPS != nil && r.KneeHighRPS != nil:
 		return fmt.Sprintf("knee %s: %.1f/s sustained, %.1f/s not (%s), limited by %s", r.Verdict, *r.KneeRPS, *r.KneeHighRPS, obj, cause(r.LimitedBy))

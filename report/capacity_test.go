@@ -193,3 +193,24 @@ func legendTexts(t *testing.T, c svgChart) []string {
 	}
 	return out
 }
+
+// TestKneeLineOfAContradiction: a search that ended inconclusive because a
+// rate it had passed failed later says which steps disagreed and what
+// that means, not "no rate sustained".
+func TestKneeLineOfAContradiction(t *testing.T) {
+	t.Parallel()
+	step := func(rate float64, v capacity.StepVerdict) capacity.StepResult {
+		return capacity.StepResult{OfferedRPS: rate, Verdict: v}
+	}
+	high := 436.2
+	r := capacity.Result{Verdict: capacity.VerdictInconclusive, KneeHighRPS: &high, LimitedBy: capacity.CauseLatency, SLO: "p99<=100ms", ErrorBudget: 0.01,
+		Steps: []capacity.StepResult{step(400, capacity.StepPass), step(800, capacity.StepFail), step(565.7, capacity.StepFail), step(475.7, capacity.StepFail), step(436.2, capacity.StepFail), step(400, capacity.StepFail)}}
+	want := "knee inconclusive: 400.0/s passed in step 0 and 400.0/s failed in step 5 (p99<=100ms, error budget 1%), limited by latency: the target's capacity, or this host's, changed during the search"
+	if got := KneeLine(r); got != want {
+		t.Errorf("KneeLine\n got %s\nwant %s", got, want)
+	}
+	r.Steps = r.Steps[:5] // no re-measure: nothing contradicts
+	if got := KneeLine(r); strings.Contains(got, "changed during the search") {
+		t.Errorf("KneeLine without a contradiction: %s", got)
+	}
+}

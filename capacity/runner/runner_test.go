@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -27,9 +28,14 @@ import (
 // pool really gave (a timer on a loaded host overshoots): the truth the
 // knee is held to is the pool's real capacity, N over their mean.
 type serviceMeter struct {
-	mu    sync.Mutex
-	n     int
-	total time.Duration
+	mu  sync.Mutex
+	log []service
+}
+
+// service is one service time a worker gave, and when it began.
+type service struct {
+	at time.Time
+	d  time.Duration
 }
 
 func (m *serviceMeter) sleep(ctx context.Context, d time.Duration) error {
@@ -42,19 +48,66 @@ func (m *serviceMeter) sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 	}
 	m.mu.Lock()
-	m.n++
-	m.total += time.Since(start)
+	m.log = append(m.log, service{start, time.Since(start)})
 	m.mu.Unlock()
 	return nil
 }
 
-func (m *serviceMeter) mean() time.Duration {
+// mean is the mean service time of the whole run (0 before any).
+func (m *serviceMeter) mean() time.Duration { return m.meanBetween(time.Time{}, time.Now()) }
+
+// meanBetween is the mean service time of the services that began from
+// from until to (0 when none did).
+func (m *serviceMeter) meanBetween(from, to time.Time) time.Duration {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.n == 0 {
+	var n int
+	var busy time.Duration
+	for _, s := range m.log {
+		if !s.at.Before(from) && s.at.Before(to) {
+			n, busy = n+1, busy+s.d
+		}
+	}
+	if n == 0 {
 		return 0
 	}
-	return m.total / time.Duration(m.n)
+	return busy / time.Duration(n)
+}
+
+// slowedPool says why the search's failed steps failed at rates another
+// step passed (capacity.Result.Contradiction), when the meter proves it
+// for each: during every such step's segments the pool's workers, slowed
+// by the host, served so slowly (their mean service then) that explains
+// says the step's rate fails on queueing truth. It is "" when a failure
+// is not so explained.
+func slowedPool(job *Job, meter *serviceMeter, explains func(rate float64, mean time.Duration) bool) string {
+	res := job.Result()
+	var said []string
+	for k, f := range res.Steps {
+		passedHigher := slices.ContainsFunc(res.Steps, func(p capacity.StepResult) bool {
+			return p.Verdict == capacity.StepPass && f.OfferedRPS <= p.OfferedRPS
+		})
+		if f.Verdict != capacity.StepFail || !passedHigher {
+			continue
+		}
+		var from, to time.Time
+		for _, g := range job.segments {
+			if g.Step == k {
+				if from.IsZero() || g.Start.Before(from) {
+					from = g.Start
+				}
+				if end := g.Start.Add((g.WarmupMS + g.DurationMS).Duration()); end.After(to) {
+					to = end
+				}
+			}
+		}
+		mean := meter.meanBetween(from, to)
+		if mean == 0 || !explains(f.OfferedRPS, mean) {
+			return ""
+		}
+		said = append(said, fmt.Sprintf("step %d failed %.1f/s, which another step passed, while the pool's workers gave a mean service of %v (%.1f/s from 10)", k, f.OfferedRPS, mean.Round(10*time.Microsecond), 10/mean.Seconds()))
+	}
+	return strings.Join(said, "; ")
 }
 
 // target starts the reference target with cfg on loopback.
@@ -172,6 +225,13 @@ func TestKneeOfPool(t *testing.T) {
 	switch {
 	case hostBound:
 		t.Logf("this process stalled for %v, limited by %q: the host bounds the search, the lower bound %.1f/s is not held", worst, res.LimitedBy, low)
+	case res.Verdict == capacity.VerdictInconclusive && contradicted(res):
+		// D/D/10: a rate fails only at or past the capacity then, less δ.
+		if why := slowedPool(job, meter, func(rate float64, mean time.Duration) bool { return rate >= 10/mean.Seconds()*(1-delta) }); why != "" {
+			t.Logf("verdict inconclusive: %s", why)
+		} else {
+			t.Errorf("verdict inconclusive (limited by %s): a step failed at a rate another passed, and the pool's workers kept up with it", res.LimitedBy)
+		}
 	case res.Verdict != capacity.VerdictFound || res.KneeRPS == nil:
 		t.Errorf("verdict %s (limited by %s), want found", res.Verdict, res.LimitedBy)
 	case *res.KneeRPS < low:
@@ -243,11 +303,16 @@ func TestKneeOfUniformPool(t *testing.T) {
 	meter, c, job, _, worst := searchPool(t, refserver.Pool{Workers: 10, ServiceMin: lo, ServiceMax: hi, Queue: 5000})
 	res := job.Result()
 	slo := c.Search.Objective.SLO.Max
-	over := meter.mean() - nominal // what the pool's timers added
-	figure := func(rate float64, warm, judged time.Duration, seed uint64) time.Duration {
+	// figureOver is the figure's p99 of a part at rate, the pool's timers
+	// adding over to every service time.
+	figureOver := func(over time.Duration, rate float64, warm, judged time.Duration, seed uint64) time.Duration {
 		draw := hostsim.Uniform(lo+over, hi+over, seed)
 		all := hostsim.Queue(rate, warm+judged, 10, draw)
 		return quantileOf(all[int(rate*warm.Seconds()):], 0.99)
+	}
+	over := meter.mean() - nominal // what the pool's timers added
+	figure := func(rate float64, warm, judged time.Duration, seed uint64) time.Duration {
+		return figureOver(over, rate, warm, judged, seed)
 	}
 	const seeds, p, delta = 4, 0.05, 0.05
 	low, high := 0.0, 0.0
@@ -272,6 +337,21 @@ func TestKneeOfUniformPool(t *testing.T) {
 	switch {
 	case worst > (slo-nominal)/2 || res.Verdict == capacity.VerdictClient || res.LimitedBy == "client":
 		t.Logf("this process stalled for %v, verdict %s limited by %q: the host bounds the search, the lower bound is not held", worst, res.Verdict, res.LimitedBy)
+	case res.Verdict == capacity.VerdictInconclusive && contradicted(res):
+		// The figure with the pool's slowdown during the failing step: some
+		// part of it beyond the objective at that rate plus the jitter δ.
+		if why := slowedPool(job, meter, func(rate float64, mean time.Duration) bool {
+			for seed := range uint64(seeds) {
+				if figureOver(mean-nominal, rate*(1+delta), c.Search.Warmup, c.Search.MaxStep, seed) > slo {
+					return true
+				}
+			}
+			return false
+		}); why != "" {
+			t.Logf("verdict inconclusive: %s", why)
+		} else {
+			t.Errorf("verdict inconclusive (limited by %s): a step failed at a rate another passed, and the pool's workers kept up with it", res.LimitedBy)
+		}
 	case res.Verdict != capacity.VerdictFound || res.KneeRPS == nil:
 		t.Errorf("verdict %s (limited by %s), want found", res.Verdict, res.LimitedBy)
 	case *res.KneeRPS < low*(1-delta)/(1+p):
@@ -453,4 +533,11 @@ func cutEvidence(t *testing.T, dir string, seg *archive.CapacitySegment, o capac
 		}
 	}
 	return math.Inf(1), lastSent, dueAfterCut
+}
+
+// contradicted reports whether a step of r failed at a rate another
+// passed.
+func contradicted(r capacity.Result) bool {
+	_, _, ok := r.Contradiction()
+	return ok
 }

@@ -189,9 +189,6 @@ func searchPool(t *testing.T, pool refserver.Pool) (*serviceMeter, Config, *Job,
 	return meter, c, job, run, worst
 }
 
-// The searches against a pool run one at a time: side by side, each
-// blurs the other's latencies past what the knee's bounds allow.
-
 // TestKneeOfPool holds the found knee to queueing truth. With evenly
 // spaced arrivals (D/D/c) a rate λ below the pool's real capacity μ keeps
 // latency at the service time S, so every rate below μ·(1−δ) passes
@@ -203,6 +200,7 @@ func searchPool(t *testing.T, pool refserver.Pool) (*serviceMeter, Config, *Job,
 // closes to the precision p, so low ≥ μ_real·(1−δ)/(1+p), and low ≤
 // μ_nominal·(1 + (SLO−S)/(0.99·T)).
 func TestKneeOfPool(t *testing.T) {
+	t.Parallel()
 	meter, c, job, run, worst := searchPool(t, pool500)
 	res := job.Result()
 	const S, SLO, p, delta = 0.020, 0.100, 0.05, 0.05
@@ -255,6 +253,7 @@ func TestKneeOfPool(t *testing.T) {
 // send sees the freeze in one request, and hides it, while the latency
 // from the intended send time charges it to every request due in it.
 func TestFreezeShowsInIntendedTime(t *testing.T) {
+	t.Parallel()
 	cfg := refserver.DefaultConfig()
 	cfg.Window = time.Second
 	cfg.Faults = refserver.Faults{FreezeFor: time.Second, FreezeEvery: 4 * time.Second}
@@ -299,6 +298,7 @@ func TestFreezeShowsInIntendedTime(t *testing.T) {
 // T from an empty queue, no warm-up) is beyond it. The bracket closes to
 // the precision p: low·(1−δ)/(1+p) ≤ knee < high.
 func TestKneeOfUniformPool(t *testing.T) {
+	t.Parallel()
 	const lo, hi, nominal = 5 * time.Millisecond, 35 * time.Millisecond, 20 * time.Millisecond
 	meter, c, job, _, worst := searchPool(t, refserver.Pool{Workers: 10, ServiceMin: lo, ServiceMax: hi, Queue: 5000})
 	res := job.Result()

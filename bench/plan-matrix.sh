@@ -17,4 +17,4 @@ cd "$(dirname "$0")/.."
 RUNS=${1:-1000}
 CELLS=${2:-}
 go test -count=1 -timeout 6h -run '^TestPlanConfusion$' -v ./cmd/ratecheck -args -plan.runs="$RUNS" -plan.cells="$CELLS" |
-  sed -n 's/^        //p; s/^    plan_test.go:[0-9]*: //p'
+  sed -n 's/^        //p; s/^    [a-z_]*_test.go:[0-9]*: //p'

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -9,7 +8,6 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"os/exec"
 	"regexp"
 	"runtime"
 	"slices"
@@ -379,71 +377,7 @@ func runPlanMatrix() int {
 	return 0
 }
 
-// TestPlanConfusion runs verify against every truth on the quiet and the
-// busy host and holds the goals: a correct limiter passes, decided
-// sliding-log with refusals counted, in at least 99.5 % of runs; a deviant
-// fails, for its real cause and with its family decided, in at least 99 %;
-// a deviant never passes, a correct limiter never fails, and no run says
-// a wrong family (decided, or left open among families none of which is
-// the truth's). On the loaded host (hostsim.Loaded) it runs the limiters a
-// CI machine running the suite beside the run must tell apart and holds
-// their verdicts and families, logging their rates; on the starved one
-// nginx's leaky bucket, held alike (see planSelected); the other starved
-// cells run when -plan.cells asks for them. A rate goal holds unless
-// the runs prove it missed: unless even its 99 % upper bound is below the
-// goal. The cells are computed in a child process of the test binary
-// (planMatrixEnv): a simulation keeps the cores busy, and the package's
-// real-clock tests beside it are scheduled by the system against a
-// process of its own, not by this one's runtime against its goroutines.
-func TestPlanConfusion(t *testing.T) {
-	t.Parallel()
-	runs := *planRuns
-	if runs == 0 {
-		runs = 3
-		if testing.Short() || raceEnabled {
-			runs = 1
-		}
-	}
-	cmd := exec.Command(os.Args[0], "-plan.runs", fmt.Sprint(runs), "-plan.cells", *planCells)
-	cmd.Env = append(os.Environ(), planMatrixEnv+"=1")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("the matrix: %v\n%s", err, stderr.String())
-	}
-	var cells []planCell
-	if err := json.Unmarshal(stdout.Bytes(), &cells); err != nil {
-		t.Fatalf("the matrix: %v\n%s", err, stdout.String())
-	}
-	held := map[string]bool{}
-	for _, h := range planHosts {
-		held[h.name] = h.held
-	}
-	var rows []string
-	for _, c := range cells {
-		ti := slices.IndexFunc(planTruths, func(tr planTruth) bool { return tr.name == c.Truth })
-		if ti < 0 || c.Runs == 0 {
-			t.Fatalf("the matrix's cell %q on %q: no such truth, or no run", c.Truth, c.Host)
-		}
-		tr := planTruths[ti]
-		goal := 0.99
-		if tr.pass {
-			goal = 0.995
-		}
-		rows = append(rows, fmt.Sprintf("| %s | %s | %d | %d | %d | %d | %d | %.1f %% | %d | %s |", c.Truth, c.Host, c.FollowedUp, c.Pass, c.Fail, c.Inconclusive,
-			c.Right, 100*float64(c.Right)/float64(c.Runs), c.WrongFamily, top(c.Families)))
-		if upper := 1 - lowerBound99(c.Runs-c.Right, c.Runs); upper < goal && held[c.Host] {
-			t.Errorf("%s on the %s host: right in %d of %d runs, below the goal of %.1f %% beyond the runs' margin; first wrong %s", c.Truth, c.Host, c.Right, c.Runs, 100*goal, c.FirstWrong)
-		}
-		if tr.pass && c.Fail > 0 || !tr.pass && c.Pass > 0 {
-			t.Errorf("%s on the %s host: %d passes and %d failures; first wrong %s", c.Truth, c.Host, c.Pass, c.Fail, c.FirstWrong)
-		}
-		if c.WrongFamily > 0 { // on every host
-			t.Errorf("%s on the %s host: %d runs said a wrong family (%v); the first %s", c.Truth, c.Host, c.WrongFamily, c.Families, c.FirstWrongFamily)
-		}
-	}
-	t.Logf("%d runs a cell\n| truth | host | followed up | pass | fail | inconclusive | right | right %% | wrong family | families decided |\n|---|---|---|---|---|---|---|---|---|---|\n%s", runs, strings.Join(rows, "\n"))
-}
+// TestPlanConfusion, which runs planMatrix, is in waits_test.go.
 
 // top lists a cell's counts, largest first.
 func top(m map[string]int) string {

@@ -51,15 +51,14 @@ func runProgramsJSON(t *testing.T, cmd string, args ...string) (int, jitter.Repo
 // Each is a test of its own, not a subtest: a parallel test's subtests
 // queue behind every parallel test not yet started, so these runs of 10
 // to 20 s came last, and the package's parallel tests waited for them.
+// The 50 copies' run, the longest, is TestFleetClientCmdPythonFixedInterval
+// in waits_test.go.
 func TestFleetClientCmdGoExample(t *testing.T) { testClientProgram(t, "go example") }
 func TestFleetClientCmdGoExamplePolls(t *testing.T) {
 	testClientProgram(t, "go example polling one URL, 5 attempts")
 }
 func TestFleetClientCmdPythonFullJitter(t *testing.T) {
 	testClientProgram(t, "python full jitter")
-}
-func TestFleetClientCmdPythonFixedInterval(t *testing.T) {
-	testClientProgram(t, "python fixed interval, 50 copies")
 }
 func TestFleetClientCmdPythonRetries422(t *testing.T) { testClientProgram(t, "python retries a 422") }
 

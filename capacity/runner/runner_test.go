@@ -74,20 +74,18 @@ func (m *serviceMeter) meanBetween(from, to time.Time) time.Duration {
 	return busy / time.Duration(n)
 }
 
-// slowedPool says why the search's failed steps failed at rates another
-// step passed (capacity.Result.Contradiction), when the meter proves it
-// for each: during every such step's segments the pool's workers, slowed
-// by the host, served so slowly (their mean service then) that explains
-// says the step's rate fails on queueing truth. It is "" when a failure
-// is not so explained.
-func slowedPool(job *Job, meter *serviceMeter, explains func(rate float64, mean time.Duration) bool) string {
+// slowedPool says why the search's failed steps that needs picks failed
+// (a rate another step passed, or one below the pool's capacity over the
+// run), when the meter proves it for each: during every such step's
+// segments the pool's workers, slowed by the host, served so slowly
+// (their mean service then) that explains says the step's rate fails on
+// queueing truth. It is "" when a failure is not so explained, or none
+// was picked.
+func slowedPool(job *Job, meter *serviceMeter, needs func(capacity.StepResult) bool, explains func(rate float64, mean time.Duration) bool) string {
 	res := job.Result()
 	var said []string
 	for k, f := range res.Steps {
-		passedHigher := slices.ContainsFunc(res.Steps, func(p capacity.StepResult) bool {
-			return p.Verdict == capacity.StepPass && f.OfferedRPS <= p.OfferedRPS
-		})
-		if f.Verdict != capacity.StepFail || !passedHigher {
+		if f.Verdict != capacity.StepFail || !needs(f) {
 			continue
 		}
 		var from, to time.Time
@@ -105,7 +103,7 @@ func slowedPool(job *Job, meter *serviceMeter, explains func(rate float64, mean 
 		if mean == 0 || !explains(f.OfferedRPS, mean) {
 			return ""
 		}
-		said = append(said, fmt.Sprintf("step %d failed %.1f/s, which another step passed, while the pool's workers gave a mean service of %v (%.1f/s from 10)", k, f.OfferedRPS, mean.Round(10*time.Microsecond), 10/mean.Seconds()))
+		said = append(said, fmt.Sprintf("step %d failed %.1f/s while the pool's workers gave a mean service of %v (%.1f/s from 10)", k, f.OfferedRPS, mean.Round(10*time.Microsecond), 10/mean.Seconds()))
 	}
 	return strings.Join(said, "; ")
 }
@@ -223,12 +221,17 @@ func TestKneeOfPool(t *testing.T) {
 	switch {
 	case hostBound:
 		t.Logf("this process stalled for %v, limited by %q: the host bounds the search, the lower bound %.1f/s is not held", worst, res.LimitedBy, low)
-	case res.Verdict == capacity.VerdictInconclusive && contradicted(res):
-		// D/D/10: a rate fails only at or past the capacity then, less δ.
-		if why := slowedPool(job, meter, func(rate float64, mean time.Duration) bool { return rate >= 10/mean.Seconds()*(1-delta) }); why != "" {
-			t.Logf("verdict inconclusive: %s", why)
+	case res.Verdict == capacity.VerdictInconclusive && contradicted(res) || res.Verdict == capacity.VerdictNotFound:
+		// A rate another step passed, or one below the pool's capacity
+		// over the run, failed: D/D/10 fails a rate only at or past the
+		// capacity the pool had then, less δ.
+		needs := func(f capacity.StepResult) bool {
+			return f.OfferedRPS < muReal*(1-delta) || passedAtOrAbove(res, f.OfferedRPS)
+		}
+		if why := slowedPool(job, meter, needs, func(rate float64, mean time.Duration) bool { return rate >= 10/mean.Seconds()*(1-delta) }); why != "" {
+			t.Logf("verdict %s: %s", res.Verdict, why)
 		} else {
-			t.Errorf("verdict inconclusive (limited by %s): a step failed at a rate another passed, and the pool's workers kept up with it", res.LimitedBy)
+			t.Errorf("verdict %s (limited by %s): a step failed at a rate the pool sustains, and its workers kept up during it", res.Verdict, res.LimitedBy)
 		}
 	case res.Verdict != capacity.VerdictFound || res.KneeRPS == nil:
 		t.Errorf("verdict %s (limited by %s), want found", res.Verdict, res.LimitedBy)
@@ -340,7 +343,8 @@ func TestKneeOfUniformPool(t *testing.T) {
 	case res.Verdict == capacity.VerdictInconclusive && contradicted(res):
 		// The figure with the pool's slowdown during the failing step: some
 		// part of it beyond the objective at that rate plus the jitter δ.
-		if why := slowedPool(job, meter, func(rate float64, mean time.Duration) bool {
+		needs := func(f capacity.StepResult) bool { return passedAtOrAbove(res, f.OfferedRPS) }
+		if why := slowedPool(job, meter, needs, func(rate float64, mean time.Duration) bool {
 			for seed := range uint64(seeds) {
 				if figureOver(mean-nominal, rate*(1+delta), c.Search.Warmup, c.Search.MaxStep, seed) > slo {
 					return true
@@ -540,4 +544,11 @@ func cutEvidence(t *testing.T, dir string, seg *archive.CapacitySegment, o capac
 func contradicted(r capacity.Result) bool {
 	_, _, ok := r.Contradiction()
 	return ok
+}
+
+// passedAtOrAbove reports whether a step of r passed at rate or above.
+func passedAtOrAbove(r capacity.Result, rate float64) bool {
+	return slices.ContainsFunc(r.Steps, func(p capacity.StepResult) bool {
+		return p.Verdict == capacity.StepPass && rate <= p.OfferedRPS
+	})
 }

@@ -168,34 +168,8 @@ func ParseProfile(file string, data []byte) (*Profile, error) {
 		return &ProfileError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
 	}
 	var p Profile
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&p); err != nil {
-		var le *lineError
-		var te *yaml.TypeError
-		switch {
-		case errors.As(err, &le):
-			return nil, perr(le.Line, "%s", le.Msg)
-		case errors.As(err, &te):
-			if m := yamlLine.FindStringSubmatch(strings.TrimSpace(te.Errors[0])); m != nil {
-				n, _ := strconv.Atoi(m[1])
-				if k := unknownKey(m[2]); k != "" {
-					return nil, perr(n, "%s", k)
-				}
-				return nil, perr(n, "%s", strings.ReplaceAll(m[2], "scenario.", ""))
-			}
-			return nil, perr(0, "%s", te.Errors[0])
-		case err.Error() == "EOF":
-			return nil, perr(0, "the profile is empty")
-		}
-		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			if at := faultLine(data, m[2]); at > n {
-				return nil, perr(at, "%s (in the block that begins at line %d: is this line indented as its neighbours?)", m[2], n)
-			}
-			return nil, perr(n, "%s", m[2])
-		}
-		return nil, perr(0, "%v", err)
+	if err := decodeStrict(data, &p, "the profile", perr); err != nil {
+		return nil, err
 	}
 	var root yaml.Node
 	_ = yaml.Unmarshal(data, &root)
@@ -212,6 +186,43 @@ func ParseProfile(file string, data []byte) (*Profile, error) {
 		p.Name = safeName(strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml"))
 	}
 	return &p, nil
+}
+
+// decodeStrict decodes data into v, refusing unknown keys, and says a
+// decoding error as perr does, at its line, in the words of the file's
+// parts (what names the whole file, for an empty one).
+func decodeStrict(data []byte, v any, what string, perr func(line int, format string, args ...any) error) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	err := dec.Decode(v)
+	if err == nil {
+		return nil
+	}
+	var le *lineError
+	var te *yaml.TypeError
+	switch {
+	case errors.As(err, &le):
+		return perr(le.Line, "%s", le.Msg)
+	case errors.As(err, &te):
+		if m := yamlLine.FindStringSubmatch(strings.TrimSpace(te.Errors[0])); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			if k := unknownKey(m[2]); k != "" {
+				return perr(n, "%s", k)
+			}
+			return perr(n, "%s", strings.ReplaceAll(m[2], "scenario.", ""))
+		}
+		return perr(0, "%s", te.Errors[0])
+	case err.Error() == "EOF":
+		return perr(0, "%s is empty", what)
+	}
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		if at := faultLine(data, m[2]); at > n {
+			return perr(at, "%s (in the block that begins at line %d: is this line indented as its neighbours?)", m[2], n)
+		}
+		return perr(n, "%s", m[2])
+	}
+	return perr(0, "%v", err)
 }
 
 // nodeLines returns a function giving the line of a dotted path such as
@@ -308,7 +319,7 @@ func (pol *Policy) validate(bad badFunc) error {
 		return bad("policy.window", "policy.window is the contract's window: write it as a duration such as 60s, not in windows")
 	}
 	if pol.Window.IsZero() {
-		pol.Window = Span{D: time.Minute}
+		pol.Window = Span{D: method.Window}
 	}
 	if err := checkSpan("policy.window", pol.Window, pol.Window.D); err != nil {
 		return bad("policy.window", "%v", err)

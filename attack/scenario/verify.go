@@ -71,10 +71,7 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 // probeStream is the stream of one probe of the plan: the search request
 // of its surface (with its forged header, if any), paced as the probe says.
 func probeStream(pr method.Probe, sources []string) Stream {
-	req := Request{Path: "/api/public/search", Query: map[string]string{"q": "rate limits", "limit": "5"}}
-	if pr.Surface == method.MCP {
-		req = Request{RPC: "tools/call", Params: map[string]any{"name": "search", "arguments": map[string]any{"query": "rate limits", "limit": 5}}}
-	}
+	req := RouteOf(pr.Surface)
 	if pr.Header != "" {
 		req.Headers = map[string]string{pr.Header: pr.Value}
 	}

@@ -30,6 +30,27 @@ var parts = map[string]struct {
 	"Request":   {"a request", reflect.TypeFor[Request]()},
 	"PacerSpec": {"a pacer", reflect.TypeFor[PacerSpec]()},
 	"Step":      {"a step of a pacer", reflect.TypeFor[Step]()},
+	"Contract":  {"the contract", reflect.TypeFor[Contract]()},
+	"Route":     {"a route", reflect.TypeFor[Route]()},
+	"Identity":  {"an identity", reflect.TypeFor[Identity]()},
+	"Limit":     {"a limit", reflect.TypeFor[Limit]()},
+	"Refusal":   {"a refusal", reflect.TypeFor[Refusal]()},
+}
+
+// yamlKeys are the keys a struct type takes in YAML, those of an inlined
+// struct included.
+func yamlKeys(typ reflect.Type) []string {
+	var keys []string
+	for f := range typ.Fields() {
+		k, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case strings.Contains(opts, "inline"):
+			keys = append(keys, yamlKeys(f.Type)...)
+		case k != "" && k != "-":
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 var unknownField = regexp.MustCompile(`^field (\S+) not found in type (?:scenario\.)?(\w+)$`)
@@ -46,12 +67,7 @@ func unknownKey(msg string) string {
 	if !ok {
 		return ""
 	}
-	var keys []string
-	for f := range part.typ.Fields() {
-		if k, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); k != "" && k != "-" {
-			keys = append(keys, k)
-		}
-	}
+	keys := yamlKeys(part.typ)
 	s := fmt.Sprintf("%s has no key %q", part.words, m[1])
 	best, bestD := "", 3 // at most two edits away
 	for _, k := range keys {

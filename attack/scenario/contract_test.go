@@ -1,0 +1,137 @@
+package scenario
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBuiltinContractRoundTrips: the documented API's contract, written
+// as a file, reads back to itself, and says the documented numbers.
+func TestBuiltinContractRoundTrips(t *testing.T) {
+	t.Parallel()
+	b := Builtin()
+	data, err := b.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseContract("builtin.yaml", data)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	if !reflect.DeepEqual(got, b) {
+		t.Errorf("read back\n%+v\nwant\n%+v\n%s", got, b, data)
+	}
+	for _, want := range []string{"quota: 240", "quota: 120", "window: 1m0s", "key: client-address", "code: rate_limited", "jsonrpc_code: -32603"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("the built-in contract lacks %q:\n%s", want, data)
+		}
+	}
+}
+
+// TestContractByKey reads the example contract of an API keyed by token:
+// a limit by header with a quota per tier, a budget two routes share, and
+// two limits stacked on one route.
+func TestContractByKey(t *testing.T) {
+	t.Parallel()
+	c, err := LoadContract("../../examples/contracts/api-key.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Routes) != 3 || len(c.Identities) != 4 || len(c.Limits) != 3 {
+		t.Fatalf("%d routes, %d identities, %d limits", len(c.Routes), len(c.Identities), len(c.Limits))
+	}
+	perKey := c.Limits[0]
+	if perKey.Key != (Key{Kind: KeyHeader, Header: "X-Api-Key"}) || perKey.Quota.Tiers["free"] != 10 || perKey.Quota.Tiers["paid"] != 100 ||
+		time.Duration(perKey.Window) != time.Second || !reflect.DeepEqual(perKey.Routes, []string{"search", "list"}) {
+		t.Errorf("per-key limit %+v", perKey)
+	}
+	hourly := c.Limits[1]
+	if hourly.Quota.N != 1000 || time.Duration(hourly.Window) != time.Hour || hourly.RefusalsCount != Unknown {
+		t.Errorf("hourly limit %+v", hourly)
+	}
+	bucket := c.Limits[2]
+	if bucket.Family.Name != "token-bucket" || bucket.Family.Burst != 20 || bucket.Family.Rate.N != 4 || bucket.Key.Kind != KeyGlobal || bucket.RefusalsCount != No {
+		t.Errorf("export limit %+v", bucket)
+	}
+	if c.Identities[0].Headers["X-Api-Key"] != "${FREE_KEY_1}" || c.Identities[3].Address != AddressIsolation {
+		t.Errorf("identities %+v", c.Identities)
+	}
+}
+
+// TestContractBadInput: every bad contract is refused naming the file,
+// the line of the field at fault and what to write instead.
+func TestContractBadInput(t *testing.T) {
+	t.Parallel()
+	const head = "routes:\n  - name: search\n    path: /v1/search\n"              // lines 1-3
+	const ids = "identities:\n  - name: a\n    headers: {X-Api-Key: \"${K1}\"}\n" // lines 4-6
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"unknown key", head + ids + "limits:\n  - name: l\n    routes: [search]\n    quota: 10\n    window: 1s\n    key: global\n    refused: {status: 429}\n    burts: 3\n",
+			`c.yaml:14: a limit has no key "burts"`},
+		{"unknown key of a route", "routes:\n  - name: search\n    pth: /v1\n", `c.yaml:3: a route has no key "pth" (did you mean "path"?)`},
+		{"quota zero", head + ids + "limits:\n  - name: l\n    routes: [search]\n    quota: 0\n    window: 1s\n    key: global\n    refused: {status: 429}\n",
+			`c.yaml:10: limit "l": quota 0: want at least 1`},
+		{"quota negative", head + ids + "limits:\n  - name: l\n    routes: [search]\n    quota: -5\n    window: 1s\n    key: global\n    refused: {status: 429}\n",
+			`c.yaml:10: limit "l": quota -5`},
+		{"quota not a number", head + ids + "limits:\n  - name: l\n    routes: [search]\n    quota: many\n    window: 1s\n    key: global\n    refused: {status: 429}\n",
+			`c.yaml:10: quota "many": want a whole number`},
+		{"window without a unit", head + ids + "limits:\n  - name: l\n    routes: [search]\n    quota: 10\n    window: 10\n    key: global\n    refused: {status: 429}\n",
+			`c.yaml:11: duration "10" has no unit (10s?)`},
+		{"window too long", head + ids + "limits:\n  - name: l\n    routes: [search]\n    quota: 10\n    window: 48h\n    key: global\n    refused: {status: 429}\n",
+			`c.yaml:11: limit "l": window 48h0m0s is outside 1ms to 24h`},
+		{"window too short", head + ids + "limits:\n  - name: l\n    routes: [search]\n    quota: 10\n    window: 10us\n    key: global\n    refused: {status: 429}\n",
+			`c.yaml:11: limit "l": window 10µs is outside 1ms to 24h`},
+		{"dangling route", head + ids + "limits:\n  - name: l\n    routes: [search, lsit]\n    quota: 10\n    window: 1s\n    key: global\n    refused: {status: 429}\n",
+			`c.yaml:9: limit "l" covers route "lsit", which no route defines (routes: search)`},
+		{"header no identity carries", head + ids + "limits:\n  - name: l\n    routes: [search]\n    quota: 10\n    window: 1s\n    key: header Authorization\n    refused: {status: 429}\n",
+			`c.yaml:12: limit "l" counts by header Authorization, and no identity sends it`},
+		{"two identities with one key", head + ids + "  - name: b\n    headers: {X-Api-Key: \"${K1}\"}\nlimits:\n  - name: l\n    routes: [search]\n    quota: 10\n    window: 1s\n    key: header X-Api-Key\n    refused: {status: 429}\n",
+			`c.yaml:8: identities "a" and "b" send one key (X-Api-Key ${K1})`},
+		{"tier without identities", head + ids + "limits:\n  - name: l\n    routes: [search]\n    quota: {free: 10, paid: 100}\n    window: 1s\n    key: header X-Api-Key\n    refused: {status: 429}\n",
+			`c.yaml:10: limit "l" has a quota for tier "free", and no identity is of it`},
+		{"credential inline", head + "identities:\n  - name: a\n    headers: {X-Api-Key: sk-live-123}\nlimits: []\n",
+			`c.yaml:6: identity "a" writes the credential X-Api-Key inline: write ${VARIABLE}`},
+		{"credential inline in a route", "routes:\n  - name: search\n    path: /v1/search\n    headers:\n      Authorization: Bearer abc\nlimits: []\n",
+			`c.yaml:5: route "search" writes the credential Authorization inline`},
+		{"bad key kind", head + ids + "limits:\n  - name: l\n    routes: [search]\n    quota: 10\n    window: 1s\n    key: per-user\n    refused: {status: 429}\n",
+			`c.yaml:12: key "per-user": want client-address, header NAME`},
+		{"no refusal", head + ids + "limits:\n  - name: l\n    routes: [search]\n    quota: 10\n    window: 1s\n    key: global\n",
+			`c.yaml:8: limit "l" does not say how a refusal looks`},
+		{"token bucket without its rate", head + ids + "limits:\n  - name: l\n    routes: [search]\n    quota: 10\n    window: 1s\n    key: global\n    refused: {status: 429}\n    family: {name: token-bucket, burst: 5}\n",
+			`c.yaml:14: a token bucket takes its burst and rate`},
+		{"unknown family", head + ids + "limits:\n  - name: l\n    routes: [search]\n    quota: 10\n    window: 1s\n    key: global\n    refused: {status: 429}\n    family: leaky\n",
+			`c.yaml:14: family "leaky": want one of sliding-log, fixed-window, sliding-window-counter, token-bucket`},
+		{"refusals_count neither", head + ids + "limits:\n  - name: l\n    routes: [search]\n    quota: 10\n    window: 1s\n    key: global\n    refused: {status: 429}\n    refusals_count: maybe\n",
+			`c.yaml:14: "maybe": want true, false or unknown`},
+		{"route with path and rpc", "routes:\n  - name: search\n    path: /v1\n    rpc: tools/call\nlimits: []\n", `c.yaml:2: route "search" has both a path and an rpc`},
+		{"two routes of one name", head + "  - name: search\n    path: /v2\n", `c.yaml:4: two routes are named "search"`},
+		{"no limits", head, `c.yaml:1: the contract has no limits`},
+		{"empty", "", `c.yaml: the contract is empty`},
+		{"identity of neither address nor header", head + "identities:\n  - name: a\nlimits: []\n", `c.yaml:5: identity "a" says neither an address nor a header`},
+		{"address role unknown", head + "identities:\n  - name: a\n    address: second\nlimits: []\n", `c.yaml:6: identity "a": address "second": want limit or isolation`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseContract("c.yaml", []byte(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v\nwant it to contain %q\n%s", err, tc.want, tc.yaml)
+			}
+		})
+	}
+}
+
+// TestContractFileMissing: a contract that cannot be read names its file.
+func TestContractFileMissing(t *testing.T) {
+	t.Parallel()
+	_, err := LoadContract("testdata/no-such-contract.yaml")
+	if err == nil || !strings.Contains(err.Error(), "no-such-contract.yaml") {
+		t.Errorf("error %v, want the file named", err)
+	}
+	if _, statErr := os.Stat("testdata/no-such-contract.yaml"); statErr == nil {
+		t.Fatal("the test's missing file exists")
+	}
+}

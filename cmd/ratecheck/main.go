@@ -30,6 +30,7 @@ func commands() map[string]command {
 		"analyze":  {"judge archived runs or Vegeta results files against the documented limits", runAnalyze},
 		"attack":   {"run a scenario profile against a target and archive the results", runAttack},
 		"capacity": {"find the knee: the highest rate the API sustains within a latency objective and error budget", runCapacity},
+		"contract": {"print the documented API's limits contract, or validate a contract file and summarise its limits", runContract},
 		"compare":  {"compare a run with a baseline: throughput, latency, limits, verdicts; exit 1 on a regression", runCompare},
 		"report":   {"write a self-contained HTML report with charts of a run", runReport},
 		"serve":    {"run the reference target that speaks the documented contract", runServe},

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/internal/clock"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // Config configures a reference target. The zero value is not valid: use
@@ -66,7 +67,7 @@ const DefaultReadTimeout = 30 * time.Second
 // DefaultConfig returns the contract's configuration: a 60 s rolling window,
 // 240 REST requests and 120 MCP calls per window and address.
 func DefaultConfig() Config {
-	return Config{Window: time.Minute, RESTLimit: 240, MCPLimit: 120, Limiter: Rolling, ReadTimeout: DefaultReadTimeout}
+	return Config{Window: method.Window, RESTLimit: method.RESTLimit, MCPLimit: method.MCPLimit, Limiter: Rolling, ReadTimeout: DefaultReadTimeout}
 }
 
 // Server is the reference target. It is an [http.Handler] and is safe for

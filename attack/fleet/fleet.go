@@ -105,7 +105,7 @@ func (f Fleet) Defaults() Fleet {
 		f.Attempts = client.DefaultAttempts
 	}
 	if f.Window <= 0 {
-		f.Window = time.Minute
+		f.Window = method.Window
 	}
 	if f.Backoff.Base <= 0 {
 		f.Backoff.Base = f.Window / 60

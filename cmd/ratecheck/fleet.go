@@ -11,6 +11,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/analyze/jitter"
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/client"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 const fleetHelp = `
@@ -131,7 +132,7 @@ func (o *fleetOptions) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.slowDown, "slow-down", 0, "least pause after a request gave up on repeated 429s (default: 2*base)")
 	fs.DurationVar(&o.epsilon, "epsilon", 0, "distance that counts as a collision (default: base/50)")
 	fs.DurationVar(&o.window, "window", 0, "the target's window (default 60s; 30s for the embedded target)")
-	fs.IntVar(&o.limit, "limit", 0, "requests the primer sends to spend the address's budget (default: 240 REST, 120 MCP)")
+	fs.IntVar(&o.limit, "limit", 0, fmt.Sprintf("requests the primer sends to spend the address's budget (default: %d REST, %d MCP)", method.RESTLimit, method.MCPLimit))
 	fs.StringVar(&o.source, "source", "", "local `address` of every client (default on IPv4 loopback: 127.0.0.2)")
 	fs.StringVar(&o.sources, "sources", "", "`pool` of local addresses, ranges and prefixes, comma-separated: its first is every client's address, its second the failure-table rows' (default on IPv4 loopback: 127.0.0.2,127.0.0.3)")
 	fs.BoolVar(&o.rows, "rows", true, "send every failure-table row once to check that answers are not retried")

@@ -49,7 +49,7 @@ func (o *fleetOptions) prepare(stderr io.Writer) (f fleet.Fleet, opts attack.Opt
 	if err != nil {
 		return fail("%v", err)
 	}
-	window := o.runFlags.window(o.window, time.Minute, 30*time.Second)
+	window := o.runFlags.window(o.window, method.Window, 30*time.Second)
 	f = fleet.Fleet{Surface: o.surface, Clients: o.clients, Requests: o.requests,
 		Backoff: client.Backoff{Strategy: strategy, Base: o.base, Cap: o.cap}, Attempts: o.attempts, SlowDown: o.slowDown,
 		Limit: o.limit, Window: window, Timeout: o.timeout, Seed: o.seed, Epsilon: o.epsilon}

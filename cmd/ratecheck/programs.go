@@ -16,6 +16,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/attack/fleet"
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/internal/clock"
+	"github.com/connectbyjbrh/ratecheck/method"
 )
 
 // programNotes says how a fleet of client programs went, from its
@@ -71,7 +72,7 @@ func first(xs []string, n int) []string {
 // runPrograms runs a fleet of client programs and judges it from the
 // server's records alone.
 func runPrograms(ctx context.Context, o fleetOptions, stdout, stderr io.Writer) int {
-	window := o.runFlags.window(o.window, time.Minute, 30*time.Second)
+	window := o.runFlags.window(o.window, method.Window, 30*time.Second)
 	requests := o.requests
 	h := fleet.NewHarness(fleet.HarnessConfig{Surface: o.surface, Clients: o.clients, Requests: requests, Barrier: o.barrier, Window: window})
 	job := &fleet.Programs{Command: o.clientCmd, Clients: o.clients, Surface: o.surface, Requests: requests,

@@ -50,7 +50,7 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 	if err != nil {
 		return fail("--surfaces: %v", err)
 	}
-	window := o.runFlags.window(o.window, time.Minute, 6*time.Second)
+	window := o.runFlags.window(o.window, method.Window, 6*time.Second)
 	pool, err := parseSources("--sources", o.sources)
 	if err != nil {
 		return fail("%v", err)

@@ -140,7 +140,7 @@ func TestHTMLInChromium(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		// Chromium's own crash (a segmentation fault 1.6 s into its start
-		// beside two CPU hogs, twice in 14 runs of the suite and once in 280
+		// beside two CPU hogs, twice in 12 runs of the suite and once in 280
 		// runs of the command alone; its profile's Crash Reports stayed
 		// empty, hence --crash-dumps-dir) fails the test as any other: say how
 		// long it ran, whether it wrote the screenshot, and keep what its

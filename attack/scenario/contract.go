@@ -358,10 +358,8 @@ func (c *Contract) validate(line func(string) int) error {
 	for i, r := range c.Routes {
 		at := fmt.Sprintf("routes.%d", i)
 		switch {
-		case r.Name == "":
-			return bad(at, "a route has no name")
-		case routes[r.Name]:
-			return bad(at+".name", "two routes are named %q", r.Name)
+		case r.Name == "" || routes[r.Name]:
+			return unnamed(bad, at, "a route", "routes", r.Name)
 		case r.Path == "" && r.RPC == "":
 			return bad(at, "route %q has neither a path nor an rpc: say the request (method and path) or the MCP call (rpc: tools/call, params)", r.Name)
 		case r.Path != "" && r.RPC != "":
@@ -378,10 +376,8 @@ func (c *Contract) validate(line func(string) int) error {
 	for i, id := range c.Identities {
 		at := fmt.Sprintf("identities.%d", i)
 		switch {
-		case id.Name == "":
-			return bad(at, "an identity has no name")
-		case names[id.Name]:
-			return bad(at+".name", "two identities are named %q", id.Name)
+		case id.Name == "" || names[id.Name]:
+			return unnamed(bad, at, "an identity", "identities", id.Name)
 		case id.Address != "" && id.Address != AddressLimit && id.Address != AddressIsolation:
 			return bad(at+".address", "identity %q: address %q: want %s or %s (the addresses verify sends from)", id.Name, id.Address, AddressLimit, AddressIsolation)
 		case id.Address == "" && len(id.Headers) == 0:
@@ -391,10 +387,12 @@ func (c *Contract) validate(line func(string) int) error {
 		if id.Tier != "" {
 			tiers[id.Tier] = true
 		}
+		if err := inlineCredentials(id.Headers, func(h string) error {
+			return bad(at+".headers."+h, "identity %q writes the credential %s inline: write ${VARIABLE} and set it in the environment, or ${file:PATH}", id.Name, h)
+		}); err != nil {
+			return err
+		}
 		for h, v := range id.Headers {
-			if redact.Names(http.Header{h: {v}}) != nil && !credentialRef.MatchString(v) {
-				return bad(at+".headers."+h, "identity %q writes the credential %s inline: write ${VARIABLE} and set it in the environment, or ${file:PATH}", id.Name, h)
-			}
 			k := http.CanonicalHeaderKey(h) + ": " + v
 			if other, ok := keys[k]; ok {
 				return bad(at+".headers."+h, "identities %q and %q send one key (%s %s): each identity needs a key of its own", other, id.Name, http.CanonicalHeaderKey(h), v)
@@ -409,10 +407,8 @@ func (c *Contract) validate(line func(string) int) error {
 	for i, l := range c.Limits {
 		at := fmt.Sprintf("limits.%d", i)
 		switch {
-		case l.Name == "":
-			return bad(at, "a limit has no name")
-		case limits[l.Name]:
-			return bad(at+".name", "two limits are named %q", l.Name)
+		case l.Name == "" || limits[l.Name]:
+			return unnamed(bad, at, "a limit", "limits", l.Name)
 		case len(l.Routes) == 0:
 			return bad(at, "limit %q covers no routes: list the routes that draw on its budget (several: one budget they share)", l.Name)
 		case l.Key.Kind == "":
@@ -447,6 +443,15 @@ func (c *Contract) validate(line func(string) int) error {
 		}
 	}
 	return nil
+}
+
+// unnamed is the error of a part at path at (one, such as "a route", of
+// its kind, many: "routes") whose name is empty or taken by another.
+func unnamed(bad func(path, format string, args ...any) error, at, one, many, name string) error {
+	if name == "" {
+		return bad(at, "%s has no name", one)
+	}
+	return bad(at+".name", "two %s are named %q", many, name)
 }
 
 // inlineCredentials calls bad for the first credential header of h whose

@@ -135,3 +135,20 @@ func TestContractFileMissing(t *testing.T) {
 		t.Fatal("the test's missing file exists")
 	}
 }
+
+// TestContractNames: a part without a name, or with another's, is named
+// in its own words.
+func TestContractNames(t *testing.T) {
+	t.Parallel()
+	const limit = "limits:\n  - name: l\n    routes: [search]\n    quota: 10\n    window: 1s\n    key: global\n    refused: {status: 429}\n"
+	for _, tc := range []struct{ yaml, want string }{
+		{"routes:\n  - path: /v1\n" + limit, `c.yaml:2: a route has no name`},
+		{"routes:\n  - name: search\n    path: /v1\nidentities:\n  - address: limit\n" + limit, `c.yaml:5: an identity has no name`},
+		{"routes:\n  - name: search\n    path: /v1\nidentities:\n  - name: a\n    address: limit\n  - name: a\n    address: isolation\n" + limit, `c.yaml:7: two identities are named "a"`},
+		{"routes:\n  - name: search\n    path: /v1\n" + limit + "  - name: l\n    routes: [search]\n    quota: 1\n    window: 1h\n    key: global\n    refused: {status: 429}\n", `c.yaml:11: two limits are named "l"`},
+	} {
+		if _, err := ParseContract("c.yaml", []byte(tc.yaml)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want %q\n%s", err, tc.want, tc.yaml)
+		}
+	}
+}

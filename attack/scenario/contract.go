@@ -330,6 +330,10 @@ func ParseContract(file string, data []byte) (*Contract, error) {
 	}
 	var c Contract
 	if err := decodeStrict(data, &c, "the contract", perr); err != nil {
+		var pe *ProfileError
+		if errors.As(err, &pe) && pe.Line > 0 && strings.Contains(pe.Msg, "did not find expected ',' or '}'") && refInFlow(data, pe.Line) {
+			pe.Msg = `a ${…} reference inside { } is read as a mapping: quote it, as in {X-Api-Key: "${API_KEY}"}`
+		}
 		return nil, err
 	}
 	var root yaml.Node
@@ -343,6 +347,20 @@ func ParseContract(file string, data []byte) (*Contract, error) {
 		return nil, perr(0, "%v", err)
 	}
 	return &c, nil
+}
+
+// refInFlow reports whether a ${…} reference stands unquoted inside a
+// { } mapping on one of the lines up to line (1-based), where YAML reads
+// its brace as a nested mapping.
+func refInFlow(data []byte, line int) bool {
+	lines := strings.Split(string(data), "\n")
+	for i := max(0, line-3); i < min(line, len(lines)); i++ {
+		l := lines[i]
+		if at := strings.Index(l, "${"); at > 0 && strings.Contains(l[:at], "{") && !strings.ContainsAny(l[at-1:at], `"'`) {
+			return true
+		}
+	}
+	return false
 }
 
 // validate checks what the types cannot, at the line of the field at

@@ -152,3 +152,14 @@ func TestContractNames(t *testing.T) {
 		}
 	}
 }
+
+// TestContractUnquotedReference: a ${…} reference left unquoted in a flow
+// mapping, which YAML reads as a nested mapping, is refused saying to
+// quote it.
+func TestContractUnquotedReference(t *testing.T) {
+	t.Parallel()
+	_, err := ParseContract("c.yaml", []byte("routes:\n  - name: search\n    path: /v1\nidentities:\n  - name: a\n    headers: {X-Api-Key: ${K1}}\n"))
+	if err == nil || !strings.Contains(err.Error(), `quote it, as in {X-Api-Key: "${API_KEY}"}`) || !strings.HasPrefix(err.Error(), "c.yaml:") {
+		t.Errorf("error %v, want the file, the line and the quoting", err)
+	}
+}

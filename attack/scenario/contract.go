@@ -100,7 +100,7 @@ type Quota struct {
 // UnmarshalYAML reads a number, or a mapping of tier to number.
 func (q *Quota) UnmarshalYAML(n *yaml.Node) error {
 	bad := func(v string) error {
-		return &lineError{Line: n.Line, Msg: fmt.Sprintf("quota %s: want a whole number of requests, such as 240, or one per tier, such as {free: 60, paid: 600}", v)}
+		return &lineError{Line: n.Line, Msg: fmt.Sprintf("quota %s: want a whole number of requests, such as 100, or one per tier, such as {free: 10, paid: 100}", v)}
 	}
 	switch n.Kind {
 	case yaml.ScalarNode:
@@ -504,11 +504,11 @@ func routeNames(rs []Route) []string {
 }
 
 // Builtin is the documented API's contract, which verify, analyze,
-// attack, capacity and fleet use unless given another: 240 REST requests
-// and 120 MCP calls per rolling minute, each surface per client address,
-// refusals counted (the documentation: retrying at once "adds to the
-// count"), from the limit address; the isolation address has a budget
-// of its own.
+// attack, capacity and fleet use unless given another: method.RESTLimit
+// requests and method.MCPLimit calls per method.Window, rolling, each
+// surface per client address, refusals counted (the documentation:
+// retrying at once "adds to the count"), from the limit address; the
+// isolation address has a budget of its own.
 func Builtin() *Contract {
 	rest, mcp := RouteOf(method.REST), RouteOf(method.MCP)
 	return &Contract{

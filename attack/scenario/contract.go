@@ -325,26 +325,13 @@ func LoadContract(path string) (*Contract, error) {
 // ParseContract is LoadContract on data already read; file names it in
 // errors.
 func ParseContract(file string, data []byte) (*Contract, error) {
-	perr := func(line int, format string, args ...any) error {
-		return &ProfileError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
-	}
 	var c Contract
-	if err := decodeStrict(data, &c, "the contract", perr); err != nil {
+	if err := parseStrict(file, data, &c, "the contract", c.validate); err != nil {
 		var pe *ProfileError
 		if errors.As(err, &pe) && pe.Line > 0 && strings.Contains(pe.Msg, "did not find expected ',' or '}'") && refInFlow(data, pe.Line) {
 			pe.Msg = `a ${…} reference inside { } is read as a mapping: quote it, as in {X-Api-Key: "${API_KEY}"}`
 		}
 		return nil, err
-	}
-	var root yaml.Node
-	_ = yaml.Unmarshal(data, &root)
-	lines := nodeLines(&root)
-	if err := c.validate(lines); err != nil {
-		var le *lineError
-		if errors.As(err, &le) {
-			return nil, perr(le.Line, "%s", le.Msg)
-		}
-		return nil, perr(0, "%v", err)
 	}
 	return &c, nil
 }

@@ -164,28 +164,37 @@ func LoadProfile(path string) (*Profile, error) {
 
 // ParseProfile is LoadProfile on data already read; file names it in errors.
 func ParseProfile(file string, data []byte) (*Profile, error) {
-	perr := func(line int, format string, args ...any) error {
-		return &ProfileError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
-	}
 	var p Profile
-	if err := decodeStrict(data, &p, "the profile", perr); err != nil {
+	if err := parseStrict(file, data, &p, "the profile", p.validate); err != nil {
 		return nil, err
-	}
-	var root yaml.Node
-	_ = yaml.Unmarshal(data, &root)
-	lines := nodeLines(&root)
-	if err := p.validate(func(path string) int { return lines(path) }); err != nil {
-		var le *lineError
-		if errors.As(err, &le) {
-			return nil, perr(le.Line, "%s", le.Msg)
-		}
-		return nil, perr(0, "%v", err)
 	}
 	if p.Name == "" {
 		base := file[strings.LastIndexAny(file, `/\`)+1:]
 		p.Name = safeName(strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml"))
 	}
 	return &p, nil
+}
+
+// parseStrict decodes file's data into v as decodeStrict does, then has
+// validate check what the types cannot, given the line of a dotted path;
+// either's error names the file and the line.
+func parseStrict(file string, data []byte, v any, what string, validate func(line func(string) int) error) error {
+	perr := func(line int, format string, args ...any) error {
+		return &ProfileError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
+	}
+	if err := decodeStrict(data, v, what, perr); err != nil {
+		return err
+	}
+	var root yaml.Node
+	_ = yaml.Unmarshal(data, &root)
+	if err := validate(nodeLines(&root)); err != nil {
+		var le *lineError
+		if errors.As(err, &le) {
+			return perr(le.Line, "%s", le.Msg)
+		}
+		return perr(0, "%v", err)
+	}
+	return nil
 }
 
 // decodeStrict decodes data into v, refusing unknown keys, and says a

@@ -288,7 +288,13 @@ func (pl Plan) Run(ctx context.Context, target string, sink func(archive.Result)
 		if pl.Behind != nil {
 			p.behind = func(lag time.Duration) { pl.Behind.add(u.stream.Name, u.source, lag) }
 		}
-		senders[i] = Sender{Attacker: attackers[i], Targeter: targeters[i], Pacer: p, Labels: u.labels, Client: clients[i]}
+		senders[i] = Sender{Attacker: attackers[i], Targeter: targeters[i], Pacer: p, Labels: u.labels}
+		if u.stream.Group == "" {
+			// A group's client is closed with the run, not when one of
+			// its streams ends: the others' next requests would dial
+			// afresh, by their stream again.
+			senders[i].Client = clients[i]
+		}
 	}
 	c.origin = time.Now()
 	if c.tl.Deciding() {
@@ -362,12 +368,31 @@ func (pl Plan) targeters(target string, units []unit) (targeters []vegeta.Target
 }
 
 // attackers returns an attacker per unit and the HTTP client it sends
-// through.
+// through: a client of its own, but one for every unit of a group from
+// one source. A group's streams are compared by how the target answered
+// them (verify's forged and plain probes), so they reach it by one
+// connection pool: with a pool each, a stream whose earlier requests the
+// target held open dials afresh for its next ones while the others reuse
+// their idle connections, and a server that accepts new connections
+// behind requests on open ones (nginx, one accept per turn of its event
+// loop when busy) sees that stream's requests later, by their stream
+// rather than their order: nginx's limit_req with delay, holding what it
+// admits, then admitted every probe of one forged header and refused
+// most plain ones in two suite runs on a loaded host.
 func (pl Plan) attackers(units []unit) (attackers []*vegeta.Attacker, clients []*http.Client) {
 	attackers = make([]*vegeta.Attacker, len(units))
 	clients = make([]*http.Client, len(units))
+	shared := map[[2]string]*http.Client{}
 	for i, u := range units {
-		clients[i] = pl.Network.Client(u.source, pl.timeout())
+		k := [2]string{u.stream.Group, u.source}
+		c := shared[k]
+		if c == nil {
+			c = pl.Network.Client(u.source, pl.timeout())
+			if u.stream.Group != "" {
+				shared[k] = c
+			}
+		}
+		clients[i] = c
 		// Capped workers start at Vegeta's default or the cap, the fewer;
 		// uncapped, at Vegeta's default (min gives 0).
 		attackers[i] = NewAttacker(AttackerOptions{Client: clients[i], MaxBody: pl.MaxBody,

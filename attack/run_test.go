@@ -203,3 +203,54 @@ streams:
 		t.Errorf("behind: %v (sent %d), want 6 sent and none anywhere near the gate's 1s late", b, b.Sent)
 	}
 }
+
+// TestGroupSharesClient: the units of a group from one source send through
+// one HTTP client (one connection pool), so that how a request reaches the
+// target does not depend on which of the group's streams it belongs to;
+// every other unit, and the group's units from another source, have a
+// client of their own.
+func TestGroupSharesClient(t *testing.T) {
+	t.Parallel()
+	prof, err := scenario.ParseProfile("group.yaml", []byte(`
+policy: {surface: rest}
+sources: [127.0.0.1, 127.0.0.2]
+streams:
+  - name: forged
+    surface: rest
+    requests: [{path: /a}]
+    pacer: {type: constant, rate: 10/s, count: 2}
+  - name: plain
+    surface: rest
+    requests: [{path: /a}]
+    pacer: {type: constant, rate: 10/s, count: 2}
+  - name: other
+    surface: rest
+    requests: [{path: /a}]
+    pacer: {type: constant, rate: 10/s, count: 2}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof.Streams[0].Group, prof.Streams[1].Group = "rest/spoof", "rest/spoof"
+	pl := Plan{Profile: prof, Window: time.Second}
+	units := pl.units()
+	_, clients := pl.attackers(units)
+	at := map[[2]string]*http.Client{}
+	for i, u := range units {
+		at[[2]string{u.stream.Name, u.source}] = clients[i]
+	}
+	for _, src := range []string{"127.0.0.1", "127.0.0.2"} {
+		if at[[2]string{"forged", src}] != at[[2]string{"plain", src}] {
+			t.Errorf("%s: the group's two streams send through two clients, want one", src)
+		}
+		if at[[2]string{"other", src}] == at[[2]string{"plain", src}] {
+			t.Errorf("%s: a stream outside the group shares the group's client", src)
+		}
+	}
+	if at[[2]string{"plain", "127.0.0.1"}] == at[[2]string{"plain", "127.0.0.2"}] {
+		t.Error("the group's units from two sources share a client: each source needs its own")
+	}
+	if len(units) != 6 {
+		t.Fatalf("%d units, want 6", len(units))
+	}
+}

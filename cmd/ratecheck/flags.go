@@ -63,6 +63,11 @@ func parseArgs(fs *flag.FlagSet, args []string) int {
 		usage()
 		return exitOK
 	case err != nil:
+		if msg := valueError(fs, err); msg != "" {
+			fmt.Fprintf(out, "%s: %s\n", fs.Name(), msg)
+			fmt.Fprintf(out, "run '%s -h' for every flag\n", fs.Name())
+			return exitUsage
+		}
 		fmt.Fprintf(out, "%s: %v\n", fs.Name(), err)
 		if h := flagHint(fs, err); h != "" {
 			fmt.Fprintf(out, "%s: %s\n", fs.Name(), h)
@@ -74,42 +79,61 @@ func parseArgs(fs *flag.FlagSet, args []string) int {
 }
 
 // flagHint is one line that helps with the parse error err of fs: the
-// flag meant by a misspelt one, or the unit a duration lacks ("" for
-// none).
+// flag meant by a misspelt one ("" for none).
 func flagHint(fs *flag.FlagSet, err error) string {
-	msg := err.Error()
-	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-		name = strings.TrimLeft(name, "-")
-		best, bestD := "", 3 // at most two edits away
-		fs.VisitAll(func(f *flag.Flag) {
-			if d := human.EditDistance(name, f.Name); d < bestD || d == bestD && f.Name < best {
-				best, bestD = f.Name, d
-			}
-		})
-		if best != "" {
-			return fmt.Sprintf("did you mean --%s?", best)
-		}
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
 		return ""
 	}
-	var value, name string
-	if n, _ := fmt.Sscanf(msg, "invalid value %q for flag -%s", &value, &name); n == 2 {
-		name = strings.TrimSuffix(name, ":")
-		if f := fs.Lookup(name); f != nil {
-			if g, ok := f.Value.(flag.Getter); ok && isDuration(g) {
-				if _, err := time.ParseDuration(value + "s"); err == nil {
-					return fmt.Sprintf("--%s takes a duration with its unit, such as %ss, 500ms or 2m", name, value)
-				}
-				return fmt.Sprintf("--%s takes a duration with its unit, such as 10s, 500ms or 2m", name)
-			}
+	name = strings.TrimLeft(name, "-")
+	best, bestD := "", 3 // at most two edits away
+	fs.VisitAll(func(f *flag.Flag) {
+		if d := human.EditDistance(name, f.Name); d < bestD || d == bestD && f.Name < best {
+			best, bestD = f.Name, d
 		}
+	})
+	if best != "" {
+		return fmt.Sprintf("did you mean --%s?", best)
 	}
 	return ""
 }
 
-// isDuration reports whether a flag's value is a duration.
-func isDuration(g flag.Getter) bool {
-	_, ok := g.Get().(time.Duration)
-	return ok
+// valueError says what is wrong with a flag's value when err is its
+// parse error ("" for any other error), in place of the flag package's
+// "parse error": a duration's bare number lacks its unit, which it names
+// (--window 10 has no unit (10s?)), as a contract file's durations do; a
+// number or a boolean says what it wants.
+func valueError(fs *flag.FlagSet, err error) string {
+	var value, name string
+	msg := err.Error()
+	if n, _ := fmt.Sscanf(msg, "invalid value %q for flag -%s", &value, &name); n != 2 {
+		if n, _ := fmt.Sscanf(msg, "invalid boolean value %q for -%s", &value, &name); n != 2 {
+			return ""
+		}
+	}
+	name = strings.TrimSuffix(name, ":")
+	f := fs.Lookup(name)
+	if f == nil {
+		return ""
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return ""
+	}
+	switch g.Get().(type) {
+	case time.Duration:
+		if _, err := time.ParseDuration(value + "s"); err == nil {
+			return fmt.Sprintf("--%s %s has no unit (%ss?): a duration takes its unit, such as 10s, 500ms or 2m", name, value, value)
+		}
+		return fmt.Sprintf("--%s %q is not a duration: write it with its unit, such as 10s, 500ms or 2m", name, value)
+	case bool:
+		return fmt.Sprintf("--%s=%s: want true or false (or the flag alone for true)", name, value)
+	case int, int64, uint, uint64:
+		return fmt.Sprintf("--%s %q is not a whole number", name, value)
+	case float64:
+		return fmt.Sprintf("--%s %q is not a number", name, value)
+	}
+	return ""
 }
 
 // checkLimits names the first of the limit and window flags that is out of

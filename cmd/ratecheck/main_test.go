@@ -44,7 +44,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"serve", "--bogus"}, exitUsage, "", "flag provided but not defined: -bogus"},
 		{[]string{"serve", "extra"}, exitUsage, "", `ratecheck serve: unexpected argument "extra"`},
 		{[]string{"serve", "--window", "0s"}, exitUsage, "", "ratecheck serve: --window must be positive, got 0s"},
-		{[]string{"serve", "--window", "soon"}, exitUsage, "", `invalid value "soon" for flag -window`},
+		{[]string{"serve", "--window", "soon"}, exitUsage, "", `--window "soon" is not a duration`},
 		{[]string{"serve", "--rest-limit", "0"}, exitUsage, "", "--rest-limit and --mcp-limit must be at least 1, got 0 and 120"},
 		{[]string{"serve", "--limiter", "leaky"}, exitUsage, "", `ratecheck serve: --limiter: unknown limiter "leaky"`},
 		{[]string{"serve", "--faults", "5xx=2"}, exitUsage, "", "ratecheck serve: --faults: fault 5xx=2: want a probability between 0 and 1"},
@@ -276,9 +276,10 @@ func TestFlagErrorsHint(t *testing.T) {
 	}{
 		{[]string{"verify", "--tagret", "http://127.0.0.1:1"}, []string{"ratecheck verify: flag provided but not defined: -tagret", "ratecheck verify: did you mean --target?"}},
 		{[]string{"capacity", "--slo", "p99<=1s", "--max-rat", "10"}, []string{"did you mean --max-rate?"}},
-		{[]string{"verify", "--window", "10"}, []string{`invalid value "10" for flag -window`, "--window takes a duration with its unit, such as 10s, 500ms or 2m"}},
-		{[]string{"serve", "--window", "soon"}, []string{"--window takes a duration with its unit"}},
-		{[]string{"verify", "--json=maybe"}, []string{`invalid boolean value "maybe" for -json`}},
+		{[]string{"verify", "--window", "10"}, []string{"--window 10 has no unit (10s?)"}},
+		{[]string{"serve", "--window", "soon"}, []string{`--window "soon" is not a duration: write it with its unit`}},
+		{[]string{"verify", "--json=maybe"}, []string{"--json=maybe: want true or false"}},
+		{[]string{"serve", "--rest-limit", "lots"}, []string{`--rest-limit "lots" is not a whole number`}},
 		{[]string{"attack", "--zzzzzzz"}, []string{"flag provided but not defined: -zzzzzzz"}},
 	}
 	for _, tt := range tests {
@@ -293,6 +294,9 @@ func TestFlagErrorsHint(t *testing.T) {
 				if !strings.Contains(stderr, w) {
 					t.Errorf("stderr lacks %q:\n%s", w, stderr)
 				}
+			}
+			if strings.Contains(stderr, "parse error") {
+				t.Errorf("stderr says the flag package's \"parse error\" where it can say what is wrong:\n%s", stderr)
 			}
 			if strings.Contains(stderr, "Usage:") || strings.Contains(stderr, "did you mean") && tt.args[1] == "--zzzzzzz" {
 				t.Errorf("stderr holds the whole usage or a far-fetched guess:\n%s", stderr)

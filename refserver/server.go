@@ -54,6 +54,10 @@ type Config struct {
 	// Clock returns monotonic time since an arbitrary origin; nil means a
 	// real monotonic clock started by New.
 	Clock func() time.Duration
+	// Rules, when set, are the limits the target enforces in place of the
+	// documented ones (RESTLimit, MCPLimit and Window are then unused),
+	// each by Limiter's algorithm; nothing is advertised.
+	Rules *Rules
 	// ReadTimeout bounds reading a whole request, body included, on a
 	// connection [Listen] serves (zero: DefaultReadTimeout): a client that
 	// sends its headers and then trickles its body is cut off.
@@ -83,6 +87,7 @@ type Server struct {
 	mcp     http.HandlerFunc
 	reqID   atomic.Uint64
 	pool    *workerPool // nil: no pool
+	rules   *rulesRun   // nil: the documented limits
 	// tooMany is the REST 429 body, built once: under a flood almost every
 	// answer is this one.
 	tooMany    []byte
@@ -109,6 +114,15 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Pool.validate(); err != nil {
 		return nil, fmt.Errorf("pool: %w", err)
 	}
+	var rules *rulesRun
+	if cfg.Rules != nil {
+		if cfg.Advertise != "" && cfg.Advertise != AdvertiseNone {
+			return nil, errors.New("a target serving a contract's rules advertises nothing")
+		}
+		if rules, err = newRulesRun(*cfg.Rules, cfg.Limiter); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Clock == nil {
 		start := time.Now()
 		cfg.Clock = func() time.Duration { return time.Since(start) }
@@ -116,7 +130,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Sleep == nil {
 		cfg.Sleep = clock.Sleep
 	}
-	s := &Server{cfg: cfg, restLim: rest, mcpLim: mcp, corpus: loadCorpus(), faults: newFaultSource(cfg.Faults, cfg.Seed)}
+	s := &Server{cfg: cfg, restLim: rest, mcpLim: mcp, rules: rules, corpus: loadCorpus(), faults: newFaultSource(cfg.Faults, cfg.Seed)}
 	s.tooMany, _ = json.Marshal(restError("rate_limited",
 		fmt.Sprintf("more than %d requests in the last %v from your address", cfg.RESTLimit, cfg.Window)))
 	s.tooMany = append(s.tooMany, '\n')
@@ -135,8 +149,13 @@ func New(cfg Config) (*Server, error) {
 }
 
 // ServeHTTP implements [http.Handler]: /api/public/* is the REST surface,
-// /mcp the MCP endpoint, anything else a plain 404.
+// /mcp the MCP endpoint, anything else a plain 404; with [Config.Rules],
+// the rules decide first (see serveRules).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.rules != nil {
+		s.serveRules(w, r)
+		return
+	}
 	switch p := r.URL.Path; {
 	case strings.HasPrefix(p, "/api/public/"):
 		s.rest(w, r)
@@ -198,19 +217,7 @@ func (s *Server) limited(sf surface, next func(http.ResponseWriter, *http.Reques
 		if (id == "" || len(id) > 64) && s.log != nil {
 			id = strconv.FormatUint(s.reqID.Add(1), 10)
 		}
-		f, delay := s.faults.draw()
-		delay += s.cfg.Faults.frozen(s.cfg.Clock())
-		if delay > 0 && s.cfg.Sleep(r.Context(), delay) != nil {
-			return
-		}
-		switch f {
-		case faultReset:
-			s.logf(r, sf, "", 0, "reset", id)
-			resetConn(w)
-			return
-		case faultServerError:
-			s.logf(r, sf, "", http.StatusServiceUnavailable, "injected_fault", id)
-			writeJSON(w, http.StatusServiceUnavailable, restError("unavailable", "injected fault"))
+		if s.faulted(w, r, sf, id) {
 			return
 		}
 		ok, hold, st := lim.decide(ClientAddr(r), s.cfg.Clock(), advertising)
@@ -239,6 +246,28 @@ func (s *Server) limited(sf surface, next func(http.ResponseWriter, *http.Reques
 		}
 		next(w, r, id)
 	}
+}
+
+// faulted injects the fault and delay drawn for r (see [Faults]) and
+// reports whether that answered it (a reset, an injected 503, or a
+// request abandoned during its delay).
+func (s *Server) faulted(w http.ResponseWriter, r *http.Request, sf surface, id string) bool {
+	f, delay := s.faults.draw()
+	delay += s.cfg.Faults.frozen(s.cfg.Clock())
+	if delay > 0 && s.cfg.Sleep(r.Context(), delay) != nil {
+		return true
+	}
+	switch f {
+	case faultReset:
+		s.logf(r, sf, "", 0, "reset", id)
+		resetConn(w)
+		return true
+	case faultServerError:
+		s.logf(r, sf, "", http.StatusServiceUnavailable, "injected_fault", id)
+		writeJSON(w, http.StatusServiceUnavailable, restError("unavailable", "injected fault"))
+		return true
+	}
+	return false
 }
 
 // pooled serves an admitted request in the worker pool: it waits for a

@@ -526,3 +526,38 @@ func RouteOf(surface string) Request {
 
 // Marshal writes c as a contract file that ParseContract reads back to c.
 func (c *Contract) Marshal() ([]byte, error) { return yaml.Marshal(c) }
+
+// maxCredentialFile is the largest file a ${file:PATH} reference reads.
+const maxCredentialFile = 64 << 10
+
+// Credentials returns the headers id sends, each reference read: ${NAME}
+// from env (os.LookupEnv, say), ${file:PATH} the first line of the file.
+// An unset variable, an empty value or an unreadable file is an error
+// naming the identity, the header and what to set.
+func (id Identity) Credentials(env func(string) (string, bool)) (http.Header, error) {
+	h := http.Header{}
+	for _, k := range slices.Sorted(maps.Keys(id.Headers)) {
+		v := id.Headers[k]
+		if !credentialRef.MatchString(v) {
+			h.Set(k, v)
+			continue
+		}
+		ref := v[2 : len(v)-1]
+		var val string
+		if path, ok := strings.CutPrefix(ref, "file:"); ok {
+			b, err := safefile.Read(path, maxCredentialFile)
+			if err != nil {
+				return nil, fmt.Errorf("identity %q: header %s reads %s: %w", id.Name, http.CanonicalHeaderKey(k), v, err)
+			}
+			val, _, _ = strings.Cut(string(b), "\n")
+			val = strings.TrimSpace(val)
+		} else {
+			val, _ = env(ref)
+		}
+		if val == "" {
+			return nil, fmt.Errorf("identity %q: header %s reads %s, which is empty or not set: set it to the identity's credential", id.Name, http.CanonicalHeaderKey(k), v)
+		}
+		h.Set(k, val)
+	}
+	return h, nil
+}

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -161,5 +162,46 @@ func TestContractUnquotedReference(t *testing.T) {
 	_, err := ParseContract("c.yaml", []byte("routes:\n  - name: search\n    path: /v1\nidentities:\n  - name: a\n    headers: {X-Api-Key: ${K1}}\n"))
 	if err == nil || !strings.Contains(err.Error(), `quote it, as in {X-Api-Key: "${API_KEY}"}`) || !strings.HasPrefix(err.Error(), "c.yaml:") {
 		t.Errorf("error %v, want the file, the line and the quoting", err)
+	}
+}
+
+// TestIdentityCredentials: an identity's references are read when asked,
+// ${NAME} from the environment given and ${file:PATH} from the file's
+// first line; an unset variable, an empty file or a missing one is an
+// error naming the identity, the header and the reference.
+func TestIdentityCredentials(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	key, empty := filepath.Join(dir, "key"), filepath.Join(dir, "empty")
+	if err := os.WriteFile(key, []byte("  from-file \nsecond line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := func(name string) (string, bool) {
+		v, ok := map[string]string{"FREE_KEY": "from-env", "BLANK": ""}[name]
+		return v, ok
+	}
+	tests := []struct {
+		headers map[string]string
+		want    string // the X-Api-Key read, or the error's text
+		fails   bool
+	}{
+		{map[string]string{"x-api-key": "${FREE_KEY}"}, "from-env", false},
+		{map[string]string{"X-Api-Key": "${file:" + key + "}"}, "from-file", false},
+		{map[string]string{"X-Api-Key": "${UNSET_KEY}"}, `identity "id": header X-Api-Key reads ${UNSET_KEY}, which is empty or not set`, true},
+		{map[string]string{"X-Api-Key": "${BLANK}"}, "${BLANK}, which is empty or not set", true},
+		{map[string]string{"X-Api-Key": "${file:" + empty + "}"}, "which is empty or not set", true},
+		{map[string]string{"X-Api-Key": "${file:" + filepath.Join(dir, "missing") + "}"}, "missing", true},
+	}
+	for _, tt := range tests {
+		h, err := Identity{Name: "id", Headers: tt.headers}.Credentials(env)
+		switch {
+		case tt.fails && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%v: error %v, want one saying %q", tt.headers, err, tt.want)
+		case !tt.fails && (err != nil || h.Get("X-Api-Key") != tt.want):
+			t.Errorf("%v: %v, %v, want X-Api-Key %q", tt.headers, h, err, tt.want)
+		}
 	}
 }

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -8,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
+	"github.com/connectbyjbrh/ratecheck/mcpwire"
 )
 
 // TestContractShow: contract show prints the documented API's contract as
@@ -80,6 +84,142 @@ func TestContractCheck(t *testing.T) {
 		code, _, stderr := runCmd(t, tc.args...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, want 2 and %q in\n%s", tc.args, code, tc.want, stderr)
+		}
+	}
+}
+
+// TestServeContract: serve --contract enforces a contract over HTTP: a
+// budget per API key shared by two routes, each key's tier its quota (the
+// tier of the identity whose credential, read from a file, it is), the
+// contract's refusal body, 401 for a key of no tier, and an MCP tool's
+// calls refused with the limit's JSON-RPC code; the window is a minute, so
+// every request falls in one.
+func TestServeContract(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, key := range map[string]string{"free": "free-key", "paid": "paid-key"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(key+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(dir, "contract.yaml")
+	contract := `routes:
+  - {name: search, path: /v1/search}
+  - {name: list, path: /v1/items}
+  - {name: tool, rpc: tools/call, params: {name: search, arguments: {query: rate limits}}}
+identities:
+  - {name: free-1, headers: {X-Api-Key: "${file:` + filepath.Join(dir, "free") + `}"}, tier: free}
+  - {name: paid-1, headers: {X-Api-Key: "${file:` + filepath.Join(dir, "paid") + `}"}, tier: paid}
+limits:
+  - name: per-key
+    routes: [search, list]
+    quota: {free: 2, paid: 3}
+    window: 1m
+    key: header X-Api-Key
+    refused: {status: 429, body: {error: {code: too_many}}}
+  - name: mcp
+    routes: [tool]
+    quota: 1
+    window: 1m
+    key: client-address
+    refused: {status: 429, jsonrpc_code: -32000}
+`
+	if err := os.WriteFile(file, []byte(contract), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := startServe(t, "--contract", file, "--quiet")
+	get := func(path, key string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, base+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if key != "" {
+			req.Header.Set("X-Api-Key", key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	steps := []struct {
+		path, key string
+		want      int
+		body      string
+	}{
+		{"/v1/search", "free-key", 200, `"route":"search"`},
+		{"/v1/items", "free-key", 200, `"route":"list"`},
+		{"/v1/search", "free-key", 429, `{"error":{"code":"too_many"}}`},
+		{"/v1/items", "paid-key", 200, ""},
+		{"/v1/search", "paid-key", 200, ""},
+		{"/v1/search", "paid-key", 200, ""},
+		{"/v1/items", "paid-key", 429, ""},
+		{"/v1/search", "stolen-key", 401, `"unknown_key"`},
+		{"/v1/nothing", "free-key", 404, ""},
+	}
+	for i, s := range steps {
+		if code, body := get(s.path, s.key); code != s.want || !strings.Contains(body, s.body) {
+			t.Errorf("step %d, %s with key %s: %d %s, want %d with %s", i, s.path, s.key, code, body, s.want, s.body)
+		}
+	}
+	for i, want := range []string{`"result"`, `"code":-32000`} {
+		tpl, err := mcpwire.Build(mcpwire.Request{Method: "tools/call", Params: map[string]any{"name": "search", "arguments": map[string]any{"query": "rate limits"}},
+			Client: mcpwire.Implementation{Name: "ratecheck-test", Version: "0"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := tpl.NewRequest(context.Background(), base+"/mcp", uint64(i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), want) {
+			t.Errorf("MCP call %d: %d %s, want %s", i+1, resp.StatusCode, b, want)
+		}
+	}
+}
+
+// TestServeContractBadInput: serve --contract refuses, exit 2 before it
+// listens, a contract it cannot serve and flags the contract overrides,
+// saying what to do.
+func TestServeContractBadInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ok := write("ok.yaml", "routes: [{name: a, path: /a}]\nlimits: [{name: l, routes: [a], quota: 2, window: 1s, key: client-address, refused: {status: 429}}]\n")
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--contract", ok, "--rest-limit", "10"}, "--rest-limit with --contract: the contract says each limit's quota and window"},
+		{[]string{"--contract", ok, "--window", "1s"}, "--window with --contract"},
+		{[]string{"--contract", ok, "--advertise", "draft"}, "--advertise with --contract"},
+		{[]string{"--contract", filepath.Join(dir, "missing.yaml")}, "missing.yaml"},
+		{[]string{"--contract", write("unset.yaml", "routes: [{name: a, path: /a}]\nidentities: [{name: free-1, headers: {X-Api-Key: \"${RATECHECK_TEST_UNSET_KEY}\"}, tier: free}]\n"+
+			"limits: [{name: l, routes: [a], quota: {free: 2}, window: 1s, key: header X-Api-Key, refused: {status: 429}}]\n")},
+			`identity "free-1": header X-Api-Key reads ${RATECHECK_TEST_UNSET_KEY}, which is empty or not set`},
+		{[]string{"--contract", write("rpc.yaml", "routes: [{name: a, rpc: tools/list}]\nlimits: [{name: l, routes: [a], quota: 2, window: 1s, key: client-address, refused: {status: 429}}]\n")},
+			"route a: the reference target tells MCP routes apart by the tool a tools/call names"},
+		{[]string{"--contract", write("bad.yaml", "routes: [{name: a, path: /a}]\nlimits: [{name: l, routes: [a], quota: 0, window: 1s, key: client-address, refused: {status: 429}}]\n")},
+			"bad.yaml:2"},
+	}
+	for _, tt := range tests {
+		code, stdout, stderr := runCmd(t, append([]string{"serve", "--addr", "127.0.0.1:0"}, tt.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, tt.want) || strings.Contains(stdout, "listening") {
+			t.Errorf("serve %v: exit %d, stderr %q, want exit 2 saying %q before listening", tt.args, code, stderr, tt.want)
 		}
 	}
 }

@@ -2,10 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
@@ -22,6 +29,10 @@ type serveOptions struct {
 	allowedOrigins string
 	quiet          bool
 	pool           refserver.Pool
+	// contract is the file of --contract ("": the documented limits), and
+	// set the flags given.
+	contract string
+	set      map[string]bool
 }
 
 const serveHelp = `
@@ -61,6 +72,16 @@ of it, a wrong remaining count and Retry-After: 0 on a 429).
 workers for D, fixed or uniform in MIN-MAX (5ms-35ms), queueing up to --queue,
 then 503 queue_full. Capacity: N over the mean of D (10 of 20ms: 500/s).
 
+--contract FILE serves a limits contract (docs/contract.md) in place of the
+documented limits: each limit over its routes, counted by client address, by
+a header's value (an API key) or globally, with its quota (per tier, the tier
+of the identity whose credential a request carries), window and refusal; a
+request is held to every limit over its route, and routes of one limit share
+its budget. Paths under /api/public/ and /mcp are answered by the reference
+surfaces, other routes with {"route": NAME, "ok": true}. --limiter applies to
+every limit (a deliberately wrong contract target); the identities'
+${VARIABLE} credentials are read from this environment.
+
 One line is logged to stderr per refused or failed request (route or JSON-RPC
 method, status, error code, request id; never a body or a credential).
 --quiet turns them off for load tests. Stop with Ctrl-C.
@@ -85,9 +106,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Func("service", "a worker's service `time`, such as 20ms or 5ms-35ms (with --workers)", o.pool.SetService)
 	fs.IntVar(&o.pool.Queue, "queue", 1000, "`requests` that may wait for a worker before the answer is 503 (with --workers)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log refused and failed requests")
+	fs.StringVar(&o.contract, "contract", "", "serve the limits of this contract `file` in place of the documented ones (see above)")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	cfg, err := o.config()
 	if err != nil {
 		return usageErr(stderr, "serve", "%v", err)
@@ -103,7 +127,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return usageErr(stderr, "serve", "--addr %s: %v", o.addr, err)
 	}
-	fmt.Fprintf(stdout, "ratecheck serve: listening on %s (window %v, rest %d, mcp %d per window and address, limiter %s", ln.URL, cfg.Window, cfg.RESTLimit, cfg.MCPLimit, cfg.Limiter)
+	if cfg.Rules != nil {
+		fmt.Fprintf(stdout, "ratecheck serve: listening on %s (contract %s: %s; limiter %s", ln.URL, o.contract, describeRules(cfg.Rules), cfg.Limiter)
+	} else {
+		fmt.Fprintf(stdout, "ratecheck serve: listening on %s (window %v, rest %d, mcp %d per window and address, limiter %s", ln.URL, cfg.Window, cfg.RESTLimit, cfg.MCPLimit, cfg.Limiter)
+	}
 	if cfg.Advertise != refserver.AdvertiseNone {
 		fmt.Fprintf(stdout, ", advertising %s", cfg.Advertise)
 	}
@@ -153,5 +181,92 @@ func (o serveOptions) config() (refserver.Config, error) {
 		return cfg, fmt.Errorf("--queue %d: want 0 or more waiting requests", p.Queue)
 	}
 	cfg.Faults, cfg.Seed, cfg.AllowedOrigins, cfg.Pool = faults, o.seed, origins, o.pool
+	if o.contract != "" {
+		for _, f := range []string{"rest-limit", "mcp-limit", "window", "advertise"} {
+			if o.set[f] {
+				return cfg, fmt.Errorf("--%s with --contract: the contract says each limit's quota and window, and a contract target advertises nothing", f)
+			}
+		}
+		c, err := scenario.LoadContract(o.contract)
+		if err != nil {
+			return cfg, err
+		}
+		if cfg.Rules, err = rulesOf(c, os.LookupEnv); err != nil {
+			return cfg, fmt.Errorf("--contract %s: %v", o.contract, err)
+		}
+	}
 	return cfg, nil
+}
+
+// rulesOf is the rules the reference target enforces for contract c: each
+// limit's routes (an MCP route by the tool its tools/call names), quota,
+// window, key and refusal, and the tier of each identity's credential,
+// read from env.
+func rulesOf(c *scenario.Contract, env func(string) (string, bool)) (*refserver.Rules, error) {
+	routes := map[string]refserver.Route{}
+	for _, r := range c.Routes {
+		ro := refserver.Route{Name: r.Name, Method: r.Method, Path: r.Path}
+		if r.RPC != "" {
+			name, _ := r.Params["name"].(string)
+			if r.RPC != "tools/call" || name == "" {
+				return nil, fmt.Errorf("route %s: the reference target tells MCP routes apart by the tool a tools/call names: give it rpc: tools/call and params: {name: TOOL}", r.Name)
+			}
+			ro.Tool = name
+		}
+		routes[r.Name] = ro
+	}
+	rules := &refserver.Rules{Tiers: map[string]string{}}
+	for _, id := range c.Identities {
+		if id.Tier == "" {
+			continue
+		}
+		h, err := id.Credentials(env)
+		if err != nil {
+			return nil, err
+		}
+		for k := range h {
+			rules.Tiers[k+": "+h.Get(k)] = id.Tier
+		}
+	}
+	for _, l := range c.Limits {
+		ru := refserver.Rule{Name: l.Name, Quota: l.Quota.N, Tiers: l.Quota.Tiers, Window: time.Duration(l.Window),
+			Key:     refserver.Key{Header: l.Key.Header, Global: l.Key.Kind == scenario.KeyGlobal},
+			Refusal: refserver.Refusal{Status: l.Refused.Status, RPCCode: l.Refused.JSONRPCCode}}
+		if l.Refused.Body != nil {
+			b, err := json.Marshal(l.Refused.Body)
+			if err != nil {
+				return nil, fmt.Errorf("limit %s: refused body: %v", l.Name, err)
+			}
+			ru.Refusal.Body = b
+		}
+		for _, r := range l.Routes {
+			ru.Routes = append(ru.Routes, routes[r])
+		}
+		rules.Limits = append(rules.Limits, ru)
+	}
+	return rules, nil
+}
+
+// describeRules says each rule in a few words: name, quota, window, key.
+func describeRules(rules *refserver.Rules) string {
+	var parts []string
+	for _, ru := range rules.Limits {
+		quota := fmt.Sprint(ru.Quota)
+		if ru.Tiers != nil {
+			var ts []string
+			for _, t := range slices.Sorted(maps.Keys(ru.Tiers)) {
+				ts = append(ts, fmt.Sprintf("%d %s", ru.Tiers[t], t))
+			}
+			quota = strings.Join(ts, " or ")
+		}
+		key := "client address"
+		switch {
+		case ru.Key.Global:
+			key = "everybody"
+		case ru.Key.Header != "":
+			key = ru.Key.Header
+		}
+		parts = append(parts, fmt.Sprintf("%s %s per %v per %s", ru.Name, quota, ru.Window, key))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -303,3 +303,94 @@ func (m adMoment) String() string {
 	}
 	return fmt.Sprintf("%s=%d", m.field, m.secs)
 }
+
+// A Policy is one quota policy an answer advertised: what a contract
+// draft can take from it (contract discover).
+type Policy struct {
+	// Name is the policy's name ("" where the field names none: drafts
+	// 6–7, X-RateLimit-Limit).
+	Name string
+	// Quota is the requests (or Unit) it allows per Window; Window is 0
+	// when the answer did not say it.
+	Quota  int64
+	Window time.Duration
+	// Unit is the draft's qu: "requests" unless the policy said another
+	// (content-bytes, concurrent-requests).
+	Unit string
+	// Partitioned is set when the policy carried a partition key (pk): it
+	// counts per key, though the key does not say of what.
+	Partitioned bool
+	// Field is the field it was read from.
+	Field string
+}
+
+// Policies returns the quota policies an answer's header advertised:
+// every item of the current draft's RateLimit-Policy (q, w, qu, pk), else
+// the one quota of drafts 6–7 or of X-RateLimit-Limit (with a window where
+// the field gives one); and each field that did not parse, named with its
+// value and what it should have been, which a caller must not guess from.
+func Policies(h http.Header) (ps []Policy, malformed []string) {
+	if v := h.Values("Ratelimit-Policy"); len(v) > 0 {
+		items, err := parseSFList(strings.Join(v, ", "))
+		if err == nil && items[0].kind == sfString {
+			for i, it := range items {
+				p, err := policyOf(it)
+				if err != nil {
+					malformed = append(malformed, fmt.Sprintf("RateLimit-Policy item %d: %v", i+1, err))
+					continue
+				}
+				ps = append(ps, p)
+			}
+			return ps, malformed
+		}
+	}
+	var lines strings.Builder
+	for name := range fieldNames {
+		for _, v := range h.Values(name) {
+			fmt.Fprintf(&lines, "%s: %s\n", name, v)
+		}
+	}
+	a := parseAdvert(lines.String())
+	for _, m := range a.malformed {
+		if !strings.HasPrefix(m, "Retry-After") && !strings.HasPrefix(m, "RateLimit:") {
+			malformed = append(malformed, m)
+		}
+	}
+	if a.quota.field != "" {
+		p := Policy{Quota: a.quota.n, Unit: "requests", Field: a.quota.field}
+		if a.window.field != "" {
+			p.Window = time.Duration(a.window.n) * time.Second
+		}
+		ps = append(ps, p)
+	}
+	return ps, malformed
+}
+
+// policyOf reads one item of the current draft's RateLimit-Policy: a
+// String naming the policy with q (§3.1.1), and optionally w (§3.1.3),
+// qu (§3.1.2) and pk (§3.1.4).
+func policyOf(it sfItem) (Policy, error) {
+	p := Policy{Name: it.text, Unit: "requests", Field: "RateLimit-Policy"}
+	if it.kind != sfString {
+		return p, fmt.Errorf("want a String naming the policy (§3)")
+	}
+	q := it.param("q")
+	if q == nil || q.kind != sfInteger || q.num < 0 {
+		return p, fmt.Errorf("policy %q: want the parameter q, a non-negative Integer (§3.1.1)", it.text)
+	}
+	p.Quota = q.num
+	if w := it.param("w"); w != nil {
+		if w.kind != sfInteger || w.num <= 0 {
+			return p, fmt.Errorf("policy %q: w: want a positive Integer of seconds (§3.1.3)", it.text)
+		}
+		p.Window = time.Duration(w.num) * time.Second
+	}
+	if qu := it.param("qu"); qu != nil {
+		if qu.kind != sfString {
+			return p, fmt.Errorf("policy %q: qu: want a String such as \"requests\" (§3.1.2)", it.text)
+		}
+		p.Unit = qu.text
+	}
+	p.Partitioned = it.param("pk") != nil
+	return p, nil
+}

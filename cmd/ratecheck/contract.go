@@ -26,11 +26,16 @@ refusals count; the family when documented).
   show          print the documented API's contract, the one every command
                 uses without another, as a contract file
   check FILE    validate a contract file and summarise each limit; a bad
-                one exits 2 naming the file, line and what to write instead`
+                one exits 2 naming the file, line and what to write instead
+  discover --target URL [--route NAME=PATH]...
+                send one request per route and write a contract draft of
+                the limits their RateLimit-Policy (or RateLimit-Limit,
+                X-RateLimit-Limit) fields advertise, every field nobody
+                advertised marked GUESSED (contract discover -h)`
 
 // runContract prints the built-in contract or validates a contract file.
-func runContract(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("contract", "show | check FILE", contractHelp, stderr)
+func runContract(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("contract", "show | check FILE | discover --target URL", contractHelp, stderr)
 	if code := parseArgs(fs, args); code >= 0 {
 		return code
 	}
@@ -52,12 +57,14 @@ func runContract(_ context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		summariseContract(stdout, rest[1], c, os.LookupEnv)
 		return exitOK
+	case len(rest) > 0 && rest[0] == "discover":
+		return runDiscover(ctx, rest[1:], stdout, stderr)
 	case len(rest) == 0:
-		return usageErr(stderr, "contract", "say show or check FILE")
+		return usageErr(stderr, "contract", "say show, check FILE or discover --target URL")
 	case rest[0] == "check":
 		return usageErr(stderr, "contract", "check takes one contract file, got %d arguments", len(rest)-1)
 	}
-	return usageErr(stderr, "contract", "unknown action %q: say show or check FILE", strings.Join(rest, " "))
+	return usageErr(stderr, "contract", "unknown action %q: say show, check FILE or discover --target URL", strings.Join(rest, " "))
 }
 
 // envRef is the variable a credential reference ${NAME} reads.

@@ -4,10 +4,13 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
@@ -77,7 +80,7 @@ func TestContractCheck(t *testing.T) {
 	}{
 		{[]string{"contract", "check", bad}, bad + `:8: duration "10" has no unit (10s?)`},
 		{[]string{"contract", "check", filepath.Join(t.TempDir(), "none.yaml")}, "none.yaml"},
-		{[]string{"contract"}, "say show or check FILE"},
+		{[]string{"contract"}, "say show, check FILE or discover --target URL"},
 		{[]string{"contract", "check"}, "check takes one contract file, got 0 arguments"},
 		{[]string{"contract", "shw"}, `unknown action "shw"`},
 	} {
@@ -220,6 +223,95 @@ func TestServeContractBadInput(t *testing.T) {
 		code, stdout, stderr := runCmd(t, append([]string{"serve", "--addr", "127.0.0.1:0"}, tt.args...)...)
 		if code != exitUsage || !strings.Contains(stderr, tt.want) || strings.Contains(stdout, "listening") {
 			t.Errorf("serve %v: exit %d, stderr %q, want exit 2 saying %q before listening", tt.args, code, stderr, tt.want)
+		}
+	}
+}
+
+// TestContractDiscover: discover sends one request per route with the
+// credential it read, and drafts a limit per advertised policy: one over
+// the two routes that advertise RateLimit-Policy "default";q=100;w=10
+// (guessed shared, keyed by the credential's header), one from a bare
+// X-RateLimit-Limit (window guessed); a malformed field is named at the
+// top; the draft is a valid contract and holds the reference, never the
+// key. It never overwrites a file, refuses an inline credential, and
+// writes nothing when nothing is advertised.
+func TestContractDiscover(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var keys []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("X-Api-Key"))
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/v1/search", "/v1/items":
+			w.Header().Set("RateLimit-Policy", `"default";q=100;w=10`)
+			w.Header().Set("RateLimit", `"default";r=99;t=10`)
+		case "/v1/export":
+			w.Header().Set("X-RateLimit-Limit", "20")
+		case "/v1/broken":
+			w.Header().Set("RateLimit-Policy", `"default";w=10`)
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key")
+	if err := os.WriteFile(keyFile, []byte("secret-key-123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "draft.yaml")
+	args := []string{"contract", "discover", "--target", srv.URL, "--route", "search=/v1/search?q=rate", "--route", "list=/v1/items",
+		"--route", "export=POST /v1/export", "--route", "broken=/v1/broken", "--header", "X-Api-Key: ${file:" + keyFile + "}"}
+	code, _, stderr := runCmd(t, append(args, "--out", out)...)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	mu.Lock()
+	if len(keys) != 4 || slices.ContainsFunc(keys, func(k string) bool { return k != "secret-key-123" }) {
+		t.Errorf("the target saw keys %q, want the file's key on each of 4 requests", keys)
+	}
+	mu.Unlock()
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for _, want := range []string{
+		`route broken: RateLimit-Policy item 1: policy "default": want the parameter q`,
+		"name: default", "- search\n", "- list\n", "quota: 100", "window: 10s\n",
+		"key: header X-Api-Key # GUESSED", "name: export", "quota: 20", "window: 1m0s # GUESSED",
+		"X-Api-Key: ${file:" + keyFile + "}",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the draft lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "secret-key-123") {
+		t.Errorf("the draft holds the credential's value:\n%s", text)
+	}
+	c, err := scenario.LoadContract(out)
+	if err != nil {
+		t.Fatalf("the draft is not a valid contract: %v\n%s", err, text)
+	}
+	if len(c.Limits) != 2 || len(c.Limits[0].Routes) != 2 {
+		t.Errorf("limits %+v, want default over search and list, and export", c.Limits)
+	}
+	bad := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{append(args, "--out", out), exitUsage, "exists: discover never overwrites a file"},
+		{[]string{"contract", "discover", "--target", srv.URL, "--header", "X-Api-Key: inline-key"}, exitUsage, "a credential is given as a reference"},
+		{[]string{"contract", "discover", "--target", srv.URL, "--route", "none=/v1/none"}, exitInconclusive, "no route's answer advertised a quota"},
+		{[]string{"contract", "discover", "--route", "a=/a"}, exitUsage, "--target is required"},
+		{[]string{"contract", "discover", "--target", srv.URL, "--route", "a=v1"}, exitUsage, `--route "a=v1": want NAME=PATH`},
+	}
+	for _, b := range bad {
+		code, stdout, stderr := runCmd(t, b.args...)
+		if code != b.code || !strings.Contains(stderr, b.want) || stdout != "" {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit %d saying %q, nothing written", b.args, code, stderr, stdout, b.code, b.want)
 		}
 	}
 }

@@ -619,6 +619,13 @@ func TestDocsNameOnlyFlagsCommandsHave(t *testing.T) {
 		}
 		texts["ratecheck "+name+" -h"] = help
 	}
+	// contract discover has flags of its own.
+	_, _, help := runCmd(t, "contract", "discover", "-h")
+	flags["contract discover"] = map[string]bool{"h": true, "help": true}
+	for _, m := range flagRE.FindAllStringSubmatch(help, -1) {
+		flags["contract discover"][m[1]] = true
+	}
+	texts["ratecheck contract discover -h"] = help
 	for _, f := range markdownFiles(t) {
 		texts[f] = readDoc(t, f)
 	}
@@ -642,6 +649,11 @@ func TestDocsNameOnlyFlagsCommandsHave(t *testing.T) {
 				}
 				if tok == "-->" { // the end of a sample's mark (TestDocSamples)
 					break
+				}
+				if tok == "discover" && cmd == "contract" {
+					cmd = "contract discover"
+					has = flags[cmd]
+					continue
 				}
 				if !strings.HasPrefix(tok, "--") || len(tok) < 3 {
 					continue

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,14 @@ type Config struct {
 	// rate needs; a step of k sources sends from the first k ("": the
 	// system's choice, for a single source).
 	Sources []string
+	// Keys, when set, are the credentials the search spreads its load over
+	// in place of addresses (a limit counted per API key): a step of k
+	// sources sends as the first k, every one from Sources[0] (none: the
+	// system's address), each labelled by its name, never its value.
+	Keys []Key
+	// Requests, when set, are what the search sends, in turn (a
+	// contract's route); nil: the surface's search and a page.
+	Requests []scenario.Request
 	// Timeout bounds each request (0: 10 s).
 	Timeout time.Duration
 	// Network is how requests reach the target (nil: HTTP/1.1).
@@ -65,6 +74,26 @@ type Config struct {
 	// segment's scheduled end and Timeout a shard waits for the others'
 	// reports before it gives up on them (0: DefaultSlack).
 	Gap, Slack time.Duration
+}
+
+// A Key is one credential of Config.Keys: its name, and the headers it
+// is sent as.
+type Key struct {
+	Name   string
+	Header http.Header
+}
+
+// spread returns the names the search spreads its steps over: the keys',
+// or else the source addresses.
+func (cfg *Config) spread() []string {
+	if len(cfg.Keys) == 0 {
+		return cfg.Sources
+	}
+	names := make([]string, len(cfg.Keys))
+	for i, k := range cfg.Keys {
+		names[i] = k.Name
+	}
+	return names
 }
 
 // sharded reports whether cfg is one shard of a search split over several.
@@ -102,7 +131,7 @@ type Job struct {
 func New(cfg Config) (*Job, error) {
 	o := cfg.Search
 	o.Shards = max(cfg.Shard.N, 1)
-	o.Sources = max(len(cfg.Sources), 1) * o.Shards
+	o.Sources = max(len(cfg.spread()), 1) * o.Shards
 	if cfg.sharded() && (cfg.Rendezvous == "" || cfg.StartAt.IsZero()) {
 		return nil, fmt.Errorf("shard %v: a sharded search needs a rendezvous folder and an agreed start", cfg.Shard)
 	}
@@ -294,7 +323,8 @@ func (j *Job) abandon(ctx context.Context, err error) {
 // segment plans the segment of step, the k-th lengthening when k > 0.
 func (j *Job) segment(step capacity.Step, k int) archive.CapacitySegment {
 	n := max(step.Sources/max(j.cfg.Shard.N, 1), 1)
-	srcs := append([]string{}, j.cfg.Sources[:min(n, len(j.cfg.Sources))]...)
+	spread := j.cfg.spread()
+	srcs := append([]string{}, spread[:min(n, len(spread))]...)
 	if len(srcs) == 0 {
 		srcs = []string{""}
 	}
@@ -321,8 +351,12 @@ type senders struct {
 }
 
 func newSenders(cfg Config, target string) *senders {
+	reqs := cfg.Requests
+	if reqs == nil {
+		reqs = requests(cfg.Surface)
+	}
 	return &senders{cfg: cfg, target: target, clients: map[string]*http.Client{}, targeters: map[string]vegeta.Targeter{}, sessions: map[string]bool{},
-		stream: &scenario.Stream{Name: "capacity", Surface: cfg.Surface, Requests: requests(cfg.Surface)}}
+		stream: &scenario.Stream{Name: "capacity", Surface: cfg.Surface, Requests: reqs}}
 }
 
 // requests are what a search sends on a surface, in turn: the REST
@@ -349,18 +383,33 @@ func (s *senders) of(src string) (*http.Client, vegeta.Targeter, error) {
 	if timeout == 0 {
 		timeout = 10 * time.Second
 	}
+	addr, hdr := s.addrOf(src)
 	var rev string
 	var sid *atomic.Pointer[client.Session]
 	if s.cfg.Surface == method.MCP {
-		rev, sid = s.cfg.MCP.Speech(src)
+		rev, sid = s.cfg.MCP.Speech(addr)
 		s.sessions[src] = sid != nil
 	}
-	tr, err := attack.SpeakingTargeter(s.stream, s.target, nil, &s.ids, s.cfg.ClientVersion, rev, sid)
+	tr, err := attack.SpeakingTargeter(s.stream, s.target, hdr, &s.ids, s.cfg.ClientVersion, rev, sid)
 	if err != nil {
 		return nil, nil, err
 	}
-	s.clients[src], s.targeters[src] = s.network().Client(src, timeout), tr
+	s.clients[src], s.targeters[src] = s.network().Client(addr, timeout), tr
 	return s.clients[src], tr, nil
+}
+
+// addrOf returns the address src sends from and the headers it sends
+// as: src names a key of the search (sent from Sources[0], or the
+// system's address), or is the address.
+func (s *senders) addrOf(src string) (string, http.Header) {
+	i := slices.IndexFunc(s.cfg.Keys, func(k Key) bool { return k.Name == src })
+	switch {
+	case i < 0:
+		return src, nil
+	case len(s.cfg.Sources) > 0:
+		return s.cfg.Sources[0], s.cfg.Keys[i].Header
+	}
+	return "", s.cfg.Keys[i].Header
 }
 
 // network is the job's network with, unless the caller capped them, the
@@ -433,7 +482,8 @@ func (s *senders) send(ctx context.Context, seg *archive.CapacitySegment, st *ca
 			}
 		}
 		if r.Code == http.StatusNotFound && s.sessions[seg.Sources[j]] {
-			s.cfg.MCP.Ended(ctx, seg.Sources[j], r.Timestamp) // a new session for the address, from it
+			addr, _ := s.addrOf(seg.Sources[j])
+			s.cfg.MCP.Ended(ctx, addr, r.Timestamp) // a new session for the address, from it
 		}
 		return sink(r)
 	})

@@ -53,6 +53,13 @@ run with exit 2. analyze of all the shards' run folders judges them again.
 Without --target the embedded reference target is started with a pool of
 10 workers of 20 ms each (capacity 500/s) and a 1 s window.
 
+--contract FILE --route NAME loads a route of a limits contract instead of
+the documented search: each step is spread under the route's limit as that
+limit counts, over addresses for a client-address key, and over the
+identities that carry the key for a header key (an API key each: a pool
+too small is refused with the number of keys needed); without --target the
+embedded target serves the contract with the pool above.
+
 Exit codes: 0 found (and at or above --expect-rate), 1 below --expect-rate
 or not found, 2 bad usage, too few --sources or a shard that did not
 report, 3 target unreachable or
@@ -71,13 +78,20 @@ type capacityOptions struct {
 	timeout, maxLateness        time.Duration
 	throughLimit, sharedSources bool
 	maxWorkers, seed            uint64
+	// contract and route, when given, are the contract file and the route
+	// of it the search loads (see capacityContract).
+	contract, route string
+	set             map[string]bool
 }
 
 func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o capacityOptions
-	if code := parseFlags(o.flagSet(stderr), args); code >= 0 {
+	fs := o.flagSet(stderr)
+	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	job, opts, code := o.prepare(stderr)
 	if code >= 0 {
 		return code
@@ -121,6 +135,8 @@ func (o *capacityOptions) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.wind, "window", 0, "the limits' window (default: 60s, or 1s for the embedded target)")
 	fs.StringVar(&o.sources, "sources", "", "`pool` of local addresses, ranges and prefixes to send from, comma-separated, such as 2001:db8:2::/112: the first the highest rate needs (default on IPv4 loopback: 127.0.x.y as many as needed)")
 	fs.BoolVar(&o.sharedSources, "shared-sources", false, "with --shard i/n: --sources is the whole search's pool, shared by the shards on this host: shard i sends from every n-th address from the i-th (k8s-job --sources passes it)")
+	fs.StringVar(&o.contract, "contract", "", "a limits contract `file`: load its --route, spread over the addresses or the API keys its limit counts by (docs/capacity.md)")
+	fs.StringVar(&o.route, "route", "", "the `name` of the contract's route to load (with --contract)")
 	fs.BoolVar(&o.throughLimit, "through-limit", false, "measure the limiter itself from one address: a 429 is an answer, not a failure")
 	fs.Float64Var(&o.expectRate, "expect-rate", 0, "exit 1 unless the knee is at or above this `rate` per second")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON (docs/schema/capacity.json) on stdout instead of the table")

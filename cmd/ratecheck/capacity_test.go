@@ -335,3 +335,91 @@ func TestCapacityModelOfPool(t *testing.T) {
 		t.Errorf("a peak above what was measured, not flagged:\n%s", out.String())
 	}
 }
+
+// TestCapacityContract: capacity --contract --route loads a contract's
+// route on serve --contract's pool (12 workers of 8 ms: 1 500/s), keyed
+// by an API key: each step is spread over the contract's identities, one
+// key each at most half its limit, so that no request is refused; the
+// knee, when the host lets the search find one, is within the pool's
+// capacity; the keys' values are written nowhere. A pool of keys too
+// small for --max-rate is refused with the number needed, before
+// anything is sent, as is a route the search cannot spread.
+func TestCapacityContract(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	contract := func(keys int, extra string) string {
+		var b strings.Builder
+		b.WriteString("routes:\n  - {name: search, path: /api/public/search, query: {q: rate limits}}\n  - {name: export, path: /v1/export}\nidentities:\n")
+		for i := range keys {
+			key := filepath.Join(dir, fmt.Sprintf("key-%d-%d", keys, i))
+			if err := os.WriteFile(key, fmt.Appendf(nil, "secret-%d\n", i), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "  - {name: key-%d, headers: {X-Api-Key: \"${file:%s}\"}}\n", i, key)
+		}
+		b.WriteString("limits:\n  - {name: per-key, routes: [search], quota: 200, window: 1s, key: header X-Api-Key, refused: {status: 429}}\n" + extra)
+		file := filepath.Join(dir, fmt.Sprintf("contract-%d.yaml", keys))
+		if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	file := contract(20, "  - {name: everybody, routes: [export], quota: 10, window: 1s, key: global, refused: {status: 429}}\n")
+	base, _ := startServe(t, "--contract", file, "--workers", "12", "--service", "8ms", "--quiet")
+	out := t.TempDir()
+	code, stdout, stderr := runCmd(t, "capacity", "--contract", file, "--route", "search", "--target", base, "--slo", "p99<=100ms",
+		"--start-rate", "400", "--max-rate", "2000", "--step", "1.5s", "--warmup", "0.5s", "--json", "--out", out)
+	matchSchema(t, "capacity.json", stdout)
+	var res capacity.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("exit %d: %v\n%s", code, err, stderr)
+	}
+	if want, _ := capacityExit(res, 0); code != want {
+		t.Errorf("exit %d, want %d for verdict %s\n%s", code, want, res.Verdict, stderr)
+	}
+	if !strings.Contains(stderr, "step 0 (ramp) 400.0/s from 4 keys") {
+		t.Errorf("the first step is not said spread over 4 keys (400/s at 100/s a key):\n%s", stderr)
+	}
+	for i, s := range res.Steps {
+		if s.Refused > 0 {
+			t.Errorf("step %d at %.1f/s over %d keys: %d refused, want none (each key at half its limit)", i, s.OfferedRPS, s.Sources, s.Refused)
+		}
+	}
+	if res.Verdict == capacity.VerdictFound && *res.KneeRPS > 1500*1.1 {
+		t.Errorf("knee %.1f/s above the pool's 1500/s", *res.KneeRPS)
+	}
+	if res.KneeRPS != nil {
+		t.Logf("verdict %s, knee %.1f/s", res.Verdict, *res.KneeRPS)
+	}
+	err := filepath.Walk(out, func(path string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err == nil && bytes.Contains(b, []byte("secret-")) {
+			t.Errorf("%s holds a key's value", path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	small := contract(3, "")
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--contract", small, "--route", "search", "--max-rate", "2000"}, "2000 requests per second need 20 keys (identities sending X-Api-Key), each at most half its limit of 200 per 1s, and the contract has 3"},
+		{[]string{"--contract", file, "--route", "export"}, "held to limit everybody, one budget for everybody"},
+		{[]string{"--contract", file, "--route", "nothing"}, `--route "nothing": ` + file + " has no such route (routes: search, export)"},
+		{[]string{"--contract", file}, "--contract needs --route NAME"},
+		{[]string{"--route", "search"}, "give the contract with --contract FILE"},
+		{[]string{"--contract", file, "--route", "search", "--surface", "mcp"}, "--surface with --contract"},
+	} {
+		code, _, stderr := runCmd(t, append([]string{"capacity", "--slo", "p99<=100ms", "--target", base}, bad.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, bad.want) {
+			t.Errorf("capacity %v: exit %d, stderr %q; want exit 2 saying %q", bad.args, code, stderr, bad.want)
+		}
+	}
+}

@@ -124,7 +124,7 @@ func capacityNotes(res capacity.Result) []string {
 
 // stepEvents says each judged step on stderr as one line; a shard's
 // line says its own share too.
-func stepEvents(stderr io.Writer, q string, shard attack.Shard) func(runner.StepDone) {
+func stepEvents(stderr io.Writer, q, unit string, shard attack.Shard) func(runner.StepDone) {
 	return func(ev runner.StepDone) {
 		r := ev.Result
 		verdict := r.Verdict
@@ -136,7 +136,7 @@ func stepEvents(stderr io.Writer, q string, shard attack.Shard) func(runner.Step
 			own = fmt.Sprintf(" (shard %v: %.1f/s from %d)", shard, g.PerSourceRPS*float64(len(g.Sources)), len(g.Sources))
 		}
 		fmt.Fprintf(stderr, "ratecheck capacity: step %d (%s) %.1f/s from %s%s: %s %.1fms [%s, %s] (uncorrected %.1fms), errors %.2f%%, %s\n",
-			ev.Segment.Step, ev.Segment.Phase, r.OfferedRPS, human.Count(r.Sources, "source", ""), own, q, r.QuantileMS,
+			ev.Segment.Step, ev.Segment.Phase, r.OfferedRPS, human.Count(r.Sources, unit, ""), own, q, r.QuantileMS,
 			report.Bound(r.QuantileLowMS), report.Bound(r.QuantileHighMS), r.UncorrectedQuantileMS, 100*r.ErrorRate, verdict)
 	}
 }

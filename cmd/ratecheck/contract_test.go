@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +14,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/mcpwire"
@@ -312,6 +318,80 @@ func TestContractDiscover(t *testing.T) {
 		code, stdout, stderr := runCmd(t, b.args...)
 		if code != b.code || !strings.Contains(stderr, b.want) || stdout != "" {
 			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit %d saying %q, nothing written", b.args, code, stderr, stdout, b.code, b.want)
+		}
+	}
+}
+
+// TestContractSchema: docs/schema/contract.json describes every contract
+// ratecheck reads or writes (the examples, contract show's, a discovered
+// draft) and refuses what contract check refuses for its form: an unknown
+// field, a quota of zero, a window without its unit, a key of no kind, a
+// status that is not HTTP's, a route with both a path and an rpc.
+func TestContractSchema(t *testing.T) {
+	t.Parallel()
+	schema := compiledSchema(t, "contract.json")
+	asJSON := func(name string, data []byte) any {
+		var v any
+		if err := yaml.Unmarshal(data, &v); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return doc
+	}
+	valid := map[string][]byte{}
+	examples, _ := filepath.Glob("../../examples/contracts/*.yaml")
+	for _, f := range examples {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		valid[f] = b
+	}
+	shown, err := scenario.Builtin().Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid["contract show"] = shown
+	d, err := scenario.DraftContract([]scenario.Route{{Name: "search", Request: scenario.Request{Path: "/v1/search"}}}, map[string]string{"X-Api-Key": "${KEY}"},
+		[]scenario.Advertisement{{Route: "search", Policy: "default", Quota: 100, Window: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if valid["a discovered draft"], err = d.Marshal(nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(valid) < 3 {
+		t.Fatalf("only %d contracts to validate", len(valid))
+	}
+	for name, data := range valid {
+		if _, err := scenario.ParseContract(name, data); err != nil {
+			t.Fatalf("%s: contract check refuses it: %v", name, err)
+		}
+		if err := schema.Validate(asJSON(name, data)); err != nil {
+			t.Errorf("%s does not match docs/schema/contract.json: %v", name, err)
+		}
+	}
+	const ok = "routes: [{name: a, path: /a}]\nlimits: [{name: l, routes: [a], quota: 2, window: 1s, key: client-address, refused: {status: 429}}]\n"
+	for _, bad := range []string{
+		strings.Replace(ok, "quota: 2", "quota: 2, colour: red", 1),
+		strings.Replace(ok, "quota: 2", "quota: 0", 1),
+		strings.Replace(ok, "window: 1s", "window: 10", 1),
+		strings.Replace(ok, "key: client-address", "key: header", 1),
+		strings.Replace(ok, "status: 429", "status: 700", 1),
+		strings.Replace(ok, "path: /a", "path: /a, rpc: tools/call", 1),
+	} {
+		if _, err := scenario.ParseContract("bad.yaml", []byte(bad)); err == nil {
+			t.Errorf("contract check accepts\n%s", bad)
+		}
+		if err := schema.Validate(asJSON("bad.yaml", []byte(bad))); err == nil {
+			t.Errorf("the schema accepts\n%s", bad)
 		}
 	}
 }

@@ -84,10 +84,10 @@ func TestSchemasDescribeEveryField(t *testing.T) {
 			}
 		})
 	}
-	want := []string{"capacity.json", "compare.json", "fleet.json", "history.json", "verdict.json"}
+	want := []string{"capacity.json", "compare.json", "contract.json", "fleet.json", "history.json", "verdict.json"}
 	sort.Strings(names)
 	if !slices.Equal(names, want) {
-		t.Errorf("schemas %v, want %v (one per --json output)", names, want)
+		t.Errorf("schemas %v, want %v (one per --json output, and the contract file's)", names, want)
 	}
 }
 

@@ -24,6 +24,10 @@ import (
 // names no target.
 const Embedded = "embedded"
 
+// BuiltinContract names the documented API's limits contract, the one
+// every run is judged against until run.json records another.
+const BuiltinContract = "built-in"
+
 // behindNote is how late a run must have sent a request to be marked as
 // having fallen behind its schedule (as analyze warns).
 const behindNote = 100 * time.Millisecond
@@ -129,7 +133,7 @@ func readRun(dir string, o ReadOptions) (*Archived, error) {
 		return nil, errors.New("the run did not finish (killed?): its run.json was written when it started")
 	}
 	a := &Archived{Info: *info, Starved: info.Machine.Starved(), Behind: info.BehindMS >= clock.WholeMs(behindNote)}
-	a.Run = Run{ID: dir, Kind: cmp.Or(info.Command, "attack"), Target: info.Target, Label: info.Label, Start: info.Start, Notes: notes(info, a)}
+	a.Run = Run{ID: dir, Kind: cmp.Or(info.Command, "attack"), Target: info.Target, Contract: BuiltinContract, Label: info.Label, Start: info.Start, Notes: notes(info, a)}
 	if info.Embedded {
 		a.Target = Embedded
 	}

@@ -109,7 +109,7 @@ func TestReadCapacityRun(t *testing.T) {
 				t.Fatalf("runs %+v, unread %+v: want the run read", runs, unread)
 			}
 			a := runs[0]
-			want := Run{ID: dir, Kind: "capacity", Target: Embedded, Label: "v1", Start: t0,
+			want := Run{ID: dir, Kind: "capacity", Target: Embedded, Contract: BuiltinContract, Label: "v1", Start: t0,
 				Surfaces: []Sample{{Surface: tt.info.Surface, Verdict: string(tt.verdict), Objective: tt.objective,
 					Values: map[Figure]float64{}, Bounds: map[Figure]Bounds{}}}}
 			if tt.knee > 0 {

@@ -50,6 +50,10 @@ type Options struct {
 	// figure absent from Floors has its DefaultFloor, and a zero Floor
 	// reports every change point.
 	Floors map[Figure]Floor
+	// GroupByTarget makes a target's runs a series of their own (see
+	// Key); by default runs of one contract make one series whatever
+	// their target.
+	GroupByTarget bool
 }
 
 // Scale is what the divergence of E-divisive measures distances on. A

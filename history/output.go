@@ -73,7 +73,10 @@ type SampleOut struct {
 
 // SeriesOut is one series: a figure of one key over time.
 type SeriesOut struct {
-	Kind      string `json:"kind"`
+	Kind     string `json:"kind"`
+	Contract string `json:"contract"`
+	// Target is the series' target when runs are grouped by target, else
+	// "" (each point names its run's).
 	Target    string `json:"target"`
 	Surface   string `json:"surface"`
 	Scheme    string `json:"scheme"`
@@ -99,10 +102,11 @@ type SeriesOut struct {
 // PointOut is one run's value in a series, with the interval the run
 // measured it within (Low and High nil where it has none).
 type PointOut struct {
-	Run   string    `json:"run"`
-	Label string    `json:"label"`
-	Start time.Time `json:"start"`
-	Value float64   `json:"value"`
+	Run    string    `json:"run"`
+	Label  string    `json:"label"`
+	Target string    `json:"target"` // the run's (Embedded for the embedded target)
+	Start  time.Time `json:"start"`
+	Value  float64   `json:"value"`
 	Bounds
 	Flagged bool `json:"flagged"` // the run was starved or fell behind
 }
@@ -129,7 +133,8 @@ type ChangeOut struct {
 // next.
 type EventOut struct {
 	Kind      string `json:"kind"`
-	Target    string `json:"target"`
+	Contract  string `json:"contract"`
+	Target    string `json:"target"` // "" unless grouped by target
 	Surface   string `json:"surface"`
 	Scheme    string `json:"scheme"`
 	Objective string `json:"objective"`
@@ -157,11 +162,11 @@ func Trend(runs []Archived, unread []Unread, o Options) Output {
 		Confidence: o.confidence(), Runs: runsOut(runs), Unread: append([]Unread{}, unread...),
 		Series: []SeriesOut{}, Changes: []ChangeOut{}, Events: []EventOut{}}
 	for i, s := range h.Series {
-		so := SeriesOut{Kind: s.Kind, Target: s.Target, Surface: s.Surface, Scheme: s.Scheme, Objective: s.Objective, Figure: s.Figure,
+		so := SeriesOut{Kind: s.Kind, Contract: s.Contract, Target: s.Target, Surface: s.Surface, Scheme: s.Scheme, Objective: s.Objective, Figure: s.Figure,
 			Worse: s.Figure.Worse(), Regression: s.FailOnRegression(), Floor: o.floor(s.Figure), Points: []PointOut{},
 			MinRuns: per.MinRuns(), TooShort: len(s.Points) < per.MinRuns()}
 		for _, p := range s.Points {
-			so.Points = append(so.Points, PointOut{Run: p.Run, Label: p.Label, Start: p.Start, Value: p.Value, Bounds: p.Bounds, Flagged: flagged[p.Run]})
+			so.Points = append(so.Points, PointOut{Run: p.Run, Label: p.Label, Target: p.Target, Start: p.Start, Value: p.Value, Bounds: p.Bounds, Flagged: flagged[p.Run]})
 		}
 		out.Series = append(out.Series, so)
 		if so.TooShort {
@@ -173,7 +178,7 @@ func Trend(runs []Archived, unread []Unread, o Options) Output {
 		}
 	}
 	for _, e := range h.Events {
-		out.Events = append(out.Events, EventOut{Kind: e.Kind, Target: e.Target, Surface: e.Surface, Scheme: e.Scheme, Objective: e.Objective,
+		out.Events = append(out.Events, EventOut{Kind: e.Kind, Contract: e.Contract, Target: e.Target, Surface: e.Surface, Scheme: e.Scheme, Objective: e.Objective,
 			What: e.What, Index: e.Index, Run: e.Run, Label: e.Label, From: e.From, To: e.To})
 	}
 	return out
@@ -210,10 +215,10 @@ func runsOut(runs []Archived) []RunOut {
 
 // Key is the key of the series.
 func (s SeriesOut) Key() Key {
-	return Key{Kind: s.Kind, Target: s.Target, Surface: s.Surface, Scheme: s.Scheme, Objective: s.Objective}
+	return Key{Kind: s.Kind, Contract: s.Contract, Target: s.Target, Surface: s.Surface, Scheme: s.Scheme, Objective: s.Objective}
 }
 
 // Key is the key of the runs the event is between.
 func (e EventOut) Key() Key {
-	return Key{Kind: e.Kind, Target: e.Target, Surface: e.Surface, Scheme: e.Scheme, Objective: e.Objective}
+	return Key{Kind: e.Kind, Contract: e.Contract, Target: e.Target, Surface: e.Surface, Scheme: e.Scheme, Objective: e.Objective}
 }

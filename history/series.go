@@ -43,9 +43,12 @@ func (f Figure) Worse() Direction {
 
 // Run is what history needs of one archived run, read by the caller.
 type Run struct {
-	ID       string    // names the run (its folder), unique
-	Kind     string    // verify, attack, fleet, capacity
-	Target   string    // the target's address
+	ID     string // names the run (its folder), unique
+	Kind   string // verify, attack, fleet, capacity
+	Target string // the target's address
+	// Contract names the limits contract the run was judged against
+	// (BuiltinContract: the documented API's).
+	Contract string
 	Label    string    // the run's label (the release under test), or ""
 	Start    time.Time // when the run began; runs are ordered by it
 	Notes    []string  // facts to show beside the run, e.g. that it fell behind
@@ -75,13 +78,17 @@ type Bounds struct {
 	High *float64 `json:"high"`
 }
 
-// Key identifies the runs that make comparable series: one kind of run on
-// one target and surface, held to one objective, with labels of one
-// scheme. A capacity run's knee is measured against its objective, so
-// runs held to another objective make another series, not a change.
+// Key identifies the runs that make comparable series: one kind of run
+// judged against one contract, on one surface (one of its limits), held to
+// one objective, with labels of one scheme; and, grouped by target
+// (Options.GroupByTarget), on one target, else Target is "" and each
+// point names its run's target, so that releases deployed at URLs of
+// their own make one series. A capacity run's knee is measured against
+// its objective, so runs held to another objective make another series,
+// not a change.
 type Key struct {
-	Kind, Target, Surface string
-	Scheme                string // Scheme of the runs' labels
+	Kind, Contract, Target, Surface string
+	Scheme                          string // Scheme of the runs' labels
 	// Objective is what a capacity run was held to: its latency
 	// objective and error budget, such as "p99<=100ms, error budget 1%";
 	// "" for the other kinds of run.
@@ -103,6 +110,7 @@ func Scheme(label string) string {
 // measured it within, where it has one.
 type Point struct {
 	Run, Label string
+	Target     string // the run's target
 	Start      time.Time
 	Value      float64
 	Bounds     Bounds
@@ -148,7 +156,10 @@ func build(runs []Run, o Options) history {
 	for i := range runs {
 		r := &runs[i]
 		for _, s := range r.Surfaces {
-			k := Key{Kind: r.Kind, Target: r.Target, Surface: s.Surface, Scheme: Scheme(r.Label), Objective: s.Objective}
+			k := Key{Kind: r.Kind, Contract: r.Contract, Surface: s.Surface, Scheme: Scheme(r.Label), Objective: s.Objective}
+			if o.GroupByTarget {
+				k.Target = r.Target
+			}
 			if _, ok := byKey[k]; !ok {
 				keys = append(keys, k)
 			}
@@ -156,7 +167,7 @@ func build(runs []Run, o Options) history {
 		}
 	}
 	slices.SortFunc(keys, func(a, b Key) int {
-		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Target, b.Target),
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Contract, b.Contract), cmp.Compare(a.Target, b.Target),
 			cmp.Compare(a.Surface, b.Surface), cmp.Compare(a.Scheme, b.Scheme), cmp.Compare(a.Objective, b.Objective))
 	})
 	var h history
@@ -166,7 +177,7 @@ func build(runs []Run, o Options) history {
 			s := Series{Key: k, Figure: f}
 			for _, e := range es {
 				if v, ok := e.sample.Values[f]; ok && !math.IsNaN(v) {
-					s.Points = append(s.Points, Point{Run: e.run.ID, Label: e.run.Label, Start: e.run.Start, Value: v,
+					s.Points = append(s.Points, Point{Run: e.run.ID, Label: e.run.Label, Target: e.run.Target, Start: e.run.Start, Value: v,
 						Bounds: e.sample.Bounds[f], Notes: e.run.Notes})
 				}
 			}
@@ -240,13 +251,17 @@ func (s *Series) detect(o Options) {
 	}
 }
 
-// seed returns a hash of the series' key and figure (the objective only
-// when there is one, so that the series of other runs keep their seeds).
+// seed returns a hash of the series' key and figure (the objective and
+// a contract other than the built-in only when there is one, so that the
+// series of other runs keep their seeds).
 func (s *Series) seed() uint64 {
 	h := fnv.New64a()
 	fields := []string{s.Kind, s.Target, s.Surface, s.Scheme, string(s.Figure)}
 	if s.Objective != "" {
 		fields = append(fields, s.Objective)
+	}
+	if s.Contract != BuiltinContract && s.Contract != "" {
+		fields = append(fields, "contract", s.Contract)
 	}
 	for _, f := range fields {
 		h.Write([]byte(f))

@@ -55,7 +55,7 @@ func synthetic(n int) []Run {
 
 func TestBuild(t *testing.T) {
 	t.Parallel()
-	h := build(synthetic(30), Options{})
+	h := build(synthetic(30), Options{GroupByTarget: true})
 	type row struct {
 		Key
 		Figure  Figure
@@ -72,12 +72,12 @@ func TestBuild(t *testing.T) {
 	}
 	target := "http://127.0.0.1:8080"
 	want := []row{
-		{Key{"capacity", target, "rest", "", ""}, Knee, 1, nil},
-		{Key{"verify", target, "mcp", "v", ""}, ObservedLimit, 30, nil},
-		{Key{"verify", target, "mcp", "v", ""}, P99, 30, nil},
-		{Key{"verify", target, "rest", "pr-", ""}, P99, 1, nil},
-		{Key{"verify", target, "rest", "v", ""}, ObservedLimit, 30, nil},
-		{Key{"verify", target, "rest", "v", ""}, P99, 30, []string{"run20 v20: up true"}},
+		{Key{"capacity", "", target, "rest", "", ""}, Knee, 1, nil},
+		{Key{"verify", "", target, "mcp", "v", ""}, ObservedLimit, 30, nil},
+		{Key{"verify", "", target, "mcp", "v", ""}, P99, 30, nil},
+		{Key{"verify", "", target, "rest", "pr-", ""}, P99, 1, nil},
+		{Key{"verify", "", target, "rest", "v", ""}, ObservedLimit, 30, nil},
+		{Key{"verify", "", target, "rest", "v", ""}, P99, 30, []string{"run20 v20: up true"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("series (-want +got):\n%s", diff)
@@ -237,5 +237,33 @@ func TestBuildKneeObjective(t *testing.T) {
 				t.Errorf("events %+v, want none (every run found its knee)", h.Events)
 			}
 		})
+	}
+}
+
+// TestBuildGroupsByContract: runs of one contract against a target per
+// release (v1.staging…, v2.staging…) make one series by default, each
+// point naming its run's target; grouped by target they make a series
+// each, one run long, as before.
+func TestBuildGroupsByContract(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	var runs []Run
+	for i := range 3 {
+		runs = append(runs, Run{ID: fmt.Sprintf("run%d", i+1), Kind: "verify", Contract: BuiltinContract, Target: fmt.Sprintf("https://v%d.staging.example.com", i+1),
+			Label: fmt.Sprintf("v%d", i+1), Start: t0.Add(time.Duration(i) * time.Hour),
+			Surfaces: []Sample{{Surface: "rest", Verdict: "pass", Values: map[Figure]float64{P99: 5}}}})
+	}
+	h := build(runs, Options{})
+	if len(h.Series) != 1 || len(h.Series[0].Points) != 3 || h.Series[0].Target != "" || h.Series[0].Contract != BuiltinContract {
+		t.Fatalf("series %+v, want one of 3 points, of the built-in contract, naming no target", h.Series)
+	}
+	for i, p := range h.Series[0].Points {
+		if p.Target != runs[i].Target {
+			t.Errorf("point %d names target %q, want its run's %q", i, p.Target, runs[i].Target)
+		}
+	}
+	h = build(runs, Options{GroupByTarget: true})
+	if len(h.Series) != 3 || h.Series[0].Target != "https://v1.staging.example.com" || len(h.Series[0].Points) != 1 {
+		t.Errorf("grouped by target: %d series, want 3 of one run each", len(h.Series))
 	}
 }

@@ -40,7 +40,11 @@ func keyTitle(k history.Key) string {
 	if k.Scheme != "" {
 		scheme = "labels " + k.Scheme + "…"
 	}
-	title := fmt.Sprintf("%s · %s · %s · %s", k.Kind, k.Target, k.Surface, scheme)
+	where := k.Target
+	if where == "" {
+		where = cmpOr(k.Contract, "built-in") + " contract"
+	}
+	title := fmt.Sprintf("%s · %s · %s · %s", k.Kind, where, k.Surface, scheme)
 	if k.Objective != "" {
 		title += " · " + k.Objective
 	}
@@ -72,7 +76,7 @@ func HistoryTable(w io.Writer, out history.Output) error {
 	var worse []string
 	for _, s := range out.Series {
 		if s.Regression {
-			worse = append(worse, safe(fmt.Sprintf("%s %s %s %s", s.Kind, s.Target, s.Surface, s.Figure)))
+			worse = append(worse, safe(strings.Join(slices.DeleteFunc([]string{s.Kind, s.Target, s.Surface, string(s.Figure)}, func(f string) bool { return f == "" }), " ")))
 		}
 	}
 	switch {
@@ -151,7 +155,13 @@ func keyTable(w io.Writer, out history.Output, k historyKey, runs map[string]his
 	}
 	printf(w, "\n%s: %s\n", keyTitle(k.Key), human.Count(len(order), "run", ""))
 	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off)) // P99, not P 99
+	// Grouped by contract, a key's runs may each have a target of their
+	// own (a URL per release): a column names it.
+	byContract := k.Target == ""
 	header := []string{"#", "LABEL", "VERDICT", "MODEL"}
+	if byContract {
+		header = []string{"#", "LABEL", "TARGET", "VERDICT", "MODEL"}
+	}
 	for _, si := range k.series {
 		header = append(header, columns[out.Series[si].Figure])
 	}
@@ -165,6 +175,9 @@ func keyTable(w io.Writer, out history.Output, k historyKey, runs map[string]his
 			}
 		}
 		row := []string{strconv.Itoa(i + 1), cmpOr(r.Label, "-"), verdict, model}
+		if byContract {
+			row = []string{strconv.Itoa(i + 1), cmpOr(r.Label, "-"), r.Target, verdict, model}
+		}
 		for col := range k.series {
 			row = append(row, cells[id][col])
 		}

@@ -94,9 +94,11 @@ func HistoryMetrics(out history.Output) []Metrics {
 				knee = &Knee{RPS: p.Value, Low: orNaN(p.Low), High: orNaN(p.High)}
 			}
 		}
-		i := slices.IndexFunc(ms, func(m Metrics) bool { return m.Kind == k.Kind && m.Target == k.Target && m.Label == newest.Label })
+		// Grouped by contract, the series' target is its newest run's.
+		target := cmpOr(k.Target, newest.Target)
+		i := slices.IndexFunc(ms, func(m Metrics) bool { return m.Kind == k.Kind && m.Target == target && m.Label == newest.Label })
 		if i < 0 {
-			ms = append(ms, Metrics{Kind: k.Kind, Target: k.Target, Label: newest.Label})
+			ms = append(ms, Metrics{Kind: k.Kind, Target: target, Label: newest.Label})
 			i = len(ms) - 1
 		}
 		if newest.Start.After(ms[i].Start) {

@@ -21,10 +21,14 @@ import (
 const historyHelp = `
 Trend every archived run (verify, attack, fleet, capacity) and find where a
 change began. Each path is a run folder or a folder of run folders
-(default: results/). Runs are grouped by kind, target, surface and label
-scheme (the --label text before its first digit: v1.4.2 and v21 are one
-series, pr-17 another; the embedded target is one target, "embedded"), in
-time order, and each figure of a group (observed limit, p50, p95, p99,
+(default: results/). Runs are grouped by kind, contract (the documented
+API's, "built-in", for every run today), surface and label scheme (the
+--label text before its first digit: v1.4.2 and v21 are one series, pr-17
+another), in time order, whatever their target: releases deployed at URLs
+of their own (v1.staging..., v2.staging...) make one series, and a TARGET
+column names each run's. --group-by target makes each target's runs a
+series of their own (the embedded target is one target, "embedded").
+Each figure of a group (observed limit, p50, p95, p99,
 error rate, knee) is a series. A capacity run's knee, with its interval
 (the last rate that passed, the first that failed), is read from its
 run.json; runs held to another objective (--slo, --error-budget) make
@@ -71,6 +75,7 @@ type historyOptions struct {
 	minChange    string
 	minChangeMS  float64
 	minChangeRPS float64
+	groupBy      string
 }
 
 func runHistory(_ context.Context, args []string, stdout, stderr io.Writer) int {
@@ -79,6 +84,7 @@ func runHistory(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.BoolVar(&o.json, "json", false, "print the history as JSON on stdout (docs/schema/history.json) instead of tables")
 	fs.StringVar(&o.html, "html", "", "also write an offline HTML page with a chart per series to `file`")
 	metricsFlag(fs, &o.metrics)
+	fs.StringVar(&o.groupBy, "group-by", "contract", "what makes runs one series besides their kind, surface and label scheme: `contract` (whatever their target) or target")
 	fs.StringVar(&o.failOn, "fail-on", "", "exit 1 on `regression`: when the newest runs of a series lie after a significant change for the worse")
 	fs.Float64Var(&o.significance, "significance", history.DefaultSignificance, "the p-value at or below which a candidate is a change point")
 	fs.IntVar(&o.permutations, "permutations", history.DefaultPermutations, "permutations that test each candidate")
@@ -106,7 +112,7 @@ func runHistory(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	runs, unread := history.ReadArchive(paths, history.ReadOptions{Fleet: fleetVerdict})
 	out := history.Trend(runs, unread, history.Options{Significance: o.significance, Permutations: o.permutations, Confidence: o.confidence, Seed: o.seed,
-		Floors: history.Floors(relative, o.minChangeMS, o.minChangeRPS)})
+		Floors: history.Floors(relative, o.minChangeMS, o.minChangeRPS), GroupByTarget: o.groupBy == "target"})
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -147,6 +153,8 @@ func runHistory(_ context.Context, args []string, stdout, stderr io.Writer) int 
 // share.
 func (o *historyOptions) check() (float64, error) {
 	switch {
+	case o.groupBy != "contract" && o.groupBy != "target":
+		return 0, fmt.Errorf("--group-by %q: want contract or target", o.groupBy)
 	case o.failOn != "" && o.failOn != "regression":
 		return 0, fmt.Errorf("--fail-on %q: want regression", o.failOn)
 	case o.significance <= 0 || o.significance >= 1:

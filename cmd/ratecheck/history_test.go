@@ -27,6 +27,13 @@ import (
 // serve --faults delay=20ms-40ms makes it. Run 3's machine was starved.
 func writeSeries(t *testing.T, dir string, n, stepAt int, seed uint64) {
 	t.Helper()
+	writeSeriesAt(t, dir, n, stepAt, seed, func(i int) (string, bool) { return fmt.Sprintf("http://127.0.0.1:%d", 30000+i), true })
+}
+
+// writeSeriesAt is writeSeries with run i's target, and whether it is the
+// embedded one, given by target.
+func writeSeriesAt(t *testing.T, dir string, n, stepAt int, seed uint64, target func(i int) (string, bool)) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 7))
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	for i := 1; i <= n; i++ {
@@ -57,7 +64,8 @@ func writeSeries(t *testing.T, dir string, n, stepAt int, seed uint64) {
 		if i == 3 {
 			load = []float64{9, 6, 4}
 		}
-		info := archive.RunInfo{Command: "verify", Profile: "verify", Target: fmt.Sprintf("http://127.0.0.1:%d", 30000+i), Embedded: true,
+		url, embedded := target(i)
+		info := archive.RunInfo{Command: "verify", Profile: "verify", Target: url, Embedded: embedded,
 			WindowMS: 6000, Version: "test", Start: start, End: start.Add(7 * time.Second), Label: fmt.Sprintf("v%d", i),
 			Machine: &archive.MachineInfo{Cores: 2, OS: "linux", Arch: "amd64", LoadStart: load, LoadEnd: load}}
 		if err := w.Close(info); err != nil {
@@ -100,8 +108,8 @@ func TestHistoryFindsTheDelay(t *testing.T) {
 	rose := map[string]history.ChangeOut{}
 	for _, c := range out.Changes {
 		s := out.Series[c.Series]
-		if s.Target != history.Embedded {
-			t.Errorf("series target %q, want the embedded target as one", s.Target)
+		if s.Contract != history.BuiltinContract || s.Target != "" || s.Points[0].Target != history.Embedded {
+			t.Errorf("series of contract %q, target %q, its first point's %q: want the built-in contract's, no target of its own, the points' the embedded target", s.Contract, s.Target, s.Points[0].Target)
 		}
 		if c.Figure == history.P99 {
 			rose[s.Surface] = c
@@ -121,7 +129,7 @@ func TestHistoryFindsTheDelay(t *testing.T) {
 	}
 	checkHistoryMetrics(t, prom)
 	code, stdout, stderr = runCmd(t, "history", "--fail-on", "regression", steady)
-	if code != exitOK || !strings.Contains(stdout, "no regression") || strings.Contains(stdout, "▲") || !strings.Contains(stdout, "verify · embedded · rest · labels v…: 20 runs") {
+	if code != exitOK || !strings.Contains(stdout, "no regression") || strings.Contains(stdout, "▲") || !strings.Contains(stdout, "verify · built-in contract · rest · labels v…: 20 runs") || !strings.Contains(stdout, " TARGET ") {
 		t.Errorf("steady: exit %d, want 0 and no change\n%s%s", code, stdout, stderr)
 	}
 }
@@ -297,8 +305,8 @@ func TestHistoryKnee(t *testing.T) {
 			var series, changes []string
 			for _, s := range out.Series {
 				series = append(series, fmt.Sprintf("%s: %d", s.Objective, len(s.Points)))
-				if s.Kind != "capacity" || s.Target != history.Embedded || s.Figure != history.Knee || s.Worse != history.Down {
-					t.Errorf("series %+v, want capacity's knee on the embedded target, worse down", s.Key())
+				if s.Kind != "capacity" || s.Contract != history.BuiltinContract || s.Points[0].Target != history.Embedded || s.Figure != history.Knee || s.Worse != history.Down {
+					t.Errorf("series %+v, want capacity's knee of the built-in contract on the embedded target, worse down", s.Key())
 				}
 				for _, p := range s.Points {
 					if p.Low == nil || *p.Low != p.Value || p.High == nil || math.Abs(*p.High-1.05*p.Value) > 1e-9 {
@@ -335,7 +343,7 @@ func TestHistoryKnee(t *testing.T) {
 			}
 			checkKneeMetrics(t, prom, tt.metrics)
 			code, stdout, stderr = runCmd(t, "history", dir)
-			if code != exitOK || !strings.Contains(stdout, "capacity · embedded · rest · labels v… · p99<=100ms, error budget 1%") ||
+			if code != exitOK || !strings.Contains(stdout, "capacity · built-in contract · rest · labels v… · p99<=100ms, error budget 1%") ||
 				!strings.Contains(stdout, "1510/s [1510, 1586]") {
 				t.Errorf("table: exit %d, want 0, each group titled with its objective and each knee with its interval\n%s%s", code, stdout, stderr)
 			}
@@ -468,5 +476,39 @@ func TestHistoryMinChange(t *testing.T) {
 				t.Errorf("--json: floor %+v, want that of %q", f, tt.floor)
 			}
 		})
+	}
+}
+
+// TestHistoryGroupsByContract: three labelled runs, each release at a URL
+// of its own (v1.staging…, v2.staging…, v3.staging…), are one series of
+// three runs per figure by default, a TARGET column naming each run's; with
+// --group-by target they are three series of one run each, as before.
+func TestHistoryGroupsByContract(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeSeriesAt(t, dir, 3, 0, 3, func(i int) (string, bool) { return fmt.Sprintf("https://v%d.staging.example.com", i), false })
+	code, stdout, stderr := runCmd(t, "history", dir)
+	if code != exitOK || strings.Count(stdout, "verify · built-in contract · ") != 2 || !strings.Contains(stdout, "verify · built-in contract · rest · labels v…: 3 runs") ||
+		!strings.Contains(stdout, "https://v3.staging.example.com") {
+		t.Errorf("by contract: exit %d, want one table per surface of 3 runs naming each run's target\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCmd(t, "history", "--json", "--group-by", "target", dir)
+	matchSchema(t, "history.json", stdout)
+	var out history.Output
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("exit %d: %v\n%s", code, err, stderr)
+	}
+	targets := map[string]bool{}
+	for _, s := range out.Series {
+		targets[s.Target] = true
+		if len(s.Points) != 1 {
+			t.Errorf("grouped by target, series %+v has %d points, want 1", s.Key(), len(s.Points))
+		}
+	}
+	if len(targets) != 3 {
+		t.Errorf("grouped by target, series of targets %v, want 3", targets)
+	}
+	if code, _, stderr := runCmd(t, "history", "--group-by", "host", dir); code != exitUsage || !strings.Contains(stderr, `--group-by "host": want contract or target`) {
+		t.Errorf("--group-by host: exit %d, %s", code, stderr)
 	}
 }

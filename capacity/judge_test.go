@@ -70,11 +70,11 @@ func TestJudge(t *testing.T) {
 		{name: "late because the API is slow: the API's failure", rate: 200, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
 			return 50 * time.Millisecond, 300 * time.Millisecond, false, false
 		}, verdict: StepFail, cause: CauseLatency},
-		{name: "a starved host: 80 ms late and its answers read late, within the objective and the lateness: client", rate: 200, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
-			return 80 * time.Millisecond, 160 * time.Millisecond, false, false
+		{name: "a starved host: 80 ms late and its answers read late, within the objective and twice the lateness: client", rate: 200, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
+			return 80 * time.Millisecond, 250 * time.Millisecond, false, false
 		}, verdict: StepClient, cause: causeClient},
-		{name: "80 ms late, answers beyond the objective and the lateness: the API's failure", rate: 200, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
-			return 80 * time.Millisecond, 200 * time.Millisecond, false, false
+		{name: "80 ms late, answers beyond the objective and twice the lateness: the API's failure", rate: 200, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
+			return 80 * time.Millisecond, 300 * time.Millisecond, false, false
 		}, verdict: StepFail, cause: CauseLatency},
 		{name: "on schedule, answers 160 ms: the API's failure", rate: 200, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
 			return time.Millisecond, 160 * time.Millisecond, false, false

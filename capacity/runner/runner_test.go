@@ -278,8 +278,16 @@ func TestFreezeShowsInIntendedTime(t *testing.T) {
 		t.Fatalf("%d steps, want 1", len(res.Steps))
 	}
 	s := res.Steps[0]
-	t.Logf("p99 %.1fms [%v, %v]  uncorrected %.1fms [%v, %v]  n=%d late p99 %.1fms  %s",
-		s.QuantileMS, *s.QuantileLowMS, *s.QuantileHighMS, s.UncorrectedQuantileMS, *s.UncorrectedLowMS, *s.UncorrectedHighMS, s.Requests, s.LatenessP99MS, s.Verdict)
+	// A bound the step's interval does not have (a step cut after few
+	// answers) is nil.
+	bound := func(v *clock.Millis) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", float64(*v))
+	}
+	t.Logf("p99 %.1fms [%s, %s]  uncorrected %.1fms [%s, %s]  n=%d late p99 %.1fms  %s",
+		s.QuantileMS, bound(s.QuantileLowMS), bound(s.QuantileHighMS), s.UncorrectedQuantileMS, bound(s.UncorrectedLowMS), bound(s.UncorrectedHighMS), s.Requests, s.LatenessP99MS, s.Verdict)
 	// The answers after the freeze, each due in it, prove the step failed
 	// and cut it: the hits the one worker still owed from the freeze are
 	// never sent. The p99 from the intended time is most of the freeze's

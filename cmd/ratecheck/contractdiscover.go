@@ -136,7 +136,7 @@ func runDiscover(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	draft.Notes = notes
 	data, err := draft.Marshal([]string{
-		fmt.Sprintf("A limits contract drafted by ratecheck contract discover from %s on %s,", redact.URL(o.target), time.Now().UTC().Format(time.RFC3339)),
+		fmt.Sprintf("A limits contract drafted by ratecheck contract discover from %s,", redact.URL(o.target)),
 		"one request per route. Each field marked GUESSED is not advertised: check it against the",
 		"API's documentation, then run ratecheck contract check on this file.",
 	})

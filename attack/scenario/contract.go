@@ -472,11 +472,14 @@ func inlineCredentials(h map[string]string, bad func(string) error) error {
 
 // carries reports whether an identity sends header.
 func carries(ids []Identity, header string) bool {
-	for _, id := range ids {
-		for h := range id.Headers {
-			if http.CanonicalHeaderKey(h) == header {
-				return true
-			}
+	return slices.ContainsFunc(ids, func(id Identity) bool { return id.Sends(header) })
+}
+
+// Sends reports whether id sends header (a canonical name).
+func (id Identity) Sends(header string) bool {
+	for h := range id.Headers {
+		if http.CanonicalHeaderKey(h) == header {
+			return true
 		}
 	}
 	return false

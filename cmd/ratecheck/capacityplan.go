@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -220,7 +219,7 @@ func (o *capacityOptions) capacityContract(env func(string) (string, bool)) (*co
 	}
 	if load.header != "" {
 		for _, id := range c.Identities {
-			if !slices.ContainsFunc(slices.Collect(maps.Keys(id.Headers)), func(h string) bool { return http.CanonicalHeaderKey(h) == load.header }) {
+			if !id.Sends(load.header) {
 				continue
 			}
 			h, err := id.Credentials(env)

@@ -10,11 +10,16 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/client"
+	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/redact"
 )
 
@@ -98,7 +103,7 @@ func runDiscover(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	var ads []scenario.Advertisement
 	var notes []string
 	for _, r := range routes {
-		req, err := discoverRequest(ctx, base, r.Request, creds)
+		req, err := discoverRequest(ctx, base, r, creds)
 		if err != nil {
 			return usageErr(stderr, name, "route %s: %v", r.Name, err)
 		}
@@ -242,32 +247,21 @@ func discoverHeaders(vals []string, env func(string) (string, bool)) (plain, ref
 	return plain, refs, creds, nil
 }
 
-// discoverRequest is the request of route r against base, with creds.
-func discoverRequest(ctx context.Context, base *url.URL, r scenario.Request, creds http.Header) (*http.Request, error) {
-	u := *base
-	u.Path = strings.TrimSuffix(u.Path, "/") + r.Path
-	q := url.Values{}
-	for k, v := range r.Query {
-		q.Set(k, v)
-	}
-	u.RawQuery = q.Encode()
-	method := r.Method
-	if method == "" {
-		method = http.MethodGet
-	}
-	var body io.Reader
-	if r.Body != nil {
-		body = strings.NewReader(*r.Body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+// discoverRequest is the request of route r against base, with creds, as
+// the engine sends it (attack.SpeakingTargeter).
+func discoverRequest(ctx context.Context, base *url.URL, r scenario.Route, creds http.Header) (*http.Request, error) {
+	var ids atomic.Uint64
+	tr, err := attack.SpeakingTargeter(&scenario.Stream{Name: r.Name, Surface: method.REST, Requests: []scenario.Request{r.Request}}, base.String(), creds, &ids, version, "", nil)
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range r.Headers {
-		req.Header.Set(k, v)
+	var tgt vegeta.Target
+	if err := tr(&tgt); err != nil {
+		return nil, err
 	}
-	for k, vs := range creds {
-		req.Header[k] = vs
+	req, err := tgt.Request()
+	if err != nil {
+		return nil, err
 	}
-	return req, nil
+	return req.WithContext(ctx), nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/internal/clock"
 )
@@ -32,6 +33,10 @@ type RunSummary struct {
 	// Label is the release the run was made of (its run.json's --label),
 	// "" for none.
 	Label string `json:"label"`
+	// Contract names the limits contract the run was made against, as
+	// its run.json records it (archive.ContractName: "built-in" for the
+	// documented API's); empty for results without one.
+	Contract string `json:"contract"`
 }
 
 // SurfaceSummary is one surface of a run: load, latency, limit, verdict.
@@ -67,6 +72,7 @@ func Summarize(in *decode.Input, rep *Report) RunSummary {
 	s := RunSummary{Run: rep.Verdict.Run, Verdict: rep.Verdict.Verdict, WindowMS: rep.Verdict.WindowMS, Target: rep.Verdict.Target}
 	if runs := in.Meta.Runs; len(runs) == 1 {
 		s.Kind, s.Target, s.EmbeddedTarget, s.Label = runs[0].Command, runs[0].Target, runs[0].Embedded, runs[0].Label
+		s.Contract = archive.ContractName(runs[0].Contract)
 		if runs[0].WindowMS > 0 {
 			s.WindowMS = runs[0].WindowMS
 		}
@@ -235,12 +241,15 @@ func Compare(base, run RunSummary, o CompareOptions) Comparison {
 }
 
 // unlike says how two runs differ in the way they were made: the command
-// (when both runs say), the window, the surfaces, the target (when both
+// and the limits contract (when both runs say), the window, the surfaces, the target (when both
 // say; two runs of the embedded target have one).
 func unlike(base, run RunSummary) []string {
 	out := []string{}
 	if base.Kind != "" && run.Kind != "" && base.Kind != run.Kind {
 		out = append(out, fmt.Sprintf("kind %s → %s", base.Kind, run.Kind))
+	}
+	if base.Contract != "" && run.Contract != "" && base.Contract != run.Contract {
+		out = append(out, fmt.Sprintf("contract %s → %s", base.Contract, run.Contract))
 	}
 	if base.WindowMS != run.WindowMS {
 		out = append(out, fmt.Sprintf("window %v → %v", base.WindowMS.Duration(), run.WindowMS.Duration()))
@@ -371,6 +380,12 @@ type KneeSummary struct {
 	KneeRPS *float64 `json:"knee_rps"`
 	LowRPS  *float64 `json:"knee_low_rps"`
 	HighRPS *float64 `json:"knee_high_rps"`
+	// Contract names the limits contract the search was made against
+	// (archive.ContractName), Load what it sent (a surface, or the
+	// contract's route) and Objective what it held each step to.
+	Contract  string `json:"contract"`
+	Load      string `json:"load"`
+	Objective string `json:"objective"`
 }
 
 // KneeChange is the comparison of two capacity runs: how the knee moved,
@@ -386,14 +401,27 @@ type KneeChange struct {
 	Relative  *float64 `json:"relative"`
 	// Separate reports whether the brackets separate.
 	Separate bool `json:"separate"`
-	// Verdict is Pass, Fail (lower and separate) or Inconclusive (a run
-	// without a knee).
+	// Incomparable says how the two searches differ in contract, load or
+	// objective: then the knees measure different things and the verdict
+	// is Incomparable.
+	Incomparable []string `json:"incomparable"`
+	// Verdict is Pass, Fail (lower and separate), Inconclusive (a run
+	// without a knee) or Incomparable.
 	Verdict string `json:"verdict"`
 }
 
 // CompareKnees compares the knee of run with that of base.
 func CompareKnees(base, run KneeSummary) KneeChange {
-	c := KneeChange{Base: base, Run: run, Verdict: Inconclusive}
+	c := KneeChange{Base: base, Run: run, Incomparable: []string{}, Verdict: Inconclusive}
+	for _, d := range []struct{ what, b, r string }{{"contract", base.Contract, run.Contract}, {"load", base.Load, run.Load}, {"objective", base.Objective, run.Objective}} {
+		if d.b != d.r {
+			c.Incomparable = append(c.Incomparable, fmt.Sprintf("%s %s → %s", d.what, d.b, d.r))
+		}
+	}
+	if len(c.Incomparable) > 0 {
+		c.Verdict = Incomparable
+		return c
+	}
 	if base.KneeRPS == nil || run.KneeRPS == nil {
 		return c
 	}

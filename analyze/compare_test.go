@@ -239,6 +239,7 @@ func TestCompareUnlike(t *testing.T) {
 		return s
 	}
 	verify := made("verify", 6000, "http://127.0.0.1:34283", true, summary(2, 240, "sliding-log", "pass"))
+	verify.Contract = "built-in"
 	tests := []struct {
 		name string
 		run  RunSummary
@@ -253,6 +254,11 @@ func TestCompareUnlike(t *testing.T) {
 		{"staging", made("verify", 6000, "https://staging.example", false, summary(2, 241, "sliding-log", "pass")),
 			[]string{"target the embedded target → https://staging.example"}, "observed limit 240 → 241"},
 		{"rest only", made("verify", 6000, "", true, RunSummary{Run: "results/y", Verdict: "pass"}), []string{"surfaces rest → none"}, "rest: not in the run"},
+		{"another contract", func() RunSummary {
+			s := made("verify", 6000, "http://127.0.0.1:45343", true, summary(2, 100, "sliding-log", "pass"))
+			s.Contract = "my-api.yaml@3f2a9c01b7de"
+			return s
+		}(), []string{"contract built-in → my-api.yaml@3f2a9c01b7de"}, "observed limit 240 → 100"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -421,7 +427,7 @@ func TestCompareUnshownLimiter(t *testing.T) {
 func TestCompareKnees(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	k := func(knee, high float64) KneeSummary {
-		s := KneeSummary{Verdict: "found", KneeRPS: f(knee), LowRPS: f(knee)}
+		s := KneeSummary{Verdict: "found", KneeRPS: f(knee), LowRPS: f(knee), Contract: "built-in", Load: "rest", Objective: "p99<=100ms"}
 		if high > 0 {
 			s.HighRPS = f(high)
 		}
@@ -439,7 +445,10 @@ func TestCompareKnees(t *testing.T) {
 		{"higher, apart", k(400, 420), k(497, 519), true, Pass},
 		{"overlapping", k(497, 519), k(480, 505), false, Pass},
 		{"base reached max-rate", k(1000, 0), k(1100, 0), false, Pass},
-		{"no knee", KneeSummary{Verdict: "not-found"}, k(500, 520), false, Inconclusive},
+		{"no knee", KneeSummary{Verdict: "not-found", Contract: "built-in", Load: "rest", Objective: "p99<=100ms"}, k(500, 520), false, Inconclusive},
+		{"another contract", k(497, 519), with(k(400, 420), func(s *KneeSummary) { s.Contract = "my-api.yaml@3f2a9c01b7de" }), false, Incomparable},
+		{"another route", with(k(497, 519), func(s *KneeSummary) { s.Load = "route search" }), with(k(400, 420), func(s *KneeSummary) { s.Load = "route export" }), false, Incomparable},
+		{"another objective", k(497, 519), with(k(497, 519), func(s *KneeSummary) { s.Objective = "p99<=200ms" }), false, Incomparable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -447,8 +456,17 @@ func TestCompareKnees(t *testing.T) {
 			if c.Separate != tt.separate || c.Verdict != tt.verdict {
 				t.Errorf("separate %v verdict %s, want %v %s", c.Separate, c.Verdict, tt.separate, tt.verdict)
 			}
+			if (len(c.Incomparable) > 0) != (tt.verdict == Incomparable) {
+				t.Errorf("incomparable %q with verdict %s", c.Incomparable, c.Verdict)
+			}
 		})
 	}
+}
+
+// with is s changed by f.
+func with(s KneeSummary, f func(*KneeSummary)) KneeSummary {
+	f(&s)
+	return s
 }
 
 // BenchmarkP99Test: compare's p99 judgement of two verify-sized runs and

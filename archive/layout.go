@@ -88,6 +88,9 @@ type RunInfo struct {
 	// Machine is what the run ran on, so that runs of a series from other
 	// hosts, or from a starved one, can be told apart.
 	Machine *MachineInfo `json:"machine,omitempty"`
+	// Contract is the limits contract the run was made against when it
+	// was not the documented API's (absent: the built-in contract).
+	Contract *ContractInfo `json:"contract,omitempty"`
 	// Capacity is a capacity run's search: its configuration, the
 	// schedule of every step and the result, a CapacityInfo as package
 	// capacity/runner writes it (ReadCapacity reads it; absent for other

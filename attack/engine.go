@@ -99,6 +99,9 @@ type Options struct {
 	Seed    uint64
 	Version string
 	Label   string
+	// Contract is the limits contract the run is made against, recorded
+	// in run.json (nil: the documented API's, recorded as none).
+	Contract *archive.ContractInfo
 	// Interactive says a person is watching: Execute then pauses
 	// RemoteWait before load goes to a target off loopback (a
 	// [RemoteTarget] event), and reports [Progress] (false: neither).
@@ -416,7 +419,7 @@ func (o Options) Guard(job Job) *FailureGuard {
 func (o Options) RunInfo(job Job, target string, embedded bool, start, sentBefore time.Time) archive.RunInfo {
 	info := job.Info()
 	info.Command, info.Target, info.Embedded = o.Command, target, embedded
-	info.Start, info.Seed, info.Version, info.Label = start.UTC(), o.Seed, o.Version, o.Label
+	info.Start, info.Seed, info.Version, info.Label, info.Contract = start.UTC(), o.Seed, o.Version, o.Label, o.Contract
 	info.Machine = archive.ThisMachine()
 	if o.Sources.Items() > 0 {
 		info.SourcePool = o.Sources.String()

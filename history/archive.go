@@ -24,9 +24,9 @@ import (
 // names no target.
 const Embedded = "embedded"
 
-// BuiltinContract names the documented API's limits contract, the one
-// every run is judged against until run.json records another.
-const BuiltinContract = "built-in"
+// BuiltinContract names the documented API's limits contract, the one a
+// run whose run.json records no other was made against.
+const BuiltinContract = archive.BuiltinContract
 
 // behindNote is how late a run must have sent a request to be marked as
 // having fallen behind its schedule (as analyze warns).
@@ -133,7 +133,7 @@ func readRun(dir string, o ReadOptions) (*Archived, error) {
 		return nil, errors.New("the run did not finish (killed?): its run.json was written when it started")
 	}
 	a := &Archived{Info: *info, Starved: info.Machine.Starved(), Behind: info.BehindMS >= clock.WholeMs(behindNote)}
-	a.Run = Run{ID: dir, Kind: cmp.Or(info.Command, "attack"), Target: info.Target, Contract: BuiltinContract, Label: info.Label, Start: info.Start, Notes: notes(info, a)}
+	a.Run = Run{ID: dir, Kind: cmp.Or(info.Command, "attack"), Target: info.Target, Contract: archive.ContractName(info.Contract), Label: info.Label, Start: info.Start, Notes: notes(info, a)}
 	if info.Embedded {
 		a.Target = Embedded
 	}
@@ -252,7 +252,12 @@ func capacitySample(dir string, info *archive.RunInfo) (Sample, error) {
 	if r == nil {
 		return Sample{}, errors.New("the capacity search recorded no result")
 	}
-	s := Sample{Surface: cmp.Or(ci.Surface, info.Policy.Surface, method.REST), Verdict: string(r.Verdict), Objective: r.Objective(),
+	// A search of a contract's route is that route's series.
+	surface := cmp.Or(ci.Surface, info.Policy.Surface, method.REST)
+	if info.Contract != nil && info.Contract.Route != "" {
+		surface = info.Contract.Route
+	}
+	s := Sample{Surface: surface, Verdict: string(r.Verdict), Objective: r.Objective(),
 		Values: map[Figure]float64{}, Bounds: map[Figure]Bounds{}}
 	if finite(r.KneeRPS) {
 		s.Values[Knee] = *r.KneeRPS

@@ -1,7 +1,10 @@
 package history
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,9 +21,10 @@ import (
 // capacityRun is one capacity run folder to write: its label and start,
 // and what its search recorded in run.json's capacity section.
 type capacityRun struct {
-	label string
-	start time.Time
-	info  archive.CapacityInfo
+	label    string
+	start    time.Time
+	info     archive.CapacityInfo
+	contract *archive.ContractInfo // nil: the built-in contract
 }
 
 // writeCapacityRun writes a capacity run folder under root as the capacity
@@ -39,7 +43,7 @@ func writeCapacityRun(t *testing.T, root string, r capacityRun) string {
 	}
 	info := archive.RunInfo{Command: "capacity", Profile: "capacity", Target: "http://127.0.0.1:41234", Embedded: true,
 		Policy: archive.PolicyInfo{Surface: r.info.Surface}, Version: "test", Start: r.start, End: r.start.Add(time.Minute),
-		Label: r.label, Capacity: section}
+		Label: r.label, Capacity: section, Contract: r.contract}
 	if err := w.Close(info); err != nil {
 		t.Fatal(err)
 	}
@@ -151,5 +155,33 @@ func TestReadCapacityRunWithoutSection(t *testing.T) {
 	runs, unread := ReadArchive([]string{w.Dir}, ReadOptions{})
 	if len(runs) != 0 || len(unread) != 1 || !strings.Contains(unread[0].Why, "no capacity section") {
 		t.Errorf("runs %+v, unread %+v: want the run unread, its run.json having no capacity section", runs, unread)
+	}
+}
+
+// TestCapacityOfContract: a search of a contract's route is read under the
+// contract's name and as its route's sample, so that searches of one route
+// of one contract make one series and another contract's or route's
+// another, and two files saying the same limits name one contract.
+func TestCapacityOfContract(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	text := []byte("routes:\n  - name: search\n    path: /api/public/search\n")
+	root := t.TempDir()
+	for i, c := range []struct{ file, route string }{{"my-api.yaml", "search"}, {"/etc/other/my-api.yaml", "search"}, {"my-api.yaml", "export"}} {
+		ci := archive.NewContractInfo(c.file, text)
+		ci.Route = c.route
+		writeCapacityRun(t, root, capacityRun{label: fmt.Sprintf("v%d", i+1), start: t0.Add(time.Duration(i) * time.Hour), contract: ci,
+			info: archive.CapacityInfo{Surface: "rest", Result: capacityResult(capacity.VerdictFound, 1480, 1560, 100, 0.01)}})
+	}
+	runs, unread := ReadArchive([]string{root}, ReadOptions{})
+	if len(runs) != 3 || len(unread) != 0 {
+		t.Fatalf("runs %d, unread %+v: want 3 read", len(runs), unread)
+	}
+	sum := sha256.Sum256(text)
+	name := "my-api.yaml@" + hex.EncodeToString(sum[:])[:12]
+	for i, want := range []string{"search", "search", "export"} {
+		if r := runs[i]; r.Contract != name || len(r.Surfaces) != 1 || r.Surfaces[0].Surface != want {
+			t.Errorf("run %d: contract %q, samples %+v; want %q and one sample of route %s", i, r.Contract, r.Surfaces, name, want)
+		}
 	}
 }

@@ -504,6 +504,10 @@ func KneeCompareTable(w io.Writer, c analyze.KneeChange) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if len(c.Incomparable) > 0 {
+		_, err := fmt.Fprintf(w, "no verdict: the searches were made in different ways (%s), so their knees are not a change\n", strings.Join(c.Incomparable, "; "))
+		return err
+	}
 	if c.ChangeRPS == nil {
 		_, err := fmt.Fprintf(w, "knee change: unknown (a run found no knee): %s\n", c.Verdict)
 		return err

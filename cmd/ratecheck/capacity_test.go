@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -14,9 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/capacity"
 	"github.com/connectbyjbrh/ratecheck/mcpwire"
 	"github.com/connectbyjbrh/ratecheck/refserver/sdkserver"
@@ -404,6 +408,7 @@ func TestCapacityContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	recordsContract(t, out, file, "search")
 
 	small := contract(3, "")
 	for _, bad := range []struct {
@@ -421,5 +426,54 @@ func TestCapacityContract(t *testing.T) {
 		if code != exitUsage || !strings.Contains(stderr, bad.want) {
 			t.Errorf("capacity %v: exit %d, stderr %q; want exit 2 saying %q", bad.args, code, stderr, bad.want)
 		}
+	}
+}
+
+// recordsContract checks that the capacity run folder under out records
+// the contract read from file, searched on route (its canonical form and
+// that form's hash), and that compare refuses it beside a copy recording
+// another contract while comparing it with itself.
+func recordsContract(t *testing.T, out, file, route string) {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(out, "*-capacity"))
+	if err != nil || len(dirs) != 1 {
+		t.Fatalf("run folders %q under %s: want one", dirs, out)
+	}
+	run, _, err := archive.ReadCapacity(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := scenario.LoadContract(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(text)
+	want := &archive.ContractInfo{File: file, SHA256: hex.EncodeToString(sum[:]), Route: route, Text: string(text)}
+	if diff := cmp.Diff(want, run.Contract); diff != "" {
+		t.Errorf("run.json's contract (-want +got):\n%s", diff)
+	}
+	other := filepath.Join(t.TempDir(), filepath.Base(dirs[0]))
+	if err := os.CopyFS(other, os.DirFS(dirs[0])); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(other, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw = bytes.Replace(raw, []byte(want.SHA256), []byte(strings.Repeat("0", 64)), 1)
+	if err := os.WriteFile(filepath.Join(other, "run.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Base(file)
+	wantWhy := fmt.Sprintf("searched different things (contract %s@%s → %s@000000000000)", name, want.SHA256[:12], name)
+	if code, _, stderr := runCmd(t, "compare", dirs[0], other); code != exitUsage || !strings.Contains(stderr, wantWhy) {
+		t.Errorf("compare with another contract's search: exit %d, stderr %q; want exit 2 saying %q", code, stderr, wantWhy)
+	}
+	if code, stdout, stderr := runCmd(t, "compare", dirs[0], dirs[0]); code == exitUsage {
+		t.Errorf("compare of a search with itself: exit 2\n%s%s", stdout, stderr)
 	}
 }

@@ -29,12 +29,22 @@ func analyzeCapacity(dirs []string, asJSON bool, junit string, stdout, stderr io
 func compareCapacity(paths []string, asJSON bool, stdout, stderr io.Writer) int {
 	var sums [2]analyze.KneeSummary
 	for i, p := range paths {
-		_, res, err := runner.Replay(p)
+		ci, res, err := runner.Replay(p)
 		if err != nil {
 			fmt.Fprintf(stderr, "ratecheck compare: %v\n", err)
 			return exitUsage
 		}
-		sums[i] = analyze.KneeSummary{Run: p, Verdict: string(res.Verdict), KneeRPS: res.KneeRPS, LowRPS: res.KneeLowRPS, HighRPS: res.KneeHighRPS}
+		run, _, err := archive.ReadCapacity(p)
+		if err != nil {
+			fmt.Fprintf(stderr, "ratecheck compare: %v\n", err)
+			return exitUsage
+		}
+		load := ci.Surface
+		if run.Contract != nil && run.Contract.Route != "" {
+			load = "route " + run.Contract.Route
+		}
+		sums[i] = analyze.KneeSummary{Run: p, Verdict: string(res.Verdict), KneeRPS: res.KneeRPS, LowRPS: res.KneeLowRPS, HighRPS: res.KneeHighRPS,
+			Contract: archive.ContractName(run.Contract), Load: load, Objective: res.Objective()}
 	}
 	c := analyze.CompareKnees(sums[0], sums[1])
 	var err error
@@ -50,6 +60,10 @@ func compareCapacity(paths []string, asJSON bool, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	switch c.Verdict {
+	case analyze.Incomparable:
+		fmt.Fprintf(stderr, "ratecheck compare: %s and %s searched different things (%s): their knees are not a change; compare searches made the same way\n",
+			paths[0], paths[1], strings.Join(c.Incomparable, "; "))
+		return exitUsage
 	case analyze.Pass:
 		return exitOK
 	case analyze.Fail:

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/capacity"
@@ -66,6 +67,9 @@ func (o *capacityOptions) prepare(stderr io.Writer) (*runner.Job, attack.Options
 	}
 	opts.Sources = sources
 	opts.Folder, opts.Seed = "capacity", o.seed
+	if load != nil {
+		opts.Contract = load.info
+	}
 	cfg := runner.Config{Search: so, Surface: o.surface, Timeout: o.timeout,
 		MaxWorkers: o.maxWorkers, ClientVersion: version}
 	if load != nil {
@@ -159,6 +163,7 @@ type contractLoad struct {
 	header  string // the key's header ("": addresses)
 	keys    []runner.Key
 	rules   *refserver.Rules
+	info    *archive.ContractInfo // what run.json records
 }
 
 // capacityContract reads --contract and --route (nil without them): the
@@ -191,7 +196,12 @@ func (o *capacityOptions) capacityContract(env func(string) (string, bool)) (*co
 		}
 		return nil, fmt.Errorf("--route %q: %s has no such route (routes: %s)", o.route, o.contract, strings.Join(names, ", "))
 	}
-	load := &contractLoad{request: c.Routes[i].Request}
+	text, err := c.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("--contract %s: %v", o.contract, err)
+	}
+	load := &contractLoad{request: c.Routes[i].Request, info: archive.NewContractInfo(o.contract, text)}
+	load.info.Route = o.route
 	if load.request.RPC != "" {
 		o.surface = method.MCP
 	}

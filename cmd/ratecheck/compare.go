@@ -36,10 +36,11 @@ documented limits. Keep baselines as results/README.md explains.
 
 Two capacity run folders are compared by their knees: the change, and
 whether the two brackets separate (a lower knee apart from the baseline's
-is a regression; a run without a knee exits 4).
+is a regression; a run without a knee exits 4); two searches of different
+contracts, loads or objectives are not comparable (exit 2).
 
-Two runs made in different ways (another command, window, surfaces or
-target; two runs of the embedded target have one target) are not
+Two runs made in different ways (another command, limits contract, window,
+surfaces or target; two runs of the embedded target have one target) are not
 comparable: compare warns, lists their differences as notes, not
 regressions, and exits 2.
 

@@ -188,6 +188,9 @@ type StreamInfo struct {
 	Pacer   string       `json:"pacer"`
 	Planned uint64       `json:"planned"`
 	StartMS clock.Millis `json:"start_ms"`
+	// As is the contract identity the stream sent as (its name: the
+	// credentials it sent are never recorded), "" for none.
+	As string `json:"as,omitempty"`
 }
 
 // maxRunFile bounds how much of a run.json is read: a real one is a few

@@ -242,7 +242,7 @@ func (pl Plan) Info() archive.RunInfo {
 	units := pl.units()
 	for i := range p.Streams {
 		s := &p.Streams[i]
-		si := archive.StreamInfo{Name: s.Name, Surface: s.Surface, Pacer: s.Pacer.Type, StartMS: clock.WholeMs(s.Start.In(pl.Window))}
+		si := archive.StreamInfo{Name: s.Name, Surface: s.Surface, Pacer: s.Pacer.Type, StartMS: clock.WholeMs(s.Start.In(pl.Window)), As: s.As}
 		for _, u := range unitsOf(units, s) {
 			si.Sources = append(si.Sources, u.source)
 			si.Planned += u.pacer.Count()

@@ -2,10 +2,14 @@ package scenario
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +42,14 @@ type Profile struct {
 	Timeout Span `yaml:"timeout"`
 	// Streams run in parallel, each with its own pacer.
 	Streams []Stream `yaml:"streams"`
+	// Contract is a limits contract file (relative to the profile's
+	// folder) whose routes and identities the streams may name (Route,
+	// As) instead of restating requests and credentials.
+	Contract string `yaml:"contract"`
+
+	// dir is the profile's folder; contract the contract read from it.
+	dir      string
+	contract *Contract
 }
 
 // Policy is the documented limit a profile expects.
@@ -85,6 +97,14 @@ type Stream struct {
 	// Expect maps a status ("200", "429", "2xx", "4xx", "other", "errors"
 	// for transport errors) to the exact count the stream must get.
 	Expect map[string]int `yaml:"expect"`
+	// Route names the profile's contract's route whose request the stream
+	// sends, in place of Requests; its surface is the route's (mcp for an
+	// rpc, else rest).
+	Route string `yaml:"route" json:",omitempty"`
+	// As names the contract's identity whose headers (credentials read
+	// from the environment or a file when the run starts, never archived)
+	// every request of the stream carries: see Profile.BindIdentities.
+	As string `yaml:"as" json:",omitempty"`
 }
 
 // Request describes one request. REST requests use Method, Path and Query;
@@ -164,7 +184,7 @@ func LoadProfile(path string) (*Profile, error) {
 
 // ParseProfile is LoadProfile on data already read; file names it in errors.
 func ParseProfile(file string, data []byte) (*Profile, error) {
-	var p Profile
+	p := Profile{dir: filepath.Dir(file)}
 	if err := parseStrict(file, data, &p, "the profile", p.validate); err != nil {
 		return nil, err
 	}
@@ -300,14 +320,101 @@ func (p *Profile) validate(line func(string) int) error {
 			return bad("headers."+k, "%v", err)
 		}
 	}
+	if p.Contract != "" {
+		path := p.Contract
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(p.dir, path)
+		}
+		c, err := LoadContract(path)
+		if err != nil {
+			return bad("contract", "contract %s: %v", p.Contract, err)
+		}
+		p.contract = c
+	}
 	if len(p.Streams) == 0 {
 		return bad("streams", "a profile needs at least one stream")
 	}
 	names := map[string]bool{}
 	for i := range p.Streams {
+		if err := p.fromContract(i, bad); err != nil {
+			return err
+		}
 		if err := p.Streams[i].validate(i, names, w, line, bad); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// fromContract sets stream i's request and surface from the contract's
+// route it names, and checks the identity it sends as.
+func (p *Profile) fromContract(i int, bad badFunc) error {
+	s := &p.Streams[i]
+	at := func(field string) string { return fmt.Sprintf("streams.%d.%s", i, field) }
+	name := cmp.Or(s.Name, fmt.Sprintf("stream%d", i+1))
+	for _, f := range []struct{ field, value, what string }{{"route", s.Route, "route"}, {"as", s.As, "identity"}} {
+		if f.value != "" && p.contract == nil {
+			return bad(at(f.field), "stream %s: %s %q is a contract's %s: name the contract file the profile reads (contract: my-api.yaml)", name, f.field, f.value, f.what)
+		}
+	}
+	if s.Route != "" {
+		k := slices.IndexFunc(p.contract.Routes, func(r Route) bool { return r.Name == s.Route })
+		switch {
+		case k < 0:
+			return bad(at("route"), "stream %s: route %q: %s has no such route (routes: %s)", name, s.Route, p.Contract, strings.Join(routeNames(p.contract.Routes), ", "))
+		case len(s.Requests) > 0:
+			return bad(at("requests"), "stream %s: route %s is the stream's request: give route or requests, not both", name, s.Route)
+		}
+		req := p.contract.Routes[k].Request
+		surface := method.REST
+		if req.RPC != "" {
+			surface = method.MCP
+		}
+		if s.Surface != "" && s.Surface != surface {
+			return bad(at("surface"), "stream %s: surface %s, but route %s is %s: leave surface out", name, s.Surface, s.Route, surface)
+		}
+		s.Surface, s.Requests = surface, []Request{req}
+	}
+	if s.As != "" && !slices.ContainsFunc(p.contract.Identities, func(id Identity) bool { return id.Name == s.As }) {
+		var ids []string
+		for _, id := range p.contract.Identities {
+			ids = append(ids, id.Name)
+		}
+		return bad(at("as"), "stream %s: as %q: %s has no such identity (identities: %s)", name, s.As, p.Contract, strings.Join(ids, ", "))
+	}
+	return nil
+}
+
+// BindIdentities adds to every request of a stream that sends as one of
+// the contract's identities that identity's headers, each credential read
+// from env (os.LookupEnv, say) or its file: an unset variable or an
+// unreadable file is an error naming the stream, the identity and what to
+// set. Call it once the profile's own headers were checked for
+// credentials (HeaderCredentials): these are the contract's, which the
+// archive never records.
+func (p *Profile) BindIdentities(env func(string) (string, bool)) error {
+	for i := range p.Streams {
+		s := &p.Streams[i]
+		if s.As == "" {
+			continue
+		}
+		k := slices.IndexFunc(p.contract.Identities, func(id Identity) bool { return id.Name == s.As })
+		h, err := p.contract.Identities[k].Credentials(env)
+		if err != nil {
+			return fmt.Errorf("stream %s: %v", s.Name, err)
+		}
+		reqs := slices.Clone(s.Requests)
+		for j := range reqs {
+			headers := maps.Clone(reqs[j].Headers)
+			if headers == nil {
+				headers = map[string]string{}
+			}
+			for name := range h {
+				headers[name] = h.Get(name)
+			}
+			reqs[j].Headers = headers
+		}
+		s.Requests = reqs
 	}
 	return nil
 }

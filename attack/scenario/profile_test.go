@@ -95,3 +95,49 @@ streams:
 		t.Errorf("the stream's own sources (-want +got):\n%s", diff)
 	}
 }
+
+// TestProfileOfContract: a stream that names a contract's route sends the
+// route's request on the route's surface, and one that sends as an
+// identity carries the identity's credentials once bound, read from the
+// environment or the file the contract names, never before (so the
+// profile itself holds no credential to refuse or archive).
+func TestProfileOfContract(t *testing.T) {
+	t.Parallel()
+	p, err := ParseProfile("testdata/p.yaml", []byte(`policy: {surface: both}
+contract: contracts/api.yaml
+streams:
+  - {name: a, route: search, as: key-a, pacer: {type: constant, rate: 5/s, count: 1}}
+  - {name: b, route: search, as: key-b, pacer: {type: constant, rate: 5/s, count: 1}}
+  - {name: anon, route: ask, pacer: {type: constant, rate: 5/s, count: 1}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	search := Request{Path: "/v1/search", Query: map[string]string{"q": "rate limits"}}
+	ask := Request{RPC: "tools/call", Params: map[string]any{"name": "search", "arguments": map[string]any{"query": "rate limits"}}}
+	for i, want := range []struct {
+		surface string
+		req     Request
+	}{{"rest", search}, {"rest", search}, {"mcp", ask}} {
+		if s := p.Streams[i]; s.Surface != want.surface || !cmp.Equal(s.Requests, []Request{want.req}) {
+			t.Errorf("stream %s: surface %s, requests %+v; want %s, %+v", s.Name, s.Surface, s.Requests, want.surface, want.req)
+		}
+	}
+	if names := p.HeaderCredentials(); len(names) != 0 {
+		t.Errorf("the profile holds credentials %q before its identities are bound", names)
+	}
+	if err := p.BindIdentities(func(string) (string, bool) { return "", false }); err == nil || !strings.Contains(err.Error(), `stream a: identity "key-a": header X-Api-Key reads ${RC_TEST_KEY_A}, which is empty or not set`) {
+		t.Errorf("binding with RC_TEST_KEY_A unset: %v", err)
+	}
+	env := func(k string) (string, bool) {
+		return map[string]string{"RC_TEST_KEY_A": "secret-a"}[k], k == "RC_TEST_KEY_A"
+	}
+	if err := p.BindIdentities(env); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []map[string]string{{"X-Api-Key": "secret-a"}, {"X-Api-Key": "secret-b"}, nil} {
+		if got := p.Streams[i].Requests[0].Headers; !cmp.Equal(got, want) {
+			t.Errorf("stream %s sends headers %v, want %v", p.Streams[i].Name, got, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -465,4 +467,58 @@ func handshakeRequests(info map[string]any) int64 {
 	m, _ := info["mcp"].(map[string]any)
 	n, _ := m["requests"].(float64)
 	return int64(n)
+}
+
+// TestAttackAsContractIdentities: a profile that names a contract's route
+// and identities sends each stream with its identity's API key, read from
+// the file the contract names: against serve --contract counting that key,
+// two keys from one address each get the contract's quota (with no key
+// sent, the two streams would share one budget and 10 of 30 would pass),
+// and neither key is written anywhere in the run folder or said.
+func TestAttackAsContractIdentities(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var ids strings.Builder
+	for _, k := range []string{"a", "b"} {
+		key := filepath.Join(dir, "key-"+k)
+		if err := os.WriteFile(key, []byte("S3CRET-"+k+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&ids, "  - {name: key-%s, headers: {X-Api-Key: \"${file:%s}\"}}\n", k, key)
+	}
+	contract := "routes:\n  - {name: search, path: /v1/search}\nidentities:\n" + ids.String() +
+		"limits:\n  - {name: per-key, routes: [search], quota: 10, window: 10s, key: header X-Api-Key, refused: {status: 429}}\n"
+	if err := os.WriteFile(filepath.Join(dir, "api.yaml"), []byte(contract), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// 15 of each key within 0.3 s: the 10 s window holds them all however
+	// a busy host spreads them.
+	profile := `policy: {surface: rest, limit: 10, window: 10s}
+contract: api.yaml
+sources: [127.0.0.1]
+streams:
+  - {name: a, route: search, as: key-a, pacer: {type: constant, rate: 50/s, count: 15}, expect: {"200": 10, "429": 5}}
+  - {name: b, route: search, as: key-b, pacer: {type: constant, rate: 50/s, count: 15}, expect: {"200": 10, "429": 5}}
+`
+	if err := os.WriteFile(filepath.Join(dir, "keys.yaml"), []byte(profile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := startServe(t, "--contract", filepath.Join(dir, "api.yaml"), "--quiet")
+	out := t.TempDir()
+	code, stdout, stderr := runCmd(t, "attack", "--profile", filepath.Join(dir, "keys.yaml"), "--target", base, "--out", out)
+	if code != exitOK {
+		t.Errorf("exit %d, want 0 (each key admitted 10 and refused 5):\n%s%s", code, stdout, stderr)
+	}
+	if strings.Contains(stdout+stderr, "S3CRET") {
+		t.Error("a key was printed")
+	}
+	scanForSecret(t, out, "S3CRET")
+	_, info := readArchive(t, onlyRun(t, out))
+	var as []string
+	for _, s := range info["streams"].([]any) {
+		as = append(as, fmt.Sprint(s.(map[string]any)["as"]))
+	}
+	if !slices.Equal(as, []string{"key-a", "key-b"}) {
+		t.Errorf("run.json's streams were sent as %q, want key-a and key-b", as)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -95,6 +96,11 @@ func (o *attackOptions) plan(prof *scenario.Profile, shard attack.Shard) (attack
 	}
 	if names := scenario.QueryCredentials(prof); len(names) > 0 && !o.allowCredentials {
 		return attack.Plan{}, fmt.Errorf("%s: query parameters %s carry a credential; pass --allow-credentials if you must", o.profile, strings.Join(names, ", "))
+	}
+	// The contract's identities' credentials, read now: they are the
+	// contract's to send (docs/credentials.md), never archived.
+	if err := prof.BindIdentities(os.LookupEnv); err != nil {
+		return attack.Plan{}, fmt.Errorf("%s: %v", o.profile, err)
 	}
 	if o.sources != "" {
 		pool, err := replaceSources(prof, o.sources)

@@ -139,6 +139,11 @@ func profileJob(o *kubernetes.Options, profile string, pool client.Pool) error {
 	if err != nil {
 		return err
 	}
+	if prof.Contract != "" {
+		// The Job's ConfigMap holds the profile alone: the contract file,
+		// and the credentials its identities read, are not in the pod.
+		return fmt.Errorf("%s names a contract (%s): a Job carries the profile only, not the contract or its identities' credentials; write the streams' requests in the profile", profile, prof.Contract)
+	}
 	if names := append(prof.HeaderCredentials(), scenario.QueryCredentials(prof)...); len(names) > 0 {
 		return fmt.Errorf("%s carries credentials (%s): a ConfigMap is no place for them", profile, strings.Join(names, ", "))
 	}

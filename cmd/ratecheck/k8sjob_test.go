@@ -111,6 +111,7 @@ func TestK8sJobUsage(t *testing.T) {
 		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--", "--shard", "1/2"}, "after --: --shard is set by k8s-job itself"},
 		{[]string{"k8s-job", "--profile", "testdata/credentials.yaml", "--shards", "3"}, "carries credentials (X-Client-Secret, X-Session-Token, api_key, jwt): a ConfigMap is no place for them"},
 		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--target", "http://u:S3CRET@h"}, "carries credentials"},
+		{[]string{"k8s-job", "--profile", "testdata/contract-profile.yaml", "--shards", "3"}, "names a contract (../../../examples/contracts/api-key.yaml): a Job carries the profile only"},
 		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--node", "n1", "--sources", "198.18.0.1-198.18.0.2"}, "--sources 198.18.0.1-198.18.0.2 holds 2 addresses, fewer than the 3 shards: every pod needs addresses of its own"},
 		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--node", "n1", "--sources", "2001:db8:2::/112"}, "--sources: 2001:db8:2::/112 holds 65535 addresses, and attack sends every stream from each of its sources: name at most 4096"},
 		{[]string{"k8s-job", "--profile", "../../profiles/capacity.yaml", "--shards", "3", "--sources", "198.18.0.0/24"}, "--sources needs --node"},

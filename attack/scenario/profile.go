@@ -321,11 +321,7 @@ func (p *Profile) validate(line func(string) int) error {
 		}
 	}
 	if p.Contract != "" {
-		path := p.Contract
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(p.dir, path)
-		}
-		c, err := LoadContract(path)
+		c, err := LoadContract(p.contractPath())
 		if err != nil {
 			return bad("contract", "contract %s: %v", p.Contract, err)
 		}
@@ -383,6 +379,23 @@ func (p *Profile) fromContract(i int, bad badFunc) error {
 		return bad(at("as"), "stream %s: as %q: %s has no such identity (identities: %s)", name, s.As, p.Contract, strings.Join(ids, ", "))
 	}
 	return nil
+}
+
+// ContractFile is the contract the profile names: its path (as read,
+// relative to the working folder) and what it says; nil without one.
+func (p *Profile) ContractFile() (string, *Contract) {
+	if p.contract == nil {
+		return "", nil
+	}
+	return p.contractPath(), p.contract
+}
+
+// contractPath is where Contract is: relative to the profile's folder.
+func (p *Profile) contractPath() string {
+	if filepath.IsAbs(p.Contract) {
+		return p.Contract
+	}
+	return filepath.Join(p.dir, p.Contract)
 }
 
 // BindIdentities adds to every request of a stream that sends as one of

@@ -504,21 +504,30 @@ streams:
 		t.Fatal(err)
 	}
 	base, _ := startServe(t, "--contract", filepath.Join(dir, "api.yaml"), "--quiet")
-	out := t.TempDir()
-	code, stdout, stderr := runCmd(t, "attack", "--profile", filepath.Join(dir, "keys.yaml"), "--target", base, "--out", out)
-	if code != exitOK {
-		t.Errorf("exit %d, want 0 (each key admitted 10 and refused 5):\n%s%s", code, stdout, stderr)
-	}
-	if strings.Contains(stdout+stderr, "S3CRET") {
-		t.Error("a key was printed")
-	}
-	scanForSecret(t, out, "S3CRET")
-	_, info := readArchive(t, onlyRun(t, out))
-	var as []string
-	for _, s := range info["streams"].([]any) {
-		as = append(as, fmt.Sprint(s.(map[string]any)["as"]))
-	}
-	if !slices.Equal(as, []string{"key-a", "key-b"}) {
-		t.Errorf("run.json's streams were sent as %q, want key-a and key-b", as)
+	// Against serve --contract, and against the embedded target, which
+	// serves the contract the profile names.
+	for name, target := range map[string][]string{"serve": {"--target", base}, "embedded": nil} {
+		t.Run(name, func(t *testing.T) {
+			out := t.TempDir()
+			code, stdout, stderr := runCmd(t, append([]string{"attack", "--profile", filepath.Join(dir, "keys.yaml"), "--out", out}, target...)...)
+			if code != exitOK {
+				t.Errorf("exit %d, want 0 (each key admitted 10 and refused 5):\n%s%s", code, stdout, stderr)
+			}
+			if strings.Contains(stdout+stderr, "S3CRET") {
+				t.Error("a key was printed")
+			}
+			scanForSecret(t, out, "S3CRET")
+			_, info := readArchive(t, onlyRun(t, out))
+			var as []string
+			for _, s := range info["streams"].([]any) {
+				as = append(as, fmt.Sprint(s.(map[string]any)["as"]))
+			}
+			if !slices.Equal(as, []string{"key-a", "key-b"}) {
+				t.Errorf("run.json's streams were sent as %q, want key-a and key-b", as)
+			}
+			if c, _ := info["contract"].(map[string]any); c["file"] != filepath.Join(dir, "api.yaml") || c["text"] == "" {
+				t.Errorf("run.json's contract %v, want the profile's, %s", c, filepath.Join(dir, "api.yaml"))
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/method"
@@ -42,8 +43,23 @@ func (o *attackOptions) prepare(stderr io.Writer) (plan attack.Plan, opts attack
 	case method.MCP:
 		mcpLimit = prof.Policy.Limit
 	}
-	if opts, err = o.runFlags.options("attack", stderr, embeddedTargetAt(o.withFaults(embeddedWith(plan.Window, restLimit, mcpLimit)), embeddedAddr(o.pool))); err != nil {
+	target := o.withFaults(embeddedWith(plan.Window, restLimit, mcpLimit))
+	file, contract := prof.ContractFile()
+	if contract != nil && o.runFlags.target == "" {
+		// The embedded target serves the contract the profile names.
+		if target.Rules, err = rulesOf(contract, os.LookupEnv); err != nil {
+			return plan, opts, usageErr(stderr, "attack", "%s: %v", file, err)
+		}
+	}
+	if opts, err = o.runFlags.options("attack", stderr, embeddedTargetAt(target, embeddedAddr(o.pool))); err != nil {
 		return plan, opts, usageErr(stderr, "attack", "%v", err)
+	}
+	if contract != nil {
+		text, err := contract.Marshal()
+		if err != nil {
+			return plan, opts, usageErr(stderr, "attack", "%s: %v", file, err)
+		}
+		opts.Contract = archive.NewContractInfo(file, text)
 	}
 	opts.Folder, opts.Seed, opts.StartAt, opts.Network, opts.Sources = prof.Name, o.seed, startAt, plan.Network, o.pool
 	if shard.Split() {

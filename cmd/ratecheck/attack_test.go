@@ -149,7 +149,7 @@ func TestAttackUsageErrors(t *testing.T) {
 		wantErr  string
 	}{
 		{[]string{"attack"}, exitUsage, "--profile is required"},
-		{[]string{"attack", "--profile", typo}, exitUsage, typo + `:5: a stream has no key "pacr" (did you mean "pacer"?); its keys are after, expect, name, pacer, requests, sources, start, surface`},
+		{[]string{"attack", "--profile", typo}, exitUsage, typo + `:5: a stream has no key "pacr" (did you mean "pacer"?); its keys are after, as, expect, name, pacer, requests, route, sources, start, surface`},
 		{[]string{"attack", "--profile", "nope.yaml"}, exitUsage, "open nope.yaml: no such file or directory"},
 		{[]string{"attack", "--profile", "../../profiles/errors.yaml", "--header", "Authorization: Bearer S3CRET"}, exitUsage, "--header Authorization carries a credential"},
 		{[]string{"attack", "--profile", "../../profiles/errors.yaml", "--header", "nocolon"}, exitUsage, "want 'Name: value'"},

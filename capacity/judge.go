@@ -158,10 +158,6 @@ type StepResult struct {
 //     suite runs: 300/s against a pool of 500/s failed with a scheduling
 //     delay of tens of milliseconds while its workers kept their 20 ms);
 //   - both upper bounds within the objective: pass;
-//   - the quantile's upper bound above the objective by no more than
-//     twice the host's delay: client (undecided only by what the host
-//     could add: a busy suite run's first step, 300/s against the pool of
-//     500/s, had a p99 of 98.5 ms over 900 answers with a 34 ms delay);
 //   - else undecided (latency when the quantile is undecided, else errors).
 //
 // judge sorts st's samples in place; st stays usable (Add, Merge, Judge).
@@ -212,10 +208,6 @@ func judge(st *Stats, offered float64, c criteria) StepResult {
 		r.Verdict, r.LimitedBy = StepClient, causeClient
 	case corr.HasHigh && corr.High <= slo.Max && r.ErrorRateHigh <= budget:
 		r.Verdict = StepPass
-	case host > 0 && corr.HasHigh && corr.High > slo.Max && corr.High <= slo.Max+host:
-		// Undecided only by what the host could add: more samples on
-		// this host cannot settle it.
-		r.Verdict, r.LimitedBy = StepClient, causeClient
 	case !corr.HasHigh || corr.High > slo.Max:
 		r.Verdict, r.LimitedBy = StepUndecided, CauseLatency
 	default:

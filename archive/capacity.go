@@ -122,11 +122,6 @@ type CapacitySegment struct {
 	// (capacity/runner's cutter); what was sent is judged. A failure
 	// proved only after the last hit went out cuts nothing and sets none.
 	CutMS clock.Millis `json:"cut_ms,omitempty"`
-	// HostDelayMS is the longest a goroutine of the generator waited to
-	// run while the segment was sent and answered (the host short of
-	// CPU), when it was measurable: the judge charges a latency failure
-	// within twice that to the host.
-	HostDelayMS clock.Millis `json:"host_delay_ms,omitempty"`
 }
 
 // warmup is the unjudged start of the schedule, to the nearest nanosecond.

@@ -115,10 +115,6 @@ type StepResult struct {
 	// LatenessP99MS is the p99 of how late requests went out after their
 	// intended send time.
 	LatenessP99MS clock.Millis `json:"lateness_p99_ms"`
-	// HostDelayMS is the longest the generator's host kept it from running
-	// during the step (a goroutine waiting for a CPU), when it measured
-	// one: answers may have been read that late.
-	HostDelayMS clock.Millis `json:"host_delay_ms,omitempty"`
 	// Verdict is StepPass, StepFail, StepUndecided, StepClient or StepLimits.
 	Verdict StepVerdict `json:"verdict"`
 	// LimitedBy is what failed the step, or left it undecided (none when
@@ -135,10 +131,8 @@ type StepResult struct {
 //     answers that failed (an instant 503 held up on a busy host) says
 //     nothing of how fast the API serves;
 //   - the quantile's lower bound, measured from the actual send, above
-//     the objective by more than twice the longest the host kept the
-//     generator from running (HostDelay), and by more than twice the
-//     step's lateness p99 when it did not go out on schedule: fail
-//     (latency) — the API failed
+//     the objective, by more than twice the step's lateness p99 when it
+//     did not go out on schedule: fail (latency) — the API failed
 //     whatever the generator did (a late generator's catch-up burst may
 //     have drawn 429s as well: the step's Refused still counts them). The
 //     margin is what a host that stalled the generator for L adds even to
@@ -151,12 +145,7 @@ type StepResult struct {
 //   - achieved rate below MinAchieved of offered, or lateness p99 above
 //     MaxLateness: client;
 //   - the quantile's lower bound from the intended time above the
-//     objective by more than twice the host's delay: fail (latency);
-//   - either lower bound above the objective by less: client — a host
-//     that kept the generator from running for D may have read answers
-//     D late, and, where the target shares it, served them D late (busy
-//     suite runs: 300/s against a pool of 500/s failed with a scheduling
-//     delay of tens of milliseconds while its workers kept their 20 ms);
+//     objective: fail (latency);
 //   - both upper bounds within the objective: pass;
 //   - else undecided (latency when the quantile is undecided, else errors).
 //
@@ -182,15 +171,12 @@ func judge(st *Stats, offered float64, c criteria) StepResult {
 	r.ErrorRate = float64(r.Errors) / float64(r.Requests)
 	r.ErrorRateLow, r.ErrorRateHigh = clopperPearson(r.Errors, r.Requests, c.Confidence)
 
-	r.HostDelayMS = clock.Ms(st.hostDelay)
-
 	budget := c.Objective.ErrorBudget
 	beyond := func(ci quantileCI, margin time.Duration) bool { return ci.HasLow && ci.Low > slo.Max+margin }
 	onSchedule := r.AchievedRPS >= c.MinAchieved*offered && (c.MaxLateness < 0 || lateness <= c.MaxLateness)
-	host := 2 * st.hostDelay
-	margin := host
+	margin := time.Duration(0)
 	if !onSchedule {
-		margin = max(margin, 2*lateness)
+		margin = 2 * lateness
 	}
 	switch {
 	case r.Refused == 0 && r.ErrorRateLow > budget:
@@ -201,11 +187,8 @@ func judge(st *Stats, offered float64, c criteria) StepResult {
 		r.Verdict, r.LimitedBy = StepLimits, causeLimits
 	case !onSchedule:
 		r.Verdict, r.LimitedBy = StepClient, causeClient
-	case beyond(corr, host):
+	case beyond(corr, 0):
 		r.Verdict, r.LimitedBy = StepFail, CauseLatency
-	case beyond(unc, 0) || beyond(corr, 0):
-		// Beyond the objective by no more than the host could add.
-		r.Verdict, r.LimitedBy = StepClient, causeClient
 	case corr.HasHigh && corr.High <= slo.Max && r.ErrorRateHigh <= budget:
 		r.Verdict = StepPass
 	case !corr.HasHigh || corr.High > slo.Max:

@@ -38,7 +38,6 @@ type Stats struct {
 	lastSent    time.Time
 	firstDone   time.Time
 	lastDone    time.Time
-	hostDelay   time.Duration // the longest the generator's host kept it from running (HostDelay)
 }
 
 // NewStats returns an empty Stats.
@@ -77,19 +76,9 @@ func (s *Stats) widen(firstSent, lastSent, firstDone, lastDone time.Time) {
 	}
 }
 
-// HostDelay records that the host kept the generator from running for up
-// to d while the samples were taken (the longest a goroutine of the
-// process waited to run: it may have read an answer that late). judge
-// charges a latency failure within twice that to the host, not the API.
-func (s *Stats) HostDelay(d time.Duration) { s.hostDelay = max(s.hostDelay, d) }
-
 // Merge adds every sample of o to s: the shards of one step, judged as one.
 func (s *Stats) Merge(o *Stats) {
-	if o == nil {
-		return
-	}
-	s.hostDelay = max(s.hostDelay, o.hostDelay)
-	if o.Len() == 0 {
+	if o == nil || o.Len() == 0 {
 		return
 	}
 	s.corrected = append(s.corrected, o.corrected...)
@@ -149,7 +138,6 @@ type statsJSON struct {
 	LastSent       time.Time       `json:"last_sent"`
 	FirstDone      time.Time       `json:"first_done"`
 	LastDone       time.Time       `json:"last_done"`
-	HostDelay      time.Duration   `json:"host_delay_ns,omitempty"`
 }
 
 // MarshalJSON writes every sample and sum of s, so that the shards of a
@@ -159,7 +147,7 @@ type statsJSON struct {
 func (s *Stats) MarshalJSON() ([]byte, error) {
 	return json.Marshal(statsJSON{Corrected: s.corrected, Uncorrected: s.uncorrected, Lateness: s.lateness,
 		SumUncorrected: s.sumUncorr, Failed: s.failed, Refused: s.refused,
-		FirstSent: s.firstSent, LastSent: s.lastSent, FirstDone: s.firstDone, LastDone: s.lastDone, HostDelay: s.hostDelay})
+		FirstSent: s.firstSent, LastSent: s.lastSent, FirstDone: s.firstDone, LastDone: s.lastDone})
 }
 
 // UnmarshalJSON reads what [Stats.MarshalJSON] wrote into s, replacing
@@ -177,6 +165,6 @@ func (s *Stats) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("stats: %d failed and %d refused of %d: want 0 <= refused <= failed <= samples", j.Failed, j.Refused, n)
 	}
 	*s = Stats{corrected: j.Corrected, uncorrected: j.Uncorrected, lateness: j.Lateness, sumUncorr: j.SumUncorrected,
-		failed: j.Failed, refused: j.Refused, firstSent: j.FirstSent, lastSent: j.LastSent, firstDone: j.FirstDone, lastDone: j.LastDone, hostDelay: j.HostDelay}
+		failed: j.Failed, refused: j.Refused, firstSent: j.FirstSent, lastSent: j.LastSent, firstDone: j.FirstDone, lastDone: j.LastDone}
 	return nil
 }

@@ -157,7 +157,6 @@ func readStats(path string, ci *archive.CapacityInfo) ([]*capacity.Stats, error)
 		bySeg[g.Stream] = i
 		srcIdx[i] = sourceIndex(&g)
 		stats[i] = capacity.NewStats()
-		stats[i].HostDelay(g.HostDelayMS.Duration())
 	}
 	dec := vegeta.NewDecoder(bufio.NewReaderSize(f, 1<<16))
 	for {

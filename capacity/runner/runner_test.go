@@ -181,8 +181,8 @@ func searchPool(t *testing.T, pool refserver.Pool) (*serviceMeter, Config, *Job,
 	job, run := search(t, url, c)
 	worst := stall.Stop(began)
 	for _, s := range job.Result().Steps {
-		t.Logf("%-9s %7.1f/s  achieved %7.1f  p99 %6.1fms (uncorrected %6.1fms)  late p99 %5.1fms  host delay %5.1fms  n=%d  %s %s",
-			s.Phase, s.OfferedRPS, s.AchievedRPS, s.QuantileMS, s.UncorrectedQuantileMS, s.LatenessP99MS, s.HostDelayMS, s.Requests, s.Verdict, s.LimitedBy)
+		t.Logf("%-9s %7.1f/s  achieved %7.1f  p99 %6.1fms (uncorrected %6.1fms)  late p99 %5.1fms  n=%d  %s %s",
+			s.Phase, s.OfferedRPS, s.AchievedRPS, s.QuantileMS, s.UncorrectedQuantileMS, s.LatenessP99MS, s.Requests, s.Verdict, s.LimitedBy)
 	}
 	return meter, c, job, run, worst
 }
@@ -213,8 +213,8 @@ func TestKneeOfPool(t *testing.T) {
 		t.Errorf("knee %.1f/s above %.1f/s, which no host can reach (nominal capacity 500/s)", *res.KneeRPS, high)
 	}
 	if res.Verdict == capacity.VerdictClient {
-		if last := res.Steps[len(res.Steps)-1]; last.AchievedRPS >= 0.95*last.OfferedRPS && last.LatenessP99MS <= 10 && last.HostDelayMS == 0 {
-			t.Errorf("verdict client but the last step went out on schedule and no host delay was measured: %+v", last)
+		if last := res.Steps[len(res.Steps)-1]; last.AchievedRPS >= 0.95*last.OfferedRPS && last.LatenessP99MS <= 10 {
+			t.Errorf("verdict client but the last step went out on schedule: %+v", last)
 		}
 	}
 	hostBound := worst > time.Duration((SLO-S)/2*float64(time.Second)) || res.LimitedBy == "client"
@@ -261,7 +261,8 @@ func TestKneeOfPool(t *testing.T) {
 // worker (a generator that waits for each answer, as closed-loop tools
 // do), at 150/s, 6.7 ms a request, which a busy host's worker keeps up
 // with (at 250/s, 4 ms a request, a worker beside the suite and two CPU
-// hogs fell 270 ms behind and the step failed before the freeze came): during the freeze nothing goes out, so the latency from the actual
+// hogs fell 270 ms behind and the step failed before the freeze came):
+// during the freeze nothing goes out, so the latency from the actual
 // send sees the freeze in one request, and hides it, while the latency
 // from the intended send time charges it to every request due in it.
 func TestFreezeShowsInIntendedTime(t *testing.T) {

@@ -2,6 +2,7 @@ package attack
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -149,4 +150,19 @@ func hasHeader(h map[string]string, key string) bool {
 		}
 	}
 	return false
+}
+
+// NextRequest is the next request tr makes, bound to ctx: for a caller
+// that sends one request at a time through its own client rather than
+// through an attacker.
+func NextRequest(ctx context.Context, tr vegeta.Targeter) (*http.Request, error) {
+	var tgt vegeta.Target
+	if err := tr(&tgt); err != nil {
+		return nil, err
+	}
+	req, err := tgt.Request()
+	if err != nil {
+		return nil, err
+	}
+	return req.WithContext(ctx), nil
 }

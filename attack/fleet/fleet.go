@@ -251,15 +251,7 @@ func (f Fleet) rows(ctx context.Context, target string, emit func(archive.Result
 		}
 		c := f.clientFrom(target, f.RowSource, f.Clients+j, row.Surface, row.Name, emit)
 		c.Do(ctx, row.Name, func(ctx context.Context, _ uint64) (*http.Request, error) {
-			var tgt vegeta.Target
-			if err := tr(&tgt); err != nil {
-				return nil, err
-			}
-			req, err := tgt.Request()
-			if err != nil {
-				return nil, err
-			}
-			return req.WithContext(ctx), nil
+			return attack.NextRequest(ctx, tr)
 		})
 	}
 	return nil

@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	vegeta "github.com/tsenart/vegeta/v12/lib"
-
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
@@ -255,13 +253,5 @@ func discoverRequest(ctx context.Context, base *url.URL, r scenario.Route, creds
 	if err != nil {
 		return nil, err
 	}
-	var tgt vegeta.Target
-	if err := tr(&tgt); err != nil {
-		return nil, err
-	}
-	req, err := tgt.Request()
-	if err != nil {
-		return nil, err
-	}
-	return req.WithContext(ctx), nil
+	return attack.NextRequest(ctx, tr)
 }

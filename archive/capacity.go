@@ -122,6 +122,11 @@ type CapacitySegment struct {
 	// (capacity/runner's cutter); what was sent is judged. A failure
 	// proved only after the last hit went out cuts nothing and sets none.
 	CutMS clock.Millis `json:"cut_ms,omitempty"`
+	// HostWaits counts how long goroutines of the generator waited to run
+	// while the segment was sent and answered (a host short of CPU), the
+	// waits of 1 ms or more, longest first: the judge charges a latency
+	// failure the host's waits can account for to the host.
+	HostWaits []capacity.HostWait `json:"host_waits,omitempty"`
 }
 
 // warmup is the unjudged start of the schedule, to the nearest nanosecond.

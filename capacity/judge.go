@@ -1,9 +1,11 @@
 package capacity
 
 import (
-	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"slices"
+	"sort"
 	"time"
+
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 )
 
 // StepVerdict is what a step showed (a string in the JSON).
@@ -115,6 +117,13 @@ type StepResult struct {
 	// LatenessP99MS is the p99 of how late requests went out after their
 	// intended send time.
 	LatenessP99MS clock.Millis `json:"lateness_p99_ms"`
+	// HostDelayMS is how long the host can have delayed the answers that
+	// missed the objective: the longest wait to run that goroutines of the
+	// generator had at least as often as answers (from their intended
+	// time) missed it, or at least once when none did (0: none of 1 ms or
+	// more measured). Answers may have been read, and a target sharing the
+	// host served, that late.
+	HostDelayMS clock.Millis `json:"host_delay_ms,omitempty"`
 	// Verdict is StepPass, StepFail, StepUndecided, StepClient or StepLimits.
 	Verdict StepVerdict `json:"verdict"`
 	// LimitedBy is what failed the step, or left it undecided (none when
@@ -131,8 +140,10 @@ type StepResult struct {
 //     answers that failed (an instant 503 held up on a busy host) says
 //     nothing of how fast the API serves;
 //   - the quantile's lower bound, measured from the actual send, above
-//     the objective, by more than twice the step's lateness p99 when it
-//     did not go out on schedule: fail (latency) — the API failed
+//     the objective by more than twice the delay the host can have added
+//     to as many answers as missed it (HostDelayMS), and by more than twice the
+//     step's lateness p99 when it did not go out on schedule: fail
+//     (latency) — the API failed
 //     whatever the generator did (a late generator's catch-up burst may
 //     have drawn 429s as well: the step's Refused still counts them). The
 //     margin is what a host that stalled the generator for L adds even to
@@ -145,7 +156,12 @@ type StepResult struct {
 //   - achieved rate below MinAchieved of offered, or lateness p99 above
 //     MaxLateness: client;
 //   - the quantile's lower bound from the intended time above the
-//     objective: fail (latency);
+//     objective by more than twice the host's delay: fail (latency);
+//   - either lower bound above the objective by less: client — a host
+//     that kept the generator from running for D may have read answers
+//     D late, and, where the target shares it, served them D late (busy
+//     suite runs: 300/s against a pool of 500/s failed with a scheduling
+//     delay of tens of milliseconds while its workers kept their 20 ms);
 //   - both upper bounds within the objective: pass;
 //   - else undecided (latency when the quantile is undecided, else errors).
 //
@@ -171,12 +187,17 @@ func judge(st *Stats, offered float64, c criteria) StepResult {
 	r.ErrorRate = float64(r.Errors) / float64(r.Requests)
 	r.ErrorRateLow, r.ErrorRateHigh = clopperPearson(r.Errors, r.Requests, c.Confidence)
 
+	missed := len(st.corrected) - sort.Search(len(st.corrected), func(i int) bool { return st.corrected[i] > slo.Max })
+	hostDelay := st.hostDelay(missed)
+	r.HostDelayMS = clock.Ms(hostDelay)
+
 	budget := c.Objective.ErrorBudget
 	beyond := func(ci quantileCI, margin time.Duration) bool { return ci.HasLow && ci.Low > slo.Max+margin }
 	onSchedule := r.AchievedRPS >= c.MinAchieved*offered && (c.MaxLateness < 0 || lateness <= c.MaxLateness)
-	margin := time.Duration(0)
+	host := 2 * hostDelay
+	margin := host
 	if !onSchedule {
-		margin = 2 * lateness
+		margin = max(margin, 2*lateness)
 	}
 	switch {
 	case r.Refused == 0 && r.ErrorRateLow > budget:
@@ -187,8 +208,11 @@ func judge(st *Stats, offered float64, c criteria) StepResult {
 		r.Verdict, r.LimitedBy = StepLimits, causeLimits
 	case !onSchedule:
 		r.Verdict, r.LimitedBy = StepClient, causeClient
-	case beyond(corr, 0):
+	case beyond(corr, host):
 		r.Verdict, r.LimitedBy = StepFail, CauseLatency
+	case beyond(unc, 0) || beyond(corr, 0):
+		// Beyond the objective by no more than the host could add.
+		r.Verdict, r.LimitedBy = StepClient, causeClient
 	case corr.HasHigh && corr.High <= slo.Max && r.ErrorRateHigh <= budget:
 		r.Verdict = StepPass
 	case !corr.HasHigh || corr.High > slo.Max:

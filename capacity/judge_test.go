@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -44,6 +45,8 @@ func TestJudge(t *testing.T) {
 		d       time.Duration
 		req     request
 		crit    func(criteria) criteria
+		waits   []HostWait   // how long the generator's goroutines waited to run
+		hostMS  clock.Millis // the delay the host can have added to the answers that missed
 		verdict StepVerdict
 		cause   Cause
 	}{
@@ -94,6 +97,22 @@ func TestJudge(t *testing.T) {
 		}, verdict: StepUndecided, cause: CauseErrors},
 		{name: "too few requests for a p99 bound", rate: 10, d: 5 * time.Second, req: fixed(10 * time.Millisecond), verdict: StepUndecided, cause: CauseLatency},
 		{name: "nothing sent", rate: 200, d: 0, req: fixed(0), verdict: StepClient, cause: causeClient},
+		// 200/s for 5 s: 1000 answers; at 160 ms every one misses the
+		// objective, so the host explains them only with 1000 waits (125
+		// recorded, one in eight) of at least the delay it is charged.
+		{name: "on schedule, answers 160 ms, goroutines waited 40 ms as often as answers missed: client", rate: 200, d: 5 * time.Second,
+			req: fixed(160 * time.Millisecond), waits: []HostWait{{AtLeastMS: 40, Count: 125}}, hostMS: 40, verdict: StepClient, cause: causeClient},
+		{name: "on schedule, answers 200 ms, goroutines waited 40 ms as often: the API's failure", rate: 200, d: 5 * time.Second,
+			req: fixed(200 * time.Millisecond), waits: []HostWait{{AtLeastMS: 40, Count: 125}}, hostMS: 40, verdict: StepFail, cause: CauseLatency},
+		{name: "answers 160 ms, one goroutine waited 300 ms and a hundred 5 ms: too few to explain 1000 answers, the API's failure", rate: 200, d: 5 * time.Second,
+			req: fixed(160 * time.Millisecond), waits: []HostWait{{AtLeastMS: 300, Count: 1}, {AtLeastMS: 5, Count: 100}}, hostMS: 0, verdict: StepFail, cause: CauseLatency},
+		{name: "answers 160 ms, waits of 300 ms and 40 ms that together explain 1000 answers: client at 40 ms", rate: 200, d: 5 * time.Second,
+			req: fixed(160 * time.Millisecond), waits: []HostWait{{AtLeastMS: 300, Count: 1}, {AtLeastMS: 40, Count: 124}}, hostMS: 40, verdict: StepClient, cause: causeClient},
+		{name: "fast API, one goroutine waited 40 ms: a pass, the delay reported", rate: 200, d: 5 * time.Second,
+			req: fixed(20 * time.Millisecond), waits: []HostWait{{AtLeastMS: 40, Count: 1}}, hostMS: 40, verdict: StepPass},
+		{name: "80 ms late, answers 300 ms, waits of 120 ms beyond twice the lateness: client", rate: 200, d: 5 * time.Second, req: func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
+			return 80 * time.Millisecond, 300 * time.Millisecond, false, false
+		}, waits: []HostWait{{AtLeastMS: 120, Count: 125}}, hostMS: 120, verdict: StepClient, cause: causeClient},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -101,8 +120,10 @@ func TestJudge(t *testing.T) {
 			if tc.crit != nil {
 				c = tc.crit(c)
 			}
-			r := judge(synth(tc.rate, tc.d, tc.req), tc.rate, c)
-			if r.Verdict != tc.verdict || r.LimitedBy != tc.cause {
+			st := synth(tc.rate, tc.d, tc.req)
+			st.HostWaits(tc.waits)
+			r := judge(st, tc.rate, c)
+			if r.Verdict != tc.verdict || r.LimitedBy != tc.cause || r.HostDelayMS != tc.hostMS {
 				t.Errorf("verdict %s (%q), want %s (%q)\n%+v", r.Verdict, r.LimitedBy, tc.verdict, tc.cause, r)
 			}
 		})

@@ -90,7 +90,7 @@ func TestSchemaNamesEveryField(t *testing.T) {
 		value any
 	}{
 		{"result", s.Properties, Result{}},
-		{"step", s.Defs["step"].Properties, StepResult{Phase: phaseRamp}},
+		{"step", s.Defs["step"].Properties, StepResult{Phase: phaseRamp, HostDelayMS: 1}},
 		{"usl", s.Defs["usl"].Properties, USL{PeakConcurrency: &one}},
 	} {
 		b, _ := json.Marshal(tc.value)

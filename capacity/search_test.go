@@ -277,6 +277,67 @@ func TestSearchLengthensUndecidedSteps(t *testing.T) {
 	}
 }
 
+// TestSearchHostUndecided: a step undecided on latency is lengthened
+// first, host delay or not (more samples may settle it); undecided at its
+// longest only by what the host's delay could add, it is the generator's
+// (client), and undecided by more it stays undecided.
+func TestSearchHostUndecided(t *testing.T) {
+	t.Parallel()
+	// 1 % at 95 ms and 1 % at 150 ms: the p99 lies between them however
+	// many samples, its bounds 95 ms and 150 ms.
+	atObjective := func(i int, _ time.Time) (time.Duration, time.Duration, bool, bool) {
+		switch i % 100 {
+		case 0:
+			return 0, 150 * time.Millisecond, false, false
+		case 1:
+			return 0, 95 * time.Millisecond, false, false
+		}
+		return 0, 10 * time.Millisecond, false, false
+	}
+	for _, tc := range []struct {
+		name  string
+		waits []HostWait // per part; the two parts' 2000 answers have 20 that miss the objective
+		want  StepVerdict
+	}{
+		{"no host delay", nil, StepUndecided},
+		{"20 ms waits as often as answers missed: the upper bound 150 ms is beyond twice it", []HostWait{{AtLeastMS: 20, Count: 2}}, StepUndecided},
+		{"30 ms waits as often as answers missed: the upper bound is within twice it", []HostWait{{AtLeastMS: 30, Count: 2}}, StepClient},
+		{"one 30 ms wait a part: too few to have delayed the 20 answers that missed", []HostWait{{AtLeastMS: 30, Count: 1}}, StepUndecided},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			o := Options{Objective: p99(t, "100ms"), StartRate: 200, MaxRate: 200, Step: 5 * time.Second, MaxStep: 10 * time.Second}
+			s, err := NewSearch(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := NewStats()
+			var r StepResult
+			for parts := 1; ; parts++ {
+				step, ok := s.Next()
+				if !ok {
+					t.Fatal("the search ended before the step was judged")
+				}
+				part := synth(200, step.Duration, atObjective)
+				part.HostWaits(tc.waits)
+				st.Merge(part)
+				if r, err = s.Record(st); err != nil {
+					t.Fatal(err)
+				}
+				if next, ok := s.Next(); !ok || !next.Continue {
+					if parts != 2 {
+						t.Errorf("judged after %d parts, want 2 (lengthened once to MaxStep)", parts)
+					}
+					break
+				}
+			}
+			if r.Verdict != tc.want {
+				t.Errorf("verdict %s (%s), want %s: %+v", r.Verdict, r.LimitedBy, tc.want, r)
+			}
+		})
+	}
+}
+
 func TestSearchRecordWithoutStep(t *testing.T) {
 	t.Parallel()
 	s, err := NewSearch(Options{Objective: p99(t, "100ms"), StartRate: 10, MaxRate: 10})

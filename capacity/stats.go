@@ -3,7 +3,11 @@ package capacity
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
+
+	"github.com/connectbyjbrh/ratecheck/internal/clock"
 )
 
 // Sample is one request of a step, as the generator saw it.
@@ -38,6 +42,7 @@ type Stats struct {
 	lastSent    time.Time
 	firstDone   time.Time
 	lastDone    time.Time
+	waits       map[clock.Millis]uint64 // the generator's goroutines' waits to run, by at-least edge (HostWaits)
 }
 
 // NewStats returns an empty Stats.
@@ -76,9 +81,71 @@ func (s *Stats) widen(firstSent, lastSent, firstDone, lastDone time.Time) {
 	}
 }
 
+// HostWait counts the goroutines of the generator that waited, runnable,
+// at least AtLeastMS before they ran while a step was sent and answered:
+// a host short of CPU (or a generator short of it) reads answers that
+// late, and where the target shares the host, serves them that late.
+type HostWait struct {
+	// AtLeastMS is the wait's lower edge.
+	AtLeastMS clock.Millis `json:"at_least_ms"`
+	// Count is how many waits of at least AtLeastMS (and less than the
+	// next edge a HostWait of the same measurement names) the runtime
+	// recorded.
+	Count uint64 `json:"count"`
+}
+
+// waitSampling is how many of a goroutine's waits each recorded one
+// stands for: the Go runtime records the wait of one transition in eight
+// of every goroutine (its gTrackingPeriod).
+const waitSampling = 8
+
+// HostWaits adds the waits the host imposed on the generator while the
+// samples were taken (capacity/runner measures them per segment).
+func (s *Stats) HostWaits(w []HostWait) {
+	for _, x := range w {
+		if x.Count == 0 {
+			continue
+		}
+		if s.waits == nil {
+			s.waits = map[clock.Millis]uint64{}
+		}
+		s.waits[x.AtLeastMS] += x.Count
+	}
+}
+
+// hostWaits lists s's waits, longest first.
+func (s *Stats) hostWaits() []HostWait {
+	var w []HostWait
+	for _, at := range slices.Sorted(maps.Keys(s.waits)) {
+		w = append(w, HostWait{AtLeastMS: at, Count: s.waits[at]})
+	}
+	slices.Reverse(w)
+	return w
+}
+
+// hostDelay is the longest wait d such that the generator's goroutines
+// waited d or more at least m times (each recorded wait standing for
+// waitSampling): the delay a host can have added to m answers. One
+// goroutine's long wait among thousands explains one late answer, not
+// the hundreds of a step that failed.
+func (s *Stats) hostDelay(m int) time.Duration {
+	var n uint64
+	for _, w := range s.hostWaits() {
+		n += w.Count * waitSampling
+		if n >= uint64(max(m, 1)) {
+			return w.AtLeastMS.Duration()
+		}
+	}
+	return 0
+}
+
 // Merge adds every sample of o to s: the shards of one step, judged as one.
 func (s *Stats) Merge(o *Stats) {
-	if o == nil || o.Len() == 0 {
+	if o == nil {
+		return
+	}
+	s.HostWaits(o.hostWaits())
+	if o.Len() == 0 {
 		return
 	}
 	s.corrected = append(s.corrected, o.corrected...)
@@ -138,6 +205,7 @@ type statsJSON struct {
 	LastSent       time.Time       `json:"last_sent"`
 	FirstDone      time.Time       `json:"first_done"`
 	LastDone       time.Time       `json:"last_done"`
+	HostWaits      []HostWait      `json:"host_waits,omitempty"`
 }
 
 // MarshalJSON writes every sample and sum of s, so that the shards of a
@@ -147,7 +215,7 @@ type statsJSON struct {
 func (s *Stats) MarshalJSON() ([]byte, error) {
 	return json.Marshal(statsJSON{Corrected: s.corrected, Uncorrected: s.uncorrected, Lateness: s.lateness,
 		SumUncorrected: s.sumUncorr, Failed: s.failed, Refused: s.refused,
-		FirstSent: s.firstSent, LastSent: s.lastSent, FirstDone: s.firstDone, LastDone: s.lastDone})
+		FirstSent: s.firstSent, LastSent: s.lastSent, FirstDone: s.firstDone, LastDone: s.lastDone, HostWaits: s.hostWaits()})
 }
 
 // UnmarshalJSON reads what [Stats.MarshalJSON] wrote into s, replacing
@@ -166,5 +234,6 @@ func (s *Stats) UnmarshalJSON(b []byte) error {
 	}
 	*s = Stats{corrected: j.Corrected, uncorrected: j.Uncorrected, lateness: j.Lateness, sumUncorr: j.SumUncorrected,
 		failed: j.Failed, refused: j.Refused, firstSent: j.FirstSent, lastSent: j.LastSent, firstDone: j.FirstDone, lastDone: j.LastDone}
+	s.HostWaits(j.HostWaits)
 	return nil
 }

@@ -157,6 +157,7 @@ func readStats(path string, ci *archive.CapacityInfo) ([]*capacity.Stats, error)
 		bySeg[g.Stream] = i
 		srcIdx[i] = sourceIndex(&g)
 		stats[i] = capacity.NewStats()
+		stats[i].HostWaits(g.HostWaits)
 	}
 	dec := vegeta.NewDecoder(bufio.NewReaderSize(f, 1<<16))
 	for {

@@ -273,7 +273,10 @@ type judged struct {
 // Neither (nil, nil) when ctx ended.
 func (j *Job) runSegment(ctx context.Context, s *senders, seg *archive.CapacitySegment, start time.Time, sink func(archive.Result) error) (*judged, error) {
 	own := capacity.NewStats()
+	host := newHostMeter()
 	released, err := s.send(ctx, seg, own, sink, start)
+	seg.HostWaits = host.Stop()
+	own.HostWaits(seg.HostWaits)
 	j.released = append(j.released, released)
 	if err != nil || ctx.Err() != nil {
 		return nil, err

@@ -280,6 +280,22 @@ func TestCapacityModelOfPool(t *testing.T) {
 	var out bytes.Buffer
 	report.CapacityTable(&out, res)
 	t.Logf("took %v, real capacity %.1f/s (mean service %v):\n%s", time.Since(began).Round(time.Millisecond), muReal, meanService(), out.String())
+	// A generator the host kept from its schedule is said so by the
+	// search (verdict client), with the step that missed it: no knee, no
+	// model to hold, whatever the pool served (a host that slowed the
+	// pool's workers slows the generator too: a quiet suite run's pool
+	// served 91/s, its sleeps twice their length, while the generator sent
+	// 63 of its 120/s). The verdict must rest on that step's own lateness,
+	// or on how long the host kept the generator from running.
+	if res.Verdict == capacity.VerdictClient {
+		last := res.Steps[len(res.Steps)-1]
+		onSchedule := last.LatenessP99MS <= 40 && last.AchievedRPS >= 0.95*last.OfferedRPS
+		if onSchedule && (last.HostDelayMS == 0 || last.QuantileLowMS != nil && *last.QuantileLowMS > 250+2*last.HostDelayMS) {
+			t.Errorf("verdict client but the last step went out on schedule (lateness p99 %.1fms, %.1f of %.1f/s) and missed the objective by more than the host's delay of %.1fms could add: %+v", float64(last.LatenessP99MS), last.AchievedRPS, last.OfferedRPS, float64(last.HostDelayMS), last)
+		}
+		t.Logf("the generator fell behind its schedule (lateness p99 %.1fms at step %d): the host bounds the search", float64(last.LatenessP99MS), len(res.Steps)-1)
+		return
+	}
 	// Where the pool really served less than the search's first rate, or
 	// within the band of it (its workers slowed by the host, or by the
 	// race detector), the first step may be past the knee already: then
@@ -289,17 +305,6 @@ func TestCapacityModelOfPool(t *testing.T) {
 		if res.Verdict != capacity.VerdictNotFound || res.LimitedBy != capacity.CauseLatency || res.KneeRPS != nil {
 			t.Errorf("the pool served %.1f/s, under the first step's 120/s: verdict %s limited by %s, want not-found, latency", muReal, res.Verdict, res.LimitedBy)
 		}
-		return
-	}
-	// A generator the host kept from its schedule is said so by the
-	// search (verdict client), with the step that missed it: no knee, no
-	// model to hold. The verdict must rest on that step's own lateness.
-	if res.Verdict == capacity.VerdictClient {
-		last := res.Steps[len(res.Steps)-1]
-		if last.LatenessP99MS <= 40 && last.AchievedRPS >= 0.95*last.OfferedRPS {
-			t.Errorf("verdict client but the last step went out on schedule (lateness p99 %.1fms, %.1f of %.1f/s): %+v", float64(last.LatenessP99MS), last.AchievedRPS, last.OfferedRPS, last)
-		}
-		t.Logf("the generator fell behind its schedule (lateness p99 %.1fms at step %d): the host bounds the search", float64(last.LatenessP99MS), len(res.Steps)-1)
 		return
 	}
 	behind, held := 0, ""

@@ -330,8 +330,8 @@ func scanForSecret(t *testing.T, dir, secret string) {
 // run.json records it. Every request that reached the target is archived,
 // and every other one archived went unanswered.
 //
-// One of quietTests (its modes run in parallel with each other): on a
-// host busy with the other tests, a stalled request can time out before
+// Its modes run in parallel with each other and the package's tests: on
+// a host busy with the other tests, a stalled request can time out before
 // the target's handler counts it, and more are archived than it received
 // (each unanswered, which the test allows).
 func TestAttackAbortsOnFailingTarget(t *testing.T) {

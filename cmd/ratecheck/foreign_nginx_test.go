@@ -103,8 +103,8 @@ func TestVerifyAgainstNginxBurstDelay(t *testing.T) {
 // suites, 3 of 5 on a quiet host; decided in the 8 suites before the test
 // held it);
 // rejected-count never says refusals do not count (each replica counts
-// them). One of quietTests: on a host loaded by the package's other
-// tests, the fit once named one sliding-window counter, decided (before
+// them). On a host loaded by the package's other tests, the fit once
+// named one sliding-window counter, decided (before
 // candidates were compared order by order). Judged once.
 func TestVerifyAgainstNginxRoundRobin(t *testing.T) {
 	t.Parallel()

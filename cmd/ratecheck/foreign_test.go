@@ -120,8 +120,8 @@ func TestVerifyAgainstNginx(t *testing.T) {
 // stderr says the API is not there, and not also that the target failed.
 // Skipped where python3 is absent.
 //
-// Not parallel, nor one of quietTests: on a machine busy with other tests
-// (beside the burst-delay nginx test in TestQuiet, once), the server's
+// Not parallel: on a machine busy with other tests (beside the
+// burst-delay nginx test, once), the server's
 // slow answers timed out as transport errors, and the run ended as a
 // failing target (exit 3) rather than one without the API. Judged once.
 func TestVerifyAgainstAStaticFileServer(t *testing.T) {

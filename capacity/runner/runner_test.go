@@ -19,6 +19,7 @@ import (
 	"github.com/connectbyjbrh/ratecheck/capacity"
 	"github.com/connectbyjbrh/ratecheck/internal/clock"
 	"github.com/connectbyjbrh/ratecheck/internal/hostsim"
+	"github.com/connectbyjbrh/ratecheck/internal/keep"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/refserver"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -130,7 +131,7 @@ func search(t *testing.T, url string, cfg Config) (*Job, *attack.Run) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := attack.Execute(context.Background(), job, attack.Options{Command: "capacity", Target: url, Out: t.TempDir(), Folder: "capacity"})
+	run, err := attack.Execute(context.Background(), job, attack.Options{Command: "capacity", Target: url, Out: keep.Dir(t), Folder: "capacity"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/connectbyjbrh/ratecheck/internal/keep"
 	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
@@ -93,7 +94,7 @@ type verdictJSON struct {
 // runtime among their goroutines.
 func runVerifyJSON(t *testing.T, window time.Duration, args ...string) (int, verdictJSON, string) {
 	t.Helper()
-	out := t.TempDir()
+	out := keep.Dir(t)
 	code, stdout, stderr := runProcess(t, append([]string{"verify", "--json", "--out", out, "--window", window.String()}, args...)...)
 	var v verdictJSON
 	dec := json.NewDecoder(strings.NewReader(stdout))

@@ -37,6 +37,10 @@ type Config struct {
 	Checks []string
 	// Target and Run are reported as given.
 	Target, Run string
+	// Refusals are how the refusals of a contract's limits look, by limit
+	// name (the surfaces verify --contract names after them); the input is
+	// to be read with the same (ReadFor). nil: the documented API's.
+	Refusals map[string]Refusal
 	// Surfaces, when set, are the surfaces the run was meant to exercise:
 	// one of them without a request is inconclusive, not left out.
 	Surfaces []string
@@ -208,8 +212,10 @@ func AnalyzeSource(src decode.Source, cfg Config) (*Report, error) {
 	// every record and take theirs (and, for the independence check, the
 	// other surface's from their primary's source).
 	tab := src.Tables()
-	rest, mcp := newSurfaceRun(method.REST, cfg, tab), newSurfaceRun(method.MCP, cfg, tab)
-	workers := []*surfaceRun{rest, mcp}
+	var workers []*surfaceRun
+	for _, name := range surfacesOf(meta, cfg) {
+		workers = append(workers, newSurfaceRun(name, cfg, tab))
+	}
 	err := fanOut(src.Each, workers, func(s *surfaceRun, r *decode.Record, seq int) {
 		if g := s.groupOf(r, true); g != nil {
 			s.count(g, r, seq)
@@ -218,17 +224,18 @@ func AnalyzeSource(src decode.Source, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(rest.groups) == 0 && len(mcp.groups) == 0 {
+	if !slices.ContainsFunc(workers, func(s *surfaceRun) bool { return len(s.groups) > 0 }) {
 		return nil, foreignInput(meta)
 	}
-	rest.choosePrimary(mcp)
-	mcp.choosePrimary(rest)
+	for _, s := range workers {
+		s.choosePrimary(workers)
+	}
 	err = fanOut(src.InOrder, workers, func(s *surfaceRun, r *decode.Record, _ int) {
 		switch g := s.groupOf(r, false); {
 		case g == nil:
 		case g.surface == s:
 			g.add(r)
-		case g == s.other:
+		default: // another surface's, from the primary's source
 			s.addOther(r)
 		}
 	})
@@ -251,7 +258,11 @@ func AnalyzeSource(src decode.Source, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t0 := min(rest.t0, mcp.t0); t0 != 1<<63-1 {
+	t0 := int64(1<<63 - 1)
+	for _, s := range workers {
+		t0 = min(t0, s.t0)
+	}
+	if t0 != 1<<63-1 {
 		rep.Start = time.Unix(0, t0)
 	}
 	for _, s := range workers {
@@ -264,6 +275,28 @@ func AnalyzeSource(src decode.Source, cfg Config) (*Report, error) {
 		rep.Verdict.Verdict = Worse(rep.Verdict.Verdict, sv.Verdict)
 	}
 	return rep, nil
+}
+
+// surfacesOf are the surfaces a run is judged on: the documented API's
+// rest and mcp, then those cfg names and the run folders' streams were
+// labelled with (verify --contract labels them with its limits' names),
+// each once, in that order.
+func surfacesOf(meta *decode.Meta, cfg Config) []string {
+	names := []string{method.REST, method.MCP}
+	add := func(n string) {
+		if n != "" && n != "both" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	for _, n := range cfg.Surfaces {
+		add(n)
+	}
+	for _, r := range meta.Runs {
+		for _, st := range r.Streams {
+			add(st.Surface)
+		}
+	}
+	return names
 }
 
 // Worse returns the worse of two verdicts: fail, then inconclusive, then

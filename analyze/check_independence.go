@@ -82,7 +82,7 @@ func (c *independenceCheck) judgedPrimary(s *surfaceRun, p sighting) {
 	// more use.
 	r, w := &p.Record, int64(s.W)
 	c.trimOther(r.Start, w)
-	if s.other != nil && p.FalseThrottle && r.Start >= p.g.first+w && 1+int(p.Definite)+c.definiteOther(r, w) >= s.L+1 {
+	if len(s.others) > 0 && p.FalseThrottle && r.Start >= p.g.first+w && 1+int(p.Definite)+c.definiteOther(r, w) >= s.L+1 {
 		own := 1 + p.Definite + p.Ambiguous
 		if len(c.explained) < maxExplained {
 			c.explained = append(c.explained, p.Index)
@@ -102,7 +102,7 @@ func (c *independenceCheck) watchFit(f *familyFit) { f.watchFor(c.explained) }
 // judge fails only on a refusal that the other surface's traffic explains
 // and no limiter of this surface alone does.
 func (c *independenceCheck) judge(e *evidence) (string, string) {
-	if e.other == nil {
+	if len(e.others) == 0 {
 		return Skip, fmt.Sprintf("the other surface was not exercised from %s", e.primary)
 	}
 	if !e.anyRefused {

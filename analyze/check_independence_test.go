@@ -32,7 +32,7 @@ func TestIndependenceWeighsTheObservedLimit(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := &surfaceRun{name: method.MCP, other: &groupRun{}, anyRefused: true, obs: tt.obs, fit: &familyFit{}}
+			s := &surfaceRun{name: method.MCP, others: []*groupRun{{}}, anyRefused: true, obs: tt.obs, fit: &familyFit{}}
 			s.L, s.W = 120, 6*time.Second
 			e := &evidence{surfaceRun: s, sd: &SurfaceDetail{}, primary: srcA}
 			c := independenceCheck{explained: []int32{5}, own: []int32{tt.own}, moreOwn: tt.more}

@@ -34,7 +34,7 @@ func (c *shapeCheck) count(s *surfaceRun, _ *groupRun, r *decode.Record, _ uint8
 		body := s.tab.Body(r)
 		var seen bool
 		if ok, seen = c.memo[string(body)]; !seen {
-			ok = shapeOK(s.name, body)
+			ok = shapes(s.refusals).judge(s.name, body)
 			if len(c.memo) < 1024 {
 				c.memo[string(body)] = ok
 			}
@@ -82,8 +82,10 @@ func (c *shapeCheck) judge(e *evidence) (string, string) {
 	if len(extras) > 0 {
 		hdrs = "; the target also sent " + strings.Join(extras, ", ")
 	}
-	want := map[string]string{method.REST: `{"error":{"code":"rate_limited"}}`, method.MCP: "JSON-RPC error -32603"}[e.name]
+	want, said := shapes(e.refusals).want(e.name)
 	switch {
+	case !said:
+		return Skip, fmt.Sprintf("the contract says nothing of how a refusal of %s looks (refused: body or jsonrpc_code)%s", e.name, hdrs)
 	case c.n == 0:
 		return Inconclusive, "no 429 to inspect"
 	case c.bad == 0:

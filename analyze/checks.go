@@ -182,7 +182,7 @@ func (s *surfaceRun) verdict(meta *decode.Meta) (SurfaceVerdict, SurfaceDetail) 
 			// Weighed even where onset failed on late refusals: a lower
 			// limit that the burst measures the first burst had in full
 			// clears the premise, and the rest of the run is judged.
-			sd.SpentOrLower = !(shared && iso.Verdict == Fail) && s.fresh.short(s, s.primary, s.other) != "" && !s.fresh.weighed(s.primary)
+			sd.SpentOrLower = !(shared && iso.Verdict == Fail) && s.fresh.shortOfAny(s) != "" && !s.fresh.weighed(s.primary)
 		}
 		s.model(&sv, &sd, named)
 	}

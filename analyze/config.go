@@ -21,6 +21,9 @@ type Overrides struct {
 	Limits map[string]int
 	// Checks selects checks by name (nil: all).
 	Checks []string
+	// Refusals are how the refusals of a contract's limits look, by limit
+	// name (nil: the documented API's; see Config.Refusals).
+	Refusals map[string]Refusal
 	// Surfaces are the surfaces the run was meant to exercise (nil: the
 	// ones it sent to; see [Config.Surfaces]).
 	Surfaces []string
@@ -38,7 +41,7 @@ type Overrides struct {
 // warning for each run that did not finish or fell far behind its
 // schedule (see [RunWarnings]).
 func ConfigFor(meta *decode.Meta, o Overrides) (cfg Config, assumed bool) {
-	cfg = Config{Window: o.Window, Limits: o.Limits, Checks: o.Checks, Surfaces: o.Surfaces}
+	cfg = Config{Window: o.Window, Limits: o.Limits, Checks: o.Checks, Surfaces: o.Surfaces, Refusals: o.Refusals}
 	if cfg.Limits == nil {
 		cfg.Limits = map[string]int{method.REST: method.RESTLimit, method.MCP: method.MCPLimit}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/timeline"
 )
@@ -23,7 +24,7 @@ import (
 // windows of the run's start (see FollowUps): nothing when the results
 // cannot be judged.
 func FollowUpNeeds(info archive.RunInfo, results []archive.Result, o Overrides, maxUntil float64) []timeline.Need {
-	in := FromResults(results)
+	in := decode.FromResults(results, readOptionsFor(o.Refusals))
 	in.Meta.Runs = []archive.RunInfo{info}
 	cfg, _ := ConfigFor(&in.Meta, o)
 	rep, err := Analyze(in, cfg)

@@ -81,16 +81,36 @@ func (f *freshStart) count(s *surfaceRun, g *groupRun, r *decode.Record, kind ui
 }
 
 // spent says why the budget of the surface's primary was not whole at the
-// start, when the first burst of this surface or the other, from the same
-// address, says so ("" when it was whole, or the run had no onset).
+// start, when the first burst of this surface or of another, from the same
+// address, says so ("" when it was whole, or the run had no onset): one
+// counter shared with any other surface that explains this burst's
+// refusals clears it.
 func (f *freshStart) spent(s *surfaceRun) string {
-	if msg := f.short(s, s.primary, s.other); msg != "" {
+	if msg := f.shortOfAny(s); msg != "" {
 		return msg
 	}
-	if o := s.other; o != nil && o.surface.fresh != nil {
-		return o.surface.fresh.short(o.surface, o, s.primary)
+	for _, o := range s.others {
+		if o.surface.fresh != nil {
+			if m := o.surface.fresh.short(o.surface, o, s.primary); m != "" {
+				return m
+			}
+		}
 	}
 	return ""
+}
+
+// shortOfAny says how the first burst of s's primary was short (short),
+// unless the admissions of another surface's first burst from the same
+// address explain it as one counter shared with that surface would.
+func (f *freshStart) shortOfAny(s *surfaceRun) string {
+	msg := f.short(s, s.primary, nil)
+	for _, o := range s.others {
+		if msg == "" {
+			break
+		}
+		msg = f.short(s, s.primary, o)
+	}
+	return msg
 }
 
 // short says how g's first burst, on surface s, was refused before L of it

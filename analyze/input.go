@@ -9,13 +9,23 @@ import (
 // readOptions are what the analysis needs a reader to keep: the bodies of
 // the failure-table probes, and the verdict on each refusal's body (does it
 // carry its surface's documented error?).
-func readOptions() decode.Options {
-	return decode.Options{KeepBody: method.IsContractStream, Judge: shapeOK}
+func readOptions() decode.Options { return readOptionsFor(nil) }
+
+// readOptionsFor are readOptions that judge the refusals of a contract's
+// limits by refusals (by limit name).
+func readOptionsFor(refusals map[string]Refusal) decode.Options {
+	return decode.Options{KeepBody: method.IsContractStream, Judge: shapes(refusals).judge}
 }
 
 // Read reads run folders or results files into memory for the analysis
 // (decode.Read with ReadOptions).
 func Read(paths []string) (*decode.Input, error) { return decode.Read(paths, readOptions()) }
+
+// ReadFor is Read of the runs of a contract whose limits' refusals look as
+// refusals say (by limit name; see Config.Refusals).
+func ReadFor(paths []string, refusals map[string]Refusal) (*decode.Input, error) {
+	return decode.Read(paths, readOptionsFor(refusals))
+}
 
 // Open reads run folders or results files into a compact temporary copy on
 // disk for the analysis (decode.Open with ReadOptions); Close removes it.

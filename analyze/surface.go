@@ -190,9 +190,10 @@ type surfaceRun struct {
 	tab      *decode.Tables // the records' labels and answers
 	L        int
 	W        time.Duration
-	selected []string // the checks reported (nil: all)
-	charts   bool     // keep the window chart's points (Config.Charts)
-	revision string   // the MCP revision spoken, when known
+	selected []string           // the checks reported (nil: all)
+	charts   bool               // keep the window chart's points (Config.Charts)
+	revision string             // the MCP revision spoken, when known
+	refusals map[string]Refusal // a contract's limits' refusals (Config.Refusals)
 	// sentBefore is when an earlier run last sent from the run's
 	// addresses, within a window of its start (Unix ns; 0: none known)
 	sentBefore int64
@@ -217,7 +218,7 @@ type surfaceRun struct {
 	otherAnswers answerKinds // what the surface's other probes got back
 	// second pass
 	primary     *groupRun
-	other       *groupRun // the other surface's group from the primary's source
+	others      []*groupRun // the other surfaces' groups from the primary's source
 	obs         int
 	anyRefused  bool
 	required429 int // of the primary
@@ -253,7 +254,7 @@ type answerKinds struct {
 
 func newSurfaceRun(name string, cfg Config, tab *decode.Tables) *surfaceRun {
 	s := &surfaceRun{name: name, tab: tab, L: limitOf(cfg, name), W: cfg.Window, selected: cfg.Checks, charts: cfg.Charts, groups: map[string]*groupRun{}, t0: 1<<63 - 1,
-		errs: map[string]int{}, lat: newReservoir(100000)}
+		errs: map[string]int{}, lat: newReservoir(100000), refusals: cfg.Refusals}
 	if name == "mcp" {
 		s.revision = cfg.MCPRevision
 	}
@@ -275,9 +276,10 @@ func (s *surfaceRun) group(source string) *groupRun {
 	return g
 }
 
-// groupOf returns r's group, of this surface or the other (nil: neither).
-// With create it makes groups of this surface as records name them (first
-// pass); the later passes only look them up, the other surface's too.
+// groupOf returns r's group, of this surface or of another surface from
+// the primary's source (nil: neither). With create it makes groups of this
+// surface as records name them (first pass); the later passes only look
+// them up, the other surfaces' too.
 func (s *surfaceRun) groupOf(r *decode.Record, create bool) *groupRun {
 	id := int(r.LabelID())
 	if id < len(s.seen) && s.seen[id] {
@@ -293,8 +295,12 @@ func (s *surfaceRun) groupOf(r *decode.Record, create bool) *groupRun {
 		g = s.group(l.Source)
 	case l.Surface == s.name:
 		g = s.groups[l.Source]
-	case s.other != nil && l.Surface == s.other.surface.name && l.Source == s.other.source:
-		g = s.other
+	default:
+		for _, o := range s.others {
+			if l.Surface == o.surface.name && l.Source == o.source {
+				g = o
+			}
+		}
 	}
 	s.seen[id], s.byLabel[id] = true, g
 	return g
@@ -366,8 +372,8 @@ func (s *surfaceRun) count(g *groupRun, r *decode.Record, seq int) {
 // choosePrimary picks the group the limit probes came from (the most
 // refusals, then the most requests) and sets every group's model up for
 // the second pass.
-func (s *surfaceRun) choosePrimary(other *surfaceRun) {
-	clear(s.seen) // the second pass looks the other surface's group up too
+func (s *surfaceRun) choosePrimary(all []*surfaceRun) {
+	clear(s.seen) // the second pass looks the other surfaces' groups up too
 	if len(s.groups) == 0 {
 		return
 	}
@@ -391,7 +397,11 @@ func (s *surfaceRun) choosePrimary(other *surfaceRun) {
 			s.second = g
 		}
 	}
-	s.other = other.groups[s.primary.source]
+	for _, o := range all {
+		if g := o.groups[s.primary.source]; o != s && g != nil {
+			s.others = append(s.others, g)
+		}
+	}
 }
 
 // forged reports whether r carries a forged forwarding header (see

@@ -293,7 +293,7 @@ func (m *MCPSession) client(target, source string) *client.Client {
 // speaksMCP reports whether a profile sends MCP requests.
 func speaksMCP(p *scenario.Profile) bool {
 	for _, s := range p.Streams {
-		if s.Surface == method.MCP {
+		if s.Sent() == method.MCP {
 			return true
 		}
 	}

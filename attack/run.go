@@ -352,7 +352,7 @@ func (pl Plan) targeters(target string, units []unit) (targeters []vegeta.Target
 	for i, u := range units {
 		var rev string
 		var sid *atomic.Pointer[client.Session]
-		if u.stream.Surface == method.MCP {
+		if u.stream.Sent() == method.MCP {
 			rev, sid = pl.MCP.Speech(u.source)
 			if sid != nil && carriesSession(u.stream) {
 				sessionOf[i] = u.source

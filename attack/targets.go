@@ -49,7 +49,7 @@ func SpeakingTargeter(s *scenario.Stream, base string, extra http.Header, ids *a
 	base = strings.TrimRight(base, "/")
 	tpls := make([]template, len(s.Requests))
 	for i, r := range s.Requests {
-		t, err := requestTemplate(r, s.Surface, base, extra, clientVersion, rev, sid)
+		t, err := requestTemplate(r, s.Sent(), base, extra, clientVersion, rev, sid)
 		if err != nil {
 			return nil, fmt.Errorf("stream %s request %d: %w", s.Name, i+1, err)
 		}
@@ -104,6 +104,9 @@ func requestTemplate(r scenario.Request, surface, base string, extra http.Header
 			t.method = http.MethodPost
 		}
 		t.url = base + "/mcp"
+		if r.Path != "" { // a contract's MCP route at an endpoint of its own
+			t.url = base + r.Path
+		}
 		if r.RPC == "" {
 			t.header.Set("Content-Type", mcpwire.ContentTypeJSON)
 			t.header.Set("Accept", mcpwire.Accept)

@@ -26,7 +26,9 @@ type PlanOptions struct {
 	// Sources is how many source addresses the plan has (the isolation
 	// probes need two).
 	Sources int
-	// Surfaces are the surfaces probed (nil: both).
+	// Surfaces are the surfaces probed (nil: both): the documented API's
+	// rest and mcp, planned in that order, or a contract's limits, planned
+	// in the order given.
 	Surfaces []string
 	// Seed orders the spoof probes (SpoofOrder): the run's seed.
 	Seed uint64
@@ -94,10 +96,7 @@ var forged = []struct{ stream, header, value string }{
 // instead of blurring it.
 func Plan(o PlanOptions) []Probe {
 	var plan []Probe
-	for _, surface := range []string{REST, MCP} {
-		if o.Surfaces != nil && !slices.Contains(o.Surfaces, surface) {
-			continue
-		}
+	for _, surface := range planned(o.Surfaces) {
 		L := o.Limit(surface)
 		at := func(stream string, start float64) Probe {
 			return Probe{Stream: stream, Surface: surface, Source: limitSource, Start: start}
@@ -286,4 +285,17 @@ const FollowUpAgedOut = 1.05
 // when the probes go on until until.
 func FollowUpBurstAt(until float64) float64 {
 	return until - FollowUpBurstLead - FollowUpBurstSpan
+}
+
+// planned is the order the plan probes surfaces in: the documented API's
+// rest then mcp (those of them given; nil: both), else the given order.
+func planned(surfaces []string) []string {
+	documented := []string{REST, MCP}
+	if surfaces == nil {
+		return documented
+	}
+	if slices.ContainsFunc(surfaces, func(s string) bool { return !slices.Contains(documented, s) }) {
+		return surfaces
+	}
+	return slices.DeleteFunc(documented, func(s string) bool { return !slices.Contains(surfaces, s) })
 }

@@ -105,6 +105,19 @@ type Stream struct {
 	// from the environment or a file when the run starts, never archived)
 	// every request of the stream carries: see Profile.BindIdentities.
 	As string `yaml:"as" json:",omitempty"`
+	// Wire is how its requests are sent, rest or mcp, where Surface names
+	// something else (verify --contract labels a stream with its limit's
+	// name); empty, Surface says it. Not written in profiles.
+	Wire string `yaml:"-" json:",omitempty"`
+}
+
+// Sent returns how s's requests are sent: method.REST (plain HTTP) or
+// method.MCP (JSON-RPC over the MCP session).
+func (s *Stream) Sent() string {
+	if s.Wire != "" {
+		return s.Wire
+	}
+	return s.Surface
 }
 
 // Request describes one request. REST requests use Method, Path and Query;

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/connectbyjbrh/ratecheck/method"
@@ -17,13 +18,27 @@ type VerifyOptions struct {
 	Sources []string
 	// Limits, Isolation and Contract select the probe groups.
 	Limits, Isolation, Contract bool
-	// Surfaces are the surfaces probed (nil: both).
+	// Surfaces are the surfaces probed (nil: both): the documented API's
+	// rest and mcp, or the names of Named's limits.
 	Surfaces []string
+	// Named are a contract's limits verify probes as surfaces of their
+	// own, by name (nil: none; the documented API's rest and mcp are
+	// probed with RESTLimit and MCPLimit).
+	Named map[string]NamedLimit
 	// Seed orders the spoof probes (method.SpoofOrder): the run's seed.
 	Seed uint64
 	// FollowUpUntil adds the follow-up probes (method.FollowUpProbe) of
 	// each surface until then, in windows (0: none).
 	FollowUpUntil float64
+}
+
+// A NamedLimit is a contract's limit as verify probes it: its route's
+// request, sent as Wire (method.REST or method.MCP) with the limit
+// identity's headers, and its quota per window.
+type NamedLimit struct {
+	Request Request
+	Wire    string
+	Quota   int
 }
 
 // VerifyProfile returns verify's probe plan (method.Plan) as a profile, for
@@ -38,6 +53,9 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 		return []string{o.Sources[min(i, len(o.Sources)-1)]}
 	}
 	limit := func(surface string) int {
+		if n, ok := o.Named[surface]; ok {
+			return n.Quota
+		}
 		if surface == method.MCP {
 			return o.MCPLimit
 		}
@@ -46,7 +64,11 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 	plan := method.Plan(method.PlanOptions{Limits: o.Limits, Isolation: o.Isolation, Limit: limit, Sources: len(o.Sources),
 		Surfaces: o.Surfaces, Seed: o.Seed, FollowUpUntil: o.FollowUpUntil})
 	for _, pr := range plan {
-		p.Streams = append(p.Streams, probeStream(pr, src(pr.Source)))
+		s := probeStream(pr, src(pr.Source))
+		if n, ok := o.Named[pr.Surface]; ok {
+			s.Wire, s.Requests[0] = n.Wire, withHeaders(n.Request, s.Requests[0].Headers)
+		}
+		p.Streams = append(p.Streams, s)
 	}
 	if o.Contract {
 		rows, err := LoadEmbedded("errors.yaml")
@@ -66,6 +88,20 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 		return nil, fmt.Errorf("no check group selected")
 	}
 	return p, nil
+}
+
+// withHeaders is r with the headers h (a spoof probe's forged one) added.
+func withHeaders(r Request, h map[string]string) Request {
+	if len(h) == 0 {
+		return r
+	}
+	merged := maps.Clone(r.Headers)
+	if merged == nil {
+		merged = map[string]string{}
+	}
+	maps.Copy(merged, h)
+	r.Headers = merged
+	return r
 }
 
 // probeStream is the stream of one probe of the plan: the search request

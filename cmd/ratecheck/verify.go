@@ -59,6 +59,17 @@ undecided.
 Check groups (--checks): limits = onset, rolling, rejected-count, shape,
 headers; isolation = isolation, spoof, independence; contract = contract.
 
+--contract FILE verifies another API's limits, said in a contract file
+(docs/contract.md): each limit is probed and judged as a surface named
+after it, with its route's request, its quota and its window (every limit
+of the file shares one), sent as the identity whose address is the limit
+address (its credentials read from the environment, never archived); the
+failure-table probes (contract group) are the documented API's and are not
+sent. Without --target the embedded reference target serves the contract.
+verify proves limits counted by client address, each over a route of its
+own, refused with 429, so far; a contract with another kind of limit is
+refused naming it (ratecheck contract check summarises any contract).
+
 Exit codes: 0 verified, 1 a check failed, 2 bad usage or this machine's own
 limit (descriptors, local ports), 3 target unreachable or failing
 (--abort-at; the verdict of what was received is still printed), 4
@@ -84,6 +95,11 @@ type verifyOptions struct {
 	surfaces    string
 	noWait      bool
 	seed        uint64
+	// contract is the limits contract file verified in place of the
+	// documented API's (--contract).
+	contract string
+	// set are the flags given.
+	set map[string]bool
 }
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -97,9 +113,12 @@ type executor func(context.Context, attack.Job, attack.Options) (*attack.Run, er
 // verify is "ratecheck verify" run by execute.
 func verify(ctx context.Context, args []string, stdout, stderr io.Writer, execute executor) int {
 	var o verifyOptions
-	if code := parseFlags(o.flagSet(stderr), args); code >= 0 {
+	fs := o.flagSet(stderr)
+	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	v, code := o.prepare(stderr)
 	if code >= 0 {
 		return code
@@ -131,6 +150,7 @@ func (o *verifyOptions) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.surfaces, "surfaces", "rest,mcp", "comma-separated `surfaces` to verify: rest, mcp or both")
 	fs.BoolVar(&o.noWait, "no-wait", false, "start at once even when an earlier run in --out sent to this target from the same addresses within the window (default: wait until it left the window)")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the spoof probes' random order, recorded in run.json (default 0: a new one per run)")
+	fs.StringVar(&o.contract, "contract", "", "verify the limits of this contract `file` (docs/contract.md) in place of the documented API's: each limit is probed as a surface named after it")
 	fs.DurationVar(&o.maxDuration, "max-duration", 0, "the longest the run may take, follow-up probes included (default 3.5 windows); at 1.2 windows or less none is sent")
 	return fs
 }

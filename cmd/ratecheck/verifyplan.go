@@ -3,12 +3,14 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/method"
@@ -42,6 +44,24 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 	if err := checkOutFile("--junit", o.junit); err != nil {
 		return fail("%v", err)
 	}
+	var vc *verifyContract
+	if o.contract != "" {
+		for _, f := range []string{"rest-limit", "mcp-limit", "surfaces"} {
+			if o.set[f] {
+				return fail("--%s with --contract: the contract names its limits and their quotas", f)
+			}
+		}
+		if o.set["checks"] && slices.Contains(strings.Split(o.checks, ","), "contract") {
+			return fail("--checks contract with --contract: the failure-table probes are the documented API's; say --checks limits,isolation")
+		}
+		if !o.set["checks"] {
+			o.checks = "limits,isolation"
+		}
+		var err error
+		if vc, err = loadVerifyContract(o.contract, os.LookupEnv); err != nil {
+			return fail("--contract: %v", err)
+		}
+	}
 	groups, checks, err := parseChecks(o.checks)
 	if err != nil {
 		return fail("--checks: %v", err)
@@ -50,7 +70,11 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 	if err != nil {
 		return fail("--surfaces: %v", err)
 	}
-	window := o.runFlags.window(o.window, method.Window, 6*time.Second)
+	documented := method.Window
+	if vc != nil {
+		surfaces, documented = vc.names, vc.window
+	}
+	window := o.runFlags.window(o.window, documented, 6*time.Second)
 	pool, err := parseSources("--sources", o.sources)
 	if err != nil {
 		return fail("%v", err)
@@ -67,7 +91,11 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 	}
 	limits := slices.Contains(groups, "limits") || slices.Contains(groups, "isolation")
 	until := timeline.MaxUntil(o.maxDuration, window, limits)
-	prof, err := scenario.VerifyProfile(scenario.VerifyOptions{RESTLimit: restLimit, MCPLimit: mcpLimit, Sources: sources, Surfaces: surfaces,
+	var named map[string]scenario.NamedLimit
+	if vc != nil {
+		named = vc.named
+	}
+	prof, err := scenario.VerifyProfile(scenario.VerifyOptions{RESTLimit: restLimit, MCPLimit: mcpLimit, Sources: sources, Surfaces: surfaces, Named: named,
 		Limits: slices.Contains(groups, "limits"), Isolation: slices.Contains(groups, "isolation"), Contract: slices.Contains(groups, "contract"), Seed: seed,
 		FollowUpUntil: until})
 	if err != nil {
@@ -82,7 +110,7 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 		contract = sources[min(2, len(sources)-1)]
 	}
 	plan := attack.Plan{Profile: prof, Window: window, Timeout: o.timeout, ClientVersion: version, Network: nw, MaxWorkers: o.maxWorkers, Behind: &attack.Behind{}}
-	if slices.Contains(surfaces, method.MCP) {
+	if vc == nil && slices.Contains(surfaces, method.MCP) || vc != nil && vc.speaksMCP() {
 		// Negotiation goes out from the contract address, as the profile
 		// sends the contract probes; when that is the limit address too,
 		// the run waits a window for the handshake to leave it.
@@ -91,15 +119,32 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 			plan.MCP.Settle = window
 		}
 	}
-	opts, err := o.runFlags.options("verify", stderr, embeddedTargetAt(o.withFaults(embeddedWith(window, restLimit, mcpLimit)), embeddedAddr(pool)))
+	embedded := embeddedWith(window, restLimit, mcpLimit)
+	if vc != nil {
+		if embedded, err = vc.embedded(window, os.LookupEnv); err != nil {
+			return fail("--contract %s: %v", o.contract, err)
+		}
+	}
+	opts, err := o.runFlags.options("verify", stderr, embeddedTargetAt(o.withFaults(embedded), embeddedAddr(pool)))
 	if err != nil {
 		return fail("%v", err)
+	}
+	documentedLimits := limitsOf(restLimit, mcpLimit)
+	if vc != nil {
+		text, err := vc.c.Marshal()
+		if err != nil {
+			return fail("--contract %s: %v", o.contract, err)
+		}
+		opts.Contract, documentedLimits = archive.NewContractInfo(o.contract, text), vc.limits()
 	}
 	opts.Folder, opts.Seed, opts.Network, opts.Fresh, opts.NoWait = prof.Name, seed, nw, window, o.noWait
 	opts.Sources = pool
 	opts.ReachFrom = contract // the reachability check spends nothing of the limit address's budget
 	v = verifyRun{plan: plan, opts: opts, surfaces: surfaces,
-		judged: analyze.Overrides{Window: window, Limits: limitsOf(restLimit, mcpLimit), Checks: checks, Surfaces: surfaces}}
+		judged: analyze.Overrides{Window: window, Limits: documentedLimits, Checks: checks, Surfaces: surfaces}}
+	if vc != nil {
+		v.judged.Refusals = vc.refusals()
+	}
 	if until > 0 {
 		v.plan.FollowUp = followUp(surfaces, v.judged, until, stderr)
 	}
@@ -118,7 +163,7 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 // that, not a failing target, is the story then.
 func (o *verifyOptions) judge(run *attack.Run, v verifyRun, runErr error, stdout, stderr io.Writer) int {
 	code := exitFor(runErr)
-	in, err := analyze.Read([]string{run.Dir})
+	in, err := analyze.ReadFor([]string{run.Dir}, v.judged.Refusals)
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck verify: reading %s: %v\n", run.Dir, err)
 		return exitUsage

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
+	"github.com/connectbyjbrh/ratecheck/internal/hostsim"
+	"github.com/connectbyjbrh/ratecheck/refserver"
+)
+
+// contractTarget is the reference target serving the contract file at
+// path changed by mutate (nil: as written), every window verifyWindow:
+// what a simulated API enforces, right or wrong.
+func contractTarget(t *testing.T, path string, mutate func(*scenario.Contract)) refserver.Config {
+	t.Helper()
+	c, err := scenario.LoadContract(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mutate != nil {
+		mutate(c)
+	}
+	rules, err := rulesOf(c, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rules.Limits {
+		rules.Limits[i].Window = verifyWindow
+	}
+	cfg := simTarget(verifyWindow, nil)
+	cfg.Rules = rules
+	return cfg
+}
+
+// TestSimVerifyContract: verify --contract proves another API's limits,
+// each as a surface named after it, on simulated time. A target serving
+// the contract passes, each limit decided the reference target's sliding
+// log counting refusals, on a quiet and a busy host; a target that serves
+// it wrongly fails naming the limit and the check: a lower quota onset, a
+// refusal of another body shape, a limit counted for everybody instead of
+// per address isolation.
+func TestSimVerifyContract(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join("..", "..", "examples", "contracts", "orders.yaml")
+	limit := func(name string) func(*scenario.Contract) *scenario.Limit {
+		return func(c *scenario.Contract) *scenario.Limit {
+			return &c.Limits[slices.IndexFunc(c.Limits, func(l scenario.Limit) bool { return l.Name == name })]
+		}
+	}
+	orders := limit("orders")
+	for _, tc := range []struct {
+		name   string
+		host   hostsim.Host
+		serve  func(*scenario.Contract)
+		failed map[string][]string // limit → its failing checks (nil: a pass)
+	}{
+		{name: "as documented, quiet", host: hostsim.Quiet},
+		{name: "as documented, busy", host: hostsim.Busy},
+		{name: "orders at 20 a window", host: hostsim.Quiet, serve: func(c *scenario.Contract) { orders(c).Quota.N = 20 },
+			failed: map[string][]string{"orders": {"onset", "rolling"}}},
+		{name: "orders refused with the documented API's body", host: hostsim.Quiet,
+			serve: func(c *scenario.Contract) {
+				orders(c).Refused.Body = map[string]any{"error": map[string]any{"code": "rate_limited"}}
+			},
+			failed: map[string][]string{"orders": {"shape"}}},
+		{name: "orders counted for everybody", host: hostsim.Quiet, serve: func(c *scenario.Contract) { orders(c).Key = scenario.Key{Kind: scenario.KeyGlobal} },
+			failed: map[string][]string{"orders": {"isolation"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := simWorld(t, tc.host, 1, contractTarget(t, file, tc.serve), nil)
+			code, v, stderr := simVerifyJSON(t, w, verifyWindow, "--contract", file)
+			var names []string
+			for _, s := range v.Surfaces {
+				names = append(names, s.Surface)
+			}
+			if !slices.Equal(names, []string{"orders", "export"}) {
+				t.Fatalf("surfaces %v, want the contract's limits orders, export\n%s", names, stderr)
+			}
+			if tc.failed == nil {
+				if code != exitOK || v.Verdict != "pass" {
+					t.Fatalf("exit %d, verdict %s, failing %v; want 0 and pass\n%s", code, v.Verdict, failing(v), stderr)
+				}
+				// The contract says no family: the fit's best is the
+				// target's sliding log, counting refusals as it does. (At
+				// quotas of 30 and 10 the plan leaves a token bucket and a
+				// sliding-window counter open beside it: its separations
+				// are laid out for the documented 240 and 120.)
+				for _, s := range v.Surfaces {
+					if s.Model != "sliding-log" || s.RejectedCount == nil || !*s.RejectedCount {
+						t.Errorf("%s: model %s (alternatives %v), rejected_count %v; want sliding-log counting refusals", s.Surface, s.Model, s.Alternatives, s.RejectedCount)
+					}
+				}
+				for _, s := range v.Surfaces {
+					if want := map[string]int{"orders": 30, "export": 10}[s.Surface]; s.ExpectedLimit != want || s.ObservedLimit == nil || *s.ObservedLimit != want {
+						t.Errorf("%s: expected %d, observed %v; want the contract's %d both", s.Surface, s.ExpectedLimit, s.ObservedLimit, want)
+					}
+				}
+				return
+			}
+			if code != exitCheckFailed || v.Verdict != "fail" {
+				t.Fatalf("exit %d, verdict %s; want 1 and fail\n%s", code, v.Verdict, stderr)
+			}
+			var want []string
+			for name, checks := range tc.failed {
+				for _, c := range checks {
+					want = append(want, name+"/"+c)
+				}
+			}
+			slices.Sort(want)
+			got := slices.Sorted(slices.Values(failing(v)))
+			if !slices.Equal(got, want) {
+				t.Errorf("failing %v, want %v\n%s", got, want, strings.TrimSpace(stderr))
+			}
+		})
+	}
+}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/attack/scenario"
+	"github.com/connectbyjbrh/ratecheck/method"
+	"github.com/connectbyjbrh/ratecheck/refserver"
+)
+
+// verifyContract is what verify --contract takes from a contract file:
+// its limits, each probed as a surface of its own named after it (in the
+// contract's order), with its route's request, the limit identity's
+// headers and its quota, over the window they share.
+type verifyContract struct {
+	file  string
+	c     *scenario.Contract
+	names []string
+	named map[string]scenario.NamedLimit
+	// window is the contract's window, which every limit shares.
+	window time.Duration
+}
+
+// loadVerifyContract reads the contract at path for verify and checks that
+// verify's plan can prove it: limits counted by client address, each over
+// a route of its own with one quota, refused with a 429, in one window.
+// What it cannot prove yet is an error naming the file, the limit and
+// what to do; credentials are read through env.
+func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyContract, error) {
+	c, err := scenario.LoadContract(path)
+	if err != nil {
+		return nil, err
+	}
+	vc := &verifyContract{file: path, c: c, named: map[string]scenario.NamedLimit{}}
+	routes := map[string]scenario.Route{}
+	for _, r := range c.Routes {
+		routes[r.Name] = r
+	}
+	limitsOf := map[string][]string{} // route → the limits over it
+	for _, l := range c.Limits {
+		for _, r := range l.Routes {
+			limitsOf[r] = append(limitsOf[r], l.Name)
+		}
+	}
+	notYet := func(l scenario.Limit, format string, args ...any) error {
+		return fmt.Errorf("%s: limit %s: %s; verify proves limits counted by client address, each over a route of its own with one quota, refused with 429, in one window so far (ratecheck contract check %s summarises the whole contract)",
+			path, l.Name, fmt.Sprintf(format, args...), path)
+	}
+	for _, l := range c.Limits {
+		switch {
+		case l.Key.Kind != scenario.KeyClientAddress:
+			return nil, notYet(l, "it is counted by %s", l.Key)
+		case l.Quota.Tiers != nil:
+			return nil, notYet(l, "it has a quota per tier")
+		case len(l.Routes) != 1:
+			return nil, notYet(l, "its routes %s share one budget", strings.Join(l.Routes, ", "))
+		case len(limitsOf[l.Routes[0]]) > 1:
+			return nil, notYet(l, "route %s is held to %s at once (stacked limits)", l.Routes[0], strings.Join(limitsOf[l.Routes[0]], " and "))
+		case l.Refused.Status != 429:
+			return nil, notYet(l, "it refuses with %d", l.Refused.Status)
+		case vc.window != 0 && time.Duration(l.Window) != vc.window:
+			return nil, notYet(l, "its window %v is not the other limits' %v", time.Duration(l.Window), vc.window)
+		}
+		vc.window = time.Duration(l.Window)
+	}
+	headers, err := limitHeaders(c, env)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	for _, l := range c.Limits {
+		route := routes[l.Routes[0]]
+		req := route.Request
+		if len(headers) > 0 {
+			req.Headers = maps.Clone(req.Headers)
+			if req.Headers == nil {
+				req.Headers = map[string]string{}
+			}
+			maps.Copy(req.Headers, headers)
+		}
+		wire := method.REST
+		if req.RPC != "" {
+			wire = method.MCP
+		}
+		vc.names = append(vc.names, l.Name)
+		vc.named[l.Name] = scenario.NamedLimit{Request: req, Wire: wire, Quota: l.Quota.N}
+	}
+	return vc, nil
+}
+
+// limitHeaders are the headers of the identity the probes send as: the one
+// whose address role is the limit address, else the only one (none: no
+// identity). Its references are read through env.
+func limitHeaders(c *scenario.Contract, env func(string) (string, bool)) (map[string]string, error) {
+	var id *scenario.Identity
+	for i := range c.Identities {
+		if c.Identities[i].Address == scenario.AddressLimit {
+			id = &c.Identities[i]
+			break
+		}
+	}
+	if id == nil && len(c.Identities) == 1 {
+		id = &c.Identities[0]
+	}
+	if id == nil {
+		if len(c.Identities) > 1 {
+			return nil, fmt.Errorf("%d identities and none with address: limit: say which one the probes send as", len(c.Identities))
+		}
+		return nil, nil
+	}
+	h, err := id.Credentials(env)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		out[k] = h.Get(k)
+	}
+	return out, nil
+}
+
+// limits are the quota of each limit, by name, as the analyzer takes them.
+func (vc *verifyContract) limits() map[string]int {
+	out := map[string]int{}
+	for name, n := range vc.named {
+		out[name] = n.Quota
+	}
+	return out
+}
+
+// refusals are how each limit's refusals look, as the analyzer takes them.
+func (vc *verifyContract) refusals() map[string]analyze.Refusal {
+	out := map[string]analyze.Refusal{}
+	for _, l := range vc.c.Limits {
+		out[l.Name] = analyze.Refusal{Body: jsonValue(l.Refused.Body), RPCCode: l.Refused.JSONRPCCode}
+	}
+	return out
+}
+
+// jsonValue is v (as YAML decodes it) as encoding/json decodes the same
+// value: numbers as float64, mappings keyed by string.
+func jsonValue(v any) any {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	if json.Unmarshal(b, &out) != nil {
+		return v
+	}
+	return out
+}
+
+// speaksMCP reports whether any limit's route is an MCP call.
+func (vc *verifyContract) speaksMCP() bool {
+	return slices.ContainsFunc(vc.names, func(n string) bool { return vc.named[n].Wire == method.MCP })
+}
+
+// embedded is the reference target serving the contract with every
+// limit's window compressed to window.
+func (vc *verifyContract) embedded(window time.Duration, env func(string) (string, bool)) (refserver.Config, error) {
+	cfg := refserver.DefaultConfig()
+	cfg.Window = window
+	rules, err := rulesOf(vc.c, env)
+	if err != nil {
+		return cfg, err
+	}
+	for i := range rules.Limits {
+		rules.Limits[i].Window = window
+	}
+	cfg.Rules = rules
+	return cfg, nil
+}

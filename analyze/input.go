@@ -31,6 +31,12 @@ func ReadFor(paths []string, refusals map[string]Refusal) (*decode.Input, error)
 // disk for the analysis (decode.Open with ReadOptions); Close removes it.
 func Open(paths []string) (*decode.Spill, error) { return decode.Open(paths, readOptions()) }
 
+// OpenFor is Open of the runs of a contract whose limits' refusals look
+// as refusals say (see ReadFor).
+func OpenFor(paths []string, refusals map[string]Refusal) (*decode.Spill, error) {
+	return decode.Open(paths, readOptionsFor(refusals))
+}
+
 // FromResults makes an input of results held in memory, with the labels
 // the engine sent them with, for the analysis (decode.FromResults with the
 // same options as Read).

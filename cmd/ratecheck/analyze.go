@@ -100,13 +100,26 @@ func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(analyzeGCPercent))
 	}
-	in, err := analyze.Open(fs.Args())
+	// A run of verify --contract is judged by the contract it recorded.
+	j, err := recordedJudging(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecheck analyze: %v\n", err)
+		return exitUsage
+	}
+	var refusals map[string]analyze.Refusal
+	if j != nil {
+		refusals = j.refusals
+	}
+	in, err := analyze.OpenFor(fs.Args(), refusals)
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck analyze: %v\n", err)
 		return exitUsage
 	}
 	defer in.Close()
 	cfg := analysisConfig(in.Info(), window, restLimit, mcpLimit, checks, fs.Arg(0))
+	if j != nil {
+		cfg.Limits, cfg.Refusals, cfg.Surfaces = j.limits, j.refusals, j.names
+	}
 	rep, err := analyze.AnalyzeSource(in, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck analyze: %v\n", err)

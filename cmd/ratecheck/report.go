@@ -62,12 +62,24 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if isCapacityRun(fs.Arg(0)) {
 		return reportCapacity(fs.Arg(0), out, stdout, stderr)
 	}
-	in, err := analyze.Read(fs.Args())
+	j, err := recordedJudging(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "ratecheck report: %v\n", err)
+		return exitUsage
+	}
+	var refusals map[string]analyze.Refusal
+	if j != nil {
+		refusals = j.refusals
+	}
+	in, err := analyze.ReadFor(fs.Args(), refusals)
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck report: %v\n", err)
 		return exitUsage
 	}
 	cfg := analysisConfig(&in.Meta, window, restLimit, mcpLimit, nil, fs.Arg(0))
+	if j != nil {
+		cfg.Limits, cfg.Refusals, cfg.Surfaces = j.limits, j.refusals, j.names
+	}
 	cfg.Charts = true
 	rep, err := analyze.Analyze(in, cfg)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -114,6 +115,16 @@ func TestSimVerifyContract(t *testing.T) {
 			got := slices.Sorted(slices.Values(failing(v)))
 			if !slices.Equal(got, want) {
 				t.Errorf("failing %v, want %v\n%s", got, want, strings.TrimSpace(stderr))
+			}
+			// The run folder, judged again by analyze, says the same: the
+			// contract it recorded gives each limit its quota and refusal.
+			code2, stdout, stderr2 := runCmd(t, "analyze", "--json", v.Run)
+			var again verdictJSON
+			if err := json.Unmarshal([]byte(stdout), &again); err != nil {
+				t.Fatalf("analyze %s: exit %d, %v\n%s", v.Run, code2, err, stderr2)
+			}
+			if code2 != code || again.Verdict != v.Verdict || !slices.Equal(slices.Sorted(slices.Values(failing(again))), got) {
+				t.Errorf("analyze of the run: exit %d, verdict %s, failing %v; verify said exit %d, %s, %v", code2, again.Verdict, failing(again), code, v.Verdict, got)
 			}
 		})
 	}

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/refserver"
@@ -124,22 +126,44 @@ func limitHeaders(c *scenario.Contract, env func(string) (string, bool)) (map[st
 	return out, nil
 }
 
-// limits are the quota of each limit, by name, as the analyzer takes them.
-func (vc *verifyContract) limits() map[string]int {
-	out := map[string]int{}
-	for name, n := range vc.named {
-		out[name] = n.Quota
-	}
-	return out
+// contractJudging is how the analyzer judges a run of verify --contract
+// of c: each limit a surface named after it, with its quota (the limits
+// verify takes have one) and its refusal.
+type contractJudging struct {
+	names    []string
+	limits   map[string]int
+	refusals map[string]analyze.Refusal
 }
 
-// refusals are how each limit's refusals look, as the analyzer takes them.
-func (vc *verifyContract) refusals() map[string]analyze.Refusal {
-	out := map[string]analyze.Refusal{}
-	for _, l := range vc.c.Limits {
-		out[l.Name] = analyze.Refusal{Body: jsonValue(l.Refused.Body), RPCCode: l.Refused.JSONRPCCode}
+// judgingOf is the judging of runs of c.
+func judgingOf(c *scenario.Contract) contractJudging {
+	j := contractJudging{limits: map[string]int{}, refusals: map[string]analyze.Refusal{}}
+	for _, l := range c.Limits {
+		j.names = append(j.names, l.Name)
+		j.limits[l.Name] = l.Quota.N
+		j.refusals[l.Name] = analyze.Refusal{Body: jsonValue(l.Refused.Body), RPCCode: l.Refused.JSONRPCCode}
 	}
-	return out
+	return j
+}
+
+// recordedJudging is the judging of the run folder at path (or its
+// results.bin) when it is a run of verify --contract, from the contract
+// its run.json recorded; nil for any other input.
+func recordedJudging(path string) (*contractJudging, error) {
+	dir := path
+	if filepath.Base(dir) == archive.ResultsFile {
+		dir = filepath.Dir(dir)
+	}
+	info, err := archive.ReadRunInfo(dir)
+	if err != nil || info == nil || info.Command != "verify" || info.Contract == nil || info.Contract.Text == "" {
+		return nil, nil // not a contract's verify run (a file alone, an attack): judged as ever
+	}
+	c, err := scenario.ParseContract(filepath.Join(dir, archive.RunFile)+" (contract "+info.Contract.File+")", []byte(info.Contract.Text))
+	if err != nil {
+		return nil, err
+	}
+	j := judgingOf(c)
+	return &j, nil
 }
 
 // jsonValue is v (as YAML decodes it) as encoding/json decodes the same

@@ -135,7 +135,7 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 		if err != nil {
 			return fail("--contract %s: %v", o.contract, err)
 		}
-		opts.Contract, documentedLimits = archive.NewContractInfo(o.contract, text), vc.limits()
+		opts.Contract, documentedLimits = archive.NewContractInfo(o.contract, text), judgingOf(vc.c).limits
 	}
 	opts.Folder, opts.Seed, opts.Network, opts.Fresh, opts.NoWait = prof.Name, seed, nw, window, o.noWait
 	opts.Sources = pool
@@ -143,7 +143,7 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 	v = verifyRun{plan: plan, opts: opts, surfaces: surfaces,
 		judged: analyze.Overrides{Window: window, Limits: documentedLimits, Checks: checks, Surfaces: surfaces}}
 	if vc != nil {
-		v.judged.Refusals = vc.refusals()
+		v.judged.Refusals = judgingOf(vc.c).refusals
 	}
 	if until > 0 {
 		v.plan.FollowUp = followUp(surfaces, v.judged, until, stderr)

@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/internal/hostsim"
@@ -125,6 +127,54 @@ func TestSimVerifyContract(t *testing.T) {
 			}
 			if code2 != code || again.Verdict != v.Verdict || !slices.Equal(slices.Sorted(slices.Values(failing(again))), got) {
 				t.Errorf("analyze of the run: exit %d, verdict %s, failing %v; verify said exit %d, %s, %v", code2, again.Verdict, failing(again), code, v.Verdict, got)
+			}
+		})
+	}
+}
+
+// TestDiscoverThenVerify: a contract drafted from what a target advertises
+// is held to the evidence by verify. discover reads the reference target's
+// RateLimit-Policy ("rest";q=100;w=10, on the real clock: one request) and
+// drafts a limit of 100 per 10 s; verify --contract of the draft, on
+// simulated time, passes the target that enforces what it advertises and
+// fails, on onset, the one that advertises 100 and enforces 83 (five sixths:
+// the reference target's lying mode).
+func TestDiscoverThenVerify(t *testing.T) {
+	t.Parallel()
+	advertising := func(mode refserver.Advertise) refserver.Config {
+		cfg := simTarget(10*time.Second, func(c *refserver.Config) { c.RESTLimit, c.Advertise = 100, mode })
+		return cfg
+	}
+	srv, err := refserver.New(advertising(refserver.AdvertiseDraft))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	draft := filepath.Join(t.TempDir(), "draft.yaml")
+	if code, _, stderr := runCmd(t, "contract", "discover", "--target", ts.URL, "--out", draft); code != exitOK {
+		t.Fatalf("discover: exit %d\n%s", code, stderr)
+	}
+	for _, tc := range []struct {
+		mode    refserver.Advertise
+		code    int
+		failing string // a check that must fail ("": a pass)
+	}{
+		{refserver.AdvertiseDraft, exitOK, ""},
+		{refserver.AdvertiseLying, exitCheckFailed, "rest/onset"},
+	} {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			t.Parallel()
+			w := simWorld(t, hostsim.Quiet, 1, advertising(tc.mode), nil)
+			code, v, stderr := simVerifyJSON(t, w, 10*time.Second, "--contract", draft)
+			if code != tc.code || len(v.Surfaces) != 1 || v.Surfaces[0].Surface != "rest" || v.Surfaces[0].ExpectedLimit != 100 {
+				t.Fatalf("exit %d, verdict %s, failing %v, surfaces %+v; want exit %d on the draft's one limit rest of 100\n%s", code, v.Verdict, failing(v), v.Surfaces, tc.code, stderr)
+			}
+			for _, c := range v.Surfaces[0].Checks {
+				t.Logf("%s %s: %s", c.Name, c.Verdict, c.Detail)
+			}
+			if tc.failing != "" && !slices.Contains(failing(v), tc.failing) {
+				t.Errorf("failing %v, want %s among them\n%s", failing(v), tc.failing, stderr)
 			}
 		})
 	}

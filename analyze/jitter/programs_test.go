@@ -2,6 +2,7 @@ package jitter
 
 import (
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -134,6 +135,27 @@ func TestProgramsInconclusive(t *testing.T) {
 	rep = Judge(decode.NewInput(), Config{Clients: 5, Requests: 3})
 	if c := checkOf(rep, "clients"); rep.Verdict != analyze.Inconclusive || c.Verdict != analyze.Inconclusive {
 		t.Errorf("no client at all: verdict %s, %+v", rep.Verdict, rep.Checks)
+	}
+}
+
+// TestProgramsStalledWaves: a fixed-interval fleet (unlabelled, judged
+// from the server's records alone) breaks its waves' bounds and fails;
+// judged as if the target had stalled longer than ε while it retried, the
+// same records leave the jitter check inconclusive, saying the stall could
+// have gathered the arrivals, and the run with it: arrival times are the
+// host's, not the clients'.
+func TestProgramsStalledWaves(t *testing.T) {
+	t.Parallel()
+	fixed := func(int, float64) time.Duration { return 2 * time.Second }
+	in := serverFleet(50, 4, 1, fixed, 95*time.Millisecond, true)
+	cfg := Config{Strategy: "full", Attempts: 4, Clients: 50, Requests: 1, Sims: fewestSims, Alpha: calibrationAlpha, Seed: 1, Stall: time.Millisecond}
+	if rep := Judge(in, cfg); rep.Verdict != analyze.Fail || checkOf(rep, "jitter").Verdict != analyze.Fail {
+		t.Fatalf("no stall: verdict %s, jitter %+v, want fail", rep.Verdict, checkOf(rep, "jitter"))
+	}
+	cfg.Stall = time.Second
+	rep := Judge(in, cfg)
+	if c := checkOf(rep, "jitter"); rep.Verdict != analyze.Inconclusive || c.Verdict != analyze.Inconclusive || !strings.Contains(c.Detail, "does not prove the clients at fault") {
+		t.Errorf("a 1s stall: verdict %s, jitter %+v, want inconclusive, the stall named", rep.Verdict, c)
 	}
 }
 

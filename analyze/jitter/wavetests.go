@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/internal/clock"
@@ -75,6 +76,15 @@ func judgeWaves(rep *Report, waves []wave, cfg Config) analyze.Check {
 		// lockstep would pass them too.
 		return check("jitter", analyze.Inconclusive, "ε %v is as wide as the fleet's retries: independent %s collides as fully as clients in lockstep would (collision ratio %.2f, re-collision %.0f%%), so no fleet could fail here; give --epsilon, or run where the shared 429s are written closer together (a busy host spreads them)",
 			cfg.Epsilon, null, rep.CollisionRatio, 100*rep.RecollisionRate)
+	case len(failed) > 0 && !ksFailed && cfg.Stall > cfg.Epsilon:
+		// Arrival times are the host's where the target stalled longer
+		// than ε: a stall gathers the arrivals it held up as re-collisions
+		// do, so the waves' bounds do not prove the clients at fault (a
+		// suite run's Node full-jitter fleet: the target stalled 476 ms,
+		// and wave 2 broke its bounds at collision ratio 2.57). The
+		// delays the clients drew, untouched by the host, passed.
+		return check("jitter", analyze.Inconclusive, "waves %s broke the bounds of independent %s (collision ratio %.2f, re-collision %.0f%%), but the target stalled for %v while the clients retried, more than ε (%v): a stall gathers arrivals as re-collisions do, so this does not prove the clients at fault",
+			strings.Join(failed, ", "), null, rep.CollisionRatio, 100*rep.RecollisionRate, cfg.Stall.Round(time.Millisecond), cfg.Epsilon)
 	case len(failed) > 0 || ksFailed:
 		what := "the delays are not distributed as drawn by independent " + null
 		if len(failed) > 0 {

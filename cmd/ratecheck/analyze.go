@@ -106,20 +106,14 @@ func runAnalyze(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "ratecheck analyze: %v\n", err)
 		return exitUsage
 	}
-	var refusals map[string]analyze.Refusal
-	if j != nil {
-		refusals = j.refusals
-	}
-	in, err := analyze.OpenFor(fs.Args(), refusals)
+	in, err := analyze.OpenFor(fs.Args(), j.refusalsOf())
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck analyze: %v\n", err)
 		return exitUsage
 	}
 	defer in.Close()
 	cfg := analysisConfig(in.Info(), window, restLimit, mcpLimit, checks, fs.Arg(0))
-	if j != nil {
-		cfg.Limits, cfg.Refusals, cfg.Surfaces = j.limits, j.refusals, j.names
-	}
+	j.apply(&cfg)
 	rep, err := analyze.AnalyzeSource(in, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck analyze: %v\n", err)

@@ -67,19 +67,13 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ratecheck report: %v\n", err)
 		return exitUsage
 	}
-	var refusals map[string]analyze.Refusal
-	if j != nil {
-		refusals = j.refusals
-	}
-	in, err := analyze.ReadFor(fs.Args(), refusals)
+	in, err := analyze.ReadFor(fs.Args(), j.refusalsOf())
 	if err != nil {
 		fmt.Fprintf(stderr, "ratecheck report: %v\n", err)
 		return exitUsage
 	}
 	cfg := analysisConfig(&in.Meta, window, restLimit, mcpLimit, nil, fs.Arg(0))
-	if j != nil {
-		cfg.Limits, cfg.Refusals, cfg.Surfaces = j.limits, j.refusals, j.names
-	}
+	j.apply(&cfg)
 	cfg.Charts = true
 	rep, err := analyze.Analyze(in, cfg)
 	if err != nil {

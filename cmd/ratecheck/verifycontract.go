@@ -146,6 +146,22 @@ func judgingOf(c *scenario.Contract) contractJudging {
 	return j
 }
 
+// refusalsOf are the refusals j reads the input with (nil j: none, the
+// documented API's).
+func (j *contractJudging) refusalsOf() map[string]analyze.Refusal {
+	if j == nil {
+		return nil
+	}
+	return j.refusals
+}
+
+// apply judges by j's limits (nil j: cfg as it is).
+func (j *contractJudging) apply(cfg *analyze.Config) {
+	if j != nil {
+		cfg.Limits, cfg.Refusals, cfg.Surfaces = j.limits, j.refusals, j.names
+	}
+}
+
 // recordedJudging is the judging of the run folder at path (or its
 // results.bin) when it is a run of verify --contract, from the contract
 // its run.json recorded; nil for any other input.

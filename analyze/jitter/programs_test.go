@@ -140,7 +140,7 @@ func TestProgramsInconclusive(t *testing.T) {
 
 // TestProgramsStalledWaves: a fixed-interval fleet (unlabelled, judged
 // from the server's records alone) breaks its waves' bounds and fails;
-// judged as if the target had stalled longer than ε while it retried, the
+// judged as if the target had stalled longer than ε during its later attempts, the
 // same records leave the jitter check inconclusive, saying the stall could
 // have gathered the arrivals, and the run with it: arrival times are the
 // host's, not the clients'.

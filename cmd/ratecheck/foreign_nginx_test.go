@@ -105,8 +105,8 @@ func TestVerifyAgainstNginxBurstDelay(t *testing.T) {
 // rejected-count never says refusals do not count (each replica counts
 // them). On a host loaded by the package's other tests, the fit once
 // named one sliding-window counter, decided (before
-// candidates were compared order by order); where the host smeared the
-// run's timing the family may be left open wider, or unknown, with the
+// candidates were compared order by order); where the host's delays made the
+// run's timing too coarse the family may be left open wider, or unknown, with the
 // verdict's timing note saying why (decidedOrTimed). Judged once.
 func TestVerifyAgainstNginxRoundRobin(t *testing.T) {
 	t.Parallel()
@@ -146,7 +146,7 @@ func TestVerifyAgainstNginxRoundRobin(t *testing.T) {
 		// and one log of 2L admit alike while the round robin
 		// alternates, which no probe from outside can tell apart.
 		onlyLogs := s.Model == "sliding-log" && !slices.ContainsFunc(s.Alternatives, func(a string) bool { return a != "sliding-log" })
-		// Or left open wider by a host that smeared the run's timing, as
+		// Or left open wider by a host whose delays made the timing coarse, as
 		// any real run may be (decidedOrTimed): the log among the
 		// families named, or none named, and the verdict saying why (a
 		// quiet suite run beside other tests: answers up to 1.04 s, 26 %

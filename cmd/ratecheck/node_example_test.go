@@ -54,7 +54,7 @@ func testNodeClient(t *testing.T, surface string) {
 // themselves passing: the target stalled (a loaded host; the jitter check
 // then fails no wave the stall could have gathered), or the shared 429s
 // were written so far apart that the collision distance the data gives is
-// as wide as the clients' retries, where no fleet could fail. A
+// as wide as the spacing of the clients' attempts, where no fleet could fail. A
 // client's verdict is held whole otherwise: the jitter check's false-alarm
 // rate is jitter.DefaultAlpha.
 func hostSaid(rep jitter.Report) bool {

@@ -25,8 +25,10 @@ refusals count; the family when documented).
 
   show          print the documented API's contract, the one every command
                 uses without another, as a contract file
-  check FILE    validate a contract file and summarise each limit; a bad
-                one exits 2 naming the file, line and what to write instead
+  check FILE    validate a contract file, summarise each limit and print
+                what verify --contract would send for it (requests per
+                limit and address, the run's length); a bad one exits 2
+                naming the file, line and what to write instead
   discover --target URL [--route NAME=PATH]...
                 send one request per route and write a contract draft of
                 the limits their RateLimit-Policy (or RateLimit-Limit,
@@ -56,6 +58,7 @@ func runContract(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			return exitUsage
 		}
 		summariseContract(stdout, rest[1], c, os.LookupEnv)
+		writeContractPlan(stdout, rest[1])
 		return exitOK
 	case len(rest) > 0 && rest[0] == "discover":
 		return runDiscover(ctx, rest[1:], stdout, stderr)
@@ -119,6 +122,21 @@ func summariseContract(w io.Writer, file string, c *scenario.Contract, lookup fu
 		slices.Sort(unset)
 		fmt.Fprintf(w, "not set in this environment (a run needs them): %s\n", strings.Join(unset, ", "))
 	}
+}
+
+// writeContractPlan says what verify --contract of the contract at file
+// would send, or why it cannot plan it yet. Credentials are not read: the
+// plan does not depend on them.
+func writeContractPlan(w io.Writer, file string) {
+	vc, err := loadVerifyContract(file, nil)
+	if err == nil {
+		var p contractPlan
+		if p, err = planContract(vc); err == nil {
+			p.write(w, file)
+			return
+		}
+	}
+	fmt.Fprintf(w, "verify --contract plans nothing for it yet: %v\n", err)
 }
 
 // orWord is s, or word when s is empty.

@@ -97,6 +97,41 @@ func TestContractCheck(t *testing.T) {
 	}
 }
 
+// TestContractCheckPrintsThePlan: contract check says what verify
+// --contract would send for each limit, counted from the plan's definition
+// (method.Plan) at the contract's window of 60 s, and why it plans nothing
+// for a contract it cannot prove yet. orders (L 30): onset L, over 1,
+// flood L, probes 50 a window over 1.08 W (54), edge 200 a window over
+// 0.1 W (20), second burst L, spoof 3·10 forged and 30 plain (60); from the
+// second address the isolation burst and its rebound, L each; held for a
+// follow-up, one every 0.02 W from 1.2 W to 3.5 W (115) and a burst of L.
+// The plan ends with the last probe, the 54th at 50 a window from 0.12 W:
+// 0.12 W + 53/50 W = 1.18 W, 70.8 s.
+func TestContractCheckPrintsThePlan(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		file string
+		want []string
+	}{
+		{"../../examples/contracts/orders.yaml", []string{
+			"verify --contract ../../examples/contracts/orders.yaml sends, at the window of 1m0s, from two client addresses",
+			"limit orders: 225 requests from the limit address (onset 30, over 1, flood 30, probe 54, edge 20, second 30, spoof 60), 60 from the second address (isolation and rebound); if a question is left open, up to 145 more",
+			"limit export: 165 requests from the limit address (onset 10, over 1, flood 10, probe 54, edge 20, second 10, spoof 60), 20 from the second address (isolation and rebound); if a question is left open, up to 125 more",
+			"the run: about 1m11s, up to 3m30s with follow-ups",
+		}},
+		{"../../examples/contracts/api-key.yaml", []string{
+			"verify --contract plans nothing for it yet: ../../examples/contracts/api-key.yaml: limit per-key: it is counted by header X-Api-Key",
+		}},
+	} {
+		code, stdout, stderr := runCmd(t, "contract", "check", tc.file)
+		for _, want := range tc.want {
+			if code != exitOK || !strings.Contains(stdout, want) {
+				t.Errorf("contract check %s: exit %d, want %q in\n%s%s", tc.file, code, want, stdout, stderr)
+			}
+		}
+	}
+}
+
 // TestServeContract: serve --contract enforces a contract over HTTP: a
 // budget per API key shared by two routes, each key's tier its quota (the
 // tier of the identity whose credential, read from a file, it is), the

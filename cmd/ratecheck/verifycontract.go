@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -12,8 +13,10 @@ import (
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
+	"github.com/connectbyjbrh/ratecheck/attack/schedule"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/refserver"
+	"github.com/connectbyjbrh/ratecheck/timeline"
 )
 
 // verifyContract is what verify --contract takes from a contract file:
@@ -33,7 +36,8 @@ type verifyContract struct {
 // verify's plan can prove it: limits counted by client address, each over
 // a route of its own with one quota, refused with a 429, in one window.
 // What it cannot prove yet is an error naming the file, the limit and
-// what to do; credentials are read through env.
+// what to do; credentials are read through env (nil: not read, the
+// requests carry none, as for a plan only).
 func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyContract, error) {
 	c, err := scenario.LoadContract(path)
 	if err != nil {
@@ -71,9 +75,11 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 		}
 		vc.window = time.Duration(l.Window)
 	}
-	headers, err := limitHeaders(c, env)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+	var headers map[string]string
+	if env != nil {
+		if headers, err = limitHeaders(c, env); err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
 	}
 	for _, l := range c.Limits {
 		route := routes[l.Routes[0]]
@@ -218,4 +224,85 @@ func (vc *verifyContract) embedded(window time.Duration, env func(string) (strin
 	}
 	cfg.Rules = rules
 	return cfg, nil
+}
+
+// contractPlan is what verify --contract sends for each limit of a
+// contract at the contract's window, in requests, and how long the run
+// takes: what contract check prints before anything is sent.
+type contractPlan struct {
+	window time.Duration
+	limits []limitPlan
+	// about is how long the plan runs when no question is left open;
+	// upTo, with the follow-ups verify may add (--max-duration's default).
+	about, upTo time.Duration
+}
+
+// limitPlan is what the plan sends to prove one limit: from the limit
+// address (its probes, the spoof probes among them), from a second
+// address (isolation), and at most in follow-ups.
+type limitPlan struct {
+	name                             string
+	fromLimit, spoof, second, follow int
+	// streams are the plan's streams from the limit address, with their
+	// requests, in the plan's order.
+	streams []streamCount
+}
+
+type streamCount struct {
+	name string
+	n    int
+}
+
+// planContract is verify's plan of vc at the contract's window, with the
+// default checks (limits and isolation), two addresses and the default
+// --max-duration.
+func planContract(vc *verifyContract) (contractPlan, error) {
+	w := vc.window
+	until := timeline.MaxUntil(0, w, true)
+	prof, err := scenario.VerifyProfile(scenario.VerifyOptions{Sources: []string{"limit", "second"}, Surfaces: vc.names, Named: vc.named,
+		Limits: true, Isolation: true, Seed: 1, FollowUpUntil: until})
+	if err != nil {
+		return contractPlan{}, err
+	}
+	p := contractPlan{window: w, upTo: time.Duration(until * float64(w))}
+	at := map[string]int{}
+	for _, n := range vc.names {
+		at[n] = len(p.limits)
+		p.limits = append(p.limits, limitPlan{name: n})
+	}
+	for _, s := range prof.Streams {
+		sched := s.Pacer.Schedule(w)
+		n := int(schedule.Count(sched))
+		l := &p.limits[at[s.Surface]]
+		switch {
+		case s.Name == method.StreamFollowUp || s.Name == method.StreamFollowUpBurst:
+			l.follow += n
+			continue // held for a follow-up
+		case s.Name == method.StreamIsolation || s.Name == method.StreamRebound:
+			l.second += n
+		case strings.HasPrefix(s.Name, "spoof-"):
+			l.spoof += n
+			l.fromLimit += n
+		default:
+			l.fromLimit += n
+			l.streams = append(l.streams, streamCount{s.Name, n})
+		}
+		p.about = max(p.about, s.Start.In(w)+schedule.Planned(sched))
+	}
+	return p, nil
+}
+
+// write says p, limit by limit, then the run's length.
+func (p contractPlan) write(w io.Writer, file string) {
+	fmt.Fprintf(w, "verify --contract %s sends, at the window of %v, from two client addresses (--sources: the limit address, and a second for isolation):\n", file, p.window)
+	for _, l := range p.limits {
+		parts := make([]string, 0, len(l.streams)+1)
+		for _, s := range l.streams {
+			parts = append(parts, fmt.Sprintf("%s %d", s.name, s.n))
+		}
+		parts = append(parts, fmt.Sprintf("spoof %d", l.spoof))
+		fmt.Fprintf(w, "  limit %s: %d requests from the limit address (%s), %d from the second address (isolation and rebound); if a question is left open, up to %d more from the limit address (follow-up)\n",
+			l.name, l.fromLimit, strings.Join(parts, ", "), l.second, l.follow)
+	}
+	fmt.Fprintf(w, "  the run: about %v, up to %v with follow-ups (--max-duration); --window compresses it on a target that runs a shorter window\n", p.about.Round(time.Second), p.upTo.Round(time.Second))
 }

@@ -266,13 +266,8 @@ func TestKneeOfPool(t *testing.T) {
 // during the freeze nothing goes out, so the latency from the actual
 // send sees the freeze in one request, and hides it, while the latency
 // from the intended send time charges it to every request due in it.
-//
-// It is the package's one serial test, so it runs before the others, not
-// beside them: its one worker at 150/s must keep its schedule until the
-// freeze, and beside the knee searches and two CPU hogs it fell 220 ms
-// behind in its first 19 requests (the step failed before the freeze
-// came) or 940 ms at the freeze (judged the client's), in 4 of 4 runs.
 func TestFreezeShowsInIntendedTime(t *testing.T) {
+	t.Parallel()
 	cfg := refserver.DefaultConfig()
 	cfg.Window = time.Second
 	cfg.Faults = refserver.Faults{FreezeFor: time.Second, FreezeEvery: 7 * time.Second}

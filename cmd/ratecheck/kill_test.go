@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,7 +20,6 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
-	"github.com/connectbyjbrh/ratecheck/internal/parallel"
 	"github.com/connectbyjbrh/ratecheck/refserver"
 )
 
@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(planMatrixEnv) == "1" {
 		os.Exit(runPlanMatrix())
 	}
-	parallel.Raise(e2eParallel)
+	raiseParallel()
 	// The end-to-end tests serve and attack in one process, eight at a
 	// time: at GOGC's default the collector took a fifth of its CPU, on a
 	// machine the parallel tests keep busy. Unless GOGC says otherwise
@@ -51,8 +51,19 @@ func TestMain(m *testing.M) {
 }
 
 // e2eParallel is how many parallel tests run at once unless -parallel
-// says otherwise (see internal/parallel).
+// says otherwise. The real-clock tests spend most of their time waiting
+// out compressed windows, not computing, so go test's default, GOMAXPROCS,
+// would leave them mostly one after another on a small machine.
 const e2eParallel = 8
+
+// raiseParallel sets -test.parallel to e2eParallel unless it was given.
+func raiseParallel() {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(e2eParallel))
+	}
+}
 
 // TestKilledRunIsRecovered: an attack killed with SIGKILL mid-run leaves a
 // results.bin that analyze reads up to its last complete record, saying

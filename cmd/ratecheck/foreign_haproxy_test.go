@@ -164,8 +164,10 @@ func testVerifyAgainstHAProxy(t *testing.T, pre int) {
 		}
 		return
 	}
-	if got := failing(v); code != exitCheckFailed || !contains(got, "rest/rolling") && !contains(got, "mcp/rolling") {
-		t.Fatalf("exit %d, failing %v, want rolling to fail\n%s", code, got, stderr)
+	if got := failing(v); openByTiming(code, v) {
+		t.Logf("left open by the run's timing, as every surface says (see judgeForeignReal):\n%s", surfacesSaid(v))
+	} else if code != exitCheckFailed || !contains(got, "rest/rolling") && !contains(got, "mcp/rolling") {
+		t.Fatalf("exit %d, failing %v, want rolling to fail, or every surface left open by the run's timing\n%s", code, got, stderr)
 	}
 	for _, s := range v.Surfaces {
 		decidedOrTimed(t, s.Surface, s.Model, s.Decided, s.Alternatives, s.Timing, "sliding-window-counter")

@@ -87,7 +87,7 @@ func TestVerifyAgainstNginxBurstDelay(t *testing.T) {
     location = /mcp { limit_req zone=mcp burst=120 delay=60; error_page 429 = @mcp429; proxy_pass http://%[5]s; }`+nginx429+`
   }`, int(240/window.Seconds()), int(120/window.Seconds()), strings.TrimPrefix(upstream, "http://"))
 	code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--checks", "limits,isolation")
-	judgeForeign(t, code, v, stderr, "token-bucket")
+	judgeForeignReal(t, code, v, stderr, "token-bucket")
 }
 
 // TestVerifyAgainstNginxRoundRobin: two correct replicas (the reference
@@ -225,7 +225,7 @@ func TestVerifyAgainstNginxSlowRefill(t *testing.T) {
     location = /mcp { limit_req zone=mcp burst=119 nodelay; error_page 429 = @mcp429; proxy_pass http://%[4]s; }`+nginx429+`
   }`, int(time.Minute/window), strings.TrimPrefix(upstream, "http://"))
 	code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--checks", "limits,isolation")
-	judgeForeign(t, code, v, stderr, "token-bucket")
+	judgeForeignReal(t, code, v, stderr, "token-bucket")
 	for _, s := range v.Surfaces {
 		verdict, detail := checkOf(v, s.Surface, "rejected-count")
 		if why := contradictsFit(verdict, detail); why != "" {

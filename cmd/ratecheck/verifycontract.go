@@ -12,6 +12,7 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
+	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/attack/scenario"
 	"github.com/connectbyjbrh/ratecheck/attack/schedule"
 	"github.com/connectbyjbrh/ratecheck/method"
@@ -266,18 +267,20 @@ func planContract(vc *verifyContract) (contractPlan, error) {
 	}
 	p := contractPlan{window: w, upTo: time.Duration(until * float64(w))}
 	at := map[string]int{}
+	held := &attack.FollowUp{}
 	for _, n := range vc.names {
 		at[n] = len(p.limits)
 		p.limits = append(p.limits, limitPlan{name: n})
+		held.Streams = append(held.Streams, n+"/"+method.StreamFollowUp, n+"/"+method.StreamFollowUpBurst)
 	}
+	p.about = attack.Plan{Profile: prof, Window: w, FollowUp: held}.Duration()
 	for _, s := range prof.Streams {
-		sched := s.Pacer.Schedule(w)
-		n := int(schedule.Count(sched))
+		n := int(schedule.Count(s.Pacer.Schedule(w)))
 		l := &p.limits[at[s.Surface]]
 		switch {
 		case s.Name == method.StreamFollowUp || s.Name == method.StreamFollowUpBurst:
 			l.follow += n
-			continue // held for a follow-up
+			// held for a follow-up: not in the run's length
 		case s.Name == method.StreamIsolation || s.Name == method.StreamRebound:
 			l.second += n
 		case strings.HasPrefix(s.Name, "spoof-"):
@@ -287,7 +290,6 @@ func planContract(vc *verifyContract) (contractPlan, error) {
 			l.fromLimit += n
 			l.streams = append(l.streams, streamCount{s.Name, n})
 		}
-		p.about = max(p.about, s.Start.In(w)+schedule.Planned(sched))
 	}
 	return p, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -154,6 +155,72 @@ func TestSearchFindsTheKneeOfAQueue(t *testing.T) {
 			last := res.Steps[len(res.Steps)-1]
 			if last.Phase != phaseRemeasure || last.Verdict != StepPass || last.OfferedRPS != knee {
 				t.Errorf("last step %+v, want the knee re-measured", last)
+			}
+		})
+	}
+}
+
+// TestSearchFindsTheKneeOfAUniformPool holds the knee found against a
+// pool of 10 workers with service times uniform in 5ms-35ms (500/s
+// nominal), in the runner's compressed steps (1.5 s judged after 0.5 s of
+// warm-up, lengthened up to 3 s), to the D/G/c queue's figure: the p99 of
+// a part of a step, served by the same pool from an empty queue. A step's
+// judged p99 lies between those of its parts, so every rate at which the
+// figure keeps the longest judged part (warm-up, then MaxStep) within the
+// objective passes, less the arrival jitter δ, and no rate passes at
+// which even the most lenient part (a step's first: Step after the
+// warm-up) is beyond it, for any of the figure's draws. The bracket
+// closes to the precision p: low·(1−δ)/(1+p) ≤ knee < high.
+func TestSearchFindsTheKneeOfAUniformPool(t *testing.T) {
+	t.Parallel()
+	const lo, hi, workers = 5 * time.Millisecond, 35 * time.Millisecond, 10
+	o := Options{Objective: p99(t, "100ms"), StartRate: 300, MaxRate: 2000,
+		Step: 1500 * time.Millisecond, Warmup: 500 * time.Millisecond, MaxStep: 3 * time.Second}
+	slo := o.Objective.SLO.Max
+	// figure is the p99 of the judged part of a part at rate: warm then
+	// judged, from an empty queue, service times drawn from seed.
+	figure := func(rate float64, warm, judged time.Duration, seed uint64) time.Duration {
+		q := &pool{c: workers, draw: uniform(lo, hi, seed)}
+		q.reset(rate)
+		gap := time.Duration(float64(time.Second) / rate)
+		var lat []time.Duration
+		for i, at := 0, epoch; at.Before(epoch.Add(warm + judged)); i, at = i+1, at.Add(gap) {
+			_, d, _, _ := q.serve(i, at)
+			if !at.Before(epoch.Add(warm)) {
+				lat = append(lat, d)
+			}
+		}
+		slices.Sort(lat)
+		return lat[max(0, int(math.Ceil(0.99*float64(len(lat))))-1)]
+	}
+	const seeds, p, delta = 8, 0.05, 0.05
+	low, high := 0.0, 0.0
+	for rate := 250.0; rate <= 2000 && high == 0; rate += 2.5 {
+		worst, best := time.Duration(0), time.Duration(1<<62)
+		for seed := range uint64(seeds) {
+			worst = max(worst, figure(rate, o.Warmup, o.MaxStep, seed))
+			best = min(best, figure(rate, o.Warmup, o.Step, seed))
+		}
+		if worst <= slo {
+			low = rate
+		}
+		if best > slo {
+			high = rate
+		}
+	}
+	if low == 0 || high == 0 {
+		t.Fatalf("the figure brackets nothing: low %v, high %v", low, high)
+	}
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprintf("draws %d", seeds+seed), func(t *testing.T) {
+			t.Parallel()
+			res, _, _ := drive(t, o, &pool{c: workers, draw: uniform(lo, hi, seeds+seed)})
+			if res.Verdict != VerdictFound || res.LimitedBy != CauseLatency || res.KneeRPS == nil {
+				t.Fatalf("verdict %s limited by %q, want found, latency\n%s", res.Verdict, res.LimitedBy, dump(res))
+			}
+			t.Logf("knee %.1f/s; the figure: within %v up to %.1f/s over a whole step, beyond it from %.1f/s in any part", *res.KneeRPS, slo, low, high)
+			if k := *res.KneeRPS; k < low*(1-delta)/(1+p) || k >= high {
+				t.Errorf("knee %.1f/s outside [%.1f, %.1f)\n%s", k, low*(1-delta)/(1+p), high, dump(res))
 			}
 		})
 	}

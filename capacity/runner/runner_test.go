@@ -18,7 +18,6 @@ import (
 	"github.com/connectbyjbrh/ratecheck/attack"
 	"github.com/connectbyjbrh/ratecheck/capacity"
 	"github.com/connectbyjbrh/ratecheck/internal/clock"
-	"github.com/connectbyjbrh/ratecheck/internal/hostsim"
 	"github.com/connectbyjbrh/ratecheck/internal/keep"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/refserver"
@@ -318,97 +317,6 @@ func TestFreezeShowsInIntendedTime(t *testing.T) {
 	if s.UncorrectedHighMS == nil || float64(*s.UncorrectedHighMS) > slo.Max.Seconds()*1000 {
 		t.Errorf("uncorrected p99 high bound %v ms: want within the objective, the freeze hidden", s.UncorrectedHighMS)
 	}
-}
-
-// TestKneeOfUniformPool holds the knee found against a pool of 10
-// workers with service times uniform in 5ms-35ms (500/s nominal) to the
-// D/G/c queue's figure (hostsim.Queue), replayed with the service times
-// the pool really gave (a timer on a loaded host overshoots). A step's
-// judged p99 lies between those of its parts (a quantile of a mixture
-// lies between its components'), and every part starts from an empty
-// queue (a segment ends when its last answer is in): so every rate at
-// which the figure keeps the p99 of the longest judged part (the warm-up,
-// then MaxStep) within the objective passes, less the arrival jitter δ,
-// and no rate passes at which even the most lenient part (a lengthening:
-// T from an empty queue, no warm-up) is beyond it. The bracket closes to
-// the precision p: low·(1−δ)/(1+p) ≤ knee < high.
-func TestKneeOfUniformPool(t *testing.T) {
-	t.Parallel()
-	const lo, hi, nominal = 5 * time.Millisecond, 35 * time.Millisecond, 20 * time.Millisecond
-	meter, c, job, _, worst := searchPool(t, refserver.Pool{Workers: 10, ServiceMin: lo, ServiceMax: hi, Queue: 5000})
-	res := job.Result()
-	slo := c.Search.Objective.SLO.Max
-	// figureOver is the figure's p99 of a part at rate, the pool's timers
-	// adding over to every service time.
-	figureOver := func(over time.Duration, rate float64, warm, judged time.Duration, seed uint64) time.Duration {
-		draw := hostsim.Uniform(lo+over, hi+over, seed)
-		all := hostsim.Queue(rate, warm+judged, 10, draw)
-		return quantileOf(all[int(rate*warm.Seconds()):], 0.99)
-	}
-	over := meter.mean() - nominal // what the pool's timers added
-	figure := func(rate float64, warm, judged time.Duration, seed uint64) time.Duration {
-		return figureOver(over, rate, warm, judged, seed)
-	}
-	const seeds, p, delta = 4, 0.05, 0.05
-	low, high := 0.0, 0.0
-	for rate := 250.0; rate <= 2000 && high == 0; rate += 2.5 {
-		worstP99, bestP99 := time.Duration(0), time.Duration(1<<62)
-		for seed := range uint64(seeds) {
-			worstP99 = max(worstP99, figure(rate, c.Search.Warmup, c.Search.MaxStep, seed))
-			bestP99 = min(bestP99, figure(rate, 0, c.Search.Step, seed))
-		}
-		if worstP99 <= slo {
-			low = rate
-		}
-		if bestP99 > slo {
-			high = rate
-		}
-	}
-	t.Logf("real mean service %v; the figure: p99 within %v up to %.1f/s over a whole step, beyond it from %.1f/s in any part", meter.mean(), slo, low, high)
-	// As in TestKneeOfPool: the host can only lower the knee.
-	if res.KneeRPS != nil && high > 0 && *res.KneeRPS >= high {
-		t.Errorf("knee %.1f/s at or above %.1f/s, where the figure is beyond the objective in any part", *res.KneeRPS, high)
-	}
-	// slowFigure: the figure with the pool's slowdown during a failing
-	// step puts some part of it beyond the objective at that rate plus
-	// the jitter δ.
-	slowFigure := func(rate float64, mean time.Duration) bool {
-		for seed := range uint64(seeds) {
-			if figureOver(mean-nominal, rate*(1+delta), c.Search.Warmup, c.Search.MaxStep, seed) > slo {
-				return true
-			}
-		}
-		return false
-	}
-	switch {
-	case worst > (slo-nominal)/2 || res.Verdict == capacity.VerdictClient || res.LimitedBy == "client":
-		t.Logf("this process stalled for %v, verdict %s limited by %q: the host bounds the search, the lower bound is not held", worst, res.Verdict, res.LimitedBy)
-	case res.Verdict == capacity.VerdictInconclusive && contradicted(res) || res.Verdict == capacity.VerdictNotFound:
-		needs := func(f capacity.StepResult) bool {
-			return f.OfferedRPS < low*(1-delta) || passedAtOrAbove(res, f.OfferedRPS)
-		}
-		if why := slowedPool(job, meter, needs, slowFigure); why != "" {
-			t.Logf("verdict %s: %s", res.Verdict, why)
-		} else {
-			t.Errorf("verdict %s (limited by %s): a step failed at a rate the pool sustains, and its workers kept up during it", res.Verdict, res.LimitedBy)
-		}
-	case res.Verdict != capacity.VerdictFound || res.KneeRPS == nil:
-		t.Errorf("verdict %s (limited by %s), want found", res.Verdict, res.LimitedBy)
-	case *res.KneeRPS < low*(1-delta)/(1+p):
-		needs := func(f capacity.StepResult) bool { return f.OfferedRPS < low*(1-delta) }
-		if why := slowedPool(job, meter, needs, slowFigure); why != "" {
-			t.Logf("knee %.1f/s below %.1f/s (the figure over the run): %s", *res.KneeRPS, low*(1-delta)/(1+p), why)
-		} else {
-			t.Errorf("knee %.1f/s below %.1f/s", *res.KneeRPS, low*(1-delta)/(1+p))
-		}
-	}
-}
-
-// quantileOf returns the q-quantile of ds (the ⌈q·n⌉-th smallest).
-func quantileOf(ds []time.Duration, q float64) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[max(0, int(math.Ceil(q*float64(len(s))))-1)]
 }
 
 // TestShardsJudgeAsOne runs a short search as two shard jobs in this

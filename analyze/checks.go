@@ -313,6 +313,9 @@ func (s *surfaceRun) missing(meta *decode.Meta, sd *SurfaceDetail) string {
 
 // model says what the primary's requests showed of the limiter: its
 // source, the fit, the observed limit and the families that explain it.
+// It names none (unknown) where the fit's orders are not the limiter's:
+// refusals the host held apart (unordered), or a fit left open on a run
+// whose target held what it admitted (holdsAdmissions).
 func (s *surfaceRun) model(sv *SurfaceVerdict, sd *SurfaceDetail, missing string) {
 	if s.anyRefused {
 		obs := s.obs
@@ -343,7 +346,7 @@ func (s *surfaceRun) model(sv *SurfaceVerdict, sd *SurfaceDetail, missing string
 		alternatives(sv, rivals)
 	default:
 		sv.Model = sd.Fit.Best.Family
-		if sv.Model == familyNone || !explainsRun(sd.Fit.Best, s.primaryAdmitted()) || s.unordered() {
+		if sv.Model == familyNone || !explainsRun(sd.Fit.Best, s.primaryAdmitted()) || s.unordered() || !sd.Fit.Decided && s.holdsAdmissions() {
 			sv.Model = familyUnknown
 			return
 		}

@@ -127,3 +127,41 @@ func TestUnordered(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldsAdmissions: admissions whose p99 is over three times the
+// refusals', on a run whose answers took longer than the plan decides
+// through (1 % of the window, 40 ms of 4 s), mark a target (or host)
+// holding what it admits, where a fit left open names no family; quick
+// answers, admissions as quick as refusals, or no refusal do not.
+func TestHoldsAdmissions(t *testing.T) {
+	t.Parallel()
+	const w, ms = 4 * time.Second, time.Millisecond
+	for _, tc := range []struct {
+		name     string
+		adm, ref time.Duration
+		refusals int
+		want     bool
+	}{
+		{"nginx's delay on a busy host", 2460 * ms, 120 * ms, 50, true},
+		{"nginx's delay on a quiet host", 1900 * ms, 5 * ms, 50, true},
+		{"a busy host holding all alike", 900 * ms, 800 * ms, 50, false},
+		{"three times, not over", 300 * ms, 100 * ms, 50, false},
+		{"quick answers", 36 * ms, 2 * ms, 50, false},
+		{"nothing refused", 2 * time.Second, 0, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g := &groupRun{source: "127.0.0.1", refusals: tc.refusals, admLat: newReservoir(timingSample), refLat: newReservoir(timingSample)}
+			for range 50 {
+				g.admLat.add(int64(tc.adm))
+				if tc.refusals > 0 {
+					g.refLat.add(int64(tc.ref))
+				}
+			}
+			s := &surfaceRun{W: w, primary: g}
+			if got := s.holdsAdmissions(); got != tc.want {
+				t.Errorf("holdsAdmissions = %v, want %v (admissions %v, refusals %v)", got, tc.want, tc.adm, tc.ref)
+			}
+		})
+	}
+}

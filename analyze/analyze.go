@@ -54,6 +54,11 @@ type Config struct {
 	// run's addresses, within a window of its start: a refusal whose
 	// window may hold those requests can be that earlier run's doing.
 	SentBefore time.Time
+	// Stacked are the limits of a contract that verify does not probe,
+	// by name (each also in Surfaces): each is held to a route beside a
+	// limit of a shorter window that verify probes, and is judged
+	// inconclusive, saying whether the run reached it (see Stacked).
+	Stacked map[string]Stacked
 	// Charts keeps what the HTML report's window chart draws of each
 	// surface (SurfaceDetail.Window): a point per answered request of the
 	// primary address, a run's worth of them. Without it the analysis
@@ -264,6 +269,16 @@ func AnalyzeSource(src decode.Source, cfg Config) (*Report, error) {
 	}
 	if t0 != 1<<63-1 {
 		rep.Start = time.Unix(0, t0)
+	}
+	for _, s := range workers {
+		if st, ok := cfg.Stacked[s.name]; ok {
+			i := slices.IndexFunc(workers, func(o *surfaceRun) bool { return o.name == st.On })
+			var on *surfaceRun
+			if i >= 0 {
+				on = workers[i]
+			}
+			s.unreached = s.unreachedBy(on, st)
+		}
 	}
 	for _, s := range workers {
 		if len(s.groups) == 0 && !slices.Contains(cfg.Surfaces, s.name) {

@@ -293,13 +293,16 @@ func (s *surfaceRun) summary() (SurfaceVerdict, SurfaceDetail) {
 	return sv, sd
 }
 
-// missing says why no check has its evidence, if none has: a surface the
+// missing says why no check has its evidence, if none has: a stacked
+// limit, which the run sends no probes of its own (unreached), a surface the
 // run meant to exercise but sent nothing to, where the API is not there
 // (though most requests timed out: a server with a short listen backlog
 // answers a few with 501 and drops the rest), or whose every request went
 // unanswered or failed (empty: the checks judge).
 func (s *surfaceRun) missing(meta *decode.Meta, sd *SurfaceDetail) string {
 	switch {
+	case s.unreached != "":
+		return s.unreached
 	case s.primary == nil:
 		return "no request of this surface in the run"
 	case s.absent(meta) != "": // before unanswered: a 501 is an answer

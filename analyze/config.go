@@ -27,6 +27,9 @@ type Overrides struct {
 	// Surfaces are the surfaces the run was meant to exercise (nil: the
 	// ones it sent to; see [Config.Surfaces]).
 	Surfaces []string
+	// Stacked are a contract's limits verify does not probe (see
+	// [Config.Stacked]).
+	Stacked map[string]Stacked
 	// Path is the first path read: the run reported when no run folder was
 	// read.
 	Path string
@@ -41,7 +44,7 @@ type Overrides struct {
 // warning for each run that did not finish or fell far behind its
 // schedule (see [RunWarnings]).
 func ConfigFor(meta *decode.Meta, o Overrides) (cfg Config, assumed bool) {
-	cfg = Config{Window: o.Window, Limits: o.Limits, Checks: o.Checks, Surfaces: o.Surfaces, Refusals: o.Refusals}
+	cfg = Config{Window: o.Window, Limits: o.Limits, Checks: o.Checks, Surfaces: o.Surfaces, Refusals: o.Refusals, Stacked: o.Stacked}
 	if cfg.Limits == nil {
 		cfg.Limits = map[string]int{method.REST: method.RESTLimit, method.MCP: method.MCPLimit}
 	}

@@ -194,6 +194,9 @@ type surfaceRun struct {
 	charts   bool               // keep the window chart's points (Config.Charts)
 	revision string             // the MCP revision spoken, when known
 	refusals map[string]Refusal // a contract's limits' refusals (Config.Refusals)
+	// unreached, for a stacked limit (Config.Stacked), says why the run
+	// judges nothing of it (see unreachedBy); "" for any other surface.
+	unreached string
 	// sentBefore is when an earlier run last sent from the run's
 	// addresses, within a window of its start (Unix ns; 0: none known)
 	sentBefore int64

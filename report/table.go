@@ -150,8 +150,12 @@ func summaryLine(s analyze.SurfaceVerdict, d analyze.SurfaceDetail) string {
 }
 
 // countsLine counts a surface's requests by answer and by what the model
-// required of them.
+// required of them ("no request": a surface the run sent nothing of its
+// own, such as a stacked limit).
 func countsLine(d analyze.SurfaceDetail) string {
+	if d.Requests == 0 && len(d.Sources) == 0 {
+		return "no request"
+	}
 	return fmt.Sprintf("%s from %s: %d admitted, %d refused, %s, %s; required 200: %d, required 429: %d, indeterminate: %d",
 		human.Count(d.Requests, "request", ""), joinFew(d.Sources, 8), d.Admitted, d.Refused, human.Count(d.Faults, "fault", ""), human.Count(d.OtherAnswers, "other answer", ""), d.Required200, d.Required429, d.Indet)
 }

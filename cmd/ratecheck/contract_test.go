@@ -122,6 +122,12 @@ func TestContractCheckPrintsThePlan(t *testing.T) {
 		{"../../examples/contracts/api-key.yaml", []string{
 			"verify --contract plans nothing for it yet: ../../examples/contracts/api-key.yaml: limit per-key: it is counted by header X-Api-Key",
 		}},
+		// per-minute is orders' plan (L 30); per-hour, stacked on it, gets
+		// at most its 225 and the follow-up's 145.
+		{"../../examples/contracts/stacked.yaml", []string{
+			"limit per-minute: 225 requests from the limit address (onset 30, over 1, flood 30, probe 54, edge 20, second 30, spoof 60), 60 from the second address (isolation and rebound); if a question is left open, up to 145 more",
+			"limit per-hour (1000 per 1h0m0s): stacked on per-minute over route search, no probes of its own: the run sends at most 370 requests to the route from the limit address, fewer than its quota, so it is judged inconclusive, never passed, saying so and that a run of about 3h30m0s would prove it",
+		}},
 	} {
 		code, stdout, stderr := runCmd(t, "contract", "check", tc.file)
 		for _, want := range tc.want {
@@ -129,6 +135,32 @@ func TestContractCheckPrintsThePlan(t *testing.T) {
 				t.Errorf("contract check %s: exit %d, want %q in\n%s%s", tc.file, code, want, stdout, stderr)
 			}
 		}
+	}
+}
+
+// TestVerifyRefusesAReachableStackedLimit: a limit stacked on another
+// whose quota the run can reach (370 an hour on a route the plan sends up
+// to 370 requests, 225 and a follow-up's 145) is refused before anything is
+// sent, naming it: the two limits' refusals could not be told apart.
+// contract check says the same.
+func TestVerifyRefusesAReachableStackedLimit(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile("../../examples/contracts/stacked.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "reachable.yaml")
+	if err := os.WriteFile(file, []byte(strings.Replace(string(data), "quota: 1000", "quota: 370", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCmd(t, "verify", "--contract", file)
+	want := file + ": limit per-hour: it is stacked on per-minute over route search, and the run sends up to 370 requests to the route from the limit address, at least its quota of 370"
+	if code != exitUsage || !strings.Contains(stderr, want) || strings.Contains(stderr, "probing") {
+		t.Errorf("verify: exit %d, want 2 and %q, nothing probed, in\n%s", code, want, stderr)
+	}
+	code, stdout, _ := runCmd(t, "contract", "check", file)
+	if want := "limit per-hour (370 per 1h0m0s): stacked on per-minute over route search, and the run sends up to 370 requests to the route from the limit address, at least its quota: verify refuses the contract before sending"; code != exitOK || !strings.Contains(stdout, want) {
+		t.Errorf("contract check: exit %d, want %q in\n%s", code, want, stdout)
 	}
 }
 

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,15 +28,14 @@ func contractTarget(t *testing.T, path string, mutate func(*scenario.Contract)) 
 	if mutate != nil {
 		mutate(c)
 	}
-	rules, err := rulesOf(c, func(string) (string, bool) { return "", false })
+	// Every window verifyWindow, a stacked limit's as many times longer
+	// as the contract says (what verify's embedded target serves).
+	served, err := (&verifyContract{c: c, stacked: stackedOf(c)}).embedded(verifyWindow, func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range rules.Limits {
-		rules.Limits[i].Window = verifyWindow
-	}
 	cfg := simTarget(verifyWindow, nil)
-	cfg.Rules = rules
+	cfg.Rules = served.Rules
 	return cfg
 }
 
@@ -127,6 +128,72 @@ func TestSimVerifyContract(t *testing.T) {
 			}
 			if code2 != code || again.Verdict != v.Verdict || !slices.Equal(slices.Sorted(slices.Values(failing(again))), got) {
 				t.Errorf("analyze of the run: exit %d, verdict %s, failing %v; verify said exit %d, %s, %v", code2, again.Verdict, failing(again), code, v.Verdict, got)
+			}
+		})
+	}
+}
+
+// TestSimVerifyStackedContract: a route held to 30 a minute and 1 000 an
+// hour (examples/contracts/stacked.yaml), on simulated time. verify probes
+// the minute's limit; the run sends the route fewer than 1 000 requests
+// (the plan's 225 and a follow-up's 145 at most), so it cannot reach the
+// hour's, which is inconclusive, never passed, saying how many went and
+// how long a run would prove it (3.5 of its windows: 14 s here, 3h30m at
+// the contract's hour). A target serving the contract passes the minute's
+// limit decided and ends inconclusive; one that serves the minute's at 20
+// fails it on onset, the hour's still inconclusive.
+func TestSimVerifyStackedContract(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join("..", "..", "examples", "contracts", "stacked.yaml")
+	for _, tc := range []struct {
+		name   string
+		serve  func(*scenario.Contract)
+		code   int
+		minute string // the per-minute surface's verdict
+	}{
+		{name: "as documented", code: exitInconclusive, minute: "pass"},
+		{name: "per-minute at 20", serve: func(c *scenario.Contract) { c.Limits[0].Quota.N = 20 }, code: exitCheckFailed, minute: "fail"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := simWorld(t, hostsim.Quiet, 1, contractTarget(t, file, tc.serve), nil)
+			code, v, stderr := simVerifyJSON(t, w, verifyWindow, "--contract", file)
+			if code != tc.code || len(v.Surfaces) != 2 || v.Surfaces[0].Surface != "per-minute" || v.Surfaces[1].Surface != "per-hour" {
+				t.Fatalf("exit %d, verdict %s, surfaces %d; want exit %d with per-minute, per-hour\n%s", code, v.Verdict, len(v.Surfaces), tc.code, stderr)
+			}
+			minute, hour := v.Surfaces[0], v.Surfaces[1]
+			// At a quota of 30 the family may stay open beside the
+			// target's log (TestSimVerifyContract): its best fit is the log.
+			if minute.Verdict != tc.minute || tc.minute == "pass" && (minute.Model != "sliding-log" || minute.RejectedCount == nil || !*minute.RejectedCount) {
+				t.Errorf("per-minute: %s, model %s decided %v, rejected_count %v, failing %v; want %s", minute.Verdict, minute.Model, minute.Decided, minute.RejectedCount, failing(v), tc.minute)
+			}
+			if tc.minute == "fail" && !contains(failing(v), "per-minute/onset") {
+				t.Errorf("failing %v, want per-minute/onset among them", failing(v))
+			}
+			if hour.Verdict != "inconclusive" || hour.ExpectedLimit != 1000 {
+				t.Errorf("per-hour: %s, expected %d; want inconclusive, 1000", hour.Verdict, hour.ExpectedLimit)
+			}
+			for _, c := range hour.Checks {
+				if c.Verdict != "inconclusive" {
+					t.Errorf("per-hour/%s: %s, want inconclusive (no probe of its own)", c.Name, c.Verdict)
+				}
+			}
+			// The hour is 60 of the minute's windows: 4m0s at the
+			// run's 4 s.
+			for _, want := range []string{"limit per-hour (1000 per 4m0s) is stacked on per-minute over route search, and the run never reached it", "a run of about 14m0s (3.5 of its windows)"} {
+				if !strings.Contains(hour.Missing, want) {
+					t.Errorf("per-hour: %q\nlacks %q", hour.Missing, want)
+				}
+			}
+			// What went to the route from the limit address: the plan's
+			// 225 at L = 30 (contract check's figures), and at most a
+			// follow-up's 145 more; the second address's 60 not among them.
+			m := regexp.MustCompile(`it sent (\d+) requests to the route from 127\.0\.0\.1, fewer than 1000`).FindStringSubmatch(hour.Missing)
+			if m == nil {
+				t.Fatalf("per-hour: %q says not how many requests went to the route", hour.Missing)
+			}
+			if n, _ := strconv.Atoi(m[1]); n < 225 || n > 225+145 || n > minute.Requests-60 {
+				t.Errorf("per-hour counts %d requests from the limit address; the plan sends 225 to 370 from it, and per-minute counts %d from both addresses", n, minute.Requests)
 			}
 		})
 	}

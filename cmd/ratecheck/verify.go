@@ -62,13 +62,16 @@ headers; isolation = isolation, spoof, independence; contract = contract.
 --contract FILE verifies another API's limits, said in a contract file
 (docs/contract.md): each limit is probed and judged as a surface named
 after it, with its route's request, its quota and its window (every limit
-of the file shares one), sent as the identity whose address is the limit
+probed shares one), sent as the identity whose address is the limit
 address (its credentials read from the environment, never archived); the
 failure-table probes (contract group) are the documented API's and are not
 sent. Without --target the embedded reference target serves the contract.
 verify proves limits counted by client address, each over a route of its
-own, refused with 429, so far; a contract with another kind of limit is
-refused naming it (ratecheck contract check summarises any contract).
+own, refused with 429, so far; a limit of a longer window stacked on one
+of them (10 a second and 1 000 an hour) is judged inconclusive, never
+passed, where the run cannot reach it, saying how long a run would prove
+it; a contract with another kind of limit is refused naming it (ratecheck
+contract check summarises any contract).
 
 Exit codes: 0 verified, 1 a check failed, 2 bad usage or this machine's own
 limit (descriptors, local ports), 3 target unreachable or failing

@@ -23,40 +23,78 @@ import (
 // verifyContract is what verify --contract takes from a contract file:
 // its limits, each probed as a surface of its own named after it (in the
 // contract's order), with its route's request, the limit identity's
-// headers and its quota, over the window they share.
+// headers and its quota, over the window they share; and the limits
+// stacked on them, judged as surfaces that verify sends nothing of their
+// own (see analyze.Stacked).
 type verifyContract struct {
 	file  string
 	c     *scenario.Contract
 	names []string
 	named map[string]scenario.NamedLimit
-	// window is the contract's window, which every limit shares.
+	// stacked are the limits held to a route beside a limit of a shorter
+	// window, which verify probes, by name.
+	stacked map[string]analyze.Stacked
+	// window is the contract's window, which every probed limit shares.
 	window time.Duration
+}
+
+// judged are the surfaces the run is judged on: every limit of the
+// contract, in its order, the stacked ones included.
+func (vc *verifyContract) judged() []string {
+	var out []string
+	for _, l := range vc.c.Limits {
+		out = append(out, l.Name)
+	}
+	return out
+}
+
+// stackedOf maps each limit of c over one route that another limit over
+// that route alone, of a shorter window, holds too (stacked limits, 10 a
+// second and 1 000 an hour) to that limit: the route's limit of the
+// shortest window, the first of them in the contract where several have
+// it, which verify probes.
+func stackedOf(c *scenario.Contract) map[string]analyze.Stacked {
+	shortest := map[string]scenario.Limit{} // route → its limit of the shortest window
+	for _, l := range c.Limits {
+		if len(l.Routes) != 1 {
+			continue
+		}
+		if s, ok := shortest[l.Routes[0]]; !ok || l.Window < s.Window {
+			shortest[l.Routes[0]] = l
+		}
+	}
+	out := map[string]analyze.Stacked{}
+	for _, l := range c.Limits {
+		if len(l.Routes) != 1 {
+			continue
+		}
+		if on := shortest[l.Routes[0]]; on.Name != l.Name {
+			out[l.Name] = analyze.Stacked{On: on.Name, Route: l.Routes[0], Window: time.Duration(l.Window), OnWindow: time.Duration(on.Window)}
+		}
+	}
+	return out
 }
 
 // loadVerifyContract reads the contract at path for verify and checks that
 // verify's plan can prove it: limits counted by client address, each over
-// a route of its own with one quota, refused with a 429, in one window.
-// What it cannot prove yet is an error naming the file, the limit and
-// what to do; credentials are read through env (nil: not read, the
-// requests carry none, as for a plan only).
+// a route of its own with one quota, refused with a 429, in one window;
+// a route may also be held to limits of longer windows (stacked), which
+// the run does not probe (see reach). What it cannot prove yet is an
+// error naming the file, the limit and what to do; credentials are read
+// through env (nil: not read, the requests carry none, as for a plan
+// only).
 func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyContract, error) {
 	c, err := scenario.LoadContract(path)
 	if err != nil {
 		return nil, err
 	}
-	vc := &verifyContract{file: path, c: c, named: map[string]scenario.NamedLimit{}}
+	vc := &verifyContract{file: path, c: c, named: map[string]scenario.NamedLimit{}, stacked: stackedOf(c)}
 	routes := map[string]scenario.Route{}
 	for _, r := range c.Routes {
 		routes[r.Name] = r
 	}
-	limitsOf := map[string][]string{} // route → the limits over it
-	for _, l := range c.Limits {
-		for _, r := range l.Routes {
-			limitsOf[r] = append(limitsOf[r], l.Name)
-		}
-	}
 	notYet := func(l scenario.Limit, format string, args ...any) error {
-		return fmt.Errorf("%s: limit %s: %s; verify proves limits counted by client address, each over a route of its own with one quota, refused with 429, in one window so far (ratecheck contract check %s summarises the whole contract)",
+		return fmt.Errorf("%s: limit %s: %s; verify proves limits counted by client address, each over a route of its own with one quota, refused with 429, in one window, and limits of longer windows stacked on them as far as the run reaches, so far (ratecheck contract check %s summarises the whole contract)",
 			path, l.Name, fmt.Sprintf(format, args...), path)
 	}
 	for _, l := range c.Limits {
@@ -67,11 +105,16 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 			return nil, notYet(l, "it has a quota per tier")
 		case len(l.Routes) != 1:
 			return nil, notYet(l, "its routes %s share one budget", strings.Join(l.Routes, ", "))
-		case len(limitsOf[l.Routes[0]]) > 1:
-			return nil, notYet(l, "route %s is held to %s at once (stacked limits)", l.Routes[0], strings.Join(limitsOf[l.Routes[0]], " and "))
 		case l.Refused.Status != 429:
 			return nil, notYet(l, "it refuses with %d", l.Refused.Status)
-		case vc.window != 0 && time.Duration(l.Window) != vc.window:
+		}
+		if st, ok := vc.stacked[l.Name]; ok {
+			if st.Window == st.OnWindow {
+				return nil, notYet(l, "route %s is held to %s and %s over one window of %v (stacked limits of one window)", st.Route, st.On, l.Name, st.Window)
+			}
+			continue
+		}
+		if vc.window != 0 && time.Duration(l.Window) != vc.window {
 			return nil, notYet(l, "its window %v is not the other limits' %v", time.Duration(l.Window), vc.window)
 		}
 		vc.window = time.Duration(l.Window)
@@ -83,6 +126,9 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 		}
 	}
 	for _, l := range c.Limits {
+		if _, ok := vc.stacked[l.Name]; ok {
+			continue
+		}
 		route := routes[l.Routes[0]]
 		req := route.Request
 		if len(headers) > 0 {
@@ -140,11 +186,12 @@ type contractJudging struct {
 	names    []string
 	limits   map[string]int
 	refusals map[string]analyze.Refusal
+	stacked  map[string]analyze.Stacked
 }
 
 // judgingOf is the judging of runs of c.
 func judgingOf(c *scenario.Contract) contractJudging {
-	j := contractJudging{limits: map[string]int{}, refusals: map[string]analyze.Refusal{}}
+	j := contractJudging{limits: map[string]int{}, refusals: map[string]analyze.Refusal{}, stacked: stackedOf(c)}
 	for _, l := range c.Limits {
 		j.names = append(j.names, l.Name)
 		j.limits[l.Name] = l.Quota.N
@@ -165,7 +212,7 @@ func (j *contractJudging) refusalsOf() map[string]analyze.Refusal {
 // apply judges by j's limits (nil j: cfg as it is).
 func (j *contractJudging) apply(cfg *analyze.Config) {
 	if j != nil {
-		cfg.Limits, cfg.Refusals, cfg.Surfaces = j.limits, j.refusals, j.names
+		cfg.Limits, cfg.Refusals, cfg.Surfaces, cfg.Stacked = j.limits, j.refusals, j.names, j.stacked
 	}
 }
 
@@ -220,8 +267,13 @@ func (vc *verifyContract) embedded(window time.Duration, env func(string) (strin
 	if err != nil {
 		return cfg, err
 	}
-	for i := range rules.Limits {
+	for i, l := range rules.Limits {
 		rules.Limits[i].Window = window
+		if st, ok := vc.stacked[l.Name]; ok {
+			// As many times the window verify probes on its route as the
+			// contract says.
+			rules.Limits[i].Window = time.Duration(float64(st.Window) / float64(st.OnWindow) * float64(window))
+		}
 	}
 	cfg.Rules = rules
 	return cfg, nil
@@ -233,6 +285,8 @@ func (vc *verifyContract) embedded(window time.Duration, env func(string) (strin
 type contractPlan struct {
 	window time.Duration
 	limits []limitPlan
+	// stacked are the limits stacked on others, in the contract's order.
+	stacked []stackedPlan
 	// about is how long the plan runs when no question is left open;
 	// upTo, with the follow-ups verify may add (--max-duration's default).
 	about, upTo time.Duration
@@ -254,6 +308,15 @@ type streamCount struct {
 	n    int
 }
 
+// stackedPlan is a stacked limit, and at most how many requests the run
+// sends to its route from the limit address.
+type stackedPlan struct {
+	name  string
+	st    analyze.Stacked
+	quota int
+	most  int
+}
+
 // planContract is verify's plan of vc at the contract's window, with the
 // default checks (limits and isolation), two addresses and the default
 // --max-duration.
@@ -265,18 +328,32 @@ func planContract(vc *verifyContract) (contractPlan, error) {
 	if err != nil {
 		return contractPlan{}, err
 	}
-	p := contractPlan{window: w, upTo: time.Duration(until * float64(w))}
-	at := map[string]int{}
+	p := contractPlan{window: w, upTo: time.Duration(until * float64(w)), limits: vc.count(prof, w)}
 	held := &attack.FollowUp{}
 	for _, n := range vc.names {
-		at[n] = len(p.limits)
-		p.limits = append(p.limits, limitPlan{name: n})
 		held.Streams = append(held.Streams, n+"/"+method.StreamFollowUp, n+"/"+method.StreamFollowUpBurst)
 	}
 	p.about = attack.Plan{Profile: prof, Window: w, FollowUp: held}.Duration()
+	p.stacked = vc.stackedPlans(p.limits)
+	return p, nil
+}
+
+// count is what prof sends for each of vc's probed limits at window w, in
+// vc.names's order.
+func (vc *verifyContract) count(prof *scenario.Profile, w time.Duration) []limitPlan {
+	at := map[string]int{}
+	limits := make([]limitPlan, 0, len(vc.names))
+	for _, n := range vc.names {
+		at[n] = len(limits)
+		limits = append(limits, limitPlan{name: n})
+	}
 	for _, s := range prof.Streams {
+		i, ok := at[s.Surface]
+		if !ok {
+			continue
+		}
 		n := int(schedule.Count(s.Pacer.Schedule(w)))
-		l := &p.limits[at[s.Surface]]
+		l := &limits[i]
 		switch {
 		case s.Name == method.StreamFollowUp || s.Name == method.StreamFollowUpBurst:
 			l.follow += n
@@ -291,7 +368,44 @@ func planContract(vc *verifyContract) (contractPlan, error) {
 			l.streams = append(l.streams, streamCount{s.Name, n})
 		}
 	}
-	return p, nil
+	return limits
+}
+
+// stackedPlans are vc's stacked limits, in the contract's order, each with
+// the most the plan counted in limits sends to its route from the limit
+// address: its probes and spoof probes, and the follow-up's.
+func (vc *verifyContract) stackedPlans(limits []limitPlan) []stackedPlan {
+	var out []stackedPlan
+	for _, l := range vc.c.Limits {
+		st, ok := vc.stacked[l.Name]
+		if !ok {
+			continue
+		}
+		sp := stackedPlan{name: l.Name, st: st, quota: l.Quota.N}
+		for _, on := range limits {
+			if on.name == st.On {
+				sp.most = on.fromLimit + on.follow
+			}
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+// reach checks that the run of prof at window w cannot reach any stacked
+// limit: it sends fewer requests to the route from the limit address, over
+// the whole run, follow-ups included, than the limit's quota, so that none
+// of the refusals judged of the limit verify probes can be the stacked
+// one's. One it can reach is an error naming it, as verify plans no
+// probes of a stacked limit's own yet.
+func (vc *verifyContract) reach(prof *scenario.Profile, w time.Duration) error {
+	for _, sp := range vc.stackedPlans(vc.count(prof, w)) {
+		if sp.most >= sp.quota {
+			return fmt.Errorf("%s: limit %s: it is stacked on %s over route %s, and the run sends up to %d requests to the route from the limit address, at least its quota of %d: the refusals of the two could not be told apart; verify plans a stacked limit only where the run cannot reach it, so far (ratecheck contract check %s summarises the whole contract)",
+				vc.file, sp.name, sp.st.On, sp.st.Route, sp.most, sp.quota, vc.file)
+		}
+	}
+	return nil
 }
 
 // write says p, limit by limit, then the run's length.
@@ -305,6 +419,15 @@ func (p contractPlan) write(w io.Writer, file string) {
 		parts = append(parts, fmt.Sprintf("spoof %d", l.spoof))
 		fmt.Fprintf(w, "  limit %s: %d requests from the limit address (%s), %d from the second address (isolation and rebound); if a question is left open, up to %d more from the limit address (follow-up)\n",
 			l.name, l.fromLimit, strings.Join(parts, ", "), l.second, l.follow)
+	}
+	for _, sp := range p.stacked {
+		if sp.most >= sp.quota {
+			fmt.Fprintf(w, "  limit %s (%d per %v): stacked on %s over route %s, and the run sends up to %d requests to the route from the limit address, at least its quota: verify refuses the contract before sending\n",
+				sp.name, sp.quota, sp.st.Window, sp.st.On, sp.st.Route, sp.most)
+			continue
+		}
+		fmt.Fprintf(w, "  limit %s (%d per %v): stacked on %s over route %s, no probes of its own: the run sends at most %d requests to the route from the limit address, fewer than its quota, so it is judged inconclusive, never passed, saying so and that a run of about %v would prove it\n",
+			sp.name, sp.quota, sp.st.Window, sp.st.On, sp.st.Route, sp.most, time.Duration(timeline.DefaultMaxDuration*float64(sp.st.Window)))
 	}
 	fmt.Fprintf(w, "  the run: about %v, up to %v with follow-ups (--max-duration); --window compresses it on a target that runs a shorter window\n", p.about.Round(time.Second), p.upTo.Round(time.Second))
 }

@@ -101,6 +101,11 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 	if err != nil {
 		return fail("%v", err)
 	}
+	if vc != nil {
+		if err := vc.reach(prof, window); err != nil {
+			return fail("--contract: %v", err)
+		}
+	}
 	nw, err := o.network(o.target)
 	if err != nil {
 		return fail("%v", err)
@@ -143,7 +148,8 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 	v = verifyRun{plan: plan, opts: opts, surfaces: surfaces,
 		judged: analyze.Overrides{Window: window, Limits: documentedLimits, Checks: checks, Surfaces: surfaces}}
 	if vc != nil {
-		v.judged.Refusals = judgingOf(vc.c).refusals
+		j := judgingOf(vc.c)
+		v.judged.Refusals, v.judged.Surfaces, v.judged.Stacked = j.refusals, vc.judged(), j.stacked
 	}
 	if until > 0 {
 		v.plan.FollowUp = followUp(surfaces, v.judged, until, stderr)

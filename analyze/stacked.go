@@ -1,0 +1,49 @@
+package analyze
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/connectbyjbrh/ratecheck/timeline"
+)
+
+// Stacked is a limit that a contract holds a route to beside another
+// limit of a shorter window over the same route (On), which verify
+// probes: the run sends the longer limit no probes of its own, and it is
+// judged only by whether the run reached it.
+type Stacked struct {
+	// On is the limit verify probes on the route; Route is the route.
+	On, Route string
+	// Window is this limit's window and OnWindow On's, as the contract
+	// says them: the run's window is On's, compressed or not, and this
+	// limit's is as many times longer.
+	Window, OnWindow time.Duration
+}
+
+// runWindow is st's window in the run judged at window w (On's).
+func (st Stacked) runWindow(w time.Duration) time.Duration {
+	if st.OnWindow <= 0 {
+		return st.Window
+	}
+	return time.Duration(float64(st.Window) / float64(st.OnWindow) * float64(w))
+}
+
+// unreachedBy says why the run judges nothing of s, a stacked limit
+// over st.Route, whose requests the run sent as on's: how many went from
+// on's limit address against s's quota and, where fewer, that no refusal
+// of s's can be in the run, and how long a run would have to be to probe
+// it as verify probes a limit (timeline.DefaultMaxDuration of its
+// windows). Never empty: a stacked limit is never passed.
+func (s *surfaceRun) unreachedBy(on *surfaceRun, st Stacked) string {
+	w := st.runWindow(s.W)
+	n, from := 0, "the limit address"
+	if on != nil && on.primary != nil {
+		n, from = on.primary.n, on.primary.source
+	}
+	if n >= s.L {
+		return fmt.Sprintf("limit %s (%d per %v) is stacked on %s over route %s and has no probes of its own: the run sent %d requests to the route from %s, at least its quota, so %s's refusals may be its; verify plans a stacked limit only where the run cannot reach it",
+			s.name, s.L, w, st.On, st.Route, n, from, st.On)
+	}
+	return fmt.Sprintf("limit %s (%d per %v) is stacked on %s over route %s, and the run never reached it: it sent %d requests to the route from %s, fewer than %d, so none of its refusals can be in the run; proving it as verify proves a limit takes a run of about %v (%.1f of its windows) with %s's probes paced under it, which verify does not plan yet",
+		s.name, s.L, w, st.On, st.Route, n, from, s.L, time.Duration(timeline.DefaultMaxDuration*float64(w)), timeline.DefaultMaxDuration, st.On)
+}

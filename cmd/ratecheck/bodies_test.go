@@ -18,6 +18,7 @@ import (
 // --keep-bodies keeps the 200s' too. The results stay readable by vegeta
 // report, where it is installed.
 func TestBodiesKeptOnlyWhereChecked(t *testing.T) {
+	t.Parallel()
 	const secret, refusal = "tok_S3CRETBODY", "rate_limited"
 	var n atomic.Int64
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

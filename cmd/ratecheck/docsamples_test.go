@@ -24,6 +24,7 @@ var sampleMark = regexp.MustCompile("(?m)^<!-- sample: ratecheck (.+) -->\n\n?``
 // message changes: go test ./cmd/ratecheck -run TestDocSamples
 // -update-docs rewrites them, and a new real run may replace a folder.
 func TestDocSamples(t *testing.T) {
+	t.Parallel()
 	pages, _ := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
 	samples := 0
 	for _, page := range pages {

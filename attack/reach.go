@@ -86,6 +86,23 @@ const maxConnectChecks = 64
 // target accepts no connection at all, it says nothing: the reachability
 // check says what is wrong.
 func checkConnect(ctx context.Context, target string, sources []string, pool client.Pool, timeout time.Duration) error {
+	return checkConnectWith(ctx, target, sources, pool, timeout, dialFrom)
+}
+
+// dialFrom connects to hostPort from src ("": the system's own address).
+func dialFrom(ctx context.Context, src, hostPort string) (net.Conn, error) {
+	return client.SourceDialer(src, 0).DialContext(ctx, "tcp", hostPort)
+}
+
+// checkConnectWith is checkConnect connecting with dial. An address the
+// target did not accept a connection from is asked once more after the
+// system's own address was accepted, so that the two are compared in the
+// same state of the network: a neighbour not yet resolved on a link just
+// brought up refuses the first connection over it ("no route to host"),
+// and the next goes through. Beside two CPU hogs, the first connection
+// from a network namespace's IPv6 pool failed so, and the own address's
+// right after it was accepted.
+func checkConnectWith(ctx context.Context, target string, sources []string, pool client.Pool, timeout time.Duration, dial func(ctx context.Context, src, hostPort string) (net.Conn, error)) error {
 	if pool.Items() == 0 {
 		return nil
 	}
@@ -122,11 +139,17 @@ func checkConnect(ctx context.Context, target string, sources []string, pool cli
 				return err
 			}
 		}
-		dctx, cancel := context.WithTimeout(ctx, timeout)
-		conn, err := client.SourceDialer(src, 0).DialContext(dctx, "tcp", hostPort)
-		cancel()
+		connects := func(src string) error {
+			dctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			conn, err := dial(dctx, src, hostPort)
+			if err == nil {
+				conn.Close()
+			}
+			return err
+		}
+		err = connects(src)
 		if err == nil {
-			conn.Close()
 			continue
 		}
 		if ctx.Err() != nil {
@@ -134,15 +157,16 @@ func checkConnect(ctx context.Context, target string, sources []string, pool cli
 		}
 		if !defaultTried {
 			defaultTried = true
-			dctx, cancel := context.WithTimeout(ctx, timeout)
-			var c net.Conn
-			if c, fromDefault = client.SourceDialer("", 0).DialContext(dctx, "tcp", hostPort); fromDefault == nil {
-				c.Close()
-			}
-			cancel()
+			fromDefault = connects("")
 		}
 		if fromDefault != nil {
 			return nil // the target accepts nothing: reachability says so
+		}
+		if err = connects(src); err == nil {
+			continue // the network had settled since (see checkConnectWith)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 		return &SourceError{Source: src, Item: item, Route: route, Unanswered: true,
 			Err: fmt.Errorf("%s accepts connections from this machine's own address but not from this one (%v)", hostPort, dialCause(err))}

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -164,5 +165,69 @@ func TestCheckConnect(t *testing.T) {
 	closed.Close()
 	if err := checkConnect(context.Background(), closed.URL, pool.Take(1), pool, 5*time.Second); err != nil {
 		t.Errorf("a target that accepts nothing: %v, want nil (reachability says so)", err)
+	}
+}
+
+// TestCheckConnectComparesInOneState: an address whose first connection
+// failed ("no route to host", as over a link whose neighbour is not yet
+// resolved) is asked once more after the system's own address was
+// accepted, and passes if then accepted; one the target never accepts
+// from is refused by name, having been asked twice, the own address once.
+func TestCheckConnectComparesInOneState(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	target := "http://" + ln.Addr().String()
+	pool, err := client.ParsePool("127.0.0.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unreachable := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}
+	for _, tc := range []struct {
+		name     string
+		failures int // how many of 127.0.0.5's connections fail
+		refused  bool
+	}{
+		{"settled by the own address's turn", 1, false},
+		{"never accepted", 1 << 30, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			asked := map[string]int{}
+			dial := func(ctx context.Context, src, hostPort string) (net.Conn, error) {
+				mu.Lock()
+				asked[src]++
+				n := asked[src]
+				mu.Unlock()
+				if src != "" && n <= tc.failures {
+					return nil, unreachable
+				}
+				return dialFrom(ctx, src, hostPort)
+			}
+			err := checkConnectWith(context.Background(), target, pool.Take(1), pool, 5*time.Second, dial)
+			var se *SourceError
+			switch {
+			case tc.refused && (!errors.As(err, &se) || !strings.Contains(err.Error(), "accepts connections from this machine's own address but not from this one")):
+				t.Errorf("checkConnect = %v, want 127.0.0.5 refused by name", err)
+			case !tc.refused && err != nil:
+				t.Errorf("checkConnect = %v, want nil: 127.0.0.5 was accepted when asked again", err)
+			}
+			if asked["127.0.0.5"] != 2 || asked[""] != 1 {
+				t.Errorf("asked %v, want 127.0.0.5 twice and the own address once", asked)
+			}
+		})
 	}
 }

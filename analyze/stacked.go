@@ -44,6 +44,6 @@ func (s *surfaceRun) unreachedBy(on *surfaceRun, st Stacked) string {
 		return fmt.Sprintf("limit %s (%d per %v) is stacked on %s over route %s and has no probes of its own: the run sent %d requests to the route from %s, at least its quota, so %s's refusals may be its; verify plans a stacked limit only where the run cannot reach it",
 			s.name, s.L, w, st.On, st.Route, n, from, st.On)
 	}
-	return fmt.Sprintf("limit %s (%d per %v) is stacked on %s over route %s, and the run never reached it: it sent %d requests to the route from %s, fewer than %d, so none of its refusals can be in the run; proving it as verify proves a limit takes a run of about %v (%.1f of its windows) with %s's probes paced under it, which verify does not plan yet",
+	return fmt.Sprintf("limit %s (%d per %v) is stacked on %s over route %s, and the run never reached it: it sent %d requests to the route from %s, fewer than %d, so, enforced as documented, it refused none of them; proving it as verify proves a limit takes a run of about %v (%.1f of its windows) with %s's probes paced under it, which verify does not plan yet",
 		s.name, s.L, w, st.On, st.Route, n, from, s.L, time.Duration(timeline.DefaultMaxDuration*float64(w)), timeline.DefaultMaxDuration, st.On)
 }

@@ -135,12 +135,14 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 		return fail("%v", err)
 	}
 	documentedLimits := limitsOf(restLimit, mcpLimit)
+	var j contractJudging
 	if vc != nil {
+		j = judgingOf(vc.c)
 		text, err := vc.c.Marshal()
 		if err != nil {
 			return fail("--contract %s: %v", o.contract, err)
 		}
-		opts.Contract, documentedLimits = archive.NewContractInfo(o.contract, text), judgingOf(vc.c).limits
+		opts.Contract, documentedLimits = archive.NewContractInfo(o.contract, text), j.limits
 	}
 	opts.Folder, opts.Seed, opts.Network, opts.Fresh, opts.NoWait = prof.Name, seed, nw, window, o.noWait
 	opts.Sources = pool
@@ -148,7 +150,6 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 	v = verifyRun{plan: plan, opts: opts, surfaces: surfaces,
 		judged: analyze.Overrides{Window: window, Limits: documentedLimits, Checks: checks, Surfaces: surfaces}}
 	if vc != nil {
-		j := judgingOf(vc.c)
 		v.judged.Refusals, v.judged.Surfaces, v.judged.Stacked = j.refusals, vc.judged(), j.stacked
 	}
 	if until > 0 {

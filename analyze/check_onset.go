@@ -54,29 +54,39 @@ func (c *onsetCheck) judgedPrimary(s *surfaceRun, p sighting) {
 }
 
 func (c *onsetCheck) judge(e *evidence) (string, string) {
-	L, obs, p := e.L, e.obs, e.primary
+	L, obs, p, code := e.L, e.obs, e.primary, e.refusalCode()
 	switch {
 	case !e.anyRefused && e.required429 == 0:
-		return Inconclusive, fmt.Sprintf("no window from %s provably held more than %d requests (at most %d surely in one), so no 429 was due", p, L, c.mostSure)
+		// The model counts admissions and refusals: a limit that
+		// refuses with another status than the contract's leaves the
+		// window at L admitted, and what it refused out of the count.
+		if other := e.refusedOtherwise(e.meta, p); other != "" && c.mostSure >= L {
+			return Fail, fmt.Sprintf("no %s at all from %s, though %d were admitted in one window, its limit, and the requests past them were answered otherwise: the limit refuses, but %s", code, p, c.mostSure, other)
+		}
+		return Inconclusive, fmt.Sprintf("no window from %s provably held more than %d requests (at most %d surely in one), so no %s was due", p, L, c.mostSure, code)
 	case !e.anyRefused:
-		return Fail, fmt.Sprintf("no 429 at all from %s although %d requests provably exceeded %d in one window: no limit enforced", p, e.required429, L)
+		msg := fmt.Sprintf("no %s at all from %s although %d requests provably exceeded %d in one window: no limit enforced", code, p, e.required429, L)
+		if other := e.refusedOtherwise(e.meta, p); other != "" {
+			msg += ", or " + other
+		}
+		return Fail, msg
 	case c.onsetLeaks > 0:
 		// observed_limit counts every admission surely in the fullest
 		// window ending at a refusal, the refills after the first 429
 		// too; the leaks only those before it that the timing proves
 		// past the limit: the two need not add up, and the detail says
 		// why.
-		return Fail, fmt.Sprintf("from %s %s admitted past the limit of %d before the first 429, each with %d or more others surely in its window; the fullest window ending at a 429 admitted %d (observed_limit), %d past the limit, counting admissions after the first 429 too",
-			p, human.Count(c.onsetLeaks, "request was", "requests were"), L, L, obs, obs-L)
+		return Fail, fmt.Sprintf("from %s %s admitted past the limit of %d before the first %s, each with %d or more others surely in its window; the fullest window ending at a %[4]s admitted %[6]d (observed_limit), %[7]d past the limit, counting admissions after the first %[4]s too",
+			p, human.Count(c.onsetLeaks, "request was", "requests were"), L, code, L, obs, obs-L)
 	case c.onsetFalse > 0:
-		return Fail, fmt.Sprintf("from %s 429s began before %d requests could have been in one window (observed_limit %d; if this address sent requests in the window before the run, wait a window and run again)", p, L, obs)
+		return Fail, fmt.Sprintf("from %s %ss began before %d requests could have been in one window (observed_limit %d; if this address sent requests in the window before the run, wait a window and run again)", p, code, L, obs)
 	case obs == L:
-		return Pass, fmt.Sprintf("from %s the first 429 came after exactly %d admitted in one window (observed_limit %d)", p, L, obs)
+		return Pass, fmt.Sprintf("from %s the first %s came after exactly %d admitted in one window (observed_limit %d)", p, code, L, obs)
 	case obs > L+c.onsetIndet:
 		// the onset held; the fullest window came later (the rolling
 		// check judges it)
-		return Pass, fmt.Sprintf("from %s the first 429 came after %d admitted, none provably past %d (%s of the onset could be counted in either window); a later window admitted %d (observed_limit: see rolling)",
-			p, c.onsetAdmitted, L, human.Count(c.onsetIndet, "request", ""), obs)
+		return Pass, fmt.Sprintf("from %s the first %s came after %d admitted, none provably past %d (%s of the onset could be counted in either window); a later window admitted %d (observed_limit: see rolling)",
+			p, code, c.onsetAdmitted, L, human.Count(c.onsetIndet, "request", ""), obs)
 	}
 	return Pass, fmt.Sprintf("from %s observed_limit %d, within the timing uncertainty: %s of the onset could be counted in either window; none provably broke %d", p, obs, human.Count(c.onsetIndet, "request", ""), L)
 }

@@ -59,7 +59,7 @@ func (c *rollingCheck) judge(e *evidence) (string, string) {
 		return Fail, fmt.Sprintf("%s, %s against %d per %v; %s",
 			withExamples(human.Count(e.sd.Leaks, "leak", ""), c.leaks), withExamples(human.Count(e.sd.FalseThrottles, "false throttle", ""), c.falses), e.L, e.W, ew)
 	case c.judgedN == 0:
-		return Inconclusive, fmt.Sprintf("no request from %s was admitted (2xx) or refused (429)", e.primary)
+		return Inconclusive, fmt.Sprintf("no request from %s was admitted (2xx) or refused (%s)", e.primary, e.refusalCode())
 	case c.judgedN < e.L:
 		were := "were"
 		if c.judgedN == 1 {

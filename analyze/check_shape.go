@@ -87,7 +87,7 @@ func (c *shapeCheck) judge(e *evidence) (string, string) {
 	case !said:
 		return Skip, fmt.Sprintf("the contract says nothing of how a refusal of %s looks (refused: body or jsonrpc_code)%s", e.name, hdrs)
 	case c.n == 0:
-		return Inconclusive, "no 429 to inspect"
+		return Inconclusive, "no " + e.refusalCode() + " to inspect"
 	case c.bad == 0:
 		return Pass, fmt.Sprintf("all %d refusals carry %s%s", c.n, want, hdrs)
 	}

@@ -14,7 +14,14 @@ func readOptions() decode.Options { return readOptionsFor(nil) }
 // readOptionsFor are readOptions that judge the refusals of a contract's
 // limits by refusals (by limit name).
 func readOptionsFor(refusals map[string]Refusal) decode.Options {
-	return decode.Options{KeepBody: method.IsContractStream, Judge: shapes(refusals).judge}
+	o := decode.Options{KeepBody: method.IsContractStream, Judge: shapes(refusals).judge}
+	for _, r := range refusals {
+		if r.status() != 429 {
+			o.RefusedWith = func(surface string) uint16 { return refusalStatus(refusals, surface) }
+			break
+		}
+	}
+	return o
 }
 
 // Read reads run folders or results files into memory for the analysis

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -9,16 +10,29 @@ import (
 )
 
 // A Refusal is how a contract says the refusals of one of its limits look
-// (verify --contract judges each limit as a surface named after it): a
-// JSON value the body contains, or a JSON-RPC error code. Neither set: the
-// contract says nothing of the body, and the shape check skips.
+// (verify --contract judges each limit as a surface named after it): the
+// status, and a JSON value the body contains or a JSON-RPC error code.
+// Neither of those set: the contract says nothing of the body, and the
+// shape check skips.
 type Refusal struct {
+	// Status is the refusal's HTTP status (0: 429). An answer of another
+	// status is not a refusal of the limit, a 429 included.
+	Status uint16
 	// Body is a JSON value (as encoding/json decodes one) the refusal's
 	// body contains: every key of an object with the same value,
 	// recursively; nil: any body.
 	Body any
 	// RPCCode is the JSON-RPC error code of the refusal (0: none said).
 	RPCCode int
+}
+
+// status is the refusal's HTTP status.
+func (r Refusal) status() uint16 { return cmp.Or(r.Status, 429) }
+
+// refusalStatus is the status the refusals of surface come with: its
+// contract limit's, else 429 (the documented API's).
+func refusalStatus(refusals map[string]Refusal, surface string) uint16 {
+	return refusals[surface].status()
 }
 
 // described reports whether r says anything of a refusal's body.
@@ -76,7 +90,8 @@ func contains(have, want any) bool {
 // documented API's rest and mcp by their documented error (shapeOK).
 type shapes map[string]Refusal
 
-// judge reports whether a 429 body of surface holds its documented error.
+// judge reports whether the body of a refusal of surface holds its
+// documented error.
 func (s shapes) judge(surface string, b []byte) bool {
 	if r, ok := s[surface]; ok {
 		return !r.described() || r.matches(b)

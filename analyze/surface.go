@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -355,7 +356,7 @@ func (s *surfaceRun) count(g *groupRun, r *decode.Record, seq int) {
 		k.answered++
 		json, typed := r.JSON()
 		switch {
-		case typed && !json && r.Code != 429:
+		case typed && !json && !refused(r):
 			k.nonJSON++
 		case refused(r):
 			k.refused++
@@ -677,6 +678,27 @@ func (s *surfaceRun) sample(meta *decode.Meta, want func(*decode.Sample) bool) s
 		return fmt.Sprintf("%s answers %d %s %s", smp.Path, smp.Code, ct, quoteBody(smp.Body))
 	}
 	return ""
+}
+
+// refusalCode is the status of the surface's refusals, as a message
+// names them: "429", or the contract's limit's.
+func (s *surfaceRun) refusalCode() string {
+	return strconv.Itoa(int(refusalStatus(s.refusals, s.name)))
+}
+
+// refusedOtherwise is, for a surface that refused nothing, what a limit
+// probe from its primary got instead when some answer was neither an
+// admission nor a refusal (a limit refusing with another status than its
+// contract's): "not with 503: /v1/orders answers 429 …" and how to say so
+// in a contract; "" when none was.
+func (s *surfaceRun) refusedOtherwise(meta *decode.Meta, primary string) string {
+	smp := s.sample(meta, func(smp *decode.Sample) bool {
+		return smp.Source == primary && method.JudgedBy(smp.Stream) == "limits" && smp.Code != 0 && (smp.Code < 200 || smp.Code > 299)
+	})
+	if smp == "" {
+		return ""
+	}
+	return fmt.Sprintf("not with %s: %s (if the API refuses so, a contract saying refused: {status: …} verifies it)", s.refusalCode(), smp)
 }
 
 // quoteBody quotes the first bytes of a body for a message as a person

@@ -58,8 +58,8 @@ type Finisher interface {
 
 // FaultScripter is a job whose target answers some requests with faults
 // on purpose (a fleet harness scripts 503s and resets to see whether the
-// clients retry them): the failure guard does not take those for a
-// failing target.
+// clients retry them; a limit refuses with 503): the failure guard does
+// not take those for a failing target.
 type FaultScripter interface {
 	// ScriptedFault reports whether r is a fault the job's target
 	// scripted.

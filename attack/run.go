@@ -61,6 +61,17 @@ type Plan struct {
 	// FollowUp, when set, holds streams back until the rest is answered
 	// and sends those it then chooses (see [FollowUp]).
 	FollowUp *FollowUp
+	// Refusals are, by surface, the statuses a contract's limits refuse
+	// with (nginx's limit_req refuses with 503 by default): the failure
+	// guard takes them for answers, not for a failing target.
+	Refusals map[string]uint16
+}
+
+// ScriptedFault implements [FaultScripter]: a 5xx that is a limit's
+// refusal (Plan.Refusals) is what the target answers on purpose.
+func (pl Plan) ScriptedFault(r archive.Result) bool {
+	s, ok := pl.Refusals[r.Labels.Surface]
+	return ok && r.Code == s
 }
 
 // lateAfter is how late a request must go out, after its planned time, to

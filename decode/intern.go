@@ -2,6 +2,7 @@ package decode
 
 import (
 	"bytes"
+	"cmp"
 	"math"
 	"slices"
 	"strings"
@@ -73,6 +74,9 @@ type interner struct {
 	// keep says, by label index, whether the label's bodies are kept
 	// (Options.KeepBody): 0 not asked yet, 1 no, 2 yes.
 	keep []uint8
+	// status is, by label index, the status its surface refuses with
+	// (Options.RefusedWith): 0 not asked yet.
+	status []uint16
 }
 
 // pendingHead is an answer with volatile headers whose record, the rec-th
@@ -141,7 +145,13 @@ func (it *interner) record(r *result, given *archive.Labels) Record {
 		a.Body = r.Body[:min(len(r.Body), maxKeptBody)]
 		a.ContentType = r.ContentType
 	}
-	if r.Code == 429 {
+	if st := it.refusedWith(id, l.Surface); st != 429 {
+		rec.flags |= ownStatus
+		if r.Code == st {
+			rec.flags |= refusal
+		}
+	}
+	if rec.Refused() {
 		if it.opts.Judge != nil {
 			rec.flags |= judged
 			if !it.judge(l.Surface, r.Body) {
@@ -298,6 +308,21 @@ func (it *interner) keepBody(id uint32, stream string) bool {
 		}
 	}
 	return it.keep[id] == 2
+}
+
+// refusedWith is the status label id's surface refuses with: 429 unless
+// Options.RefusedWith says another, asked once per label.
+func (it *interner) refusedWith(id uint32, surface string) uint16 {
+	if it.opts.RefusedWith == nil {
+		return 429
+	}
+	if int(id) >= len(it.status) {
+		it.status = slices.Grow(it.status, int(id)+1-len(it.status))[:int(id)+1]
+	}
+	if it.status[id] == 0 {
+		it.status[id] = cmp.Or(it.opts.RefusedWith(surface), 429)
+	}
+	return it.status[id]
 }
 
 type answerKey struct{ body, allow, retryAfter, rateLimit, err, contentType, advert string }

@@ -30,6 +30,10 @@ type Options struct {
 	// and the record keeps the verdict instead of the body (see
 	// Record.Judged): a target whose every refusal differs costs nothing.
 	Judge func(surface string, body []byte) bool
+	// RefusedWith, when set, is the status a surface's refusals come with
+	// (0: 429): an answer of that status is its refusal, and a 429 of a
+	// surface refused with another status is not (see Record.Refused).
+	RefusedWith func(surface string) uint16
 	// Sequential decodes gob files on one core with Vegeta's decoder alone
 	// (benchmarks compare it with the default, every core).
 	Sequential bool

@@ -19,7 +19,7 @@ type Record struct {
 	Code       uint16
 	label      uint32 // index in Tables.labels
 	answer     uint32 // index in Tables.answers; 0: none kept
-	flags      uint8  // judged, judgedBad, typed, typedJSON
+	flags      uint8  // judged, judgedBad, typed, typedJSON, ownStatus, refusal
 }
 
 // A refusal read from a file has its body judged when it is read (see
@@ -30,6 +30,8 @@ const (
 	judgedBad                   // and the judge said no
 	typed                       // the answer had a Content-Type
 	typedJSON                   // and it was JSON (or an event stream)
+	ownStatus                   // its surface refuses with another status than 429 (Options.RefusedWith)
+	refusal                     // and the answer had that status
 )
 
 // Latency returns the record's latency.
@@ -38,8 +40,15 @@ func (r *Record) Latency() time.Duration { return time.Duration(r.End - r.Start)
 // Admitted reports whether the result was an admission: only a 2xx is.
 func (r *Record) Admitted() bool { return r.Code >= 200 && r.Code <= 299 }
 
-// Refused reports whether the result was a refusal: only a 429 is.
-func (r *Record) Refused() bool { return r.Code == 429 }
+// Refused reports whether the result was a refusal: a 429, or an answer
+// of the status its surface refuses with when it was read with another
+// (Options.RefusedWith; then a 429 is not).
+func (r *Record) Refused() bool {
+	if r.flags&ownStatus != 0 {
+		return r.flags&refusal != 0
+	}
+	return r.Code == 429
+}
 
 // LabelID returns the index of the record's labels in its Tables: records
 // with the same labels have the same index.

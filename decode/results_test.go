@@ -80,3 +80,65 @@ func TestFromResultsTakesLabels(t *testing.T) {
 		t.Errorf("fleet labels at %d, %d, %d: want the first two shared, the third apart", a, b, c)
 	}
 }
+
+// TestRefusedWith: a surface read with another refusal status
+// (Options.RefusedWith) has its answers of that status as refusals, and
+// its 429s not; a surface it says nothing of keeps the 429. So read from
+// memory, from a results file and from its spilled copy alike, and a
+// refusal's body is judged whatever its status.
+func TestRefusedWith(t *testing.T) {
+	t.Parallel()
+	t0 := results(1)[0].Timestamp
+	cases := []struct {
+		surface string
+		code    uint16
+		refused bool
+	}{
+		{"orders", 503, true},
+		{"orders", 429, false},
+		{"orders", 200, false},
+		{"rest", 429, true},
+		{"rest", 503, false},
+	}
+	var rs []vegeta.Result
+	for i, c := range cases {
+		rs = append(rs, vegeta.Result{Attack: "surface=" + c.surface + " source=127.0.0.1 stream=onset", Code: c.code,
+			URL: "http://h/v1/orders", Body: []byte(`{"error":{"code":"slow_down"}}`), Timestamp: t0.Add(time.Duration(i) * time.Millisecond)})
+	}
+	opts := Options{
+		RefusedWith: func(surface string) uint16 { return map[string]uint16{"orders": 503}[surface] },
+		Judge:       func(string, []byte) bool { return true },
+	}
+	labelled := make([]archive.Result, len(rs))
+	for i := range rs {
+		labelled[i] = archive.Result{Result: &rs[i], Labels: archive.ParseLabel(rs[i].Attack, rs[i].URL)}
+	}
+	path := filepath.Join(t.TempDir(), "results.bin")
+	writeResults(t, path, rs)
+	read, err := Read([]string{path}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spill, err := Open([]string{path}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spill.Close()
+	var spilled []Record
+	if err := spill.InOrder(func(r *Record) { spilled = append(spilled, *r) }); err != nil {
+		t.Fatal(err)
+	}
+	for name, recs := range map[string][]Record{"memory": FromResults(labelled, opts).Records, "file": read.Records, "spill": spilled} {
+		if len(recs) != len(cases) {
+			t.Fatalf("%s: %d records, want %d", name, len(recs), len(cases))
+		}
+		for i, c := range cases {
+			if got := recs[i].Refused(); got != c.refused {
+				t.Errorf("%s: %s answering %d: refused %v, want %v", name, c.surface, c.code, got, c.refused)
+			}
+			if _, ok := recs[i].Judged(); ok != c.refused {
+				t.Errorf("%s: %s answering %d: body judged %v, want %v (a refusal's, only)", name, c.surface, c.code, ok, c.refused)
+			}
+		}
+	}
+}

@@ -157,7 +157,7 @@ func outcomeChart(recs []*decode.Record, g timeGrid) (*plot.Plot, error) {
 	for _, r := range recs {
 		k := g.bin(r.Start)
 		switch {
-		case r.Code == 429:
+		case r.Refused():
 			ref[k]++
 		case r.Code == 0 || r.Code >= 500:
 			flt[k]++
@@ -172,7 +172,7 @@ func outcomeChart(recs []*decode.Record, g timeGrid) (*plot.Plot, error) {
 		name string
 		v    []float64
 		c    color.Color
-	}{{"admitted (2xx)", adm, green}, {"refused (429)", ref, red}, {"other answers (4xx: the failure table)", oth, purple}, {"faults (5xx, no answer)", flt, grey}} {
+	}{{"admitted (2xx)", adm, green}, {"refused (429, or as a contract says)", ref, red}, {"other answers (4xx: the failure table)", oth, purple}, {"faults (5xx, no answer)", flt, grey}} {
 		if !slices.ContainsFunc(s.v, func(v float64) bool { return v > 0 }) {
 			continue // a series all at zero would lie hidden on the axis beside its legend entry
 		}

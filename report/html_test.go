@@ -79,7 +79,7 @@ func TestHTML(t *testing.T) {
 			t.Errorf("chart %d draws almost nothing:\n%.300s", i, svg)
 		}
 	}
-	for _, want := range []string{"FAIL", "rolling", "leak", "limit 10", "first 429", "surely in the window", "p99", "refused (429)"} {
+	for _, want := range []string{"FAIL", "rolling", "leak", "limit 10", "first 429", "surely in the window", "p99", "refused (429, or as a contract says)"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
 		}

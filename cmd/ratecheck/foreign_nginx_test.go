@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -274,4 +275,60 @@ func TestVerifyAgainstNginxAlways429(t *testing.T) {
 			t.Errorf("%s: model %s decided with nothing admitted", s.Surface, s.Model)
 		}
 	}
+}
+
+// TestVerifyContractAgainstNginx503: nginx's limit_req refuses with 503
+// unless limit_req_status says otherwise (ngx_http_limit_req_module:
+// "limit_req_status code; Default: limit_req_status 503;"). Two routes,
+// each with a zone of its own keyed on the client address (a token bucket
+// of L per W, burst L nodelay, as TestVerifyAgainstNginx's), both left at
+// the default; the contract (testdata/verify-contract/nginx-503.yaml) says
+// 503 of orders and 429 of export. verify --contract takes orders' 503s as
+// its refusals, none a fault, and judges the limiter behind them as it
+// judges nginx's with 429s: a token bucket, rolling failed. export, whose
+// contract says 429, refused nothing: onset fails, naming the 503 it got
+// instead, and its 503s are faults.
+func TestVerifyContractAgainstNginx503(t *testing.T) {
+	t.Parallel()
+	window := verifyWindow
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"route":%q,"ok":true}`, r.URL.Path)
+	}))
+	t.Cleanup(upstream.Close)
+	addr := startNginx(t, `
+  limit_req_zone $binary_remote_addr zone=orders:10m rate=%[3]dr/s;
+  limit_req_zone $binary_remote_addr zone=export:10m rate=%[4]dr/s;
+  server {
+    listen %[2]s;
+    location = /v1/orders { limit_req zone=orders burst=240 nodelay; error_page 503 = @slow_down; proxy_pass http://%[5]s; }
+    location = /v1/export { limit_req zone=export burst=120 nodelay; proxy_pass http://%[5]s; }
+    location @slow_down { default_type application/json; return 503 '{"error":{"code":"slow_down"}}'; }
+  }`, int(240/window.Seconds()), int(120/window.Seconds()), strings.TrimPrefix(upstream.URL, "http://"))
+	file := filepath.Join("testdata", "verify-contract", "nginx-503.yaml")
+	code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--contract", file)
+	if code == exitOK || len(v.Surfaces) != 2 || v.Surfaces[0].Surface != "orders" || v.Surfaces[1].Surface != "export" {
+		t.Fatalf("exit %d, verdict %s, %d surfaces; want a verdict on orders and export that is not a pass\n%s", code, v.Verdict, len(v.Surfaces), stderr)
+	}
+	orders, export := v.Surfaces[0], v.Surfaces[1]
+	if orders.Refused == 0 || orders.Faults != 0 {
+		t.Errorf("orders: %d refused, %d faults; want its 503s refusals, none a fault", orders.Refused, orders.Faults)
+	}
+	if verdict, detail := checkOf(v, "orders", "shape"); verdict != "pass" {
+		t.Errorf("orders/shape: %s, want pass (every 503 carries slow_down): %s", verdict, detail)
+	}
+	decidedOrTimed(t, "orders", orders.Model, orders.Decided, orders.Alternatives, orders.Timing, "token-bucket")
+	if verdict, detail := checkOf(v, "orders", "rolling"); verdict != "fail" && (verdict != "inconclusive" || orders.Timing == "") {
+		t.Errorf("orders/rolling: %s, want fail (nginx's token bucket is no sliding log), or inconclusive with the run's timing said: %s", verdict, detail)
+	}
+	verdict, detail := checkOf(v, "export", "onset")
+	if verdict != "fail" || export.Refused != 0 || export.Faults == 0 {
+		t.Fatalf("export: onset %s, %d refused, %d faults; want onset failed, nothing refused, its 503s faults: %s", verdict, export.Refused, export.Faults, detail)
+	}
+	for _, want := range []string{"no 429 at all from 127.0.0.1", "not with 429: /v1/export answers 503"} {
+		if !strings.Contains(detail, want) {
+			t.Errorf("export/onset: %q\nlacks %q", detail, want)
+		}
+	}
+	t.Logf("what the run said:\n%s", surfacesSaid(v))
 }

@@ -133,6 +133,55 @@ func TestSimVerifyContract(t *testing.T) {
 	}
 }
 
+// TestSimVerifyContractRefusalStatus: a limit's refusal is the status its
+// contract names (testdata/verify-contract/refused-503.yaml: orders
+// refused with a 503, as nginx's limit_req refuses by default), on
+// simulated time. A target refusing orders with 503 passes: its 503s are
+// the limit's refusals. One refusing them with 429 fails orders on onset,
+// which names the 429 it got instead: a 429 is not that limit's refusal,
+// nothing refused it, and the window admitted its quota. export, refused
+// with 429 as its contract says, passes either way.
+func TestSimVerifyContractRefusalStatus(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join("testdata", "verify-contract", "refused-503.yaml")
+	for _, tc := range []struct {
+		name  string
+		serve func(*scenario.Contract)
+		code  int
+	}{
+		{name: "refused with 503, as documented", code: exitOK},
+		{name: "refused with 429", serve: func(c *scenario.Contract) { c.Limits[0].Refused.Status = 429 }, code: exitCheckFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := simWorld(t, hostsim.Quiet, 1, contractTarget(t, file, tc.serve), nil)
+			code, v, stderr := simVerifyJSON(t, w, verifyWindow, "--contract", file)
+			if code != tc.code || len(v.Surfaces) != 2 {
+				t.Fatalf("exit %d, verdict %s, %d surfaces, failing %v; want exit %d with orders and export\n%s\n%s", code, v.Verdict, len(v.Surfaces), failing(v), tc.code, surfacesSaid(v), stderr)
+			}
+			orders, export := v.Surfaces[0], v.Surfaces[1]
+			if export.Verdict != "pass" {
+				t.Errorf("export: %s, failing %v; want pass (refused with 429, as documented)", export.Verdict, failing(v))
+			}
+			if tc.code == exitOK {
+				if orders.Verdict != "pass" || orders.Refused == 0 || orders.Faults != 0 || orders.Model != "sliding-log" {
+					t.Errorf("orders: %s, %d refused, %d faults, model %s; want pass, its 503s refusals and none a fault, the target's sliding log", orders.Verdict, orders.Refused, orders.Faults, orders.Model)
+				}
+				return
+			}
+			onset, detail := checkOf(v, "orders", "onset")
+			if orders.Verdict != "fail" || orders.Refused != 0 || onset != "fail" {
+				t.Fatalf("orders: %s, %d refused, onset %s; want fail, no refusal, onset failed\n%s", orders.Verdict, orders.Refused, onset, stderr)
+			}
+			for _, want := range []string{"no 503 at all from 127.0.0.1", "not with 503: /v1/orders answers 429"} {
+				if !strings.Contains(detail, want) {
+					t.Errorf("onset: %q\nlacks %q", detail, want)
+				}
+			}
+		})
+	}
+}
+
 // TestSimVerifyStackedContract: a route held to 30 a minute and 1 000 an
 // hour (examples/contracts/stacked.yaml), on simulated time. verify probes
 // the minute's limit; the run sends the route fewer than 1 000 requests

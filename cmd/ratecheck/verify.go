@@ -67,7 +67,7 @@ address (its credentials read from the environment, never archived); the
 failure-table probes (contract group) are the documented API's and are not
 sent. Without --target the embedded reference target serves the contract.
 verify proves limits counted by client address, each over a route of its
-own, refused with 429, so far; a limit of a longer window stacked on one
+own and refused with the status its contract names, so far; a limit of a longer window stacked on one
 of them (10 a second and 1 000 an hour) is judged inconclusive, never
 passed, where the run cannot reach it, saying how long a run would prove
 it; a contract with another kind of limit is refused naming it (ratecheck

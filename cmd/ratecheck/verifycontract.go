@@ -77,7 +77,7 @@ func stackedOf(c *scenario.Contract) map[string]analyze.Stacked {
 
 // loadVerifyContract reads the contract at path for verify and checks that
 // verify's plan can prove it: limits counted by client address, each over
-// a route of its own with one quota, refused with a 429, in one window;
+// a route of its own with one quota, in one window;
 // a route may also be held to limits of longer windows (stacked), which
 // the run does not probe (see reach). What it cannot prove yet is an
 // error naming the file, the limit and what to do; credentials are read
@@ -94,7 +94,7 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 		routes[r.Name] = r
 	}
 	notYet := func(l scenario.Limit, format string, args ...any) error {
-		return fmt.Errorf("%s: limit %s: %s; verify proves limits counted by client address, each over a route of its own with one quota, refused with 429, in one window, and limits of longer windows stacked on them as far as the run reaches, so far (ratecheck contract check %s summarises the whole contract)",
+		return fmt.Errorf("%s: limit %s: %s; verify proves limits counted by client address, each over a route of its own with one quota, in one window, and limits of longer windows stacked on them as far as the run reaches, so far (ratecheck contract check %s summarises the whole contract)",
 			path, l.Name, fmt.Sprintf(format, args...), path)
 	}
 	for _, l := range c.Limits {
@@ -105,8 +105,6 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 			return nil, notYet(l, "it has a quota per tier")
 		case len(l.Routes) != 1:
 			return nil, notYet(l, "its routes %s share one budget", strings.Join(l.Routes, ", "))
-		case l.Refused.Status != 429:
-			return nil, notYet(l, "it refuses with %d", l.Refused.Status)
 		}
 		if st, ok := vc.stacked[l.Name]; ok {
 			if st.Window == st.OnWindow {
@@ -195,7 +193,7 @@ func judgingOf(c *scenario.Contract) contractJudging {
 	for _, l := range c.Limits {
 		j.names = append(j.names, l.Name)
 		j.limits[l.Name] = l.Quota.N
-		j.refusals[l.Name] = analyze.Refusal{Body: jsonValue(l.Refused.Body), RPCCode: l.Refused.JSONRPCCode}
+		j.refusals[l.Name] = analyze.Refusal{Status: uint16(l.Refused.Status), Body: jsonValue(l.Refused.Body), RPCCode: l.Refused.JSONRPCCode}
 	}
 	return j
 }

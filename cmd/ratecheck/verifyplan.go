@@ -151,6 +151,10 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 		judged: analyze.Overrides{Window: window, Limits: documentedLimits, Checks: checks, Surfaces: surfaces}}
 	if vc != nil {
 		v.judged.Refusals, v.judged.Surfaces, v.judged.Stacked = j.refusals, vc.judged(), j.stacked
+		v.plan.Refusals = map[string]uint16{}
+		for name, r := range j.refusals {
+			v.plan.Refusals[name] = r.Status
+		}
 	}
 	if until > 0 {
 		v.plan.FollowUp = followUp(surfaces, v.judged, until, stderr)

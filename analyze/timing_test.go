@@ -68,7 +68,7 @@ func TestTimingNote(t *testing.T) {
 }
 
 // TestUnordered: refusals, which a limiter answers at once, held by the
-// host a tenth of the window longer than the run's fastest and let go at
+// host a twentieth of the window longer than the run's fastest and let go at
 // three moments or more leave the fit's orders untrusted; a freeze that
 // held many and let them all go at once, one heavy tail, or a target that
 // holds every refusal alike do not; the timing note says so, and what
@@ -101,6 +101,11 @@ func TestUnordered(t *testing.T) {
 		{"a target holding every refusal a second", steady(0, 2000, func(s int64) int64 { return 1000 + s%7 }), false},
 		// a starved host: the flood's six refusals each held 1 to 2.2 s, let go one by one
 		{"a starved host", []refusal{{444, 2148}, {451, 1030}, {474, 1457}, {612, 1433}, {680, 1348}, {703, 1265}, {1758, 96}}, true},
+		// a busy suite machine, at 6 s what it did at 4 s: the spoof
+		// probes, sent over 0.12 s and refused at once, came back 0.3 to
+		// 0.53 s later, one by one
+		{"a busy machine's spoof probes", append(steady(0, 660, func(int64) int64 { return 1 }), steady(660, 830, func(s int64) int64 { return 300 + (s-660)*3/2 })...), true},
+		{"held under a twentieth", append(steady(0, 660, func(int64) int64 { return 1 }), steady(660, 830, func(s int64) int64 { return 100 + (s-660)/2 })...), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

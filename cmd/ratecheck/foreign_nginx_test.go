@@ -287,7 +287,7 @@ func TestVerifyAgainstNginxAlways429(t *testing.T) {
 // its refusals, none a fault, and judges the limiter behind them as it
 // judges nginx's with 429s: a token bucket, rolling failed. export, whose
 // contract says 429, refused nothing: onset fails, naming the 503 it got
-// instead, and its 503s are faults.
+// instead, and its 503s are faults (the failure guard is off: see below).
 func TestVerifyContractAgainstNginx503(t *testing.T) {
 	t.Parallel()
 	window := verifyWindow
@@ -306,7 +306,12 @@ func TestVerifyContractAgainstNginx503(t *testing.T) {
     location @slow_down { default_type application/json; return 503 '{"error":{"code":"slow_down"}}'; }
   }`, int(240/window.Seconds()), int(120/window.Seconds()), strings.TrimPrefix(upstream.URL, "http://"))
 	file := filepath.Join("testdata", "verify-contract", "nginx-503.yaml")
-	code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--contract", file)
+	// By its contract export's 503s are faults, and where they are most
+	// of the last 100 results the failure guard stops the run, as it is
+	// there to (beside two CPU hogs the export flood's 503s came back
+	// together and it stopped after 1.5 s): this test holds the refusal
+	// status, so the run goes on.
+	code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--contract", file, "--abort-at", "0")
 	if code == exitOK || len(v.Surfaces) != 2 || v.Surfaces[0].Surface != "orders" || v.Surfaces[1].Surface != "export" {
 		t.Fatalf("exit %d, verdict %s, %d surfaces; want a verdict on orders and export that is not a pass\n%s", code, v.Verdict, len(v.Surfaces), stderr)
 	}

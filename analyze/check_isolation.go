@@ -12,9 +12,17 @@ import (
 func init() { register(method.CheckIsolation, func() checkRun { return &isolationCheck{} }) }
 
 // isolationCheck judges the requests of the surface's groups other than
-// its primary: whether other addresses have budgets of their own.
+// its primary: whether other addresses have budgets of their own. On a
+// surface counted by an API key (Config.Keys) the groups are keys, and it
+// also judges the limit key's probes from a second address
+// (method.StreamSpoofAddress) against the plain probes of the same span,
+// by the spoof check's exact test: a limit counted by the key refuses them
+// alike, one counted by the key and the address admits them.
 type isolationCheck struct {
 	proven int
+	// address and plain count the limit key's probes from the second
+	// address and the plain ones beside them, on a surface counted by key.
+	address, plain probeCount
 	// The refusals of other addresses by the most requests of their own
 	// that any window, of any length, could have held when each was
 	// counted, itself included: every request of the address sent before
@@ -53,6 +61,26 @@ func (c *isolationCheck) judgedOther(s *surfaceRun, g *groupRun, j *judged) {
 	}
 	if admitted(r) && s.locked(r) {
 		c.proven++
+	}
+}
+
+func (c *isolationCheck) judgedPrimary(s *surfaceRun, p sighting) {
+	r := &p.Record
+	if s.key == "" || !admitted(r) && !refused(r) {
+		return
+	}
+	t := &c.plain
+	switch p.stream {
+	case method.StreamSpoofAddress:
+		t = &c.address
+	case method.StreamSpoofControl:
+	default:
+		return
+	}
+	if admitted(r) {
+		t.admitted++
+	} else {
+		t.refused++
 	}
 }
 
@@ -95,20 +123,53 @@ func (s *surfaceRun) locked(r *decode.Record) bool {
 	return p.firstRefusalEnd <= r.Start && r.End-int64(s.W) < p.second
 }
 
-// judge: another address refused though its own window provably allowed
-// it fails; one admitted while the limit address was provably over its
-// limit passes.
+// judge: another address (key) refused though its own window provably
+// allowed it fails; one admitted while the limit address (key) was
+// provably over its limit passes. On a surface counted by key, the limit
+// key from a second address must also be refused as the plain probes
+// beside it were.
 func (c *isolationCheck) judge(e *evidence) (string, string) {
+	other, others := "address", "addresses"
+	if e.key != "" {
+		other, others = "key", "keys"
+	}
 	if len(e.sd.Sources) < 2 {
-		return Skip, fmt.Sprintf("one source address only (%s): isolation needs a second (--sources)", e.primary)
+		return Skip, fmt.Sprintf("one source %s only (%s): isolation needs a second (--sources)", other, e.primary)
 	}
-	switch n, bad := c.shared(e); {
-	case n > 0:
-		return Fail, fmt.Sprintf("another address shares the budget of %s: %s refused with fewer in its own window than %s is shown to admit (%s)", e.primary, human.Count(n, "request", ""), e.primary, strings.Join(bad, "; "))
-	case c.proven == 0:
-		return Inconclusive, fmt.Sprintf("no request from another address was admitted while %s was provably over its limit (timing too uncertain, or none sent then)", e.primary)
+	n, bad := c.shared(e)
+	if n > 0 {
+		return Fail, fmt.Sprintf("another %s shares the budget of %s: %s refused with fewer in its own window than %s is shown to admit (%s)", other, e.primary, human.Count(n, "request", ""), e.primary, strings.Join(bad, "; "))
 	}
-	return Pass, fmt.Sprintf("%d requests from other addresses were admitted while %s was provably over its limit", c.proven, e.primary)
+	var byKey string
+	if e.key != "" {
+		t := c.keyTest()
+		said := fmt.Sprintf("%d of %d admitted against %d of %d plain probes of %s in the same span; exact one-sided test, false-alarm rate %g", t.forged.admitted, t.forged.n(), c.plain.admitted, c.plain.n(), e.primary, spoofAlpha)
+		switch {
+		case t.failed:
+			return Fail, fmt.Sprintf("%s sent from a second address was admitted more often than from the limit address (%s; p = %.2g): the target counts %s per address, not by header %s alone", e.primary, said, t.p, e.primary, e.key)
+		case c.proven == 0:
+		case c.address.n() == 0 || c.plain.refused+c.address.refused == 0:
+			return Inconclusive, fmt.Sprintf("none of %s's probes from a second address was answered while %s was refused: whether the key or the address is counted is not shown", e.primary, e.primary)
+		case t.best > spoofAlpha:
+			return Inconclusive, fmt.Sprintf("too few of %s's probes from a second address answered, or plain ones refused, to tell whether the key or the address is counted (%s; p ≥ %.2g even were every one admitted)", e.primary, said, t.best)
+		}
+		byKey = fmt.Sprintf(", and %s sent from a second address was refused as from the limit address (%s): the budget is the key's", e.primary, said)
+	}
+	if c.proven == 0 {
+		return Inconclusive, fmt.Sprintf("no request from another %s was admitted while %s was provably over its limit (timing too uncertain, or none sent then)", other, e.primary)
+	}
+	return Pass, fmt.Sprintf("%d requests from other %s were admitted while %s was provably over its limit%s", c.proven, others, e.primary, byKey)
+}
+
+// keyTest is the exact one-sided test of the limit key's probes from a
+// second address against the plain probes of the same span (see
+// spoofCheck.tests), at spoofAlpha.
+func (c *isolationCheck) keyTest() spoofTest {
+	f := c.address
+	N, K := f.n()+c.plain.n(), f.admitted+c.plain.admitted
+	t := spoofTest{forged: f, p: hyperUpperTail(N, K, f.n(), f.admitted), best: hyperUpperTail(N, f.n()+c.plain.admitted, f.n(), f.n())}
+	t.failed = f.n() > 0 && t.p <= spoofAlpha
+	return t
 }
 
 // judgeSpent judges isolation in a run whose first burst says the limit

@@ -30,6 +30,9 @@ type Overrides struct {
 	// Stacked are a contract's limits verify does not probe (see
 	// [Config.Stacked]).
 	Stacked map[string]Stacked
+	// Keys name the header a contract's limit counts by, when an API key
+	// (see [Config.Keys]).
+	Keys map[string]string
 	// Path is the first path read: the run reported when no run folder was
 	// read.
 	Path string
@@ -44,7 +47,7 @@ type Overrides struct {
 // warning for each run that did not finish or fell far behind its
 // schedule (see [RunWarnings]).
 func ConfigFor(meta *decode.Meta, o Overrides) (cfg Config, assumed bool) {
-	cfg = Config{Window: o.Window, Limits: o.Limits, Checks: o.Checks, Surfaces: o.Surfaces, Refusals: o.Refusals, Stacked: o.Stacked}
+	cfg = Config{Window: o.Window, Limits: o.Limits, Checks: o.Checks, Surfaces: o.Surfaces, Refusals: o.Refusals, Stacked: o.Stacked, Keys: o.Keys}
 	if cfg.Limits == nil {
 		cfg.Limits = map[string]int{method.REST: method.RESTLimit, method.MCP: method.MCPLimit}
 	}

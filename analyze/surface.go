@@ -195,6 +195,7 @@ type surfaceRun struct {
 	charts   bool               // keep the window chart's points (Config.Charts)
 	revision string             // the MCP revision spoken, when known
 	refusals map[string]Refusal // a contract's limits' refusals (Config.Refusals)
+	key      string             // the header its limit counts by, when an API key (Config.Keys)
 	// unreached, for a stacked limit (Config.Stacked), says why the run
 	// judges nothing of it (see unreachedBy); "" for any other surface.
 	unreached string
@@ -258,7 +259,7 @@ type answerKinds struct {
 
 func newSurfaceRun(name string, cfg Config, tab *decode.Tables) *surfaceRun {
 	s := &surfaceRun{name: name, tab: tab, L: limitOf(cfg, name), W: cfg.Window, selected: cfg.Checks, charts: cfg.Charts, groups: map[string]*groupRun{}, t0: 1<<63 - 1,
-		errs: map[string]int{}, lat: newReservoir(100000), refusals: cfg.Refusals}
+		errs: map[string]int{}, lat: newReservoir(100000), refusals: cfg.Refusals, key: cfg.Keys[name]}
 	if name == "mcp" {
 		s.revision = cfg.MCPRevision
 	}

@@ -22,6 +22,12 @@ import (
 // choice of address.
 const DefaultSource = "default"
 
+// KeySource is the source label of results sent as the API key of a
+// contract's identity, by its name, to a limit counted by that key: the
+// key, not the address, is what such a limit counts, and what the
+// analyzer groups its requests by.
+func KeySource(identity string) string { return "key:" + identity }
+
 // Result is Vegeta's result, whose Attack field holds the labels as
 // Vegeta's tools read them, and those labels as the engine knew them when
 // it sent (Attack is Labels.String()). Every job of the engine hands its

@@ -172,6 +172,9 @@ func (pl Plan) units() []unit {
 				continue
 			}
 			label := src
+			if s.Keyed {
+				label = archive.KeySource(s.As)
+			}
 			if label == "" && pl.Shard.Split() {
 				label = fmt.Sprintf("shard-%d", pl.Shard.I)
 			}

@@ -102,10 +102,12 @@ var forgedHeaders = map[string]string{
 	StreamSpoofXForwardedFor: "X-Forwarded-For",
 	StreamSpoofForwarded:     "Forwarded",
 	StreamSpoofXRealIP:       "X-Real-IP",
+	StreamSpoofAddress:       "",
 }
 
 // IsForged reports whether a stream's probes carry a forged forwarding
-// header.
+// header, or go out as the limit key from another address
+// (StreamSpoofAddress): probes another budget than the limit's may count.
 func IsForged(stream string) bool { _, ok := forgedHeaders[stream]; return ok }
 
 // IsContractStream reports whether a stream is a failure-table probe (one
@@ -125,5 +127,5 @@ func IsContractStream(name string) bool {
 func Retryable(code uint16) bool { return code == 0 || code == 429 || code >= 500 }
 
 // ForgedHeader names the forwarding header a spoof stream forges ("" for
-// a stream that forges none).
+// a stream that forges none, StreamSpoofAddress's included).
 func ForgedHeader(stream string) string { return forgedHeaders[stream] }

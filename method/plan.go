@@ -14,6 +14,13 @@ const (
 	ContractSource  = 2 // the failure-table probes' own address
 )
 
+// Key roles of verify's probe plan, for a surface whose limit is counted
+// by an API key (PlanOptions.Keyed): the key a probe is sent as.
+const (
+	LimitKey  = 0 // the key whose limit is probed
+	SecondKey = 1 // a second key, sent as from the limit address while the first is over its limit
+)
+
 // PlanOptions select what verify's probe plan sends. The zero value plans
 // nothing.
 type PlanOptions struct {
@@ -32,6 +39,14 @@ type PlanOptions struct {
 	Surfaces []string
 	// Seed orders the spoof probes (SpoofOrder): the run's seed.
 	Seed uint64
+	// Keyed reports whether a surface's limit is counted by an API key
+	// rather than by the client address (nil: none is). The key, not the
+	// address, is then what isolation probes: the isolation burst and its
+	// rebound go out from the limit address as a second key (SecondKey),
+	// and the spoof probes add spoofPerHeader of the limit key from the
+	// second address (StreamSpoofAddress) among the plain ones, which a
+	// limit counted by the key refuses alike.
+	Keyed func(surface string) bool
 	// FollowUpUntil, when above FollowUpStart, adds each surface's
 	// follow-up probes (FollowUpProbe) until then, in windows from the
 	// start: verify holds them back and sends only what a run that left a
@@ -51,6 +66,9 @@ type Probe struct {
 	Stream, Surface string
 	// Source is the role of the address it is sent from (LimitSource …).
 	Source int
+	// Key is the role of the key it is sent as (LimitKey, SecondKey), on
+	// a surface counted by key.
+	Key int
 	// Start is when it starts; Lag how far its first request trails an
 	// opened gate; After names the stream whose answers it waits for.
 	Start, Lag float64
@@ -126,7 +144,8 @@ func Plan(o PlanOptions) []Probe {
 			}
 		}
 		if o.Isolation {
-			plan = append(plan, spoofProbes(surface, o.Seed)...)
+			keyed := o.Keyed != nil && o.Keyed(surface) && o.Sources >= 2
+			plan = append(plan, spoofProbes(surface, o.Seed, keyed)...)
 			if o.Sources >= 2 {
 				iso, rebound := at(StreamIsolation, 0.11), at(StreamRebound, ReboundStart)
 				iso.Source, iso.Burst, iso.Over, iso.After = isolationSource, L, IsolationSpan, StreamOver
@@ -134,6 +153,12 @@ func Plan(o PlanOptions) []Probe {
 				// ageing however late that burst went out.
 				rebound.Source, rebound.Burst, rebound.Over = isolationSource, L, 0.03
 				rebound.After, rebound.Lag = StreamIsolation, ReboundStart-(0.11+IsolationSpan)
+				if keyed {
+					// Another key from the same address: the budget
+					// isolation proves is the key's.
+					iso.Source, iso.Key = limitSource, SecondKey
+					rebound.Source, rebound.Key = limitSource, SecondKey
+				}
 				plan = append(plan, iso, rebound)
 			}
 		}
@@ -164,14 +189,25 @@ const SpoofSpan = 0.01
 // request's answer) in the random order SpoofOrder(seed) gives, so that a
 // limiter that ignores the headers admits both kinds alike whatever its
 // timing (one refilling L per window gives back L·SpoofSpan requests over
-// the span: 2.4 on REST, 1.2 on MCP).
-func spoofProbes(surface string, seed uint64) []Probe {
-	order := SpoofOrder(seed, len(forged))
+// the span: 2.4 on REST, 1.2 on MCP). On a surface counted by key
+// (keyed), spoofPerHeader more of the limit key from the second address
+// (StreamSpoofAddress), and as many plain ones more, go out among them:
+// a limit counted by the key refuses them alike, one counted by the key
+// and the address admits them.
+func spoofProbes(surface string, seed uint64, keyed bool) []Probe {
+	kinds := len(forged)
+	if keyed {
+		kinds++
+	}
+	order := SpoofOrder(seed, kinds)
 	g := SpoofSpan / float64(len(order))
-	plan := make([]Probe, 1+len(forged))
+	plan := make([]Probe, 1+kinds)
 	for k := range plan {
 		p := Probe{Stream: StreamSpoofControl, Surface: surface, Source: limitSource, Start: 0.11, After: StreamOver, Group: surface + "/" + streamSpoof}
-		if k > 0 {
+		switch {
+		case k > len(forged):
+			p.Stream, p.Source = StreamSpoofAddress, isolationSource
+		case k > 0:
 			h := forged[k-1]
 			p.Stream, p.Header, p.Value = h.stream, h.header, h.value
 		}

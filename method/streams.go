@@ -30,6 +30,13 @@ const (
 	StreamSpoofForwarded     = "spoof-forwarded"
 	StreamSpoofXRealIP       = "spoof-x-real-ip"
 	StreamSpoofControl       = "spoof-control"
+	// StreamSpoofAddress is sent, on a surface whose limit is counted by
+	// an API key, as the limit key from the second address, among the
+	// spoof probes: a limit counted by the key refuses it as it refuses
+	// the plain ones beside it; one counted per address and key admits
+	// it. The isolation check judges it; like a forged probe, it may be
+	// counted in another budget, so the model holds it uncertain.
+	StreamSpoofAddress = "spoof-address"
 	// StreamIsolation is sent from a second address meanwhile: a burst of
 	// L, admitted in full while the limit address is over its limit.
 	StreamIsolation = "isolation"

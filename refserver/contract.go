@@ -49,9 +49,13 @@ type Route struct {
 
 // Key is what a rule counts requests by: the client address (Header and
 // Global unset), the value of Header, or nothing (Global: one budget).
+// PerAddress with Header counts each key per client address (a key from
+// two addresses has two budgets): not what a contract can say, a wrong
+// limiter for verify to catch.
 type Key struct {
-	Header string
-	Global bool
+	Header     string
+	Global     bool
+	PerAddress bool
 }
 
 // Refusal is a rule's refusal: Status with Body (JSON; nil: an error
@@ -183,6 +187,8 @@ func (s *Server) serveRules(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case ru.Key.Global:
 			key = ""
+		case ru.Key.Header != "" && ru.Key.PerAddress:
+			key += " " + r.Header.Get(ru.Key.Header)
 		case ru.Key.Header != "":
 			key = r.Header.Get(ru.Key.Header)
 		}

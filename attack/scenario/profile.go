@@ -109,6 +109,10 @@ type Stream struct {
 	// something else (verify --contract labels a stream with its limit's
 	// name); empty, Surface says it. Not written in profiles.
 	Wire string `yaml:"-" json:",omitempty"`
+	// Keyed labels the stream's results by the identity it sends as (As),
+	// source archive.KeySource(As), in place of the address: verify's
+	// probes of a limit counted by an API key. Not written in profiles.
+	Keyed bool `yaml:"-" json:",omitempty"`
 }
 
 // Sent returns how s's requests are sent: method.REST (plain HTTP) or

@@ -39,7 +39,16 @@ type NamedLimit struct {
 	Request Request
 	Wire    string
 	Quota   int
+	// Keys, for a limit counted by an API key, name the identities whose
+	// keys the plan sends as (method.LimitKey, method.SecondKey); their
+	// results are labelled by them (Stream.Keyed). Request carries the
+	// first's headers; Second are the second's, sent in their place.
+	Keys   [2]string
+	Second map[string]string
 }
+
+// keyed reports whether n is counted by an API key.
+func (n NamedLimit) keyed() bool { return n.Keys[0] != "" }
 
 // VerifyProfile returns verify's probe plan (method.Plan) as a profile, for
 // both surfaces in parallel, with the failure-table probes of errors.yaml
@@ -61,12 +70,20 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 		}
 		return o.RESTLimit
 	}
+	keyed := func(surface string) bool { return o.Named[surface].keyed() }
 	plan := method.Plan(method.PlanOptions{Limits: o.Limits, Isolation: o.Isolation, Limit: limit, Sources: len(o.Sources),
-		Surfaces: o.Surfaces, Seed: o.Seed, FollowUpUntil: o.FollowUpUntil})
+		Surfaces: o.Surfaces, Seed: o.Seed, Keyed: keyed, FollowUpUntil: o.FollowUpUntil})
 	for _, pr := range plan {
 		s := probeStream(pr, src(pr.Source))
 		if n, ok := o.Named[pr.Surface]; ok {
-			s.Wire, s.Requests[0] = n.Wire, withHeaders(n.Request, s.Requests[0].Headers)
+			req := n.Request
+			if n.keyed() {
+				s.As, s.Keyed = n.Keys[pr.Key], true
+				if pr.Key == method.SecondKey {
+					req = withHeaders(req, n.Second)
+				}
+			}
+			s.Wire, s.Requests[0] = n.Wire, withHeaders(req, s.Requests[0].Headers)
 		}
 		p.Streams = append(p.Streams, s)
 	}

@@ -119,8 +119,15 @@ func TestContractCheckPrintsThePlan(t *testing.T) {
 			"limit export: 165 requests from the limit address (onset 10, over 1, flood 10, probe 54, edge 20, second 10, spoof 60), 20 from the second address (isolation and rebound); if a question is left open, up to 125 more",
 			"the run: about 1m11s, up to 3m30s with follow-ups",
 		}},
+		// search (L 30), counted by key: the spoof span holds ten more of
+		// key-1 from the second address and ten more plain ones (70); the
+		// isolation burst and its rebound go as key-2 from the limit
+		// address.
+		{"../../examples/contracts/by-key.yaml", []string{
+			"limit search: 235 requests as key-1 from the limit address (onset 30, over 1, flood 30, probe 54, edge 20, second 30, spoof 70), 60 as key-2 from it (isolation and rebound: another key's budget), 10 as key-1 from the second address (the key, not the address, is counted); if a question is left open, up to 145 more as key-1 from the limit address (follow-up)",
+		}},
 		{"../../examples/contracts/api-key.yaml", []string{
-			"verify --contract plans nothing for it yet: ../../examples/contracts/api-key.yaml: limit per-key: it is counted by header X-Api-Key",
+			"verify --contract plans nothing for it yet: ../../examples/contracts/api-key.yaml: limit per-key: it has a quota per tier",
 		}},
 		// per-minute is orders' plan (L 30); per-hour, stacked on it, gets
 		// at most its 225 and the follow-up's 145.

@@ -337,3 +337,80 @@ func TestVerifyContractAgainstNginx503(t *testing.T) {
 	}
 	t.Logf("what the run said:\n%s", surfacesSaid(v))
 }
+
+// TestVerifyContractByKeyAgainstNginx: nginx's limit_req with its zone
+// keyed on a header, as an API keyed by token is ("limit_req_zone
+// $http_x_api_key"; ngx_http_limit_req_module: the key "can contain text,
+// variables, and their combination", and a request whose key is empty is
+// not accounted), rate L per W, burst L nodelay, refused with 429
+// (limit_req_status). Its contract
+// (testdata/verify-contract/search-by-key.yaml) says the limit is counted by X-Api-Key: isolation passes, proving the key
+// is counted (key-2 from the limit address admitted while key-1 was over
+// its limit, key-1 from a second address refused alike). The same contract
+// saying client-address sends key-1 from both addresses, and isolation
+// fails: the second address shares the first's budget. nginx's limiter is a
+// token bucket, so the rolling window fails either way, or is left open
+// with the run's timing said (as against TestVerifyContractAgainstNginx503's
+// zones keyed by address), and the onset may count the tokens it refilled
+// during the first burst as admitted past the limit. Each run has an nginx
+// of its own: both send the same keys.
+func TestVerifyContractByKeyAgainstNginx(t *testing.T) {
+	t.Parallel()
+	window := verifyWindow
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"route":%q,"ok":true}`, r.URL.Path)
+	}))
+	t.Cleanup(upstream.Close)
+	for _, tc := range byKeyContracts(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			// An nginx of its own: the runs send the same keys.
+			addr := startNginx(t, `
+  limit_req_zone $http_x_api_key zone=bykey:10m rate=%[3]dr/s;
+  limit_req_status 429;
+  server {
+    listen %[2]s;
+    location = /v1/search { limit_req zone=bykey burst=240 nodelay; error_page 429 = @rest429; proxy_pass http://%[4]s; }`+nginx429+`
+  }`, int(240/window.Seconds()), strings.TrimPrefix(upstream.URL, "http://"))
+			code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--contract", tc.file)
+			if code == exitOK || len(v.Surfaces) != 1 || v.Surfaces[0].Surface != "search" {
+				t.Fatalf("exit %d, verdict %s, %d surfaces; want a verdict on search that is not a pass (nginx's bucket is no rolling window)\n%s", code, v.Verdict, len(v.Surfaces), stderr)
+			}
+			search := v.Surfaces[0]
+			if verdict, detail := checkOf(v, "search", "isolation"); verdict != tc.isolation || !strings.Contains(detail, tc.detail) {
+				t.Errorf("search/isolation: %s, want %s with %q: %s\n%s", verdict, tc.isolation, tc.detail, detail, surfacesSaid(v))
+			}
+			if verdict, detail := checkOf(v, "search", "rolling"); verdict != "fail" && (verdict != "inconclusive" || search.Timing == "") {
+				t.Errorf("search/rolling: %s, want fail (nginx's token bucket is no sliding log), or inconclusive with the run's timing said: %s", verdict, detail)
+			}
+		})
+	}
+}
+
+// A byKeyContract is a contract verify holds a limiter keyed on X-Api-Key
+// to, and what its isolation check must say.
+type byKeyContract struct {
+	name, file, isolation, detail string
+}
+
+// byKeyContracts are testdata/verify-contract/search-by-key.yaml, which
+// says what the limiter does (the limit is counted by the header:
+// isolation passes), and the same saying client-address, which sends the
+// limit key from both addresses (isolation fails: the second address
+// shares the first's budget).
+func byKeyContracts(t *testing.T) []byKeyContract {
+	byKey := filepath.Join("testdata", "verify-contract", "search-by-key.yaml")
+	data, err := os.ReadFile(byKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byAddress := filepath.Join(t.TempDir(), "search-by-address.yaml")
+	if err := os.WriteFile(byAddress, []byte(strings.Replace(string(data), "key: header X-Api-Key", "key: client-address", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []byKeyContract{
+		{"counted by key, as the limiter counts", byKey, "pass", "key:key-1 sent from a second address was refused as from the limit address"},
+		{"counted by client address", byAddress, "fail", "another address shares the budget of 127.0.0.1"},
+	}
+}

@@ -133,6 +133,72 @@ func TestSimVerifyContract(t *testing.T) {
 	}
 }
 
+// TestSimVerifyContractByKey: a limit counted by API key
+// (examples/contracts/by-key.yaml: 30 a window per X-Api-Key), on
+// simulated time. A target counting each key passes, isolation proving
+// the key is what is counted: key-2 from the limit address admitted while
+// key-1 was over its limit, and key-1 from the second address refused as
+// from the limit address. A target that counts otherwise fails naming
+// the limit and isolation: by client address (key-2 shares key-1's
+// budget), by key and address (key-1 from the second address has a budget
+// of its own), for everybody (key-2 shares it); one with a lower quota
+// fails onset.
+func TestSimVerifyContractByKey(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join("..", "..", "examples", "contracts", "by-key.yaml")
+	for _, tc := range []struct {
+		name   string
+		host   hostsim.Host
+		serve  func(*scenario.Contract)
+		addr   bool     // count each key per address too
+		failed []string // search's failing checks (nil: a pass)
+		detail string   // in isolation's detail
+	}{
+		{name: "per key, quiet", host: hostsim.Quiet, detail: "key:key-1 sent from a second address was refused as from the limit address"},
+		{name: "per key, busy", host: hostsim.Busy, detail: "the budget is the key's"},
+		{name: "per client address", host: hostsim.Quiet, serve: func(c *scenario.Contract) { c.Limits[0].Key = scenario.Key{Kind: scenario.KeyClientAddress} },
+			failed: []string{"isolation"}, detail: "another key shares the budget of key:key-1"},
+		{name: "per key and address", host: hostsim.Quiet, addr: true,
+			failed: []string{"isolation"}, detail: "the target counts key:key-1 per address, not by header X-Api-Key alone"},
+		{name: "for everybody", host: hostsim.Quiet, serve: func(c *scenario.Contract) { c.Limits[0].Key = scenario.Key{Kind: scenario.KeyGlobal} },
+			failed: []string{"isolation"}, detail: "another key shares the budget of key:key-1"},
+		{name: "at 20 a window", host: hostsim.Quiet, serve: func(c *scenario.Contract) { c.Limits[0].Quota.N = 20 },
+			failed: []string{"onset", "rolling"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			target := contractTarget(t, file, tc.serve)
+			target.Rules.Limits[0].Key.PerAddress = tc.addr
+			w := simWorld(t, tc.host, 1, target, nil)
+			code, v, stderr := simVerifyJSON(t, w, verifyWindow, "--contract", file)
+			if len(v.Surfaces) != 1 || v.Surfaces[0].Surface != "search" {
+				t.Fatalf("exit %d, %d surfaces; want search\n%s", code, len(v.Surfaces), stderr)
+			}
+			search := v.Surfaces[0]
+			iso, detail := checkOf(v, "search", "isolation")
+			if tc.detail != "" && !strings.Contains(detail, tc.detail) {
+				t.Errorf("isolation %s: %q\nlacks %q", iso, detail, tc.detail)
+			}
+			if tc.failed == nil {
+				if code != exitOK || v.Verdict != "pass" || iso != "pass" {
+					t.Fatalf("exit %d, verdict %s, isolation %s, failing %v; want 0, pass\n%s\n%s", code, v.Verdict, iso, failing(v), surfacesSaid(v), stderr)
+				}
+				if search.ObservedLimit == nil || *search.ObservedLimit != 30 || search.Model != "sliding-log" {
+					t.Errorf("search: observed %v, model %s; want 30, the target's sliding log", search.ObservedLimit, search.Model)
+				}
+				return
+			}
+			var want []string
+			for _, c := range tc.failed {
+				want = append(want, "search/"+c)
+			}
+			if got := slices.Sorted(slices.Values(failing(v))); code != exitCheckFailed || !slices.Equal(got, want) {
+				t.Errorf("exit %d, failing %v; want 1 and %v\n%s\n%s", code, got, want, surfacesSaid(v), stderr)
+			}
+		})
+	}
+}
+
 // TestSimVerifyContractRefusalStatus: a limit's refusal is the status its
 // contract names (testdata/verify-contract/refused-503.yaml: orders
 // refused with a 503, as nginx's limit_req refuses by default), on

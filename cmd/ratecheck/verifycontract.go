@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/connectbyjbrh/ratecheck/analyze"
 	"github.com/connectbyjbrh/ratecheck/archive"
@@ -76,12 +77,12 @@ func stackedOf(c *scenario.Contract) map[string]analyze.Stacked {
 }
 
 // loadVerifyContract reads the contract at path for verify and checks that
-// verify's plan can prove it: limits counted by client address, each over
-// a route of its own with one quota, in one window;
-// a route may also be held to limits of longer windows (stacked), which
-// the run does not probe (see reach). What it cannot prove yet is an
-// error naming the file, the limit and what to do; credentials are read
-// through env (nil: not read, the requests carry none, as for a plan
+// verify's plan can prove it: limits counted by client address, or all by
+// one API key header, each over a route of its own with one quota, in one
+// window; a route may also be held to limits of longer windows (stacked),
+// which the run does not probe (see reach). What it cannot prove yet is
+// an error naming the file, the limit and what to do; credentials are
+// read through env (nil: not read, the requests carry none, as for a plan
 // only).
 func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyContract, error) {
 	c, err := scenario.LoadContract(path)
@@ -94,13 +95,14 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 		routes[r.Name] = r
 	}
 	notYet := func(l scenario.Limit, format string, args ...any) error {
-		return fmt.Errorf("%s: limit %s: %s; verify proves limits counted by client address, each over a route of its own with one quota, in one window, and limits of longer windows stacked on them as far as the run reaches, so far (ratecheck contract check %s summarises the whole contract)",
+		return fmt.Errorf("%s: limit %s: %s; verify proves limits counted by client address or by one API key header, each over a route of its own with one quota, in one window, and limits of longer windows stacked on them as far as the run reaches, so far (ratecheck contract check %s summarises the whole contract)",
 			path, l.Name, fmt.Sprintf(format, args...), path)
 	}
-	for _, l := range c.Limits {
+	var key *scenario.Limit // the first probed limit: every other counts by its key
+	for i, l := range c.Limits {
 		switch {
-		case l.Key.Kind != scenario.KeyClientAddress:
-			return nil, notYet(l, "it is counted by %s", l.Key)
+		case l.Key.Kind == scenario.KeyGlobal:
+			return nil, notYet(l, "it is counted for everybody (key: global)")
 		case l.Quota.Tiers != nil:
 			return nil, notYet(l, "it has a quota per tier")
 		case len(l.Routes) != 1:
@@ -115,11 +117,27 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 		if vc.window != 0 && time.Duration(l.Window) != vc.window {
 			return nil, notYet(l, "its window %v is not the other limits' %v", time.Duration(l.Window), vc.window)
 		}
-		vc.window = time.Duration(l.Window)
+		if key != nil && l.Key != key.Key {
+			return nil, notYet(l, "it is counted by %s and %s by %s (limits counted by different keys)", l.Key, key.Name, key.Key)
+		}
+		vc.window, key = time.Duration(l.Window), &c.Limits[i]
 	}
-	var headers map[string]string
+	var ids [2]*scenario.Identity // by key: the limit key's identity and the second's
+	if key != nil && key.Key.Kind == scenario.KeyHeader {
+		if ids, err = keyedIdentities(c, key.Key.Header); err != nil {
+			return nil, fmt.Errorf("%s: limit %s: %v", path, key.Name, err)
+		}
+	}
+	var headers, second map[string]string
 	if env != nil {
-		if headers, err = limitHeaders(c, env); err != nil {
+		if ids[0] != nil {
+			if headers, err = credentials(ids[0], env); err == nil {
+				second, err = credentials(ids[1], env)
+			}
+		} else {
+			headers, err = limitHeaders(c, env)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%s: %v", path, err)
 		}
 	}
@@ -140,10 +158,44 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 		if req.RPC != "" {
 			wire = method.MCP
 		}
+		n := scenario.NamedLimit{Request: req, Wire: wire, Quota: l.Quota.N}
+		if ids[0] != nil {
+			n.Keys, n.Second = [2]string{ids[0].Name, ids[1].Name}, second
+		}
 		vc.names = append(vc.names, l.Name)
-		vc.named[l.Name] = scenario.NamedLimit{Request: req, Wire: wire, Quota: l.Quota.N}
+		vc.named[l.Name] = n
 	}
 	return vc, nil
+}
+
+// keyedIdentities are the identities a limit counted by header sends as:
+// the one whose address role is the limit address, else the first that
+// sends the header, and the next that sends it (another key: proving the
+// key, not the address, is what is counted needs two).
+func keyedIdentities(c *scenario.Contract, header string) ([2]*scenario.Identity, error) {
+	var ids [2]*scenario.Identity
+	for i := range c.Identities {
+		if id := &c.Identities[i]; id.Sends(header) && (ids[0] == nil || id.Address == scenario.AddressLimit && ids[0].Address != scenario.AddressLimit) {
+			ids[0] = id
+		}
+	}
+	for i := range c.Identities {
+		if id := &c.Identities[i]; id.Sends(header) && id != ids[0] && ids[1] == nil {
+			ids[1] = id
+		}
+	}
+	switch {
+	case ids[0] == nil:
+		return ids, fmt.Errorf("it counts by header %s, and no identity sends it", header)
+	case ids[1] == nil:
+		return ids, fmt.Errorf("it counts by header %s, and only identity %s sends it: proving that the key, not the address, is counted takes a second key; give another identity its own (headers: {%s: ${VARIABLE}})", header, ids[0].Name, header)
+	}
+	for _, id := range ids {
+		if strings.ContainsFunc(id.Name, unicode.IsSpace) {
+			return ids, fmt.Errorf("identity %q: its results are labelled by its name, which cannot hold a space", id.Name)
+		}
+	}
+	return ids, nil
 }
 
 // limitHeaders are the headers of the identity the probes send as: the one
@@ -166,6 +218,12 @@ func limitHeaders(c *scenario.Contract, env func(string) (string, bool)) (map[st
 		}
 		return nil, nil
 	}
+	return credentials(id, env)
+}
+
+// credentials are id's headers, their references read through env, by
+// canonical name.
+func credentials(id *scenario.Identity, env func(string) (string, bool)) (map[string]string, error) {
 	h, err := id.Credentials(env)
 	if err != nil {
 		return nil, err
@@ -185,6 +243,7 @@ type contractJudging struct {
 	limits   map[string]int
 	refusals map[string]analyze.Refusal
 	stacked  map[string]analyze.Stacked
+	keys     map[string]string // the header a limit counts by, when an API key
 }
 
 // judgingOf is the judging of runs of c.
@@ -194,6 +253,12 @@ func judgingOf(c *scenario.Contract) contractJudging {
 		j.names = append(j.names, l.Name)
 		j.limits[l.Name] = l.Quota.N
 		j.refusals[l.Name] = analyze.Refusal{Status: uint16(l.Refused.Status), Body: jsonValue(l.Refused.Body), RPCCode: l.Refused.JSONRPCCode}
+		if l.Key.Kind == scenario.KeyHeader {
+			if j.keys == nil {
+				j.keys = map[string]string{}
+			}
+			j.keys[l.Name] = l.Key.Header
+		}
 	}
 	return j
 }
@@ -210,7 +275,7 @@ func (j *contractJudging) refusalsOf() map[string]analyze.Refusal {
 // apply judges by j's limits (nil j: cfg as it is).
 func (j *contractJudging) apply(cfg *analyze.Config) {
 	if j != nil {
-		cfg.Limits, cfg.Refusals, cfg.Surfaces, cfg.Stacked = j.limits, j.refusals, j.names, j.stacked
+		cfg.Limits, cfg.Refusals, cfg.Surfaces, cfg.Stacked, cfg.Keys = j.limits, j.refusals, j.names, j.stacked, j.keys
 	}
 }
 
@@ -292,10 +357,14 @@ type contractPlan struct {
 
 // limitPlan is what the plan sends to prove one limit: from the limit
 // address (its probes, the spoof probes among them), from a second
-// address (isolation), and at most in follow-ups.
+// address (isolation; for a limit counted by key, the limit key's probes
+// from there), as a second key from the limit address (isolation, for a
+// limit counted by key), and at most in follow-ups.
 type limitPlan struct {
-	name                             string
-	fromLimit, spoof, second, follow int
+	name                                       string
+	fromLimit, spoof, second, otherKey, follow int
+	// keys are the identities sent as, for a limit counted by key.
+	keys [2]string
 	// streams are the plan's streams from the limit address, with their
 	// requests, in the plan's order.
 	streams []streamCount
@@ -343,7 +412,7 @@ func (vc *verifyContract) count(prof *scenario.Profile, w time.Duration) []limit
 	limits := make([]limitPlan, 0, len(vc.names))
 	for _, n := range vc.names {
 		at[n] = len(limits)
-		limits = append(limits, limitPlan{name: n})
+		limits = append(limits, limitPlan{name: n, keys: vc.named[n].Keys})
 	}
 	for _, s := range prof.Streams {
 		i, ok := at[s.Surface]
@@ -356,7 +425,9 @@ func (vc *verifyContract) count(prof *scenario.Profile, w time.Duration) []limit
 		case s.Name == method.StreamFollowUp || s.Name == method.StreamFollowUpBurst:
 			l.follow += n
 			// held for a follow-up: not in the run's length
-		case s.Name == method.StreamIsolation || s.Name == method.StreamRebound:
+		case (s.Name == method.StreamIsolation || s.Name == method.StreamRebound) && l.keys[0] != "":
+			l.otherKey += n
+		case s.Name == method.StreamIsolation || s.Name == method.StreamRebound || s.Name == method.StreamSpoofAddress:
 			l.second += n
 		case strings.HasPrefix(s.Name, "spoof-"):
 			l.spoof += n
@@ -415,6 +486,11 @@ func (p contractPlan) write(w io.Writer, file string) {
 			parts = append(parts, fmt.Sprintf("%s %d", s.name, s.n))
 		}
 		parts = append(parts, fmt.Sprintf("spoof %d", l.spoof))
+		if l.keys[0] != "" {
+			fmt.Fprintf(w, "  limit %s: %d requests as %s from the limit address (%s), %d as %s from it (isolation and rebound: another key's budget), %d as %s from the second address (the key, not the address, is counted); if a question is left open, up to %d more as %s from the limit address (follow-up)\n",
+				l.name, l.fromLimit, l.keys[0], strings.Join(parts, ", "), l.otherKey, l.keys[1], l.second, l.keys[0], l.follow, l.keys[0])
+			continue
+		}
 		fmt.Fprintf(w, "  limit %s: %d requests from the limit address (%s), %d from the second address (isolation and rebound); if a question is left open, up to %d more from the limit address (follow-up)\n",
 			l.name, l.fromLimit, strings.Join(parts, ", "), l.second, l.follow)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,6 +62,13 @@ frontend api
 // upstream, and returns its address. Skipped where haproxy is not
 // installed or cannot run.
 func startHAProxy(t *testing.T, w time.Duration, upstream string) string {
+	t.Helper()
+	return startHAProxyConf(t, haproxyConf, w, upstream)
+}
+
+// startHAProxyConf is startHAProxy with the configuration haproxyConf
+// (fmt verbs as haproxyConf's).
+func startHAProxyConf(t *testing.T, haproxyConf string, w time.Duration, upstream string) string {
 	t.Helper()
 	haproxy, err := exec.LookPath("haproxy")
 	if err != nil {
@@ -238,5 +246,64 @@ func logVerdict(t *testing.T, v verdictJSON) {
 		for _, c := range s.Checks {
 			t.Logf("  %s %s: %s", c.Name, c.Verdict, c.Detail)
 		}
+	}
+}
+
+// haproxyByKeyConf is an HAProxy whose stick table is keyed on the
+// X-Api-Key header ("track-sc0 req.hdr(x-api-key)": the manual's "any
+// sample expression" as the tracked key, a string table), 240 per window
+// on /v1/search: haproxyConf's sliding-window counter counting refusals,
+// per key.
+const haproxyByKeyConf = `global
+  maxconn 4000
+defaults
+  mode http
+  maxconn 4000
+  timeout connect 5s
+  timeout client 30s
+  timeout server 30s
+backend key_rate
+  stick-table type string len 64 size 1m expire %[2]dms store http_req_rate(%[2]dms)
+backend app
+  server upstream %[3]s
+frontend api
+  bind %[1]s
+  acl search path /v1/search
+  http-request track-sc0 req.hdr(x-api-key) table key_rate if search
+  http-request deny status 429 content-type application/json string '{"error":{"code":"rate_limited"}}' if search { sc_http_req_rate(0,key_rate) gt 240 }
+  default_backend app
+`
+
+// TestVerifyContractByKeyAgainstHAProxy: HAProxy's stick table keyed on
+// the X-Api-Key header (haproxyByKeyConf). With the contract that counts
+// by the header (testdata/verify-contract/search-by-key.yaml) isolation
+// passes; with the same contract saying client-address it fails, the
+// second address sending the same key (byKeyContracts). Its
+// sliding-window counter fails the rolling window, or leaves it open with
+// the timing said.
+func TestVerifyContractByKeyAgainstHAProxy(t *testing.T) {
+	t.Parallel()
+	window := verifyWindow
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"route":%q,"ok":true}`, r.URL.Path)
+	}))
+	t.Cleanup(upstream.Close)
+	for _, tc := range byKeyContracts(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			// An HAProxy of its own: the runs send the same keys.
+			addr := startHAProxyConf(t, haproxyByKeyConf, window, upstream.URL)
+			code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--contract", tc.file)
+			if code == exitOK || len(v.Surfaces) != 1 || v.Surfaces[0].Surface != "search" {
+				t.Fatalf("exit %d, verdict %s, %d surfaces; want a verdict on search that is not a pass (HAProxy's counter is no rolling window)\n%s", code, v.Verdict, len(v.Surfaces), stderr)
+			}
+			if verdict, detail := checkOf(v, "search", "isolation"); verdict != tc.isolation || !strings.Contains(detail, tc.detail) {
+				t.Errorf("search/isolation: %s, want %s with %q: %s\n%s", verdict, tc.isolation, tc.detail, detail, surfacesSaid(v))
+			}
+			if verdict, detail := checkOf(v, "search", "rolling"); verdict != "fail" && (verdict != "inconclusive" || v.Surfaces[0].Timing == "") {
+				t.Errorf("search/rolling: %s, want fail (a sliding-window counter is no sliding log), or inconclusive with the run's timing said: %s", verdict, detail)
+			}
+		})
 	}
 }

@@ -59,11 +59,11 @@ type Config struct {
 	// limit of a shorter window that verify probes, and is judged
 	// inconclusive, saying whether the run reached it (see Stacked).
 	Stacked map[string]Stacked
-	// Keys names, by surface, the header a contract's limit counts by
-	// when it is counted by an API key rather than the client address:
-	// its requests are labelled by key (source "key:NAME", see
-	// archive.KeySource), and isolation proves the key is what is
-	// counted (see isolationCheck).
+	// Keys say, by surface, what a contract's limit counts by when it is
+	// not the client address: "header NAME" (an API key: its requests
+	// are labelled by key, source "key:NAME", see archive.KeySource) or
+	// "global" (one budget for everybody: source archive.GlobalSource).
+	// Isolation then proves that is what is counted (see isolationCheck).
 	Keys map[string]string
 	// Charts keeps what the HTML report's window chart draws of each
 	// surface (SurfaceDetail.Window): a point per answered request of the

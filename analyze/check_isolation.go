@@ -129,6 +129,9 @@ func (s *surfaceRun) locked(r *decode.Record) bool {
 // key from a second address must also be refused as the plain probes
 // beside it were.
 func (c *isolationCheck) judge(e *evidence) (string, string) {
+	if e.key == keyGlobal {
+		return c.judgeGlobal(e)
+	}
 	other, others := "address", "addresses"
 	if e.key != "" {
 		other, others = "key", "keys"
@@ -146,7 +149,7 @@ func (c *isolationCheck) judge(e *evidence) (string, string) {
 		said := fmt.Sprintf("%d of %d admitted against %d of %d plain probes of %s in the same span; exact one-sided test, false-alarm rate %g", t.forged.admitted, t.forged.n(), c.plain.admitted, c.plain.n(), e.primary, spoofAlpha)
 		switch {
 		case t.failed:
-			return Fail, fmt.Sprintf("%s sent from a second address was admitted more often than from the limit address (%s; p = %.2g): the target counts %s per address, not by header %s alone", e.primary, said, t.p, e.primary, e.key)
+			return Fail, fmt.Sprintf("%s sent from a second address was admitted more often than from the limit address (%s; p = %.2g): the target counts %s per address, not by %s alone", e.primary, said, t.p, e.primary, e.key)
 		case c.proven == 0:
 		case c.address.n() == 0 || c.plain.refused+c.address.refused == 0:
 			return Inconclusive, fmt.Sprintf("none of %s's probes from a second address was answered while %s was refused: whether the key or the address is counted is not shown", e.primary, e.primary)
@@ -159,6 +162,27 @@ func (c *isolationCheck) judge(e *evidence) (string, string) {
 		return Inconclusive, fmt.Sprintf("no request from another %s was admitted while %s was provably over its limit (timing too uncertain, or none sent then)", other, e.primary)
 	}
 	return Pass, fmt.Sprintf("%d requests from other %s were admitted while %s was provably over its limit%s", c.proven, others, e.primary, byKey)
+}
+
+// keyGlobal is Config.Keys's word for a limit counted for everybody.
+const keyGlobal = "global"
+
+// judgeGlobal judges a limit counted for everybody: its probes from a
+// second address must be refused as the plain probes from the limit
+// address beside them were (see keyTest); admitted more often, the
+// second address has a budget of its own.
+func (c *isolationCheck) judgeGlobal(e *evidence) (string, string) {
+	t := c.keyTest()
+	said := fmt.Sprintf("%d of %d admitted against %d of %d plain probes from the limit address in the same span; exact one-sided test, false-alarm rate %g", t.forged.admitted, t.forged.n(), c.plain.admitted, c.plain.n(), spoofAlpha)
+	switch {
+	case t.failed:
+		return Fail, fmt.Sprintf("requests from a second address were admitted more often than from the limit address (%s; p = %.2g): the target counts each address apart, not one budget for everybody", said, t.p)
+	case c.address.n() == 0 || c.plain.refused+c.address.refused == 0:
+		return Inconclusive, "none of the probes from a second address was answered while the limit address was refused: whether the budget is everybody's is not shown"
+	case t.best > spoofAlpha:
+		return Inconclusive, fmt.Sprintf("too few probes from a second address answered, or plain ones refused, to tell whether the budget is everybody's (%s; p ≥ %.2g even were every one admitted)", said, t.best)
+	}
+	return Pass, fmt.Sprintf("requests from a second address were refused as from the limit address (%s): the budget is everybody's", said)
 }
 
 // keyTest is the exact one-sided test of the limit key's probes from a

@@ -30,8 +30,8 @@ type Overrides struct {
 	// Stacked are a contract's limits verify does not probe (see
 	// [Config.Stacked]).
 	Stacked map[string]Stacked
-	// Keys name the header a contract's limit counts by, when an API key
-	// (see [Config.Keys]).
+	// Keys say what a contract's limit counts by, when not the client
+	// address (see [Config.Keys]).
 	Keys map[string]string
 	// Path is the first path read: the run reported when no run folder was
 	// read.

@@ -195,7 +195,7 @@ type surfaceRun struct {
 	charts   bool               // keep the window chart's points (Config.Charts)
 	revision string             // the MCP revision spoken, when known
 	refusals map[string]Refusal // a contract's limits' refusals (Config.Refusals)
-	key      string             // the header its limit counts by, when an API key (Config.Keys)
+	key      string             // what its limit counts by, when not the client address (Config.Keys)
 	// unreached, for a stacked limit (Config.Stacked), says why the run
 	// judges nothing of it (see unreachedBy); "" for any other surface.
 	unreached string

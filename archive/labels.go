@@ -28,6 +28,10 @@ const DefaultSource = "default"
 // analyzer groups its requests by.
 func KeySource(identity string) string { return "key:" + identity }
 
+// GlobalSource is the source label of results sent to a limit counted
+// for everybody: one budget, whatever the address or key.
+const GlobalSource = "everybody"
+
 // Result is Vegeta's result, whose Attack field holds the labels as
 // Vegeta's tools read them, and those labels as the engine knew them when
 // it sent (Attack is Labels.String()). Every job of the engine hands its

@@ -172,8 +172,8 @@ func (pl Plan) units() []unit {
 				continue
 			}
 			label := src
-			if s.Keyed {
-				label = archive.KeySource(s.As)
+			if s.Key != "" {
+				label = s.Key
 			}
 			if label == "" && pl.Shard.Split() {
 				label = fmt.Sprintf("shard-%d", pl.Shard.I)

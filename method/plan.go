@@ -47,6 +47,13 @@ type PlanOptions struct {
 	// second address (StreamSpoofAddress) among the plain ones, which a
 	// limit counted by the key refuses alike.
 	Keyed func(surface string) bool
+	// Global reports whether a surface's limit is one budget for
+	// everybody (nil: none is). Isolation then proves that the second
+	// address shares it: no isolation burst or rebound (a budget of its
+	// own is not what is claimed), and the spoof probes add
+	// spoofPerHeader from the second address (StreamSpoofAddress) among
+	// the plain ones, which a budget for everybody refuses alike.
+	Global func(surface string) bool
 	// FollowUpUntil, when above FollowUpStart, adds each surface's
 	// follow-up probes (FollowUpProbe) until then, in windows from the
 	// start: verify holds them back and sends only what a run that left a
@@ -144,9 +151,10 @@ func Plan(o PlanOptions) []Probe {
 			}
 		}
 		if o.Isolation {
-			keyed := o.Keyed != nil && o.Keyed(surface) && o.Sources >= 2
+			global := o.Global != nil && o.Global(surface)
+			keyed := (o.Keyed != nil && o.Keyed(surface) || global) && o.Sources >= 2
 			plan = append(plan, spoofProbes(surface, o.Seed, keyed)...)
-			if o.Sources >= 2 {
+			if o.Sources >= 2 && !global {
 				iso, rebound := at(StreamIsolation, 0.11), at(StreamRebound, ReboundStart)
 				iso.Source, iso.Burst, iso.Over, iso.After = isolationSource, L, IsolationSpan, StreamOver
 				// The rebound keeps its place in the isolation burst's
@@ -189,11 +197,11 @@ const SpoofSpan = 0.01
 // request's answer) in the random order SpoofOrder(seed) gives, so that a
 // limiter that ignores the headers admits both kinds alike whatever its
 // timing (one refilling L per window gives back L·SpoofSpan requests over
-// the span: 2.4 on REST, 1.2 on MCP). On a surface counted by key
-// (keyed), spoofPerHeader more of the limit key from the second address
-// (StreamSpoofAddress), and as many plain ones more, go out among them:
-// a limit counted by the key refuses them alike, one counted by the key
-// and the address admits them.
+// the span: 2.4 on REST, 1.2 on MCP). On a surface counted by key or
+// for everybody (keyed), spoofPerHeader more of the limit key (or none)
+// from the second address (StreamSpoofAddress), and as many plain ones
+// more, go out among them: a limit counted by the key, or for everybody,
+// refuses them alike; one counted per address too admits them.
 func spoofProbes(surface string, seed uint64, keyed bool) []Probe {
 	kinds := len(forged)
 	if keyed {

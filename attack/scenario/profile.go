@@ -109,10 +109,11 @@ type Stream struct {
 	// something else (verify --contract labels a stream with its limit's
 	// name); empty, Surface says it. Not written in profiles.
 	Wire string `yaml:"-" json:",omitempty"`
-	// Keyed labels the stream's results by the identity it sends as (As),
-	// source archive.KeySource(As), in place of the address: verify's
-	// probes of a limit counted by an API key. Not written in profiles.
-	Keyed bool `yaml:"-" json:",omitempty"`
+	// Key, when set, is the source label of the stream's results in
+	// place of the address: what verify's probes of a limit counted by an
+	// API key, or for everybody, are counted by (archive.KeySource,
+	// archive.GlobalSource). Not written in profiles.
+	Key string `yaml:"-" json:",omitempty"`
 }
 
 // Sent returns how s's requests are sent: method.REST (plain HTTP) or

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/connectbyjbrh/ratecheck/archive"
 	"github.com/connectbyjbrh/ratecheck/method"
 	"github.com/connectbyjbrh/ratecheck/profiles"
 )
@@ -41,10 +42,13 @@ type NamedLimit struct {
 	Quota   int
 	// Keys, for a limit counted by an API key, name the identities whose
 	// keys the plan sends as (method.LimitKey, method.SecondKey); their
-	// results are labelled by them (Stream.Keyed). Request carries the
+	// results are labelled by them (Stream.Key). Request carries the
 	// first's headers; Second are the second's, sent in their place.
 	Keys   [2]string
 	Second map[string]string
+	// Global is set of a limit counted for everybody: its results are
+	// labelled archive.GlobalSource, whatever address sent them.
+	Global bool
 }
 
 // keyed reports whether n is counted by an API key.
@@ -71,17 +75,22 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 		return o.RESTLimit
 	}
 	keyed := func(surface string) bool { return o.Named[surface].keyed() }
+	global := func(surface string) bool { return o.Named[surface].Global }
 	plan := method.Plan(method.PlanOptions{Limits: o.Limits, Isolation: o.Isolation, Limit: limit, Sources: len(o.Sources),
-		Surfaces: o.Surfaces, Seed: o.Seed, Keyed: keyed, FollowUpUntil: o.FollowUpUntil})
+		Surfaces: o.Surfaces, Seed: o.Seed, Keyed: keyed, Global: global, FollowUpUntil: o.FollowUpUntil})
 	for _, pr := range plan {
 		s := probeStream(pr, src(pr.Source))
 		if n, ok := o.Named[pr.Surface]; ok {
 			req := n.Request
-			if n.keyed() {
-				s.As, s.Keyed = n.Keys[pr.Key], true
+			switch {
+			case n.keyed():
+				s.As = n.Keys[pr.Key]
+				s.Key = archive.KeySource(s.As)
 				if pr.Key == method.SecondKey {
 					req = withHeaders(req, n.Second)
 				}
+			case n.Global:
+				s.Key = archive.GlobalSource
 			}
 			s.Wire, s.Requests[0] = n.Wire, withHeaders(req, s.Requests[0].Headers)
 		}

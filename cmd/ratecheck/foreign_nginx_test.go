@@ -344,9 +344,10 @@ func TestVerifyContractAgainstNginx503(t *testing.T) {
 // variables, and their combination", and a request whose key is empty is
 // not accounted), rate L per W, burst L nodelay, refused with 429
 // (limit_req_status). Its contract
-// (testdata/verify-contract/search-by-key.yaml) says the limit is counted by X-Api-Key: isolation passes, proving the key
-// is counted (key-2 from the limit address admitted while key-1 was over
-// its limit, key-1 from a second address refused alike). The same contract
+// (testdata/verify-contract/search-by-key.yaml) says the limit is counted
+// by X-Api-Key: isolation passes, proving the key is counted (key-2 from
+// the limit address admitted while key-1 was over its limit, key-1 from a
+// second address refused alike). The same contract
 // saying client-address sends key-1 from both addresses, and isolation
 // fails: the second address shares the first's budget. nginx's limiter is a
 // token bucket, so the rolling window fails either way, or is left open
@@ -355,6 +356,24 @@ func TestVerifyContractAgainstNginx503(t *testing.T) {
 // during the first burst as admitted past the limit. Each run has an nginx
 // of its own: both send the same keys.
 func TestVerifyContractByKeyAgainstNginx(t *testing.T) {
+	testVerifyContractAgainstNginxKeyed(t, "$http_x_api_key", byKeyContracts(t))
+}
+
+// TestVerifyContractGlobalAgainstNginx: nginx's limit_req with its zone
+// keyed on a constant ("all": one state for every request), as
+// TestVerifyContractByKeyAgainstNginx's otherwise. Its contract
+// (testdata/verify-contract/search-global.yaml) says the limit is counted
+// for everybody: isolation passes, the second address's probes refused as
+// the limit address's plain ones beside them. The same contract saying
+// client-address fails isolation: the second address shares the first's
+// budget.
+func TestVerifyContractGlobalAgainstNginx(t *testing.T) {
+	testVerifyContractAgainstNginxKeyed(t, "all", keyContracts(t, "search-global.yaml", "key: global", "requests from a second address were refused as from the limit address"))
+}
+
+// testVerifyContractAgainstNginxKeyed is nginx's limit_req with its zone
+// keyed on zoneKey, held to each of contracts.
+func testVerifyContractAgainstNginxKeyed(t *testing.T, zoneKey string, contracts []byKeyContract) {
 	t.Parallel()
 	window := verifyWindow
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -362,17 +381,17 @@ func TestVerifyContractByKeyAgainstNginx(t *testing.T) {
 		fmt.Fprintf(w, `{"route":%q,"ok":true}`, r.URL.Path)
 	}))
 	t.Cleanup(upstream.Close)
-	for _, tc := range byKeyContracts(t) {
+	for _, tc := range contracts {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			// An nginx of its own: the runs send the same keys.
 			addr := startNginx(t, `
-  limit_req_zone $http_x_api_key zone=bykey:10m rate=%[3]dr/s;
+  limit_req_zone %[5]s zone=bykey:10m rate=%[3]dr/s;
   limit_req_status 429;
   server {
     listen %[2]s;
     location = /v1/search { limit_req zone=bykey burst=240 nodelay; error_page 429 = @rest429; proxy_pass http://%[4]s; }`+nginx429+`
-  }`, int(240/window.Seconds()), strings.TrimPrefix(upstream.URL, "http://"))
+  }`, int(240/window.Seconds()), strings.TrimPrefix(upstream.URL, "http://"), zoneKey)
 			code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--contract", tc.file)
 			if code == exitOK || len(v.Surfaces) != 1 || v.Surfaces[0].Surface != "search" {
 				t.Fatalf("exit %d, verdict %s, %d surfaces; want a verdict on search that is not a pass (nginx's bucket is no rolling window)\n%s", code, v.Verdict, len(v.Surfaces), stderr)
@@ -400,17 +419,25 @@ type byKeyContract struct {
 // limit key from both addresses (isolation fails: the second address
 // shares the first's budget).
 func byKeyContracts(t *testing.T) []byKeyContract {
-	byKey := filepath.Join("testdata", "verify-contract", "search-by-key.yaml")
-	data, err := os.ReadFile(byKey)
+	return keyContracts(t, "search-by-key.yaml", "key: header X-Api-Key", "key:key-1 sent from a second address was refused as from the limit address")
+}
+
+// keyContracts are the contract testdata/verify-contract/file, whose key
+// is key, with isolation passing saying pass, and the same saying
+// client-address, with isolation failing: the second address shares the
+// first's budget.
+func keyContracts(t *testing.T, file, key, pass string) []byKeyContract {
+	matching := filepath.Join("testdata", "verify-contract", file)
+	data, err := os.ReadFile(matching)
 	if err != nil {
 		t.Fatal(err)
 	}
-	byAddress := filepath.Join(t.TempDir(), "search-by-address.yaml")
-	if err := os.WriteFile(byAddress, []byte(strings.Replace(string(data), "key: header X-Api-Key", "key: client-address", 1)), 0o644); err != nil {
+	byAddress := filepath.Join(t.TempDir(), "by-address.yaml")
+	if err := os.WriteFile(byAddress, []byte(strings.Replace(string(data), key, "key: client-address", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return []byKeyContract{
-		{"counted by key, as the limiter counts", byKey, "pass", "key:key-1 sent from a second address was refused as from the limit address"},
+		{"counted as the limiter counts", matching, "pass", pass},
 		{"counted by client address", byAddress, "fail", "another address shares the budget of 127.0.0.1"},
 	}
 }

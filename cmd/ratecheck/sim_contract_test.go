@@ -199,6 +199,62 @@ func TestSimVerifyContractByKey(t *testing.T) {
 	}
 }
 
+// TestSimVerifyContractGlobal: a limit counted for everybody
+// (testdata/verify-contract/global.yaml: 20 a window, refused with 503),
+// on simulated time. A target counting one budget passes, isolation
+// proving the second address shares it: its probes among the spoof
+// probes refused as the limit address's plain ones beside them. One that
+// counts each address apart fails isolation; one with a lower quota fails
+// onset.
+func TestSimVerifyContractGlobal(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join("testdata", "verify-contract", "global.yaml")
+	for _, tc := range []struct {
+		name   string
+		host   hostsim.Host
+		serve  func(*scenario.Contract)
+		failed []string // export's failing checks (nil: a pass)
+		detail string   // in isolation's detail
+	}{
+		{name: "for everybody, quiet", host: hostsim.Quiet, detail: "requests from a second address were refused as from the limit address"},
+		{name: "for everybody, busy", host: hostsim.Busy, detail: "the budget is everybody's"},
+		{name: "per client address", host: hostsim.Quiet, serve: func(c *scenario.Contract) { c.Limits[0].Key = scenario.Key{Kind: scenario.KeyClientAddress} },
+			failed: []string{"isolation"}, detail: "the target counts each address apart, not one budget for everybody"},
+		{name: "at 12 a window", host: hostsim.Quiet, serve: func(c *scenario.Contract) { c.Limits[0].Quota.N = 12 },
+			failed: []string{"onset", "rolling"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := simWorld(t, tc.host, 1, contractTarget(t, file, tc.serve), nil)
+			code, v, stderr := simVerifyJSON(t, w, verifyWindow, "--contract", file)
+			if len(v.Surfaces) != 1 || v.Surfaces[0].Surface != "export" {
+				t.Fatalf("exit %d, %d surfaces; want export\n%s", code, len(v.Surfaces), stderr)
+			}
+			export := v.Surfaces[0]
+			iso, detail := checkOf(v, "export", "isolation")
+			if tc.detail != "" && !strings.Contains(detail, tc.detail) {
+				t.Errorf("isolation %s: %q\nlacks %q", iso, detail, tc.detail)
+			}
+			if tc.failed == nil {
+				if code != exitOK || v.Verdict != "pass" || iso != "pass" {
+					t.Fatalf("exit %d, verdict %s, isolation %s, failing %v; want 0, pass\n%s\n%s", code, v.Verdict, iso, failing(v), surfacesSaid(v), stderr)
+				}
+				if export.ObservedLimit == nil || *export.ObservedLimit != 20 || export.Model != "sliding-log" || export.Refused == 0 || export.Faults != 0 {
+					t.Errorf("export: observed %v, model %s, %d refused, %d faults; want 20, the target's sliding log, its 503s refusals", export.ObservedLimit, export.Model, export.Refused, export.Faults)
+				}
+				return
+			}
+			var want []string
+			for _, c := range tc.failed {
+				want = append(want, "export/"+c)
+			}
+			if got := slices.Sorted(slices.Values(failing(v))); code != exitCheckFailed || !slices.Equal(got, want) {
+				t.Errorf("exit %d, failing %v; want 1 and %v\n%s\n%s", code, got, want, surfacesSaid(v), stderr)
+			}
+		})
+	}
+}
+
 // TestSimVerifyContractRefusalStatus: a limit's refusal is the status its
 // contract names (testdata/verify-contract/refused-503.yaml: orders
 // refused with a 503, as nginx's limit_req refuses by default), on

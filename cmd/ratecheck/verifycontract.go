@@ -78,7 +78,7 @@ func stackedOf(c *scenario.Contract) map[string]analyze.Stacked {
 
 // loadVerifyContract reads the contract at path for verify and checks that
 // verify's plan can prove it: limits counted by client address, or all by
-// one API key header, each over a route of its own with one quota, in one
+// one API key header, or all for everybody, each over a route of its own with one quota, in one
 // window; a route may also be held to limits of longer windows (stacked),
 // which the run does not probe (see reach). What it cannot prove yet is
 // an error naming the file, the limit and what to do; credentials are
@@ -95,14 +95,12 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 		routes[r.Name] = r
 	}
 	notYet := func(l scenario.Limit, format string, args ...any) error {
-		return fmt.Errorf("%s: limit %s: %s; verify proves limits counted by client address or by one API key header, each over a route of its own with one quota, in one window, and limits of longer windows stacked on them as far as the run reaches, so far (ratecheck contract check %s summarises the whole contract)",
+		return fmt.Errorf("%s: limit %s: %s; verify proves limits counted by client address, by one API key header or for everybody, each over a route of its own with one quota, in one window, and limits of longer windows stacked on them as far as the run reaches, so far (ratecheck contract check %s summarises the whole contract)",
 			path, l.Name, fmt.Sprintf(format, args...), path)
 	}
 	var key *scenario.Limit // the first probed limit: every other counts by its key
 	for i, l := range c.Limits {
 		switch {
-		case l.Key.Kind == scenario.KeyGlobal:
-			return nil, notYet(l, "it is counted for everybody (key: global)")
 		case l.Quota.Tiers != nil:
 			return nil, notYet(l, "it has a quota per tier")
 		case len(l.Routes) != 1:
@@ -162,6 +160,7 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 		if ids[0] != nil {
 			n.Keys, n.Second = [2]string{ids[0].Name, ids[1].Name}, second
 		}
+		n.Global = l.Key.Kind == scenario.KeyGlobal
 		vc.names = append(vc.names, l.Name)
 		vc.named[l.Name] = n
 	}
@@ -243,7 +242,7 @@ type contractJudging struct {
 	limits   map[string]int
 	refusals map[string]analyze.Refusal
 	stacked  map[string]analyze.Stacked
-	keys     map[string]string // the header a limit counts by, when an API key
+	keys     map[string]string // what a limit counts by, when not the client address
 }
 
 // judgingOf is the judging of runs of c.
@@ -253,11 +252,11 @@ func judgingOf(c *scenario.Contract) contractJudging {
 		j.names = append(j.names, l.Name)
 		j.limits[l.Name] = l.Quota.N
 		j.refusals[l.Name] = analyze.Refusal{Status: uint16(l.Refused.Status), Body: jsonValue(l.Refused.Body), RPCCode: l.Refused.JSONRPCCode}
-		if l.Key.Kind == scenario.KeyHeader {
+		if l.Key.Kind != scenario.KeyClientAddress {
 			if j.keys == nil {
 				j.keys = map[string]string{}
 			}
-			j.keys[l.Name] = l.Key.Header
+			j.keys[l.Name] = l.Key.String()
 		}
 	}
 	return j
@@ -365,6 +364,8 @@ type limitPlan struct {
 	fromLimit, spoof, second, otherKey, follow int
 	// keys are the identities sent as, for a limit counted by key.
 	keys [2]string
+	// global is set of a limit counted for everybody.
+	global bool
 	// streams are the plan's streams from the limit address, with their
 	// requests, in the plan's order.
 	streams []streamCount
@@ -412,7 +413,7 @@ func (vc *verifyContract) count(prof *scenario.Profile, w time.Duration) []limit
 	limits := make([]limitPlan, 0, len(vc.names))
 	for _, n := range vc.names {
 		at[n] = len(limits)
-		limits = append(limits, limitPlan{name: n, keys: vc.named[n].Keys})
+		limits = append(limits, limitPlan{name: n, keys: vc.named[n].Keys, global: vc.named[n].Global})
 	}
 	for _, s := range prof.Streams {
 		i, ok := at[s.Surface]
@@ -486,6 +487,11 @@ func (p contractPlan) write(w io.Writer, file string) {
 			parts = append(parts, fmt.Sprintf("%s %d", s.name, s.n))
 		}
 		parts = append(parts, fmt.Sprintf("spoof %d", l.spoof))
+		if l.global {
+			fmt.Fprintf(w, "  limit %s: %d requests from the limit address (%s), %d from the second address among the spoof probes (one budget for everybody); if a question is left open, up to %d more from the limit address (follow-up)\n",
+				l.name, l.fromLimit, strings.Join(parts, ", "), l.second, l.follow)
+			continue
+		}
 		if l.keys[0] != "" {
 			fmt.Fprintf(w, "  limit %s: %d requests as %s from the limit address (%s), %d as %s from it (isolation and rebound: another key's budget), %d as %s from the second address (the key, not the address, is counted); if a question is left open, up to %d more as %s from the limit address (follow-up)\n",
 				l.name, l.fromLimit, l.keys[0], strings.Join(parts, ", "), l.otherKey, l.keys[1], l.second, l.keys[0], l.follow, l.keys[0])

@@ -65,6 +65,11 @@ type Config struct {
 	// "global" (one budget for everybody: source archive.GlobalSource).
 	// Isolation then proves that is what is counted (see isolationCheck).
 	Keys map[string]string
+	// Routes are, by surface, the routes of a contract's limit over
+	// several, a budget they share, in the contract's order: verify
+	// probes the first, and sends the others among the spoof probes
+	// (method.SharedRouteStream), which independence judges.
+	Routes map[string][]string
 	// Charts keeps what the HTML report's window chart draws of each
 	// surface (SurfaceDetail.Window): a point per answered request of the
 	// primary address, a run's worth of them. Without it the analysis

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/connectbyjbrh/ratecheck/decode"
 	"github.com/connectbyjbrh/ratecheck/internal/human"
@@ -25,6 +26,11 @@ type independenceCheck struct {
 	// most L distinct).
 	own     []int32
 	moreOwn map[int32]int
+	// routes are the probes of a budget's other routes and the plain
+	// ones beside them, on a surface whose budget several routes share
+	// (Config.Routes), held to each other as the spoof check holds its
+	// probes.
+	routes spoofCheck
 }
 
 // span is a request's send and response.
@@ -78,6 +84,9 @@ func (c *independenceCheck) definiteOther(r *decode.Record, w int64) int {
 // the target counted before the run is unknown and could explain a
 // refusal as well: those prove nothing.
 func (c *independenceCheck) judgedPrimary(s *surfaceRun, p sighting) {
+	if len(s.routes) > 1 {
+		c.route(s, p)
+	}
 	// The other surface's requests before this one's window are of no
 	// more use.
 	r, w := &p.Record, int64(s.W)
@@ -99,9 +108,99 @@ func (c *independenceCheck) judgedPrimary(s *surfaceRun, p sighting) {
 // watchFit asks the fit for its candidates' decisions on the refusals kept.
 func (c *independenceCheck) watchFit(f *familyFit) { f.watchFor(c.explained) }
 
-// judge fails only on a refusal that the other surface's traffic explains
-// and no limiter of this surface alone does.
+// route counts a probe of the budget's other routes, or a plain one
+// beside them, by the route it went to (by name).
+func (c *independenceCheck) route(s *surfaceRun, p sighting) {
+	r := &p.Record
+	i, ok := method.SharedRoute(p.stream)
+	if !ok && p.stream != method.StreamSpoofControl || !admitted(r) && !refused(r) || ok && i >= len(s.routes) {
+		return
+	}
+	t := &c.routes.plain
+	if ok {
+		name := s.routes[i]
+		if c.routes.forged == nil {
+			c.routes.forged = map[string]*probeCount{}
+		}
+		if c.routes.forged[name] == nil {
+			c.routes.forged[name] = &probeCount{}
+			c.routes.order = append(c.routes.order, name)
+		}
+		t = c.routes.forged[name]
+	}
+	if admitted(r) {
+		t.admitted++
+	} else {
+		t.refused++
+	}
+}
+
+// judge fails on a route of the budget whose probes were admitted more
+// often than the plain ones on the first (see judgeRoutes), and on a
+// refusal that the other surface's traffic explains and no limiter of this
+// surface alone does.
 func (c *independenceCheck) judge(e *evidence) (string, string) {
+	if len(e.routes) < 2 {
+		return c.judgeOthers(e)
+	}
+	verdict, detail := c.judgeRoutes(e)
+	if verdict == Fail {
+		return verdict, detail
+	}
+	switch v, d := c.judgeOthers(e); v {
+	case Skip:
+	case Fail:
+		return v, d
+	case Inconclusive:
+		return v, d + "; " + detail
+	default:
+		detail += "; " + d
+	}
+	return verdict, detail
+}
+
+// judgeRoutes asks of each route of the budget but the first whether its
+// probes were admitted more often than the plain probes on the first sent
+// in the same span from the same address (the spoof check's exact test,
+// Holm over the routes): one budget the routes share refuses them alike.
+func (c *independenceCheck) judgeRoutes(e *evidence) (string, string) {
+	others := strings.Join(e.routes[1:], ", ")
+	if len(c.routes.order) == 0 {
+		return Inconclusive, fmt.Sprintf("no probe of route %s was answered while %s was refused on %s: whether they share its budget is not shown", others, e.primary, e.routes[0])
+	}
+	refusedN := c.routes.plain.refused
+	for _, t := range c.routes.forged {
+		refusedN += t.refused
+	}
+	if refusedN == 0 {
+		return Inconclusive, fmt.Sprintf("none of the probes of routes %s from %s was refused: the budget was not spent while they went out, so sharing it is not shown", strings.Join(e.routes, ", "), e.primary)
+	}
+	tests := c.routes.tests()
+	k := float64(len(tests))
+	var own, weak, alike []string
+	for _, t := range tests {
+		switch {
+		case t.failed:
+			own = append(own, fmt.Sprintf("%s (%d of %d admitted against %d of %d on %s; p = %.2g)", t.header, t.forged.admitted, t.forged.n(), c.routes.plain.admitted, c.routes.plain.n(), e.routes[0], t.p))
+		case t.best > spoofAlpha/k:
+			weak = append(weak, fmt.Sprintf("%s (%d probes, %d plain of which %d refused: p ≥ %.2g even were every probe admitted)", t.header, t.forged.n(), c.routes.plain.n(), c.routes.plain.refused, t.best))
+		default:
+			alike = append(alike, fmt.Sprintf("%s (%d of %d)", t.header, t.forged.admitted, t.forged.n()))
+		}
+	}
+	test := fmt.Sprintf("exact one-sided test, Holm over %s, false-alarm rate %g", human.Count(len(tests), "route", ""), spoofAlpha)
+	switch {
+	case len(own) > 0:
+		return Fail, fmt.Sprintf("probes of route %s from %s were admitted more often than the plain ones on %s sent in the same span (%s): the routes do not share one budget", strings.Join(own, ", "), e.primary, e.routes[0], test)
+	case len(weak) > 0:
+		return Inconclusive, fmt.Sprintf("too few probes answered or plain ones refused to tell whether %s shares the budget of %s (%s)", strings.Join(weak, ", "), e.routes[0], test)
+	}
+	return Pass, fmt.Sprintf("probes of route %s from %s were refused as the %d plain ones on %s in the same span (%d admitted; %s): the routes share one budget", strings.Join(alike, ", "), e.primary, c.routes.plain.n(), e.routes[0], c.routes.plain.admitted, test)
+}
+
+// judgeOthers fails only on a refusal that the other surface's traffic
+// explains and no limiter of this surface alone does.
+func (c *independenceCheck) judgeOthers(e *evidence) (string, string) {
 	if len(e.others) == 0 {
 		return Skip, fmt.Sprintf("the other surface was not exercised from %s", e.primary)
 	}

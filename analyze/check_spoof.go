@@ -41,8 +41,8 @@ func (t probeCount) n() int { return t.admitted + t.refused }
 
 func (c *spoofCheck) judgedPrimary(s *surfaceRun, p sighting) {
 	r := &p.Record
-	if !(p.forged || p.stream == method.StreamSpoofControl) || p.stream == method.StreamSpoofAddress || !admitted(r) && !refused(r) {
-		return // the limit key from another address: judged by isolation
+	if !(p.forged || p.stream == method.StreamSpoofControl) || method.ForgedHeader(p.stream) == "" && p.forged || !admitted(r) && !refused(r) {
+		return // the limit key from another address (isolation), another route (independence)
 	}
 	t := &c.plain
 	if p.forged {

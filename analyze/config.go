@@ -33,6 +33,9 @@ type Overrides struct {
 	// Keys say what a contract's limit counts by, when not the client
 	// address (see [Config.Keys]).
 	Keys map[string]string
+	// Routes are the routes of a contract's limit over several (see
+	// [Config.Routes]).
+	Routes map[string][]string
 	// Path is the first path read: the run reported when no run folder was
 	// read.
 	Path string
@@ -47,7 +50,7 @@ type Overrides struct {
 // warning for each run that did not finish or fell far behind its
 // schedule (see [RunWarnings]).
 func ConfigFor(meta *decode.Meta, o Overrides) (cfg Config, assumed bool) {
-	cfg = Config{Window: o.Window, Limits: o.Limits, Checks: o.Checks, Surfaces: o.Surfaces, Refusals: o.Refusals, Stacked: o.Stacked, Keys: o.Keys}
+	cfg = Config{Window: o.Window, Limits: o.Limits, Checks: o.Checks, Surfaces: o.Surfaces, Refusals: o.Refusals, Stacked: o.Stacked, Keys: o.Keys, Routes: o.Routes}
 	if cfg.Limits == nil {
 		cfg.Limits = map[string]int{method.REST: method.RESTLimit, method.MCP: method.MCPLimit}
 	}

@@ -196,6 +196,7 @@ type surfaceRun struct {
 	revision string             // the MCP revision spoken, when known
 	refusals map[string]Refusal // a contract's limits' refusals (Config.Refusals)
 	key      string             // what its limit counts by, when not the client address (Config.Keys)
+	routes   []string           // its limit's routes, when several share its budget (Config.Routes)
 	// unreached, for a stacked limit (Config.Stacked), says why the run
 	// judges nothing of it (see unreachedBy); "" for any other surface.
 	unreached string
@@ -259,7 +260,7 @@ type answerKinds struct {
 
 func newSurfaceRun(name string, cfg Config, tab *decode.Tables) *surfaceRun {
 	s := &surfaceRun{name: name, tab: tab, L: limitOf(cfg, name), W: cfg.Window, selected: cfg.Checks, charts: cfg.Charts, groups: map[string]*groupRun{}, t0: 1<<63 - 1,
-		errs: map[string]int{}, lat: newReservoir(100000), refusals: cfg.Refusals, key: cfg.Keys[name]}
+		errs: map[string]int{}, lat: newReservoir(100000), refusals: cfg.Refusals, key: cfg.Keys[name], routes: cfg.Routes[name]}
 	if name == "mcp" {
 		s.revision = cfg.MCPRevision
 	}

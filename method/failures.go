@@ -107,8 +107,15 @@ var forgedHeaders = map[string]string{
 
 // IsForged reports whether a stream's probes carry a forged forwarding
 // header, or go out as the limit key from another address
-// (StreamSpoofAddress): probes another budget than the limit's may count.
-func IsForged(stream string) bool { _, ok := forgedHeaders[stream]; return ok }
+// (StreamSpoofAddress) or to another of a shared budget's routes
+// (SharedRouteStream): probes another budget than the limit's may count.
+func IsForged(stream string) bool {
+	if _, ok := forgedHeaders[stream]; ok {
+		return true
+	}
+	_, ok := SharedRoute(stream)
+	return ok
+}
 
 // IsContractStream reports whether a stream is a failure-table probe (one
 // of ContractRows).

@@ -54,6 +54,13 @@ type PlanOptions struct {
 	// spoofPerHeader from the second address (StreamSpoofAddress) among
 	// the plain ones, which a budget for everybody refuses alike.
 	Global func(surface string) bool
+	// SharedRoutes says how many routes besides its own draw on a
+	// surface's budget (nil: none): a contract's limit over several
+	// routes, probed on its first. The spoof probes then add
+	// spoofPerHeader on each other route (SharedRouteStream), among as
+	// many plain ones more, which one budget the routes share refuses
+	// alike (Probe.Route says which).
+	SharedRoutes func(surface string) int
 	// FollowUpUntil, when above FollowUpStart, adds each surface's
 	// follow-up probes (FollowUpProbe) until then, in windows from the
 	// start: verify holds them back and sends only what a run that left a
@@ -76,6 +83,9 @@ type Probe struct {
 	// Key is the role of the key it is sent as (LimitKey, SecondKey), on
 	// a surface counted by key.
 	Key int
+	// Route is which of a shared budget's routes it is sent to: 0 the
+	// surface's own, i the i-th of the others (PlanOptions.SharedRoutes).
+	Route int
 	// Start is when it starts; Lag how far its first request trails an
 	// opened gate; After names the stream whose answers it waits for.
 	Start, Lag float64
@@ -153,7 +163,11 @@ func Plan(o PlanOptions) []Probe {
 		if o.Isolation {
 			global := o.Global != nil && o.Global(surface)
 			keyed := (o.Keyed != nil && o.Keyed(surface) || global) && o.Sources >= 2
-			plan = append(plan, spoofProbes(surface, o.Seed, keyed)...)
+			routes := 0
+			if o.SharedRoutes != nil {
+				routes = o.SharedRoutes(surface)
+			}
+			plan = append(plan, spoofProbes(surface, o.Seed, keyed, routes)...)
 			if o.Sources >= 2 && !global {
 				iso, rebound := at(StreamIsolation, 0.11), at(StreamRebound, ReboundStart)
 				iso.Source, iso.Burst, iso.Over, iso.After = isolationSource, L, IsolationSpan, StreamOver
@@ -201,19 +215,30 @@ const SpoofSpan = 0.01
 // for everybody (keyed), spoofPerHeader more of the limit key (or none)
 // from the second address (StreamSpoofAddress), and as many plain ones
 // more, go out among them: a limit counted by the key, or for everybody,
-// refuses them alike; one counted per address too admits them.
-func spoofProbes(surface string, seed uint64, keyed bool) []Probe {
+// refuses them alike; one counted per address too admits them. On a
+// surface whose budget routes other than its own draw on (routes of
+// them), spoofPerHeader more on each of those routes
+// (SharedRouteStream), with as many plain ones more: one budget the
+// routes share refuses them alike, a budget per route admits them.
+func spoofProbes(surface string, seed uint64, keyed bool, routes int) []Probe {
 	kinds := len(forged)
 	if keyed {
 		kinds++
 	}
+	kinds += routes
 	order := SpoofOrder(seed, kinds)
 	g := SpoofSpan / float64(len(order))
 	plan := make([]Probe, 1+kinds)
 	for k := range plan {
 		p := Probe{Stream: StreamSpoofControl, Surface: surface, Source: limitSource, Start: 0.11, After: StreamOver, Group: surface + "/" + streamSpoof}
-		switch {
-		case k > len(forged):
+		switch address := len(forged) + 1; {
+		case k > address || k == address && !keyed:
+			i := k - len(forged)
+			if keyed {
+				i--
+			}
+			p.Stream, p.Route = SharedRouteStream(i), i
+		case k == address:
 			p.Stream, p.Source = StreamSpoofAddress, isolationSource
 		case k > 0:
 			h := forged[k-1]

@@ -1,5 +1,10 @@
 package method
 
+import (
+	"strconv"
+	"strings"
+)
+
 // Stream names the analyzer keys on. A stream of a profile or of verify's
 // plan whose name is none of these, and not a failure-table probe (the
 // analyzer's contract rows name those), is counted toward its surface's
@@ -37,6 +42,14 @@ const (
 	// it. The isolation check judges it; like a forged probe, it may be
 	// counted in another budget, so the model holds it uncertain.
 	StreamSpoofAddress = "spoof-address"
+	// The shared-route streams (SharedRouteStream) are sent, on a
+	// contract's limit over several routes, to each of its routes but the
+	// first, among the spoof probes: one budget the routes share refuses
+	// them as it refuses the plain ones beside them on the first; a
+	// budget per route admits them. The independence check judges them;
+	// like a forged probe, they may be counted in another budget, so the
+	// model holds them uncertain.
+	streamSharedRoute = "shared-route-"
 	// StreamIsolation is sent from a second address meanwhile: a burst of
 	// L, admitted in full while the limit address is over its limit.
 	StreamIsolation = "isolation"
@@ -57,3 +70,18 @@ const (
 	// StreamFleet is the fleet clients' requests.
 	StreamFleet = "fleet"
 )
+
+// SharedRouteStream names the shared-route stream to the i-th (from 1)
+// of a limit's routes after its first.
+func SharedRouteStream(i int) string { return streamSharedRoute + strconv.Itoa(i) }
+
+// SharedRoute says which of a limit's routes after its first (from 1) a
+// shared-route stream is sent to (false: the stream is none).
+func SharedRoute(stream string) (int, bool) {
+	n, ok := strings.CutPrefix(stream, streamSharedRoute)
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(n)
+	return i, err == nil && i > 0
+}

@@ -49,6 +49,10 @@ type NamedLimit struct {
 	// Global is set of a limit counted for everybody: its results are
 	// labelled archive.GlobalSource, whatever address sent them.
 	Global bool
+	// Others are the requests of the limit's routes after its first, a
+	// budget they share (method.PlanOptions.SharedRoutes), sent as
+	// Request is.
+	Others []Request
 }
 
 // keyed reports whether n is counted by an API key.
@@ -76,12 +80,16 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 	}
 	keyed := func(surface string) bool { return o.Named[surface].keyed() }
 	global := func(surface string) bool { return o.Named[surface].Global }
+	shared := func(surface string) int { return len(o.Named[surface].Others) }
 	plan := method.Plan(method.PlanOptions{Limits: o.Limits, Isolation: o.Isolation, Limit: limit, Sources: len(o.Sources),
-		Surfaces: o.Surfaces, Seed: o.Seed, Keyed: keyed, Global: global, FollowUpUntil: o.FollowUpUntil})
+		Surfaces: o.Surfaces, Seed: o.Seed, Keyed: keyed, Global: global, SharedRoutes: shared, FollowUpUntil: o.FollowUpUntil})
 	for _, pr := range plan {
 		s := probeStream(pr, src(pr.Source))
 		if n, ok := o.Named[pr.Surface]; ok {
 			req := n.Request
+			if pr.Route > 0 {
+				req = n.Others[pr.Route-1]
+			}
 			switch {
 			case n.keyed():
 				s.As = n.Keys[pr.Key]

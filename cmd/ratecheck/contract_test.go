@@ -126,6 +126,11 @@ func TestContractCheckPrintsThePlan(t *testing.T) {
 		{"../../examples/contracts/by-key.yaml", []string{
 			"limit search: 235 requests as key-1 from the limit address (onset 30, over 1, flood 30, probe 54, edge 20, second 30, spoof 70), 60 as key-2 from it (isolation and rebound: another key's budget), 10 as key-1 from the second address (the key, not the address, is counted); if a question is left open, up to 145 more as key-1 from the limit address (follow-up)",
 		}},
+		// reads (L 30) over search and list: ten probes of list among the
+		// spoof probes, and ten more plain ones (70).
+		{"../../examples/contracts/shared.yaml", []string{
+			"limit reads: 235 requests from the limit address (onset 30, over 1, flood 30, probe 54, edge 20, second 30, spoof 70), 10 to route list from it among the spoof probes (one budget the routes share), 60 from the second address (isolation and rebound); if a question is left open, up to 145 more",
+		}},
 		{"../../examples/contracts/api-key.yaml", []string{
 			"verify --contract plans nothing for it yet: ../../examples/contracts/api-key.yaml: limit per-key: it has a quota per tier",
 		}},

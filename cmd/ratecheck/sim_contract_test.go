@@ -255,6 +255,68 @@ func TestSimVerifyContractGlobal(t *testing.T) {
 	}
 }
 
+// TestSimVerifyContractShared: a budget two routes share
+// (examples/contracts/shared.yaml: 30 a window over search and list), on
+// simulated time. A target counting one budget passes, independence
+// proving list draws on it: its probes, sent while searches had spent the
+// budget, refused as the searches beside them. One with a budget per
+// route fails independence naming list; one with a lower quota fails
+// onset.
+func TestSimVerifyContractShared(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join("..", "..", "examples", "contracts", "shared.yaml")
+	for _, tc := range []struct {
+		name   string
+		host   hostsim.Host
+		serve  func(*scenario.Contract)
+		failed []string // reads' failing checks (nil: a pass)
+		detail string   // in independence's detail
+	}{
+		{name: "one budget, quiet", host: hostsim.Quiet, detail: "probes of route list (0 of 10) from 127.0.0.1 were refused as the"},
+		{name: "one budget, busy", host: hostsim.Busy, detail: "the routes share one budget"},
+		{name: "a budget per route", host: hostsim.Quiet,
+			serve: func(c *scenario.Contract) {
+				list := c.Limits[0]
+				list.Name, list.Routes = "list", []string{"list"}
+				c.Limits[0].Routes = []string{"search"}
+				c.Limits = append(c.Limits, list)
+			},
+			failed: []string{"independence"}, detail: "the routes do not share one budget"},
+		{name: "at 20 a window", host: hostsim.Quiet, serve: func(c *scenario.Contract) { c.Limits[0].Quota.N = 20 },
+			failed: []string{"onset", "rolling"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := simWorld(t, tc.host, 1, contractTarget(t, file, tc.serve), nil)
+			code, v, stderr := simVerifyJSON(t, w, verifyWindow, "--contract", file)
+			if len(v.Surfaces) != 1 || v.Surfaces[0].Surface != "reads" {
+				t.Fatalf("exit %d, %d surfaces; want reads\n%s", code, len(v.Surfaces), stderr)
+			}
+			reads := v.Surfaces[0]
+			ind, detail := checkOf(v, "reads", "independence")
+			if tc.detail != "" && !strings.Contains(detail, tc.detail) {
+				t.Errorf("independence %s: %q\nlacks %q", ind, detail, tc.detail)
+			}
+			if tc.failed == nil {
+				if code != exitOK || v.Verdict != "pass" || ind != "pass" {
+					t.Fatalf("exit %d, verdict %s, independence %s, failing %v; want 0, pass\n%s\n%s", code, v.Verdict, ind, failing(v), surfacesSaid(v), stderr)
+				}
+				if reads.ObservedLimit == nil || *reads.ObservedLimit != 30 || reads.Model != "sliding-log" {
+					t.Errorf("reads: observed %v, model %s; want 30, the target's sliding log", reads.ObservedLimit, reads.Model)
+				}
+				return
+			}
+			var want []string
+			for _, c := range tc.failed {
+				want = append(want, "reads/"+c)
+			}
+			if got := slices.Sorted(slices.Values(failing(v))); code != exitCheckFailed || !slices.Equal(got, want) {
+				t.Errorf("exit %d, failing %v; want 1 and %v\n%s\n%s", code, got, want, surfacesSaid(v), stderr)
+			}
+		})
+	}
+}
+
 // TestSimVerifyContractRefusalStatus: a limit's refusal is the status its
 // contract names (testdata/verify-contract/refused-503.yaml: orders
 // refused with a 503, as nginx's limit_req refuses by default), on

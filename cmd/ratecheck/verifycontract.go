@@ -78,9 +78,10 @@ func stackedOf(c *scenario.Contract) map[string]analyze.Stacked {
 
 // loadVerifyContract reads the contract at path for verify and checks that
 // verify's plan can prove it: limits counted by client address, or all by
-// one API key header, or all for everybody, each over a route of its own with one quota, in one
-// window; a route may also be held to limits of longer windows (stacked),
-// which the run does not probe (see reach). What it cannot prove yet is
+// one API key header, or all for everybody, each over routes of its own
+// (one, or several sharing its budget) with one quota, in one window; a
+// route may also be held to limits of longer windows (stacked), which the
+// run does not probe (see reach). What it cannot prove yet is
 // an error naming the file, the limit and what to do; credentials are
 // read through env (nil: not read, the requests carry none, as for a plan
 // only).
@@ -95,22 +96,30 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 		routes[r.Name] = r
 	}
 	notYet := func(l scenario.Limit, format string, args ...any) error {
-		return fmt.Errorf("%s: limit %s: %s; verify proves limits counted by client address, by one API key header or for everybody, each over a route of its own with one quota, in one window, and limits of longer windows stacked on them as far as the run reaches, so far (ratecheck contract check %s summarises the whole contract)",
+		return fmt.Errorf("%s: limit %s: %s; verify proves limits counted by client address, by one API key header or for everybody, each over routes of its own (one, or several sharing its budget) with one quota, in one window, and limits of longer windows stacked on them as far as the run reaches, so far (ratecheck contract check %s summarises the whole contract)",
 			path, l.Name, fmt.Sprintf(format, args...), path)
 	}
-	var key *scenario.Limit // the first probed limit: every other counts by its key
+	var key *scenario.Limit       // the first probed limit: every other counts by its key
+	probed := map[string]string{} // route → the probed limit over it
 	for i, l := range c.Limits {
 		switch {
 		case l.Quota.Tiers != nil:
 			return nil, notYet(l, "it has a quota per tier")
-		case len(l.Routes) != 1:
-			return nil, notYet(l, "its routes %s share one budget", strings.Join(l.Routes, ", "))
 		}
 		if st, ok := vc.stacked[l.Name]; ok {
 			if st.Window == st.OnWindow {
 				return nil, notYet(l, "route %s is held to %s and %s over one window of %v (stacked limits of one window)", st.Route, st.On, l.Name, st.Window)
 			}
 			continue
+		}
+		for _, r := range l.Routes {
+			if other, ok := probed[r]; ok {
+				return nil, notYet(l, "route %s is also held to %s, over the same window or with several routes (limits over one route that verify cannot tell apart)", r, other)
+			}
+			probed[r] = l.Name
+			if (routes[r].RPC != "") != (routes[l.Routes[0]].RPC != "") {
+				return nil, notYet(l, "its routes %s and %s are sent differently (an MCP call and a plain request)", l.Routes[0], r)
+			}
 		}
 		if vc.window != 0 && time.Duration(l.Window) != vc.window {
 			return nil, notYet(l, "its window %v is not the other limits' %v", time.Duration(l.Window), vc.window)
@@ -143,20 +152,26 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 		if _, ok := vc.stacked[l.Name]; ok {
 			continue
 		}
-		route := routes[l.Routes[0]]
-		req := route.Request
-		if len(headers) > 0 {
-			req.Headers = maps.Clone(req.Headers)
-			if req.Headers == nil {
-				req.Headers = map[string]string{}
+		send := func(route string) scenario.Request {
+			req := routes[route].Request
+			if len(headers) > 0 {
+				req.Headers = maps.Clone(req.Headers)
+				if req.Headers == nil {
+					req.Headers = map[string]string{}
+				}
+				maps.Copy(req.Headers, headers)
 			}
-			maps.Copy(req.Headers, headers)
+			return req
 		}
+		req := send(l.Routes[0])
 		wire := method.REST
 		if req.RPC != "" {
 			wire = method.MCP
 		}
 		n := scenario.NamedLimit{Request: req, Wire: wire, Quota: l.Quota.N}
+		for _, r := range l.Routes[1:] {
+			n.Others = append(n.Others, send(r))
+		}
 		if ids[0] != nil {
 			n.Keys, n.Second = [2]string{ids[0].Name, ids[1].Name}, second
 		}
@@ -243,6 +258,7 @@ type contractJudging struct {
 	refusals map[string]analyze.Refusal
 	stacked  map[string]analyze.Stacked
 	keys     map[string]string // what a limit counts by, when not the client address
+	routes   map[string][]string
 }
 
 // judgingOf is the judging of runs of c.
@@ -252,6 +268,12 @@ func judgingOf(c *scenario.Contract) contractJudging {
 		j.names = append(j.names, l.Name)
 		j.limits[l.Name] = l.Quota.N
 		j.refusals[l.Name] = analyze.Refusal{Status: uint16(l.Refused.Status), Body: jsonValue(l.Refused.Body), RPCCode: l.Refused.JSONRPCCode}
+		if len(l.Routes) > 1 {
+			if j.routes == nil {
+				j.routes = map[string][]string{}
+			}
+			j.routes[l.Name] = l.Routes
+		}
 		if l.Key.Kind != scenario.KeyClientAddress {
 			if j.keys == nil {
 				j.keys = map[string]string{}
@@ -274,7 +296,7 @@ func (j *contractJudging) refusalsOf() map[string]analyze.Refusal {
 // apply judges by j's limits (nil j: cfg as it is).
 func (j *contractJudging) apply(cfg *analyze.Config) {
 	if j != nil {
-		cfg.Limits, cfg.Refusals, cfg.Surfaces, cfg.Stacked, cfg.Keys = j.limits, j.refusals, j.names, j.stacked, j.keys
+		cfg.Limits, cfg.Refusals, cfg.Surfaces, cfg.Stacked, cfg.Keys, cfg.Routes = j.limits, j.refusals, j.names, j.stacked, j.keys, j.routes
 	}
 }
 
@@ -366,6 +388,10 @@ type limitPlan struct {
 	keys [2]string
 	// global is set of a limit counted for everybody.
 	global bool
+	// others are the limit's routes after its first, and onOthers what
+	// the plan sends them from the limit address (a budget they share).
+	others   []string
+	onOthers int
 	// streams are the plan's streams from the limit address, with their
 	// requests, in the plan's order.
 	streams []streamCount
@@ -413,7 +439,7 @@ func (vc *verifyContract) count(prof *scenario.Profile, w time.Duration) []limit
 	limits := make([]limitPlan, 0, len(vc.names))
 	for _, n := range vc.names {
 		at[n] = len(limits)
-		limits = append(limits, limitPlan{name: n, keys: vc.named[n].Keys, global: vc.named[n].Global})
+		limits = append(limits, limitPlan{name: n, keys: vc.named[n].Keys, global: vc.named[n].Global, others: vc.routesOf(n)[1:]})
 	}
 	for _, s := range prof.Streams {
 		i, ok := at[s.Surface]
@@ -430,6 +456,8 @@ func (vc *verifyContract) count(prof *scenario.Profile, w time.Duration) []limit
 			l.otherKey += n
 		case s.Name == method.StreamIsolation || s.Name == method.StreamRebound || s.Name == method.StreamSpoofAddress:
 			l.second += n
+		case isSharedRoute(s.Name):
+			l.onOthers += n
 		case strings.HasPrefix(s.Name, "spoof-"):
 			l.spoof += n
 			l.fromLimit += n
@@ -439,6 +467,20 @@ func (vc *verifyContract) count(prof *scenario.Profile, w time.Duration) []limit
 		}
 	}
 	return limits
+}
+
+// isSharedRoute reports whether a stream goes to a shared budget's other
+// routes.
+func isSharedRoute(stream string) bool { _, ok := method.SharedRoute(stream); return ok }
+
+// routesOf are the routes of vc's limit name, in the contract's order.
+func (vc *verifyContract) routesOf(name string) []string {
+	for _, l := range vc.c.Limits {
+		if l.Name == name {
+			return l.Routes
+		}
+	}
+	return nil
 }
 
 // stackedPlans are vc's stacked limits, in the contract's order, each with
@@ -487,18 +529,22 @@ func (p contractPlan) write(w io.Writer, file string) {
 			parts = append(parts, fmt.Sprintf("%s %d", s.name, s.n))
 		}
 		parts = append(parts, fmt.Sprintf("spoof %d", l.spoof))
+		shared := ""
+		if len(l.others) > 0 {
+			shared = fmt.Sprintf(", %d to route %s from it among the spoof probes (one budget the routes share)", l.onOthers, strings.Join(l.others, ", "))
+		}
 		if l.global {
-			fmt.Fprintf(w, "  limit %s: %d requests from the limit address (%s), %d from the second address among the spoof probes (one budget for everybody); if a question is left open, up to %d more from the limit address (follow-up)\n",
-				l.name, l.fromLimit, strings.Join(parts, ", "), l.second, l.follow)
+			fmt.Fprintf(w, "  limit %s: %d requests from the limit address (%s)%s, %d from the second address among the spoof probes (one budget for everybody); if a question is left open, up to %d more from the limit address (follow-up)\n",
+				l.name, l.fromLimit, strings.Join(parts, ", "), shared, l.second, l.follow)
 			continue
 		}
 		if l.keys[0] != "" {
-			fmt.Fprintf(w, "  limit %s: %d requests as %s from the limit address (%s), %d as %s from it (isolation and rebound: another key's budget), %d as %s from the second address (the key, not the address, is counted); if a question is left open, up to %d more as %s from the limit address (follow-up)\n",
-				l.name, l.fromLimit, l.keys[0], strings.Join(parts, ", "), l.otherKey, l.keys[1], l.second, l.keys[0], l.follow, l.keys[0])
+			fmt.Fprintf(w, "  limit %s: %d requests as %s from the limit address (%s)%s, %d as %s from it (isolation and rebound: another key's budget), %d as %s from the second address (the key, not the address, is counted); if a question is left open, up to %d more as %s from the limit address (follow-up)\n",
+				l.name, l.fromLimit, l.keys[0], strings.Join(parts, ", "), shared, l.otherKey, l.keys[1], l.second, l.keys[0], l.follow, l.keys[0])
 			continue
 		}
-		fmt.Fprintf(w, "  limit %s: %d requests from the limit address (%s), %d from the second address (isolation and rebound); if a question is left open, up to %d more from the limit address (follow-up)\n",
-			l.name, l.fromLimit, strings.Join(parts, ", "), l.second, l.follow)
+		fmt.Fprintf(w, "  limit %s: %d requests from the limit address (%s)%s, %d from the second address (isolation and rebound); if a question is left open, up to %d more from the limit address (follow-up)\n",
+			l.name, l.fromLimit, strings.Join(parts, ", "), shared, l.second, l.follow)
 	}
 	for _, sp := range p.stacked {
 		if sp.most >= sp.quota {

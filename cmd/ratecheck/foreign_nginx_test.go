@@ -441,3 +441,53 @@ func keyContracts(t *testing.T, file, key, pass string) []byKeyContract {
 		{"counted by client address", byAddress, "fail", "another address shares the budget of 127.0.0.1"},
 	}
 }
+
+// TestVerifyContractSharedAgainstNginx: a budget two routes share, held
+// to nginx's limit_req (testdata/verify-contract/reads-shared.yaml: 240 a
+// window over /v1/search and /v1/items per client address). Two locations
+// drawing on one zone keyed on the address are one budget (the module
+// keeps one state per key in a zone, whichever location's limit_req names
+// it): independence passes, the probes of /v1/items refused as the plain
+// ones on /v1/search beside them. Each location with a zone of its own is
+// a budget per route: independence fails naming list. nginx's token
+// bucket fails the rolling window either way, or leaves it open with the
+// timing said.
+func TestVerifyContractSharedAgainstNginx(t *testing.T) {
+	t.Parallel()
+	window := verifyWindow
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"route":%q,"ok":true}`, r.URL.Path)
+	}))
+	t.Cleanup(upstream.Close)
+	file := filepath.Join("testdata", "verify-contract", "reads-shared.yaml")
+	for _, tc := range []struct {
+		name, listZone, independence, detail string
+	}{
+		{"one zone for both locations", "reads", "pass", "the routes share one budget"},
+		{"a zone per location", "items", "fail", "probes of route list ("},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			addr := startNginx(t, `
+  limit_req_zone $binary_remote_addr zone=reads:10m rate=%[3]dr/s;
+  limit_req_zone $binary_remote_addr zone=items:10m rate=%[3]dr/s;
+  limit_req_status 429;
+  server {
+    listen %[2]s;
+    location = /v1/search { limit_req zone=reads burst=240 nodelay; error_page 429 = @rest429; proxy_pass http://%[4]s; }
+    location = /v1/items { limit_req zone=%[5]s burst=240 nodelay; error_page 429 = @rest429; proxy_pass http://%[4]s; }`+nginx429+`
+  }`, int(240/window.Seconds()), strings.TrimPrefix(upstream.URL, "http://"), tc.listZone)
+			code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--contract", file)
+			if code == exitOK || len(v.Surfaces) != 1 || v.Surfaces[0].Surface != "reads" {
+				t.Fatalf("exit %d, verdict %s, %d surfaces; want a verdict on reads that is not a pass (nginx's bucket is no rolling window)\n%s", code, v.Verdict, len(v.Surfaces), stderr)
+			}
+			if verdict, detail := checkOf(v, "reads", "independence"); verdict != tc.independence || !strings.Contains(detail, tc.detail) {
+				t.Errorf("reads/independence: %s, want %s with %q: %s\n%s", verdict, tc.independence, tc.detail, detail, surfacesSaid(v))
+			}
+			if verdict, detail := checkOf(v, "reads", "rolling"); verdict != "fail" && (verdict != "inconclusive" || v.Surfaces[0].Timing == "") {
+				t.Errorf("reads/rolling: %s, want fail (nginx's token bucket is no sliding log), or inconclusive with the run's timing said: %s", verdict, detail)
+			}
+		})
+	}
+}

@@ -131,8 +131,14 @@ func TestContractCheckPrintsThePlan(t *testing.T) {
 		{"../../examples/contracts/shared.yaml", []string{
 			"limit reads: 235 requests from the limit address (onset 30, over 1, flood 30, probe 54, edge 20, second 30, spoof 70), 10 to route list from it among the spoof probes (one budget the routes share), 60 from the second address (isolation and rebound); if a question is left open, up to 145 more",
 		}},
+		// a quota per tier: each tier a limit of its own, with two keys of
+		// the tier.
+		{"../../examples/contracts/tiers.yaml", []string{
+			"limit search:free: 175 requests as free-1 from the limit address (onset 10, over 1, flood 10, probe 54, edge 20, second 10, spoof 70), 20 as free-2 from it",
+			"limit search:paid: 235 requests as paid-1 from the limit address (onset 30, over 1, flood 30, probe 54, edge 20, second 30, spoof 70), 60 as paid-2 from it",
+		}},
 		{"../../examples/contracts/api-key.yaml", []string{
-			"verify --contract plans nothing for it yet: ../../examples/contracts/api-key.yaml: limit per-key: it has a quota per tier",
+			"verify --contract plans nothing for it yet: ../../examples/contracts/api-key.yaml: limit hourly: route search is also held to per-key",
 		}},
 		// per-minute is orders' plan (L 30); per-hour, stacked on it, gets
 		// at most its 225 and the follow-up's 145.

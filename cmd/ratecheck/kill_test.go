@@ -35,9 +35,9 @@ func TestMain(m *testing.M) {
 		os.Exit(runPlanMatrix())
 	}
 	raiseParallel()
-	// The API keys examples/contracts/by-key.yaml reads, as a user sets
-	// them.
-	for name, key := range map[string]string{"API_KEY_1": "test-key-1", "API_KEY_2": "test-key-2"} {
+	// The API keys examples/contracts/by-key.yaml and tiers.yaml read, as
+	// a user sets them.
+	for name, key := range map[string]string{"API_KEY_1": "test-key-1", "API_KEY_2": "test-key-2", "API_KEY_3": "test-key-3", "API_KEY_4": "test-key-4"} {
 		if os.Getenv(name) == "" {
 			os.Setenv(name, key)
 		}

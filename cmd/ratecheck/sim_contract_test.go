@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -30,7 +31,9 @@ func contractTarget(t *testing.T, path string, mutate func(*scenario.Contract)) 
 	}
 	// Every window verifyWindow, a stacked limit's as many times longer
 	// as the contract says (what verify's embedded target serves).
-	served, err := (&verifyContract{c: c, stacked: stackedOf(c)}).embedded(verifyWindow, func(string) (string, bool) { return "", false })
+	// The keys are TestMain's: a quota per tier needs them to tell the
+	// tiers apart.
+	served, err := (&verifyContract{c: c, stacked: stackedOf(c)}).embedded(verifyWindow, os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,6 +315,53 @@ func TestSimVerifyContractShared(t *testing.T) {
 			}
 			if got := slices.Sorted(slices.Values(failing(v))); code != exitCheckFailed || !slices.Equal(got, want) {
 				t.Errorf("exit %d, failing %v; want 1 and %v\n%s\n%s", code, got, want, surfacesSaid(v), stderr)
+			}
+		})
+	}
+}
+
+// TestSimVerifyContractTiers: a quota per tier
+// (examples/contracts/tiers.yaml: 10 a window for a free key, 30 for a
+// paid one), on simulated time. verify judges each tier as a limit of its
+// own, search:free and search:paid, each with two keys of the tier. A
+// target serving the quotas passes both; one serving the paid tier at the
+// free tier's quota fails search:paid on onset, search:free still passing.
+func TestSimVerifyContractTiers(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join("..", "..", "examples", "contracts", "tiers.yaml")
+	for _, tc := range []struct {
+		name   string
+		serve  func(*scenario.Contract)
+		failed []string
+	}{
+		{name: "as documented"},
+		{name: "paid at the free quota", serve: func(c *scenario.Contract) { c.Limits[0].Quota.Tiers["paid"] = 10 }, failed: []string{"search:paid/onset", "search:paid/rolling"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := simWorld(t, hostsim.Quiet, 1, contractTarget(t, file, tc.serve), nil)
+			code, v, stderr := simVerifyJSON(t, w, verifyWindow, "--contract", file)
+			if len(v.Surfaces) != 2 || v.Surfaces[0].Surface != "search:free" || v.Surfaces[1].Surface != "search:paid" {
+				t.Fatalf("exit %d, %d surfaces; want search:free, search:paid\n%s", code, len(v.Surfaces), stderr)
+			}
+			for i, want := range []int{10, 30} {
+				if s := v.Surfaces[i]; s.ExpectedLimit != want {
+					t.Errorf("%s: expected limit %d, want the tier's %d", s.Surface, s.ExpectedLimit, want)
+				}
+			}
+			if tc.failed == nil {
+				if code != exitOK || v.Verdict != "pass" {
+					t.Fatalf("exit %d, verdict %s, failing %v; want 0, pass\n%s\n%s", code, v.Verdict, failing(v), surfacesSaid(v), stderr)
+				}
+				for i, want := range []int{10, 30} {
+					if s := v.Surfaces[i]; s.ObservedLimit == nil || *s.ObservedLimit != want {
+						t.Errorf("%s: observed %v, want %d", s.Surface, s.ObservedLimit, want)
+					}
+				}
+				return
+			}
+			if got := slices.Sorted(slices.Values(failing(v))); code != exitCheckFailed || !slices.Equal(got, tc.failed) || v.Surfaces[0].Verdict != "pass" {
+				t.Errorf("exit %d, failing %v, search:free %s; want 1, %v, search:free passing\n%s\n%s", code, got, v.Surfaces[0].Verdict, tc.failed, surfacesSaid(v), stderr)
 			}
 		})
 	}

@@ -43,8 +43,8 @@ type verifyContract struct {
 // contract, in its order, the stacked ones included.
 func (vc *verifyContract) judged() []string {
 	var out []string
-	for _, l := range vc.c.Limits {
-		out = append(out, l.Name)
+	for _, l := range judgedLimits(vc.c) {
+		out = append(out, l.name)
 	}
 	return out
 }
@@ -96,15 +96,21 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 		routes[r.Name] = r
 	}
 	notYet := func(l scenario.Limit, format string, args ...any) error {
-		return fmt.Errorf("%s: limit %s: %s; verify proves limits counted by client address, by one API key header or for everybody, each over routes of its own (one, or several sharing its budget) with one quota, in one window, and limits of longer windows stacked on them as far as the run reaches, so far (ratecheck contract check %s summarises the whole contract)",
+		return fmt.Errorf("%s: limit %s: %s; verify proves limits counted by client address, by one API key header (a quota per tier, too) or for everybody, each over routes of its own (one, or several sharing its budget), in one window, and limits of longer windows stacked on them as far as the run reaches, so far (ratecheck contract check %s summarises the whole contract)",
 			path, l.Name, fmt.Sprintf(format, args...), path)
+	}
+	stackedOn := map[string]bool{}
+	for _, st := range vc.stacked {
+		stackedOn[st.On] = true
 	}
 	var key *scenario.Limit       // the first probed limit: every other counts by its key
 	probed := map[string]string{} // route → the probed limit over it
 	for i, l := range c.Limits {
 		switch {
-		case l.Quota.Tiers != nil:
-			return nil, notYet(l, "it has a quota per tier")
+		case l.Quota.Tiers != nil && l.Key.Kind != scenario.KeyHeader:
+			return nil, notYet(l, "it has a quota per tier and is counted by %s: the tiers' probes would draw on one budget", l.Key)
+		case l.Quota.Tiers != nil && (stackedOn[l.Name] || vc.stacked[l.Name] != analyze.Stacked{}):
+			return nil, notYet(l, "it has a quota per tier, and is stacked with another limit on its route")
 		}
 		if st, ok := vc.stacked[l.Name]; ok {
 			if st.Window == st.OnWindow {
@@ -129,37 +135,40 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 		}
 		vc.window, key = time.Duration(l.Window), &c.Limits[i]
 	}
-	var ids [2]*scenario.Identity // by key: the limit key's identity and the second's
-	if key != nil && key.Key.Kind == scenario.KeyHeader {
-		if ids, err = keyedIdentities(c, key.Key.Header); err != nil {
-			return nil, fmt.Errorf("%s: limit %s: %v", path, key.Name, err)
-		}
-	}
-	var headers, second map[string]string
-	if env != nil {
-		if ids[0] != nil {
-			if headers, err = credentials(ids[0], env); err == nil {
-				second, err = credentials(ids[1], env)
-			}
-		} else {
-			headers, err = limitHeaders(c, env)
-		}
-		if err != nil {
+	var headers map[string]string // of the limit identity, for limits not counted by key
+	if env != nil && (key == nil || key.Key.Kind != scenario.KeyHeader) {
+		if headers, err = limitHeaders(c, env); err != nil {
 			return nil, fmt.Errorf("%s: %v", path, err)
 		}
 	}
-	for _, l := range c.Limits {
+	for _, jl := range judgedLimits(c) {
+		l := jl.Limit
 		if _, ok := vc.stacked[l.Name]; ok {
 			continue
 		}
+		var ids [2]*scenario.Identity // by key: the limit key's identity and the second's
+		sendAs, second := headers, map[string]string(nil)
+		if l.Key.Kind == scenario.KeyHeader {
+			if ids, err = keyedIdentities(c, l.Key.Header, jl.tier); err != nil {
+				return nil, fmt.Errorf("%s: limit %s: %v", path, jl.name, err)
+			}
+			if env != nil {
+				if sendAs, err = credentials(ids[0], env); err == nil {
+					second, err = credentials(ids[1], env)
+				}
+				if err != nil {
+					return nil, fmt.Errorf("%s: %v", path, err)
+				}
+			}
+		}
 		send := func(route string) scenario.Request {
 			req := routes[route].Request
-			if len(headers) > 0 {
+			if len(sendAs) > 0 {
 				req.Headers = maps.Clone(req.Headers)
 				if req.Headers == nil {
 					req.Headers = map[string]string{}
 				}
-				maps.Copy(req.Headers, headers)
+				maps.Copy(req.Headers, sendAs)
 			}
 			return req
 		}
@@ -168,7 +177,7 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 		if req.RPC != "" {
 			wire = method.MCP
 		}
-		n := scenario.NamedLimit{Request: req, Wire: wire, Quota: l.Quota.N}
+		n := scenario.NamedLimit{Request: req, Wire: wire, Quota: jl.quota}
 		for _, r := range l.Routes[1:] {
 			n.Others = append(n.Others, send(r))
 		}
@@ -176,33 +185,65 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 			n.Keys, n.Second = [2]string{ids[0].Name, ids[1].Name}, second
 		}
 		n.Global = l.Key.Kind == scenario.KeyGlobal
-		vc.names = append(vc.names, l.Name)
-		vc.named[l.Name] = n
+		vc.names = append(vc.names, jl.name)
+		vc.named[jl.name] = n
 	}
 	return vc, nil
 }
 
-// keyedIdentities are the identities a limit counted by header sends as:
-// the one whose address role is the limit address, else the first that
-// sends the header, and the next that sends it (another key: proving the
-// key, not the address, is what is counted needs two).
-func keyedIdentities(c *scenario.Contract, header string) ([2]*scenario.Identity, error) {
+// A judgedLimit is one surface a run of a contract is judged on: a limit,
+// or one tier of a limit with a quota per tier (named limit:tier), with
+// its quota.
+type judgedLimit struct {
+	scenario.Limit
+	name, tier string
+	quota      int
+}
+
+// judgedLimits are c's limits as the surfaces of its runs, in the
+// contract's order, one per tier of a limit with a quota per tier, in
+// the tiers' order by name.
+func judgedLimits(c *scenario.Contract) []judgedLimit {
+	var out []judgedLimit
+	for _, l := range c.Limits {
+		if l.Quota.Tiers == nil {
+			out = append(out, judgedLimit{Limit: l, name: l.Name, quota: l.Quota.N})
+			continue
+		}
+		for _, t := range slices.Sorted(maps.Keys(l.Quota.Tiers)) {
+			out = append(out, judgedLimit{Limit: l, name: l.Name + ":" + t, tier: t, quota: l.Quota.Tiers[t]})
+		}
+	}
+	return out
+}
+
+// keyedIdentities are the identities a limit counted by header sends as,
+// of tier ("": any): the one whose address role is the limit address,
+// else the first that sends the header, and the next that sends it
+// (another key: proving the key, not the address, is what is counted
+// needs two; of the same tier, a budget as large).
+func keyedIdentities(c *scenario.Contract, header, tier string) ([2]*scenario.Identity, error) {
 	var ids [2]*scenario.Identity
+	of := func(id *scenario.Identity) bool { return id.Sends(header) && (tier == "" || id.Tier == tier) }
 	for i := range c.Identities {
-		if id := &c.Identities[i]; id.Sends(header) && (ids[0] == nil || id.Address == scenario.AddressLimit && ids[0].Address != scenario.AddressLimit) {
+		if id := &c.Identities[i]; of(id) && (ids[0] == nil || id.Address == scenario.AddressLimit && ids[0].Address != scenario.AddressLimit) {
 			ids[0] = id
 		}
 	}
 	for i := range c.Identities {
-		if id := &c.Identities[i]; id.Sends(header) && id != ids[0] && ids[1] == nil {
+		if id := &c.Identities[i]; of(id) && id != ids[0] && ids[1] == nil {
 			ids[1] = id
 		}
 	}
+	in := ""
+	if tier != "" {
+		in = " of tier " + tier
+	}
 	switch {
 	case ids[0] == nil:
-		return ids, fmt.Errorf("it counts by header %s, and no identity sends it", header)
+		return ids, fmt.Errorf("it counts by header %s, and no identity%s sends it", header, in)
 	case ids[1] == nil:
-		return ids, fmt.Errorf("it counts by header %s, and only identity %s sends it: proving that the key, not the address, is counted takes a second key; give another identity its own (headers: {%s: ${VARIABLE}})", header, ids[0].Name, header)
+		return ids, fmt.Errorf("it counts by header %s, and only identity %s%s sends it: proving that the key, not the address, is counted takes a second key; give another identity%s its own (headers: {%s: ${VARIABLE}})", header, ids[0].Name, in, in, header)
 	}
 	for _, id := range ids {
 		if strings.ContainsFunc(id.Name, unicode.IsSpace) {
@@ -264,21 +305,22 @@ type contractJudging struct {
 // judgingOf is the judging of runs of c.
 func judgingOf(c *scenario.Contract) contractJudging {
 	j := contractJudging{limits: map[string]int{}, refusals: map[string]analyze.Refusal{}, stacked: stackedOf(c)}
-	for _, l := range c.Limits {
-		j.names = append(j.names, l.Name)
-		j.limits[l.Name] = l.Quota.N
-		j.refusals[l.Name] = analyze.Refusal{Status: uint16(l.Refused.Status), Body: jsonValue(l.Refused.Body), RPCCode: l.Refused.JSONRPCCode}
+	for _, jl := range judgedLimits(c) {
+		l, name := jl.Limit, jl.name
+		j.names = append(j.names, name)
+		j.limits[name] = jl.quota
+		j.refusals[name] = analyze.Refusal{Status: uint16(l.Refused.Status), Body: jsonValue(l.Refused.Body), RPCCode: l.Refused.JSONRPCCode}
 		if len(l.Routes) > 1 {
 			if j.routes == nil {
 				j.routes = map[string][]string{}
 			}
-			j.routes[l.Name] = l.Routes
+			j.routes[name] = l.Routes
 		}
 		if l.Key.Kind != scenario.KeyClientAddress {
 			if j.keys == nil {
 				j.keys = map[string]string{}
 			}
-			j.keys[l.Name] = l.Key.String()
+			j.keys[name] = l.Key.String()
 		}
 	}
 	return j
@@ -473,10 +515,11 @@ func (vc *verifyContract) count(prof *scenario.Profile, w time.Duration) []limit
 // routes.
 func isSharedRoute(stream string) bool { _, ok := method.SharedRoute(stream); return ok }
 
-// routesOf are the routes of vc's limit name, in the contract's order.
+// routesOf are the routes of vc's judged limit name (see judgedLimits),
+// in the contract's order.
 func (vc *verifyContract) routesOf(name string) []string {
-	for _, l := range vc.c.Limits {
-		if l.Name == name {
+	for _, l := range judgedLimits(vc.c) {
+		if l.name == name {
 			return l.Routes
 		}
 	}

@@ -16,12 +16,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-10}; HOGS=${2:-0}; REV=$(git rev-parse --short "${3:-HEAD}")
 missing=""
-for p in nginx haproxy chromium xmllint node promtool; do
+for p in nginx haproxy chromium xmllint node npm promtool; do
   command -v "$p" >/dev/null || missing="$missing $p"
 done
 if [ "$HOGS" -gt 0 ] && ! command -v stress-ng >/dev/null; then missing="$missing stress-ng"; fi
 if [ -n "$missing" ]; then
-  echo "missing:$missing (apt-get install nginx-light haproxy chromium libxml2-utils nodejs prometheus stress-ng)" >&2
+  echo "missing:$missing (apt-get install nginx-light haproxy chromium libxml2-utils nodejs npm prometheus stress-ng)" >&2
   exit 2
 fi
 out=${OUT:-$(mktemp -d)}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// startExpress installs express and express-rate-limit (npm, from the
+// registry) into a directory of the test's and runs
+// testdata/express/server.js there with env, returning its address.
+// Skipped where node or npm is missing or the install fails.
+func startExpress(t *testing.T, env ...string) string {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("timing against an outside server, checked by the plain run")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node here (apt-get install nodejs npm)")
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Skip("no npm here (apt-get install npm)")
+	}
+	dir := t.TempDir()
+	install := exec.Command(npm, "install", "--no-audit", "--no-fund", "--prefer-offline", "--prefix", dir, "express@4.21.2", "express-rate-limit@7.5.1")
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Skipf("npm cannot install express-rate-limit here: %v\n%s", err, out)
+	}
+	server, err := os.ReadFile(filepath.Join("testdata", "express", "server.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "server.js"), server, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + startOnFreePort(t, "express", func(listen string) *exec.Cmd {
+		cmd := exec.Command(node, "server.js")
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), append([]string{"LISTEN=" + listen}, env...)...)
+		return cmd
+	})
+}
+
+// TestVerifyContractTiersAgainstExpressRateLimit: express-rate-limit (7.5)
+// keyed on the X-Api-Key header by its keyGenerator, with its limit a
+// function of the key's tier (testdata/express/server.js), held to
+// examples/contracts/tiers.yaml: 10 a window for a free key, 30 for a paid
+// one. Its default store (MemoryStore, dist/index.cjs) counts every hit of
+// a key, refused ones too, in a window opened at the key's first hit that
+// resets windowMs later: a fixed window, so rolling fails for each tier
+// or is left open with the timing said. With the matching contract each
+// tier's onset and isolation pass (the key, not the address, is counted);
+// with one saying the paid tier has 60, search:paid fails onset: nothing
+// refused its first 60, the limit enforced is 30.
+func TestVerifyContractTiersAgainstExpressRateLimit(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join("..", "..", "examples", "contracts", "tiers.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := filepath.Join(t.TempDir(), "tiers-paid-60.yaml")
+	if err := os.WriteFile(wrong, []byte(strings.Replace(string(data), "paid: 30", "paid: 60", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, file string
+		failing    string // a check that must fail ("": none)
+	}{
+		{"the tiers' quotas", file, ""},
+		{"paid said to be 60", wrong, "search:paid/onset"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			// A limiter of its own: the runs send the same keys.
+			addr := startExpress(t, fmt.Sprintf("WINDOW_MS=%d", verifyWindow.Milliseconds()), "FREE_LIMIT=10", "PAID_LIMIT=30",
+				"PAID_KEYS="+os.Getenv("API_KEY_3")+","+os.Getenv("API_KEY_4"))
+			code, v, stderr := runVerifyJSON(t, verifyWindow, "--target", addr, "--contract", tc.file)
+			if code == exitOK || len(v.Surfaces) != 2 || v.Surfaces[0].Surface != "search:free" || v.Surfaces[1].Surface != "search:paid" {
+				t.Fatalf("exit %d, verdict %s, %d surfaces; want search:free and search:paid, not a pass (a fixed window is no rolling one)\n%s", code, v.Verdict, len(v.Surfaces), stderr)
+			}
+			for _, s := range v.Surfaces {
+				if verdict, detail := checkOf(v, s.Surface, "isolation"); verdict != "pass" {
+					t.Errorf("%s/isolation: %s, want pass (keyed on the header): %s", s.Surface, verdict, detail)
+				}
+				if verdict, detail := checkOf(v, s.Surface, "rolling"); verdict != "fail" && (verdict != "inconclusive" || s.Timing == "") {
+					t.Errorf("%s/rolling: %s, want fail (a fixed window), or inconclusive with the run's timing said: %s", s.Surface, verdict, detail)
+				}
+			}
+			onsets := []string{"search:free/onset", "search:paid/onset"}
+			if tc.failing != "" {
+				onsets = onsets[:1]
+				if !slices.Contains(failing(v), tc.failing) {
+					t.Errorf("failing %v, want %s among them\n%s", failing(v), tc.failing, surfacesSaid(v))
+				}
+			}
+			for _, o := range onsets {
+				s, c, _ := strings.Cut(o, "/")
+				if verdict, detail := checkOf(v, s, c); verdict != "pass" {
+					t.Errorf("%s: %s, want pass (the tier's quota): %s", o, verdict, detail)
+				}
+			}
+		})
+	}
+}

@@ -70,6 +70,11 @@ type Config struct {
 	// probes the first, and sends the others among the spoof probes
 	// (method.SharedRouteStream), which independence judges.
 	Routes map[string][]string
+	// RefusalsCount says, by surface, what a contract's limit says of
+	// whether refused requests count: "true", "false" or "" (it does not
+	// say: rejected-count reports what it finds as a skip). A surface
+	// not in it is held to the documented API's: they count.
+	RefusalsCount map[string]string
 	// Charts keeps what the HTML report's window chart draws of each
 	// surface (SurfaceDetail.Window): a point per answered request of the
 	// primary address, a run's worth of them. Without it the analysis

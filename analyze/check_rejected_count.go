@@ -70,13 +70,27 @@ func (c *rejectedCountCheck) judge(e *evidence) (string, string) {
 			return Inconclusive, fmt.Sprintf("%s admitted while refused requests filled the window past %d, which a limiter forgetting refusals would explain, but %s", were(forgets, "request"), L, why)
 		}
 		e.sv.RejectedCount = boolPtr(false)
-		return Fail, fmt.Sprintf("%s admitted while refused requests filled the window past %d: refusals do not count (the contract says they do); best fit %s", were(forgets, "request"), L, best)
+		found := fmt.Sprintf("%s admitted while refused requests filled the window past %d: refusals do not count", were(forgets, "request"), L)
+		switch e.counts {
+		case "false":
+			return Pass, fmt.Sprintf("%s, as the contract says; best fit %s", found, best)
+		case "":
+			return Skip, fmt.Sprintf("%s (the contract does not say whether they do); best fit %s", found, best)
+		}
+		return Fail, fmt.Sprintf("%s (the contract says they do); best fit %s", found, best)
 	case counts > 0:
 		if why := rival(e, true); why != "" {
 			return Inconclusive, fmt.Sprintf("%s explained by counting refused requests, but %s", are(counts, "refusal"), why)
 		}
 		e.sv.RejectedCount = boolPtr(true)
-		return Pass, fmt.Sprintf("%s explained only by counting refused requests, as documented; best fit %s", are(counts, "refusal"), best)
+		found := fmt.Sprintf("%s explained only by counting refused requests", are(counts, "refusal"))
+		switch e.counts {
+		case "false":
+			return Fail, fmt.Sprintf("%s: refusals count (the contract says they do not); best fit %s", found, best)
+		case "":
+			return Skip, fmt.Sprintf("%s: refusals count (the contract does not say whether they do); best fit %s", found, best)
+		}
+		return Pass, fmt.Sprintf("%s, as documented; best fit %s", found, best)
 	}
 	return Inconclusive, fmt.Sprintf("no request proves either way whether refusals count (timing too uncertain, or the run did not send refused requests while under the limit); best fit %s", best)
 }

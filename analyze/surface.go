@@ -197,6 +197,7 @@ type surfaceRun struct {
 	refusals map[string]Refusal // a contract's limits' refusals (Config.Refusals)
 	key      string             // what its limit counts by, when not the client address (Config.Keys)
 	routes   []string           // its limit's routes, when several share its budget (Config.Routes)
+	counts   string             // whether refusals count: "true", "false" or "" (not said) (Config.RefusalsCount)
 	// unreached, for a stacked limit (Config.Stacked), says why the run
 	// judges nothing of it (see unreachedBy); "" for any other surface.
 	unreached string
@@ -260,7 +261,10 @@ type answerKinds struct {
 
 func newSurfaceRun(name string, cfg Config, tab *decode.Tables) *surfaceRun {
 	s := &surfaceRun{name: name, tab: tab, L: limitOf(cfg, name), W: cfg.Window, selected: cfg.Checks, charts: cfg.Charts, groups: map[string]*groupRun{}, t0: 1<<63 - 1,
-		errs: map[string]int{}, lat: newReservoir(100000), refusals: cfg.Refusals, key: cfg.Keys[name], routes: cfg.Routes[name]}
+		errs: map[string]int{}, lat: newReservoir(100000), refusals: cfg.Refusals, key: cfg.Keys[name], routes: cfg.Routes[name], counts: "true"}
+	if c, ok := cfg.RefusalsCount[name]; ok {
+		s.counts = c
+	}
 	if name == "mcp" {
 		s.revision = cfg.MCPRevision
 	}

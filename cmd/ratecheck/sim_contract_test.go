@@ -367,6 +367,56 @@ func TestSimVerifyContractTiers(t *testing.T) {
 	}
 }
 
+// TestSimVerifyContractRefusalsCount: rejected-count holds each limit to
+// what its contract's refusals_count says, on simulated time
+// (examples/contracts/orders.yaml: orders says true, export says nothing).
+// Against the reference target (a log counting refusals) orders passes
+// and export's check is a skip that says what it found; with orders
+// saying false it fails. Against a log forgetting refusals
+// (refserver.AdmittedOnly) orders saying false passes, and saying true
+// fails.
+func TestSimVerifyContractRefusalsCount(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join("..", "..", "examples", "contracts", "orders.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saysFalse := filepath.Join(t.TempDir(), "orders-forgets.yaml")
+	if err := os.WriteFile(saysFalse, []byte(strings.Replace(string(data), "refusals_count: true", "refusals_count: false", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, file string
+		limiter    refserver.LimiterMode
+		orders     string // orders' rejected-count
+		detail     string
+	}{
+		{"counting, as said", file, refserver.Rolling, "pass", "as documented"},
+		{"counting, said not to", saysFalse, refserver.Rolling, "fail", "refusals count (the contract says they do not)"},
+		{"forgetting, as said", saysFalse, refserver.AdmittedOnly, "pass", "refusals do not count, as the contract says"},
+		{"forgetting, said to count", file, refserver.AdmittedOnly, "fail", "refusals do not count (the contract says they do)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			target := contractTarget(t, file, nil)
+			target.Limiter = tc.limiter
+			w := simWorld(t, hostsim.Quiet, 1, target, nil)
+			code, v, stderr := simVerifyJSON(t, w, verifyWindow, "--contract", tc.file)
+			if len(v.Surfaces) != 2 {
+				t.Fatalf("exit %d, %d surfaces; want orders and export\n%s", code, len(v.Surfaces), stderr)
+			}
+			if verdict, detail := checkOf(v, "orders", "rejected-count"); verdict != tc.orders || !strings.Contains(detail, tc.detail) {
+				t.Errorf("orders/rejected-count: %s, want %s with %q: %s\n%s", verdict, tc.orders, tc.detail, detail, surfacesSaid(v))
+			}
+			// export says nothing: what was found is said, not held.
+			if verdict, detail := checkOf(v, "export", "rejected-count"); verdict != "skip" || !strings.Contains(detail, "the contract does not say whether they do") {
+				t.Errorf("export/rejected-count: %s, want skip saying what it found: %s", verdict, detail)
+			}
+		})
+	}
+}
+
 // TestSimVerifyContractRefusalStatus: a limit's refusal is the status its
 // contract names (testdata/verify-contract/refused-503.yaml: orders
 // refused with a 503, as nginx's limit_req refuses by default), on

@@ -300,15 +300,17 @@ type contractJudging struct {
 	stacked  map[string]analyze.Stacked
 	keys     map[string]string // what a limit counts by, when not the client address
 	routes   map[string][]string
+	counts   map[string]string // whether a limit's refusals count, as it says
 }
 
 // judgingOf is the judging of runs of c.
 func judgingOf(c *scenario.Contract) contractJudging {
-	j := contractJudging{limits: map[string]int{}, refusals: map[string]analyze.Refusal{}, stacked: stackedOf(c)}
+	j := contractJudging{limits: map[string]int{}, refusals: map[string]analyze.Refusal{}, stacked: stackedOf(c), counts: map[string]string{}}
 	for _, jl := range judgedLimits(c) {
 		l, name := jl.Limit, jl.name
 		j.names = append(j.names, name)
 		j.limits[name] = jl.quota
+		j.counts[name] = string(l.RefusalsCount)
 		j.refusals[name] = analyze.Refusal{Status: uint16(l.Refused.Status), Body: jsonValue(l.Refused.Body), RPCCode: l.Refused.JSONRPCCode}
 		if len(l.Routes) > 1 {
 			if j.routes == nil {
@@ -338,7 +340,7 @@ func (j *contractJudging) refusalsOf() map[string]analyze.Refusal {
 // apply judges by j's limits (nil j: cfg as it is).
 func (j *contractJudging) apply(cfg *analyze.Config) {
 	if j != nil {
-		cfg.Limits, cfg.Refusals, cfg.Surfaces, cfg.Stacked, cfg.Keys, cfg.Routes = j.limits, j.refusals, j.names, j.stacked, j.keys, j.routes
+		cfg.Limits, cfg.Refusals, cfg.Surfaces, cfg.Stacked, cfg.Keys, cfg.Routes, cfg.RefusalsCount = j.limits, j.refusals, j.names, j.stacked, j.keys, j.routes, j.counts
 	}
 }
 

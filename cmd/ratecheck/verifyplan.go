@@ -150,7 +150,7 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 	v = verifyRun{plan: plan, opts: opts, surfaces: surfaces,
 		judged: analyze.Overrides{Window: window, Limits: documentedLimits, Checks: checks, Surfaces: surfaces}}
 	if vc != nil {
-		v.judged.Refusals, v.judged.Surfaces, v.judged.Stacked, v.judged.Keys, v.judged.Routes = j.refusals, vc.judged(), j.stacked, j.keys, j.routes
+		v.judged.Refusals, v.judged.Surfaces, v.judged.Stacked, v.judged.Keys, v.judged.Routes, v.judged.RefusalsCount = j.refusals, vc.judged(), j.stacked, j.keys, j.routes, j.counts
 		v.plan.Refusals = map[string]uint16{}
 		for name, r := range j.refusals {
 			v.plan.Refusals[name] = r.Status

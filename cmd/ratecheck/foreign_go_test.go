@@ -4,7 +4,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -123,16 +122,7 @@ func TestVerifyContractByKeyAgainstHttprate(t *testing.T) {
 				_, _ = w.Write([]byte(`{"ok":true}`))
 			})))
 			t.Cleanup(target.Close)
-			code, v, stderr := runVerifyJSON(t, window, "--target", target.URL, "--contract", tc.file)
-			if code == exitOK || len(v.Surfaces) != 1 || v.Surfaces[0].Surface != "search" {
-				t.Fatalf("exit %d, verdict %s, %d surfaces; want a verdict on search that is not a pass (httprate's counter is no rolling window)\n%s", code, v.Verdict, len(v.Surfaces), stderr)
-			}
-			if verdict, detail := checkOf(v, "search", "isolation"); verdict != tc.isolation || !strings.Contains(detail, tc.detail) {
-				t.Errorf("search/isolation: %s, want %s with %q: %s\n%s", verdict, tc.isolation, tc.detail, detail, surfacesSaid(v))
-			}
-			if verdict, detail := checkOf(v, "search", "rolling"); verdict != "fail" && (verdict != "inconclusive" || v.Surfaces[0].Timing == "") {
-				t.Errorf("search/rolling: %s, want fail (a sliding-window counter is no sliding log), or inconclusive with the run's timing said: %s", verdict, detail)
-			}
+			tc.hold(t, window, target.URL, "httprate's sliding-window counter")
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,17 @@ import (
 
 	"github.com/connectbyjbrh/ratecheck/refserver"
 )
+
+// haproxyHead is what every HAProxy configuration here begins with.
+const haproxyHead = `global
+  maxconn 4000
+defaults
+  mode http
+  maxconn 4000
+  timeout connect 5s
+  timeout client 30s
+  timeout server 30s
+`
 
 // haproxyConf is an HAProxy in front of upstream (%[3]s) listening on
 // %[1]s, whose stick tables, one per surface keyed on the client address,
@@ -33,15 +43,7 @@ import (
 // (freq_ctr_total, src/freq_ctr.c) is curr + prev × the share of the
 // current period still to run. That is a sliding-window counter that
 // counts refusals, periods anchored at the address's first request.
-const haproxyConf = `global
-  maxconn 4000
-defaults
-  mode http
-  maxconn 4000
-  timeout connect 5s
-  timeout client 30s
-  timeout server 30s
-backend rest_rate
+const haproxyConf = haproxyHead + `backend rest_rate
   stick-table type ip size 1m expire %[2]dms store http_req_rate(%[2]dms)
 backend mcp_rate
   stick-table type ip size 1m expire %[2]dms store http_req_rate(%[2]dms)
@@ -254,15 +256,7 @@ func logVerdict(t *testing.T, v verdictJSON) {
 // sample expression" as the tracked key, a string table), 240 per window
 // on /v1/search: haproxyConf's sliding-window counter counting refusals,
 // per key.
-const haproxyByKeyConf = `global
-  maxconn 4000
-defaults
-  mode http
-  maxconn 4000
-  timeout connect 5s
-  timeout client 30s
-  timeout server 30s
-backend key_rate
+const haproxyByKeyConf = haproxyHead + `backend key_rate
   stick-table type string len 64 size 1m expire %[2]dms store http_req_rate(%[2]dms)
 backend app
   server upstream %[3]s
@@ -284,26 +278,13 @@ frontend api
 func TestVerifyContractByKeyAgainstHAProxy(t *testing.T) {
 	t.Parallel()
 	window := verifyWindow
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"route":%q,"ok":true}`, r.URL.Path)
-	}))
-	t.Cleanup(upstream.Close)
+	upstream := jsonUpstream(t)
 	for _, tc := range byKeyContracts(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			// An HAProxy of its own: the runs send the same keys.
 			addr := startHAProxyConf(t, haproxyByKeyConf, window, upstream.URL)
-			code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--contract", tc.file)
-			if code == exitOK || len(v.Surfaces) != 1 || v.Surfaces[0].Surface != "search" {
-				t.Fatalf("exit %d, verdict %s, %d surfaces; want a verdict on search that is not a pass (HAProxy's counter is no rolling window)\n%s", code, v.Verdict, len(v.Surfaces), stderr)
-			}
-			if verdict, detail := checkOf(v, "search", "isolation"); verdict != tc.isolation || !strings.Contains(detail, tc.detail) {
-				t.Errorf("search/isolation: %s, want %s with %q: %s\n%s", verdict, tc.isolation, tc.detail, detail, surfacesSaid(v))
-			}
-			if verdict, detail := checkOf(v, "search", "rolling"); verdict != "fail" && (verdict != "inconclusive" || v.Surfaces[0].Timing == "") {
-				t.Errorf("search/rolling: %s, want fail (a sliding-window counter is no sliding log), or inconclusive with the run's timing said: %s", verdict, detail)
-			}
+			tc.hold(t, window, addr, "HAProxy's sliding-window counter")
 		})
 	}
 }

@@ -291,11 +291,7 @@ func TestVerifyAgainstNginxAlways429(t *testing.T) {
 func TestVerifyContractAgainstNginx503(t *testing.T) {
 	t.Parallel()
 	window := verifyWindow
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"route":%q,"ok":true}`, r.URL.Path)
-	}))
-	t.Cleanup(upstream.Close)
+	upstream := jsonUpstream(t)
 	addr := startNginx(t, `
   limit_req_zone $binary_remote_addr zone=orders:10m rate=%[3]dr/s;
   limit_req_zone $binary_remote_addr zone=export:10m rate=%[4]dr/s;
@@ -376,11 +372,7 @@ func TestVerifyContractGlobalAgainstNginx(t *testing.T) {
 func testVerifyContractAgainstNginxKeyed(t *testing.T, zoneKey string, contracts []byKeyContract) {
 	t.Parallel()
 	window := verifyWindow
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"route":%q,"ok":true}`, r.URL.Path)
-	}))
-	t.Cleanup(upstream.Close)
+	upstream := jsonUpstream(t)
 	for _, tc := range contracts {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -392,17 +384,7 @@ func testVerifyContractAgainstNginxKeyed(t *testing.T, zoneKey string, contracts
     listen %[2]s;
     location = /v1/search { limit_req zone=bykey burst=240 nodelay; error_page 429 = @rest429; proxy_pass http://%[4]s; }`+nginx429+`
   }`, int(240/window.Seconds()), strings.TrimPrefix(upstream.URL, "http://"), zoneKey)
-			code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--contract", tc.file)
-			if code == exitOK || len(v.Surfaces) != 1 || v.Surfaces[0].Surface != "search" {
-				t.Fatalf("exit %d, verdict %s, %d surfaces; want a verdict on search that is not a pass (nginx's bucket is no rolling window)\n%s", code, v.Verdict, len(v.Surfaces), stderr)
-			}
-			search := v.Surfaces[0]
-			if verdict, detail := checkOf(v, "search", "isolation"); verdict != tc.isolation || !strings.Contains(detail, tc.detail) {
-				t.Errorf("search/isolation: %s, want %s with %q: %s\n%s", verdict, tc.isolation, tc.detail, detail, surfacesSaid(v))
-			}
-			if verdict, detail := checkOf(v, "search", "rolling"); verdict != "fail" && (verdict != "inconclusive" || search.Timing == "") {
-				t.Errorf("search/rolling: %s, want fail (nginx's token bucket is no sliding log), or inconclusive with the run's timing said: %s", verdict, detail)
-			}
+			tc.hold(t, window, addr, "nginx's token bucket")
 		})
 	}
 }
@@ -411,6 +393,35 @@ func testVerifyContractAgainstNginxKeyed(t *testing.T, zoneKey string, contracts
 // to, and what its isolation check must say.
 type byKeyContract struct {
 	name, file, isolation, detail string
+}
+
+// hold runs verify --contract of c against the limiter at addr, a family
+// (what) that is no rolling window, and holds the verdict on its one
+// limit, search: not a pass, isolation as c says, and rolling failed or
+// left open with the run's timing said.
+func (c byKeyContract) hold(t *testing.T, window time.Duration, addr, what string) {
+	t.Helper()
+	code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--contract", c.file)
+	if code == exitOK || len(v.Surfaces) != 1 || v.Surfaces[0].Surface != "search" {
+		t.Fatalf("exit %d, verdict %s, %d surfaces; want a verdict on search that is not a pass (%s is no rolling window)\n%s", code, v.Verdict, len(v.Surfaces), what, stderr)
+	}
+	if verdict, detail := checkOf(v, "search", "isolation"); verdict != c.isolation || !strings.Contains(detail, c.detail) {
+		t.Errorf("search/isolation: %s, want %s with %q: %s\n%s", verdict, c.isolation, c.detail, detail, surfacesSaid(v))
+	}
+	if verdict, detail := checkOf(v, "search", "rolling"); verdict != "fail" && (verdict != "inconclusive" || v.Surfaces[0].Timing == "") {
+		t.Errorf("search/rolling: %s, want fail (%s is no sliding log), or inconclusive with the run's timing said: %s", verdict, what, detail)
+	}
+}
+
+// jsonUpstream is a server behind a foreign limiter that answers every
+// request 200 with a JSON body naming its path.
+func jsonUpstream(t *testing.T) *httptest.Server {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"route":%q,"ok":true}`, r.URL.Path)
+	}))
+	t.Cleanup(upstream.Close)
+	return upstream
 }
 
 // byKeyContracts are testdata/verify-contract/search-by-key.yaml, which
@@ -455,11 +466,7 @@ func keyContracts(t *testing.T, file, key, pass string) []byKeyContract {
 func TestVerifyContractSharedAgainstNginx(t *testing.T) {
 	t.Parallel()
 	window := verifyWindow
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"route":%q,"ok":true}`, r.URL.Path)
-	}))
-	t.Cleanup(upstream.Close)
+	upstream := jsonUpstream(t)
 	file := filepath.Join("testdata", "verify-contract", "reads-shared.yaml")
 	for _, tc := range []struct {
 		name, listZone, independence, detail string

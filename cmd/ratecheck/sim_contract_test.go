@@ -149,14 +149,7 @@ func TestSimVerifyContract(t *testing.T) {
 func TestSimVerifyContractByKey(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join("..", "..", "examples", "contracts", "by-key.yaml")
-	for _, tc := range []struct {
-		name   string
-		host   hostsim.Host
-		serve  func(*scenario.Contract)
-		addr   bool     // count each key per address too
-		failed []string // search's failing checks (nil: a pass)
-		detail string   // in isolation's detail
-	}{
+	verifyLimitCases(t, file, "search", 30, "isolation", []limitCase{
 		{name: "per key, quiet", host: hostsim.Quiet, detail: "key:key-1 sent from a second address was refused as from the limit address"},
 		{name: "per key, busy", host: hostsim.Busy, detail: "the budget is the key's"},
 		{name: "per client address", host: hostsim.Quiet, serve: func(c *scenario.Contract) { c.Limits[0].Key = scenario.Key{Kind: scenario.KeyClientAddress} },
@@ -167,33 +160,55 @@ func TestSimVerifyContractByKey(t *testing.T) {
 			failed: []string{"isolation"}, detail: "another key shares the budget of key:key-1"},
 		{name: "at 20 a window", host: hostsim.Quiet, serve: func(c *scenario.Contract) { c.Limits[0].Quota.N = 20 },
 			failed: []string{"onset", "rolling"}},
-	} {
+	})
+}
+
+// A limitCase is one target a contract of one limit is verified against
+// on simulated time: the contract served (changed by serve; addr counts
+// each key per address too, which no contract can say), on host, and
+// what the verdict must be: failed, the limit's failing checks (nil: a
+// pass, decided the target's sliding log at the limit's quota), and
+// detail, a part of check's detail.
+type limitCase struct {
+	name   string
+	host   hostsim.Host
+	serve  func(*scenario.Contract)
+	addr   bool
+	failed []string
+	detail string
+}
+
+// verifyLimitCases runs verify --contract file, whose one limit is
+// limit with quota, against each case's target, holding check's detail
+// and the verdict as the case says.
+func verifyLimitCases(t *testing.T, file, limit string, quota int, check string, cases []limitCase) {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			target := contractTarget(t, file, tc.serve)
 			target.Rules.Limits[0].Key.PerAddress = tc.addr
 			w := simWorld(t, tc.host, 1, target, nil)
 			code, v, stderr := simVerifyJSON(t, w, verifyWindow, "--contract", file)
-			if len(v.Surfaces) != 1 || v.Surfaces[0].Surface != "search" {
-				t.Fatalf("exit %d, %d surfaces; want search\n%s", code, len(v.Surfaces), stderr)
+			if len(v.Surfaces) != 1 || v.Surfaces[0].Surface != limit {
+				t.Fatalf("exit %d, %d surfaces; want %s\n%s", code, len(v.Surfaces), limit, stderr)
 			}
-			search := v.Surfaces[0]
-			iso, detail := checkOf(v, "search", "isolation")
+			got := v.Surfaces[0]
+			verdict, detail := checkOf(v, limit, check)
 			if tc.detail != "" && !strings.Contains(detail, tc.detail) {
-				t.Errorf("isolation %s: %q\nlacks %q", iso, detail, tc.detail)
+				t.Errorf("%s %s: %q\nlacks %q", check, verdict, detail, tc.detail)
 			}
 			if tc.failed == nil {
-				if code != exitOK || v.Verdict != "pass" || iso != "pass" {
-					t.Fatalf("exit %d, verdict %s, isolation %s, failing %v; want 0, pass\n%s\n%s", code, v.Verdict, iso, failing(v), surfacesSaid(v), stderr)
+				if code != exitOK || v.Verdict != "pass" || verdict != "pass" {
+					t.Fatalf("exit %d, verdict %s, %s %s, failing %v; want 0, pass\n%s\n%s", code, v.Verdict, check, verdict, failing(v), surfacesSaid(v), stderr)
 				}
-				if search.ObservedLimit == nil || *search.ObservedLimit != 30 || search.Model != "sliding-log" {
-					t.Errorf("search: observed %v, model %s; want 30, the target's sliding log", search.ObservedLimit, search.Model)
+				if got.ObservedLimit == nil || *got.ObservedLimit != quota || got.Model != "sliding-log" || got.Faults != 0 {
+					t.Errorf("%s: observed %v, model %s, %d faults; want %d, the target's sliding log, no fault", limit, got.ObservedLimit, got.Model, got.Faults, quota)
 				}
 				return
 			}
 			var want []string
 			for _, c := range tc.failed {
-				want = append(want, "search/"+c)
+				want = append(want, limit+"/"+c)
 			}
 			if got := slices.Sorted(slices.Values(failing(v))); code != exitCheckFailed || !slices.Equal(got, want) {
 				t.Errorf("exit %d, failing %v; want 1 and %v\n%s\n%s", code, got, want, surfacesSaid(v), stderr)
@@ -212,50 +227,14 @@ func TestSimVerifyContractByKey(t *testing.T) {
 func TestSimVerifyContractGlobal(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join("testdata", "verify-contract", "global.yaml")
-	for _, tc := range []struct {
-		name   string
-		host   hostsim.Host
-		serve  func(*scenario.Contract)
-		failed []string // export's failing checks (nil: a pass)
-		detail string   // in isolation's detail
-	}{
+	verifyLimitCases(t, file, "export", 20, "isolation", []limitCase{
 		{name: "for everybody, quiet", host: hostsim.Quiet, detail: "requests from a second address were refused as from the limit address"},
 		{name: "for everybody, busy", host: hostsim.Busy, detail: "the budget is everybody's"},
 		{name: "per client address", host: hostsim.Quiet, serve: func(c *scenario.Contract) { c.Limits[0].Key = scenario.Key{Kind: scenario.KeyClientAddress} },
 			failed: []string{"isolation"}, detail: "the target counts each address apart, not one budget for everybody"},
 		{name: "at 12 a window", host: hostsim.Quiet, serve: func(c *scenario.Contract) { c.Limits[0].Quota.N = 12 },
 			failed: []string{"onset", "rolling"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			w := simWorld(t, tc.host, 1, contractTarget(t, file, tc.serve), nil)
-			code, v, stderr := simVerifyJSON(t, w, verifyWindow, "--contract", file)
-			if len(v.Surfaces) != 1 || v.Surfaces[0].Surface != "export" {
-				t.Fatalf("exit %d, %d surfaces; want export\n%s", code, len(v.Surfaces), stderr)
-			}
-			export := v.Surfaces[0]
-			iso, detail := checkOf(v, "export", "isolation")
-			if tc.detail != "" && !strings.Contains(detail, tc.detail) {
-				t.Errorf("isolation %s: %q\nlacks %q", iso, detail, tc.detail)
-			}
-			if tc.failed == nil {
-				if code != exitOK || v.Verdict != "pass" || iso != "pass" {
-					t.Fatalf("exit %d, verdict %s, isolation %s, failing %v; want 0, pass\n%s\n%s", code, v.Verdict, iso, failing(v), surfacesSaid(v), stderr)
-				}
-				if export.ObservedLimit == nil || *export.ObservedLimit != 20 || export.Model != "sliding-log" || export.Refused == 0 || export.Faults != 0 {
-					t.Errorf("export: observed %v, model %s, %d refused, %d faults; want 20, the target's sliding log, its 503s refusals", export.ObservedLimit, export.Model, export.Refused, export.Faults)
-				}
-				return
-			}
-			var want []string
-			for _, c := range tc.failed {
-				want = append(want, "export/"+c)
-			}
-			if got := slices.Sorted(slices.Values(failing(v))); code != exitCheckFailed || !slices.Equal(got, want) {
-				t.Errorf("exit %d, failing %v; want 1 and %v\n%s\n%s", code, got, want, surfacesSaid(v), stderr)
-			}
-		})
-	}
+	})
 }
 
 // TestSimVerifyContractShared: a budget two routes share
@@ -268,13 +247,7 @@ func TestSimVerifyContractGlobal(t *testing.T) {
 func TestSimVerifyContractShared(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join("..", "..", "examples", "contracts", "shared.yaml")
-	for _, tc := range []struct {
-		name   string
-		host   hostsim.Host
-		serve  func(*scenario.Contract)
-		failed []string // reads' failing checks (nil: a pass)
-		detail string   // in independence's detail
-	}{
+	verifyLimitCases(t, file, "reads", 30, "independence", []limitCase{
 		{name: "one budget, quiet", host: hostsim.Quiet, detail: "probes of route list (0 of 10) from 127.0.0.1 were refused as the"},
 		{name: "one budget, busy", host: hostsim.Busy, detail: "the routes share one budget"},
 		{name: "a budget per route", host: hostsim.Quiet,
@@ -287,37 +260,7 @@ func TestSimVerifyContractShared(t *testing.T) {
 			failed: []string{"independence"}, detail: "the routes do not share one budget"},
 		{name: "at 20 a window", host: hostsim.Quiet, serve: func(c *scenario.Contract) { c.Limits[0].Quota.N = 20 },
 			failed: []string{"onset", "rolling"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			w := simWorld(t, tc.host, 1, contractTarget(t, file, tc.serve), nil)
-			code, v, stderr := simVerifyJSON(t, w, verifyWindow, "--contract", file)
-			if len(v.Surfaces) != 1 || v.Surfaces[0].Surface != "reads" {
-				t.Fatalf("exit %d, %d surfaces; want reads\n%s", code, len(v.Surfaces), stderr)
-			}
-			reads := v.Surfaces[0]
-			ind, detail := checkOf(v, "reads", "independence")
-			if tc.detail != "" && !strings.Contains(detail, tc.detail) {
-				t.Errorf("independence %s: %q\nlacks %q", ind, detail, tc.detail)
-			}
-			if tc.failed == nil {
-				if code != exitOK || v.Verdict != "pass" || ind != "pass" {
-					t.Fatalf("exit %d, verdict %s, independence %s, failing %v; want 0, pass\n%s\n%s", code, v.Verdict, ind, failing(v), surfacesSaid(v), stderr)
-				}
-				if reads.ObservedLimit == nil || *reads.ObservedLimit != 30 || reads.Model != "sliding-log" {
-					t.Errorf("reads: observed %v, model %s; want 30, the target's sliding log", reads.ObservedLimit, reads.Model)
-				}
-				return
-			}
-			var want []string
-			for _, c := range tc.failed {
-				want = append(want, "reads/"+c)
-			}
-			if got := slices.Sorted(slices.Values(failing(v))); code != exitCheckFailed || !slices.Equal(got, want) {
-				t.Errorf("exit %d, failing %v; want 1 and %v\n%s\n%s", code, got, want, surfacesSaid(v), stderr)
-			}
-		})
-	}
+	})
 }
 
 // TestSimVerifyContractTiers: a quota per tier

@@ -132,10 +132,7 @@ func (c *isolationCheck) judge(e *evidence) (string, string) {
 	if e.key == keyGlobal {
 		return c.judgeGlobal(e)
 	}
-	other, others := "address", "addresses"
-	if e.key != "" {
-		other, others = "key", "keys"
-	}
+	other, others := e.peer(), e.peers()
 	if len(e.sd.Sources) < 2 {
 		return Skip, fmt.Sprintf("one source %s only (%s): isolation needs a second (--sources)", other, e.primary)
 	}
@@ -164,6 +161,23 @@ func (c *isolationCheck) judge(e *evidence) (string, string) {
 	return Pass, fmt.Sprintf("%d requests from other %s were admitted while %s was provably over its limit%s", c.proven, others, e.primary, byKey)
 }
 
+// peer is what the surface's other groups are: other addresses, or other
+// keys where its limit is counted by an API key.
+func (s *surfaceRun) peer() string {
+	if s.key != "" && s.key != keyGlobal {
+		return "key"
+	}
+	return "address"
+}
+
+// peers is peer's plural.
+func (s *surfaceRun) peers() string {
+	if s.key != "" && s.key != keyGlobal {
+		return "keys"
+	}
+	return "addresses"
+}
+
 // keyGlobal is Config.Keys's word for a limit counted for everybody.
 const keyGlobal = "global"
 
@@ -178,7 +192,7 @@ func (c *isolationCheck) judgeGlobal(e *evidence) (string, string) {
 	case t.failed:
 		return Fail, fmt.Sprintf("requests from a second address were admitted more often than from the limit address (%s; p = %.2g): the target counts each address apart, not one budget for everybody", said, t.p)
 	case c.address.n() == 0 || c.plain.refused+c.address.refused == 0:
-		return Inconclusive, "none of the probes from a second address was answered while the limit address was refused: whether the budget is everybody's is not shown"
+		return Inconclusive, "no probe from a second address was answered while the limit address was refused (with one --sources address none is sent): whether the budget is everybody's is not shown"
 	case t.best > spoofAlpha:
 		return Inconclusive, fmt.Sprintf("too few probes from a second address answered, or plain ones refused, to tell whether the budget is everybody's (%s; p ≥ %.2g even were every one admitted)", said, t.best)
 	}
@@ -211,6 +225,6 @@ func (c *isolationCheck) judgeSpent(e *evidence) (string, string, bool) {
 	if n == 0 {
 		return "", "", false
 	}
-	return Fail, fmt.Sprintf("another address shares the budget of %s: %s refused with fewer in its own window than %s is shown to admit (%s); this also explains the early refusals of its first burst",
-		e.primary, human.Count(n, "request", ""), e.primary, strings.Join(bad, "; ")), true
+	return Fail, fmt.Sprintf("another %s shares the budget of %s: %s refused with fewer in its own window than %s is shown to admit (%s); this also explains the early refusals of its first burst",
+		e.peer(), e.primary, human.Count(n, "request", ""), e.primary, strings.Join(bad, "; ")), true
 }

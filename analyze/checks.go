@@ -263,10 +263,10 @@ func (s *surfaceRun) judgeSpent(e *evidence, selected []string, missing string) 
 	if iso, ok := judged[method.CheckIsolation]; ok && iso.Verdict == Fail {
 		if _, ok := judged[method.CheckOnset]; ok {
 			judged[method.CheckOnset] = Check{Name: method.CheckOnset, Verdict: Inconclusive,
-				Detail: "a budget shared with other addresses explains the refusals of the first burst and after it (see isolation), so the limit of one address cannot be measured"}
+				Detail: fmt.Sprintf("a budget shared with other %s explains the refusals of the first burst and after it (see isolation), so the limit of one %s cannot be measured", s.peers(), s.peer())}
 		}
-		return judged, fmt.Sprintf("the first burst from %s on %s was refused before %d were admitted, which a budget shared with other addresses explains (see isolation): the run cannot show what the limiter does with one address's own budget",
-			e.primary, s.name, s.L)
+		return judged, fmt.Sprintf("the first burst from %s on %s was refused before %d were admitted, which a budget shared with other %s explains (see isolation): the run cannot show what the limiter does with one %s's own budget",
+			e.primary, s.name, s.L, s.peers(), s.peer())
 	}
 	if len(names) > 0 {
 		missing = fmt.Sprintf("the first burst from %s on %s was refused before %d were admitted, which a budget spent before the run does not explain (see %s): the run cannot show what the limiter does with a whole budget",

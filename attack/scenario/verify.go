@@ -43,9 +43,10 @@ type NamedLimit struct {
 	// Keys, for a limit counted by an API key, name the identities whose
 	// keys the plan sends as (method.LimitKey, method.SecondKey); their
 	// results are labelled by them (Stream.Key). Request carries the
-	// first's headers; Second are the second's, sent in their place.
+	// first's headers; Second is Request as the second sends it, with its
+	// headers alone.
 	Keys   [2]string
-	Second map[string]string
+	Second Request
 	// Global is set of a limit counted for everybody: its results are
 	// labelled archive.GlobalSource, whatever address sent them.
 	Global bool
@@ -95,7 +96,7 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 				s.As = n.Keys[pr.Key]
 				s.Key = archive.KeySource(s.As)
 				if pr.Key == method.SecondKey {
-					req = withHeaders(req, n.Second)
+					req = n.Second
 				}
 			case n.Global:
 				s.Key = archive.GlobalSource

@@ -116,6 +116,9 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 			if st.Window == st.OnWindow {
 				return nil, notYet(l, "route %s is held to %s and %s over one window of %v (stacked limits of one window)", st.Route, st.On, l.Name, st.Window)
 			}
+			if on := c.Limits[slices.IndexFunc(c.Limits, func(o scenario.Limit) bool { return o.Name == st.On })]; on.Key != l.Key {
+				return nil, notYet(l, "it is stacked on %s over route %s, and counted by %s where %s is counted by %s (stacked limits counted by different keys)", st.On, st.Route, l.Key, on.Name, on.Key)
+			}
 			continue
 		}
 		for _, r := range l.Routes {
@@ -134,6 +137,16 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 			return nil, notYet(l, "it is counted by %s and %s by %s (limits counted by different keys)", l.Key, key.Name, key.Key)
 		}
 		vc.window, key = time.Duration(l.Window), &c.Limits[i]
+	}
+	named := map[string]bool{}
+	for _, jl := range judgedLimits(c) {
+		switch {
+		case strings.ContainsFunc(jl.name, unicode.IsSpace):
+			return nil, fmt.Errorf("%s: limit %s: verify labels its results by %q, which cannot hold a space: rename the limit (or the tier)", path, jl.Name, jl.name)
+		case named[jl.name]:
+			return nil, fmt.Errorf("%s: limit %s: its name, %q, is another limit's too (a tier's limits are named limit:tier): rename one", path, jl.Name, jl.name)
+		}
+		named[jl.name] = true
 	}
 	var headers map[string]string // of the limit identity, for limits not counted by key
 	if env != nil && (key == nil || key.Key.Kind != scenario.KeyHeader) {
@@ -161,17 +174,18 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 				}
 			}
 		}
-		send := func(route string) scenario.Request {
+		sendWith := func(route string, as map[string]string) scenario.Request {
 			req := routes[route].Request
-			if len(sendAs) > 0 {
+			if len(as) > 0 {
 				req.Headers = maps.Clone(req.Headers)
 				if req.Headers == nil {
 					req.Headers = map[string]string{}
 				}
-				maps.Copy(req.Headers, sendAs)
+				maps.Copy(req.Headers, as)
 			}
 			return req
 		}
+		send := func(route string) scenario.Request { return sendWith(route, sendAs) }
 		req := send(l.Routes[0])
 		wire := method.REST
 		if req.RPC != "" {
@@ -182,7 +196,7 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 			n.Others = append(n.Others, send(r))
 		}
 		if ids[0] != nil {
-			n.Keys, n.Second = [2]string{ids[0].Name, ids[1].Name}, second
+			n.Keys, n.Second = [2]string{ids[0].Name, ids[1].Name}, sendWith(l.Routes[0], second)
 		}
 		n.Global = l.Key.Kind == scenario.KeyGlobal
 		vc.names = append(vc.names, jl.name)
@@ -530,7 +544,9 @@ func (vc *verifyContract) routesOf(name string) []string {
 
 // stackedPlans are vc's stacked limits, in the contract's order, each with
 // the most the plan counted in limits sends to its route from the limit
-// address: its probes and spoof probes, and the follow-up's.
+// address: its probes and spoof probes, and the follow-up's (and, for a
+// limit counted by key or for everybody, the probes of that key, or of
+// anybody, from the second address).
 func (vc *verifyContract) stackedPlans(limits []limitPlan) []stackedPlan {
 	var out []stackedPlan
 	for _, l := range vc.c.Limits {
@@ -542,6 +558,11 @@ func (vc *verifyContract) stackedPlans(limits []limitPlan) []stackedPlan {
 		for _, on := range limits {
 			if on.name == st.On {
 				sp.most = on.fromLimit + on.follow
+				if on.keys[0] != "" || on.global {
+					// the limit key's (or anybody's) probes from the
+					// second address count against it too
+					sp.most += on.second
+				}
 			}
 		}
 		out = append(out, sp)

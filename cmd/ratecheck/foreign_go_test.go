@@ -3,7 +3,6 @@ package main
 import (
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -93,37 +92,6 @@ func TestVerifyAgainstHttprate(t *testing.T) {
 		if s.Model == "sliding-log" && s.Decided {
 			t.Errorf("%s: a sliding log decided, for a sliding-window counter", s.Surface)
 		}
-	}
-}
-
-// TestVerifyContractByKeyAgainstHttprate: httprate keyed on the X-Api-Key
-// header (LimitBy with a key function reading it: "a custom key function
-// to rate-limit by any request attribute", its README), 240 a window,
-// refused with the contract's 429. With the contract that counts by the
-// header (testdata/verify-contract/search-by-key.yaml) isolation passes:
-// key-2 from the limit address has a budget of its own, key-1 from a
-// second address shares key-1's. With the same contract saying
-// client-address, key-1 from the second address shares the first's
-// budget and isolation fails. httprate's sliding-window counter fails the
-// rolling window either way, or leaves it open with the timing said.
-func TestVerifyContractByKeyAgainstHttprate(t *testing.T) {
-	t.Parallel()
-	if raceEnabled {
-		t.Skip("timing against a limiter of its own, checked by the plain run")
-	}
-	window := verifyWindow
-	for _, tc := range byKeyContracts(t) {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			// A limiter of its own: the runs send the same keys.
-			limit := httprate.LimitBy(240, window, func(r *http.Request) (string, error) { return r.Header.Get("X-Api-Key"), nil }, httprate.WithLimitHandler(contract429))
-			target := httptest.NewServer(limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "application/json")
-				_, _ = w.Write([]byte(`{"ok":true}`))
-			})))
-			t.Cleanup(target.Close)
-			tc.hold(t, window, target.URL, "httprate's sliding-window counter")
-		})
 	}
 }
 

@@ -75,6 +75,10 @@ type Config struct {
 	// say: rejected-count reports what it finds as a skip). A surface
 	// not in it is held to the documented API's: they count.
 	RefusalsCount map[string]string
+	// Families are, by surface, the limiter a contract's limit documents
+	// when it is not a sliding log: rolling and onset then hold the limit
+	// to it (see Family). A surface not in it is held to a rolling window.
+	Families map[string]Family
 	// Charts keeps what the HTML report's window chart draws of each
 	// surface (SurfaceDetail.Window): a point per answered request of the
 	// primary address, a run's worth of them. Without it the analysis

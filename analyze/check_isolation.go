@@ -87,7 +87,8 @@ func (c *isolationCheck) judgedPrimary(s *surfaceRun, p sighting) {
 // shared counts the refusals of other addresses that their own windows
 // cannot explain at the least limit the run showed (nor an earlier run's
 // requests from the same address, when one is known: see sentBefore): the documented one,
-// or the primary's observed limit when that is lower (a lower limit
+// or the primary's observed limit when that is lower (of a documented
+// token bucket, the burst its first episode showed) (a lower limit
 // explains another address's refusal after that many of its own; only a
 // budget shared with other addresses explains one before). It returns the
 // count and up to two of them.
@@ -95,6 +96,11 @@ func (c *isolationCheck) shared(e *evidence) (int, []string) {
 	lim := int32(e.L)
 	if e.anyRefused && int32(e.obs) < lim {
 		lim = int32(e.obs)
+	}
+	// A bucket's observed limit counts its refills over a window: what
+	// it showed of its burst is the first episode's admissions less them.
+	if b, ok := e.bucketShown(); ok && e.anyRefused && int32(b) < lim {
+		lim = int32(b)
 	}
 	n := 0
 	for held, k := range c.refusedWith {

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/connectbyjbrh/ratecheck/internal/human"
 	"github.com/connectbyjbrh/ratecheck/method"
@@ -25,6 +26,8 @@ type onsetCheck struct {
 	// The fewest of its own that any late false throttle had possibly in
 	// its window, itself included (0: none).
 	lateOwn int
+	// bucket is the first episode, for a documented token bucket.
+	bucket bucketOnset
 }
 
 func (c *onsetCheck) judgedPrimary(s *surfaceRun, p sighting) {
@@ -38,6 +41,20 @@ func (c *onsetCheck) judgedPrimary(s *surfaceRun, p sighting) {
 		}
 	}
 	// A forged-header probe is judged by the spoof check alone.
+	if p.Start <= p.g.firstRefusalEnd && !p.forged && s.family.Name == familyTokenBucket {
+		c.bucket.spans = append(c.bucket.spans, onsetSpan{start: p.Start, end: p.End, ok: p.Admitted()})
+		// A bucket refuses only with its burst admitted in the span it
+		// refills in, so within a window of less than L it refuses
+		// nothing a rolling window would not; in a longer span its
+		// refusals may be of requests admitted before the window.
+		if p.FalseThrottle && (s.family.Refill <= s.W || p.Start < s.t0+int64(s.W)) {
+			c.onsetFalse++
+		}
+		if p.Admitted() {
+			c.onsetAdmitted++
+		}
+		return
+	}
 	if p.Start <= p.g.firstRefusalEnd && !p.forged {
 		if p.Admitted() {
 			c.onsetAdmitted++
@@ -70,6 +87,13 @@ func (c *onsetCheck) judge(e *evidence) (string, string) {
 			msg += ", or " + other
 		}
 		return Fail, msg
+	case e.family.Name == familyTokenBucket:
+		return c.judgeBucket(e)
+	case c.onsetLeaks > 0 && e.fitsDocumented():
+		// a fixed window's boundary within the first burst (or a
+		// counter's, its previous window weighing less than a request)
+		return Pass, fmt.Sprintf("from %s the first %s came after %d admitted, %s past %d in one rolling window, which the documented %s explains: the fit names it, decided, with a boundary within the first burst (observed_limit %d)",
+			p, code, c.onsetAdmitted, human.Count(c.onsetLeaks, "request", ""), L, e.family.describe(L, e.W), obs)
 	case c.onsetLeaks > 0:
 		// observed_limit counts every admission surely in the fullest
 		// window ending at a refusal, the refills after the first 429
@@ -105,8 +129,11 @@ func (c *onsetCheck) judge(e *evidence) (string, string) {
 // while this one was provably over its limit). Both are failures of the
 // contract, but only one is named where the run proved it: where it
 // proved neither, the detail names both.
+//
+// A documented token bucket refilling more slowly than the window refuses
+// late requests with fewer than L in their window: no proof there.
 func (c *onsetCheck) judgeSpent(e *evidence) (string, string, bool) {
-	if c.lateFalse == 0 {
+	if c.lateFalse == 0 || e.family.Name == familyTokenBucket && e.family.Refill > e.W {
 		return "", "", false
 	}
 	nothing := ""
@@ -144,4 +171,21 @@ func (s *surfaceRun) budgetsApart() bool {
 		}
 	}
 	return false
+}
+
+// judgeBucket judges the first episode of a documented token bucket:
+// its admissions held to the bucket's bound (see bucketOnset), its
+// refusals to its burst.
+func (c *onsetCheck) judgeBucket(e *evidence) (string, string) {
+	p, code, want := e.primary, e.refusalCode(), e.family.describe(e.L, e.W)
+	leaks, admitted, bound, span := c.bucket.leaks(e.L, e.family.Refill)
+	switch {
+	case leaks > 0:
+		return Fail, fmt.Sprintf("from %s %s admitted before the first %s in %v, more than the documented %s admits in that span: %d at most (%d and %.1f refilled)",
+			p, human.Count(admitted, "request was", "requests were"), code, span.Round(time.Millisecond), want, int(bound), e.L, bound-float64(e.L))
+	case c.onsetFalse > 0:
+		return Fail, fmt.Sprintf("from %s %ss began before %d requests were admitted, the documented burst (if this address sent requests before the run, wait for the bucket to refill and run again)", p, code, e.L)
+	}
+	return Pass, fmt.Sprintf("from %s the first %s came after %d admitted in %v, within the documented %s: at most %d there (%d and %.1f refilled); observed_limit %d counts the most admitted in one window ending at a %[2]s, the refills after the first %[2]s too",
+		p, code, admitted, span.Round(time.Millisecond), want, int(bound), e.L, bound-float64(e.L), e.obs)
 }

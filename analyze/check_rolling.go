@@ -55,6 +55,8 @@ func (c *rollingCheck) judge(e *evidence) (string, string) {
 			b.Limit, b.Window.Round(time.Millisecond), 2*b.Limit)
 	}
 	switch {
+	case e.family.documented() && c.judgedN >= e.L && c.judgedN > c.indet:
+		return c.judgeFamily(e)
 	case e.sd.Leaks+e.sd.FalseThrottles > 0:
 		return Fail, fmt.Sprintf("%s, %s against %d per %v; %s",
 			withExamples(human.Count(e.sd.Leaks, "leak", ""), c.leaks), withExamples(human.Count(e.sd.FalseThrottles, "false throttle", ""), c.falses), e.L, e.W, ew)
@@ -90,8 +92,11 @@ func rollingAtW(c Candidate, w time.Duration) bool {
 // before it (see freshStart) on its leaks alone: requests sent before the
 // run only make a limiter refuse more, so no spent budget explains an
 // admission with more than L surely in its window.
+//
+// A documented family other than a sliding log admits past a rolling
+// window: its leaks are no proof, and the check is left to the premise.
 func (c *rollingCheck) judgeSpent(e *evidence) (string, string, bool) {
-	if e.sd.Leaks == 0 {
+	if e.sd.Leaks == 0 || e.family.documented() {
 		return "", "", false
 	}
 	return Fail, fmt.Sprintf("%s against %d per %v, which no budget spent before the run explains (it only makes a limiter refuse more)",

@@ -39,6 +39,9 @@ type Overrides struct {
 	// RefusalsCount says what a contract's limits say of refusals (see
 	// [Config.RefusalsCount]).
 	RefusalsCount map[string]string
+	// Families are the limiters a contract's limits document (see
+	// [Config.Families]).
+	Families map[string]Family
 	// Path is the first path read: the run reported when no run folder was
 	// read.
 	Path string
@@ -53,7 +56,7 @@ type Overrides struct {
 // warning for each run that did not finish or fell far behind its
 // schedule (see [RunWarnings]).
 func ConfigFor(meta *decode.Meta, o Overrides) (cfg Config, assumed bool) {
-	cfg = Config{Window: o.Window, Limits: o.Limits, Checks: o.Checks, Surfaces: o.Surfaces, Refusals: o.Refusals, Stacked: o.Stacked, Keys: o.Keys, Routes: o.Routes, RefusalsCount: o.RefusalsCount}
+	cfg = Config{Window: o.Window, Limits: o.Limits, Checks: o.Checks, Surfaces: o.Surfaces, Refusals: o.Refusals, Stacked: o.Stacked, Keys: o.Keys, Routes: o.Routes, RefusalsCount: o.RefusalsCount, Families: o.Families}
 	if cfg.Limits == nil {
 		cfg.Limits = map[string]int{method.REST: method.RESTLimit, method.MCP: method.MCPLimit}
 	}

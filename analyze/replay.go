@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -22,7 +23,8 @@ type replay struct {
 	none         score
 	counting     countingLogs   // at each window of scan (the documented first)
 	forgetting   []slidingLog   // at the documented window, then at each of forgetScan
-	buckets      []tokenBucket  // refilled L per W, then more slowly (see refillScan)
+	buckets      []tokenBucket  // refilled L per W, then more slowly (see refillScan), then in docRefill
+	docRefill    int64          // a documented token bucket's refill, replayed besides the scan's (0: none)
 	windows      []phaseWindows // a fixed window and two counters at each phase
 	recent       window         // the requests of the last w, for the replicas (at most recentCap)
 	recentCap    int
@@ -110,6 +112,9 @@ func (r *replay) start(t int64) {
 	}
 	for _, k := range refillScan(r.limit) {
 		r.buckets = append(r.buckets, tokenBucket{limit: r.limit, W: W * k, tokens: float64(r.limit), at: t})
+	}
+	if d := r.docRefill; d > 0 && !slices.ContainsFunc(r.buckets, func(b tokenBucket) bool { return b.W == d }) {
+		r.buckets = append(r.buckets, tokenBucket{limit: r.limit, W: d, tokens: float64(r.limit), at: t})
 	}
 	origins := make([]int64, 0, r.phases+len(r.origins))
 	for p := range r.phases {

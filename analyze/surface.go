@@ -198,6 +198,7 @@ type surfaceRun struct {
 	key      string             // what its limit counts by, when not the client address (Config.Keys)
 	routes   []string           // its limit's routes, when several share its budget (Config.Routes)
 	counts   string             // whether refusals count: "true", "false" or "" (not said) (Config.RefusalsCount)
+	family   Family             // the limiter its contract documents, when not a sliding log (Config.Families)
 	// unreached, for a stacked limit (Config.Stacked), says why the run
 	// judges nothing of it (see unreachedBy); "" for any other surface.
 	unreached string
@@ -261,7 +262,7 @@ type answerKinds struct {
 
 func newSurfaceRun(name string, cfg Config, tab *decode.Tables) *surfaceRun {
 	s := &surfaceRun{name: name, tab: tab, L: limitOf(cfg, name), W: cfg.Window, selected: cfg.Checks, charts: cfg.Charts, groups: map[string]*groupRun{}, t0: 1<<63 - 1,
-		errs: map[string]int{}, lat: newReservoir(100000), refusals: cfg.Refusals, key: cfg.Keys[name], routes: cfg.Routes[name], counts: "true"}
+		errs: map[string]int{}, lat: newReservoir(100000), refusals: cfg.Refusals, key: cfg.Keys[name], routes: cfg.Routes[name], counts: "true", family: cfg.Families[name]}
 	if c, ok := cfg.RefusalsCount[name]; ok {
 		s.counts = c
 	}
@@ -563,12 +564,14 @@ func (s *surfaceRun) endModels() {
 		limits = append(limits, s.obs)
 	}
 	s.fit = newFamilyFit(limits, s.W, s.primary.answered, s.origins.at)
+	s.fit.refill(s.family.Refill)
 	s.fit.leaks = s.leaks
 	if s.primary.refusals > 0 {
 		s.fit.decidedWithin, s.fit.heldTogether = s.primary.decidedBy, s.primary.heldTogether
 	}
 	if g := s.second; g != nil {
 		s.secondFit = newFamilyFit(limits, s.W, g.answered, s.secondOrigins.at)
+		s.secondFit.refill(s.family.Refill)
 		if g.refusals > 0 {
 			s.secondFit.decidedWithin, s.secondFit.heldTogether = g.decidedBy, g.heldTogether
 		}

@@ -18,7 +18,8 @@ import (
 // client address, per a header's value (an API key) or globally, with its
 // own quota, window and refusal. A request is held to every rule whose
 // routes hold it (stacked limits), and several routes in one rule share
-// its budget. Every rule limits by [Config.Limiter]'s algorithm.
+// its budget. A rule limits by its Mode, else by [Config.Limiter]'s
+// algorithm.
 type Rules struct {
 	Limits []Rule
 	// Tiers maps a credential, "Header: value" (the header's canonical
@@ -39,6 +40,9 @@ type Rule struct {
 	Key    Key
 	// Refusal is how a refusal of the rule is answered.
 	Refusal Refusal
+	// Mode is the rule's limiter, the family its contract documents
+	// (empty: [Config.Limiter]).
+	Mode LimiterMode
 }
 
 // A Route is a request a rule covers: Method (GET when empty) and Path,
@@ -90,9 +94,12 @@ func newRulesRun(rules Rules, mode LimiterMode) (*rulesRun, error) {
 		if ru.Tiers != nil {
 			quotas = ru.Tiers
 		}
-		lims := map[string]*Limiter{}
+		lims, m := map[string]*Limiter{}, mode
+		if ru.Mode != "" {
+			m = ru.Mode
+		}
 		for tier, q := range quotas {
-			l, err := NewLimiter(mode, q, ru.Window)
+			l, err := NewLimiter(m, q, ru.Window)
 			if err != nil {
 				return nil, fmt.Errorf("rule %q: %w", ru.Name, err)
 			}

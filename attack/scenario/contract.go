@@ -290,6 +290,16 @@ func (f *Family) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// RefillIn is how long a token bucket takes to refill its burst, for a
+// limit whose window is w (a rate per window scales with it): the burst
+// over the rate. 0 for any other family.
+func (f Family) RefillIn(w time.Duration) time.Duration {
+	if f.Name != "token-bucket" || f.Rate.N <= 0 {
+		return 0
+	}
+	return time.Duration(float64(f.Burst) / f.Rate.N * float64(f.Rate.Per.In(w)))
+}
+
 // MarshalYAML writes the name, or the token bucket's mapping.
 func (f Family) MarshalYAML() (any, error) {
 	if f.Name != "token-bucket" {
@@ -441,6 +451,14 @@ func (c *Contract) validate(line func(string) int) error {
 				return bad(at+".quota."+t, "limit %q: quota %d of tier %q: want at least 1 request a window", l.Name, l.Quota.Tiers[t], t)
 			case !tiers[t]:
 				return bad(at+".quota."+t, "limit %q has a quota for tier %q, and no identity is of it: give an identity tier: %s", l.Name, t, t)
+			}
+		}
+		if f := l.Family; f.Name == "token-bucket" {
+			switch {
+			case l.Quota.Tiers != nil:
+				return bad(at+".family", "limit %q: a token bucket has one burst, and the limit a quota per tier: give each tier a limit of its own, or leave family out", l.Name)
+			case f.Burst != l.Quota.N:
+				return bad(at+".family", "limit %q: burst %d is not its quota %d: a token bucket's quota is its burst, what it admits at once (write quota: %d, or burst: %d)", l.Name, f.Burst, l.Quota.N, f.Burst, l.Quota.N)
 			}
 		}
 		if l.Key.Kind == KeyHeader && !carries(c.Identities, l.Key.Header) {

@@ -408,6 +408,7 @@ func (c byKeyContract) hold(t *testing.T, window time.Duration, addr, what strin
 	if verdict, detail := checkOf(v, "search", "isolation"); verdict != c.isolation || !strings.Contains(detail, c.detail) {
 		t.Errorf("search/isolation: %s, want %s with %q: %s\n%s", verdict, c.isolation, c.detail, detail, surfacesSaid(v))
 	}
+	t.Logf("SAID:\n%s", surfacesSaid(v))
 	if verdict, detail := checkOf(v, "search", "rolling"); verdict != "fail" && (verdict != "inconclusive" || v.Surfaces[0].Timing == "") {
 		t.Errorf("search/rolling: %s, want fail (%s is no sliding log), or inconclusive with the run's timing said: %s", verdict, what, detail)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -128,7 +129,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr(stderr, "serve", "--addr %s: %v", o.addr, err)
 	}
 	if cfg.Rules != nil {
-		fmt.Fprintf(stdout, "ratecheck serve: listening on %s (contract %s: %s; limiter %s", ln.URL, o.contract, describeRules(cfg.Rules), cfg.Limiter)
+		fmt.Fprintf(stdout, "ratecheck serve: listening on %s (contract %s: %s; limiter %s where it names none", ln.URL, o.contract, describeRules(cfg.Rules), cfg.Limiter)
 	} else {
 		fmt.Fprintf(stdout, "ratecheck serve: listening on %s (window %v, rest %d, mcp %d per window and address, limiter %s", ln.URL, cfg.Window, cfg.RESTLimit, cfg.MCPLimit, cfg.Limiter)
 	}
@@ -194,6 +195,11 @@ func (o serveOptions) config() (refserver.Config, error) {
 		if cfg.Rules, err = rulesOf(c, os.LookupEnv); err != nil {
 			return cfg, fmt.Errorf("--contract %s: %v", o.contract, err)
 		}
+		if o.set["limiter"] { // every limit, whatever family its contract documents
+			for i := range cfg.Rules.Limits {
+				cfg.Rules.Limits[i].Mode = ""
+			}
+		}
 	}
 	return cfg, nil
 }
@@ -242,9 +248,34 @@ func rulesOf(c *scenario.Contract, env func(string) (string, bool)) (*refserver.
 		for _, r := range l.Routes {
 			ru.Routes = append(ru.Routes, routes[r])
 		}
+		mode, err := modeOf(l)
+		if err != nil {
+			return nil, err
+		}
+		ru.Mode = mode
 		rules.Limits = append(rules.Limits, ru)
 	}
 	return rules, nil
+}
+
+// modeOf is the reference limiter of the family limit l documents (none:
+// the server's --limiter).
+func modeOf(l scenario.Limit) (refserver.LimiterMode, error) {
+	switch f := l.Family; f.Name {
+	case "sliding-log":
+		return refserver.Rolling, nil
+	case "fixed-window":
+		return refserver.FixedWindow, nil
+	case "sliding-window-counter":
+		return refserver.SlidingWindowCounter, nil
+	case "token-bucket":
+		// The reference bucket holds the quota and refills it in a window.
+		if w := time.Duration(l.Window); math.Abs(float64(f.RefillIn(w)-w)) > float64(w)/1e6 {
+			return "", fmt.Errorf("limit %s: the reference target's token bucket refills its burst in one window, and this one takes %v (rate: %d/w serves it)", l.Name, f.RefillIn(w), f.Burst)
+		}
+		return refserver.TokenBucket, nil
+	}
+	return "", nil
 }
 
 // describeRules says each rule in a few words: name, quota, window, key.
@@ -266,7 +297,11 @@ func describeRules(rules *refserver.Rules) string {
 		case ru.Key.Header != "":
 			key = ru.Key.Header
 		}
-		parts = append(parts, fmt.Sprintf("%s %s per %v per %s", ru.Name, quota, ru.Window, key))
+		part := fmt.Sprintf("%s %s per %v per %s", ru.Name, quota, ru.Window, key)
+		if ru.Mode != "" {
+			part += " (" + string(ru.Mode) + ")"
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, ", ")
 }

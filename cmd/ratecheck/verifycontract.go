@@ -315,6 +315,9 @@ type contractJudging struct {
 	keys     map[string]string // what a limit counts by, when not the client address
 	routes   map[string][]string
 	counts   map[string]string // whether a limit's refusals count, as it says
+	// families are the limiters the limits document, when not a sliding
+	// log, a token bucket's refill in windows (see familiesAt)
+	families map[string]analyze.Family
 }
 
 // judgingOf is the judging of runs of c.
@@ -325,6 +328,13 @@ func judgingOf(c *scenario.Contract) contractJudging {
 		j.names = append(j.names, name)
 		j.limits[name] = jl.quota
 		j.counts[name] = string(l.RefusalsCount)
+		if f := l.Family.Name; f != "" && f != "sliding-log" {
+			if j.families == nil {
+				j.families = map[string]analyze.Family{}
+			}
+			w := time.Duration(l.Window)
+			j.families[name] = analyze.Family{Name: f, Refill: time.Duration(float64(l.Family.RefillIn(w)) / float64(w) * float64(time.Second))}
+		}
 		j.refusals[name] = analyze.Refusal{Status: uint16(l.Refused.Status), Body: jsonValue(l.Refused.Body), RPCCode: l.Refused.JSONRPCCode}
 		if len(l.Routes) > 1 {
 			if j.routes == nil {
@@ -342,6 +352,21 @@ func judgingOf(c *scenario.Contract) contractJudging {
 	return j
 }
 
+// familiesAt are the limiters j's limits document, judged at window w:
+// a token bucket's refill, which families holds per second of window,
+// scaled to w as the window is.
+func (j *contractJudging) familiesAt(w time.Duration) map[string]analyze.Family {
+	if j == nil || j.families == nil {
+		return nil
+	}
+	out := map[string]analyze.Family{}
+	for name, f := range j.families {
+		f.Refill = time.Duration(float64(f.Refill) / float64(time.Second) * float64(w))
+		out[name] = f
+	}
+	return out
+}
+
 // refusalsOf are the refusals j reads the input with (nil j: none, the
 // documented API's).
 func (j *contractJudging) refusalsOf() map[string]analyze.Refusal {
@@ -355,6 +380,7 @@ func (j *contractJudging) refusalsOf() map[string]analyze.Refusal {
 func (j *contractJudging) apply(cfg *analyze.Config) {
 	if j != nil {
 		cfg.Limits, cfg.Refusals, cfg.Surfaces, cfg.Stacked, cfg.Keys, cfg.Routes, cfg.RefusalsCount = j.limits, j.refusals, j.names, j.stacked, j.keys, j.routes, j.counts
+		cfg.Families = j.familiesAt(cfg.Window)
 	}
 }
 

@@ -151,6 +151,7 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 		judged: analyze.Overrides{Window: window, Limits: documentedLimits, Checks: checks, Surfaces: surfaces}}
 	if vc != nil {
 		v.judged.Refusals, v.judged.Surfaces, v.judged.Stacked, v.judged.Keys, v.judged.Routes, v.judged.RefusalsCount = j.refusals, vc.judged(), j.stacked, j.keys, j.routes, j.counts
+		v.judged.Families = j.familiesAt(window)
 		v.plan.Refusals = map[string]uint16{}
 		for name, r := range j.refusals {
 			v.plan.Refusals[name] = r.Status

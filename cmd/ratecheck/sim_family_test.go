@@ -82,7 +82,7 @@ func TestSimVerifyContractFamilies(t *testing.T) {
 		familyCase{name: "a token bucket documented, a fixed window served", documented: "token-bucket", host: hostsim.Quiet, serve: served("fixed-window"),
 			failed: []string{"rolling"}, detail: "not the documented token bucket"},
 		familyCase{name: "a token bucket of 200 served", documented: "token-bucket", host: hostsim.Quiet,
-			serve: func(c *scenario.Contract) { served("token-bucket")(c); c.Limits[0].Quota.N = 200 },
+			serve:  func(c *scenario.Contract) { served("token-bucket")(c); c.Limits[0].Quota.N = 200 },
 			failed: []string{"onset", "rolling"}, detail: "began before 240 requests were admitted"},
 	)
 	for _, tc := range cases {

@@ -78,10 +78,12 @@ documented limits: each limit over its routes, counted by client address, by
 a header's value (an API key) or globally, with its quota (per tier, the tier
 of the identity whose credential a request carries), window and refusal; a
 request is held to every limit over its route, and routes of one limit share
-its budget. Paths under /api/public/ and /mcp are answered by the reference
-surfaces, other routes with {"route": NAME, "ok": true}. --limiter applies to
-every limit (a deliberately wrong contract target); the identities'
-${VARIABLE} credentials are read from this environment.
+its budget. A limit whose contract names its family is served by that
+limiter, the others by --limiter's. Paths under /api/public/ and /mcp are
+answered by the reference surfaces, other routes with {"route": NAME, "ok":
+true}. --limiter, when given, applies to every limit (a deliberately wrong
+contract target); the identities' ${VARIABLE} credentials are read from this
+environment.
 
 One line is logged to stderr per refused or failed request (route or JSON-RPC
 method, status, error code, request id; never a body or a credential).

@@ -545,3 +545,67 @@ func TestVerifyContractSharedAgainstNginx(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyContractStackedAgainstNginx: nginx with two limit_req on one
+// location, a minute's bucket of 240 and an hour's of 3000 per client
+// address (ngx_http_limit_req_module: "There could be several limit_req
+// directives"; a request refused by any of them is accounted in none),
+// held to testdata/verify-contract/search-stacked.yaml. The hour is 60 of
+// the run's windows (4 minutes at 4 s), and the run sends the route far
+// fewer than 3000 requests: per-minute passes, decided a token bucket as
+// documented (or left open with the timing said), and per-hour is
+// inconclusive, never passed, saying the run never reached it and how
+// long a run that probes it takes. The contract saying the minute holds
+// 200 fails per-minute's onset.
+func TestVerifyContractStackedAgainstNginx(t *testing.T) {
+	t.Parallel()
+	window := verifyWindow
+	upstream := jsonUpstream(t)
+	file := filepath.Join("testdata", "verify-contract", "search-stacked.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := filepath.Join(t.TempDir(), "minute-200.yaml")
+	if err := os.WriteFile(wrong, []byte(strings.NewReplacer("quota: 240", "quota: 200", "burst: 240, rate: 240/w", "burst: 200, rate: 200/w").Replace(string(data))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, file string
+		code       int
+	}{
+		{"as nginx serves it", file, exitInconclusive},
+		{"the minute said to hold 200", wrong, exitCheckFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			addr := startNginx(t, `
+  limit_req_zone $binary_remote_addr zone=minute:10m rate=%[3]dr/s;
+  limit_req_zone $binary_remote_addr zone=hour:10m rate=%[4]dr/m;
+  limit_req_status 429;
+  server {
+    listen %[2]s;
+    location = /v1/search { limit_req zone=minute burst=239 nodelay; limit_req zone=hour burst=2999 nodelay; error_page 429 = @rest429; proxy_pass http://%[5]s; }`+nginx429+`
+  }`, int(240/window.Seconds()), int(3000/(60*window).Minutes()), strings.TrimPrefix(upstream.URL, "http://"))
+			code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--contract", tc.file)
+			if len(v.Surfaces) != 2 || v.Surfaces[0].Surface != "per-minute" || v.Surfaces[1].Surface != "per-hour" {
+				t.Fatalf("exit %d, verdict %s, %d surfaces; want per-minute, per-hour\n%s", code, v.Verdict, len(v.Surfaces), stderr)
+			}
+			minute, hour := v.Surfaces[0], v.Surfaces[1]
+			if hour.Verdict != "inconclusive" || !strings.Contains(hour.Missing, "and the run never reached it") || !strings.Contains(hour.Missing, "a run of about 14m0s") {
+				t.Errorf("per-hour: %s, %q; want inconclusive, never reached, a run of about 14m0s to probe it", hour.Verdict, hour.Missing)
+			}
+			if tc.code == exitCheckFailed {
+				if code != exitCheckFailed || !slices.Contains(failing(v), "per-minute/onset") {
+					t.Errorf("exit %d, failing %v; want 1 with per-minute/onset\n%s", code, failing(v), surfacesSaid(v))
+				}
+				return
+			}
+			open := !minute.Decided && minute.Timing != "" && (minute.Model == "token-bucket" || minute.Model == "unknown" || slices.Contains(minute.Alternatives, "token-bucket"))
+			if code != exitInconclusive || len(failing(v)) > 0 || !(minute.Verdict == "pass" && minute.Model == "token-bucket" && minute.Decided || open) {
+				t.Errorf("exit %d, failing %v, per-minute %s (model %s, decided %v); want 4, nothing failing, per-minute passed as a token bucket or left open with the timing said\n%s",
+					code, failing(v), minute.Verdict, minute.Model, minute.Decided, surfacesSaid(v))
+			}
+		})
+	}
+}

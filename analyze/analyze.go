@@ -54,10 +54,13 @@ type Config struct {
 	// run's addresses, within a window of its start: a refusal whose
 	// window may hold those requests can be that earlier run's doing.
 	SentBefore time.Time
-	// Stacked are the limits of a contract that verify does not probe,
-	// by name (each also in Surfaces): each is held to a route beside a
-	// limit of a shorter window that verify probes, and is judged
-	// inconclusive, saying whether the run reached it (see Stacked).
+	// Stacked are the limits of a contract stacked on others, by name
+	// (each also in Surfaces): each is held to a route beside a limit of a
+	// shorter window that verify probes, and judged at its own window (as
+	// many times the run's as the contract says). One the run sent no
+	// stream of its own is inconclusive, saying whether the run reached
+	// it; one it did (method.StreamStacked) is judged on its onset, shape
+	// and headers, the rest left open (see Stacked).
 	Stacked map[string]Stacked
 	// Keys say, by surface, what a contract's limit counts by when it is
 	// not the client address: "header NAME" (an API key: its requests
@@ -203,6 +206,9 @@ type SurfaceDetail struct {
 	// from a limit below the documented one: the follow-up burst, once
 	// every request of the run has aged out, does (FollowUps).
 	SpentOrLower bool
+	// OnsetOnly, for a stacked limit the run probed by its onset alone,
+	// says why its other checks are left open: no follow-up settles them.
+	OnsetOnly string
 }
 
 // ErrorCount is how many results failed with one kind of transport error.
@@ -297,7 +303,11 @@ func AnalyzeSource(src decode.Source, cfg Config) (*Report, error) {
 			if i >= 0 {
 				on = workers[i]
 			}
-			s.unreached = s.unreachedBy(on, st)
+			if s.primary == nil {
+				s.unreached = s.unreachedBy(on, st)
+			} else {
+				s.onsetOnly = s.onsetOnlyBy(st)
+			}
 		}
 	}
 	for _, s := range workers {

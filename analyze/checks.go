@@ -195,6 +195,8 @@ func (s *surfaceRun) verdict(meta *decode.Meta) (SurfaceVerdict, SurfaceDetail) 
 		verdict, detail := Inconclusive, notJudged
 		if j, ok := judgedSpent[c.Name]; ok {
 			verdict, detail = j.Verdict, j.Detail
+		} else if s.onsetOnly != "" && missing == "" && !slices.Contains(stackedJudged, c.Name) {
+			verdict, detail = Inconclusive, s.onsetOnly
 		} else if missing == "" {
 			verdict, detail = c.run.judge(e)
 		}
@@ -209,7 +211,7 @@ func (s *surfaceRun) verdict(meta *decode.Meta) (SurfaceVerdict, SurfaceDetail) 
 			sv.Model, sv.ModelDecided, sv.ModelReplicas, sv.ModelAlternatives = familyUnknown, false, 0, []string{}
 		}
 	}
-	sd.Premise = missing
+	sd.Premise, sd.OnsetOnly = missing, s.onsetOnly
 	sv.Missing = missing // said once, for every check it left unjudged
 	if missing == "" {
 		sv.Timing = s.timingNote(&sv)

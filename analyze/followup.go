@@ -52,7 +52,7 @@ func (r *Report) FollowUps(maxUntil float64) []timeline.Need {
 			}
 			continue
 		}
-		if i >= len(r.Surfaces) || r.Surfaces[i].Premise != "" || sv.Model == familyUnknown {
+		if i >= len(r.Surfaces) || r.Surfaces[i].Premise != "" || r.Surfaces[i].OnsetOnly != "" || sv.Model == familyUnknown {
 			continue
 		}
 		fit := r.Surfaces[i].Fit

@@ -202,6 +202,10 @@ type surfaceRun struct {
 	// unreached, for a stacked limit (Config.Stacked), says why the run
 	// judges nothing of it (see unreachedBy); "" for any other surface.
 	unreached string
+	// onsetOnly, for a stacked limit the run probed (its stream from an
+	// address of its own, method.StreamStacked), says why its checks but
+	// onset, shape and headers are left open (see onsetOnlyBy).
+	onsetOnly string
 	// sentBefore is when an earlier run last sent from the run's
 	// addresses, within a window of its start (Unix ns; 0: none known)
 	sentBefore int64
@@ -265,6 +269,9 @@ func newSurfaceRun(name string, cfg Config, tab *decode.Tables) *surfaceRun {
 		errs: map[string]int{}, lat: newReservoir(100000), refusals: cfg.Refusals, key: cfg.Keys[name], routes: cfg.Routes[name], counts: "true", family: cfg.Families[name]}
 	if c, ok := cfg.RefusalsCount[name]; ok {
 		s.counts = c
+	}
+	if st, ok := cfg.Stacked[name]; ok {
+		s.W = st.runWindow(cfg.Window) // its own, as many times the run's as the contract says
 	}
 	if name == "mcp" {
 		s.revision = cfg.MCPRevision

@@ -59,6 +59,12 @@ const (
 	// request, a token bucket and a sliding-window counter, on traffic
 	// that carries no refusals.
 	StreamRebound = "rebound"
+	// StreamStacked is sent, for a contract's limit stacked on another of
+	// a shorter window over its route, from an address of its own (the
+	// contract address's role): requests paced under the shorter limit
+	// until past the stacked one's quota, whose first refusal is the
+	// stacked limit's onset.
+	StreamStacked = "stacked"
 	// StreamFollowUp is verify's follow-up probes from the limit address,
 	// sent only when the plan left a question open (FollowUpProbe).
 	StreamFollowUp = "follow-up"

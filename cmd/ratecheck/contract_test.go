@@ -144,7 +144,7 @@ func TestContractCheckPrintsThePlan(t *testing.T) {
 		// at most its 225 and the follow-up's 145.
 		{"../../examples/contracts/stacked.yaml", []string{
 			"limit per-minute: 225 requests from the limit address (onset 30, over 1, flood 30, probe 54, edge 20, second 30, spoof 60), 60 from the second address (isolation and rebound); if a question is left open, up to 145 more",
-			"limit per-hour (1000 per 1h0m0s): stacked on per-minute over route search, no probes of its own: the run sends at most 370 requests to the route from the limit address, fewer than its quota, so it is judged inconclusive, never passed, saying so and that a run of about 3h30m0s would prove it",
+			"limit per-hour (1000 per 1h0m0s): stacked on per-minute over route search, no probes of its own (its onset, paced under per-minute's limit from a third address, takes about 42m5s: verify --max-duration 42m5s probes it): the run sends at most 370 requests to the route from the limit address, fewer than its quota, so it is judged inconclusive, never passed, saying so and that a run of about 3h30m0s would prove it",
 		}},
 	} {
 		code, stdout, stderr := runCmd(t, "contract", "check", tc.file)

@@ -547,59 +547,87 @@ func TestVerifyContractSharedAgainstNginx(t *testing.T) {
 }
 
 // TestVerifyContractStackedAgainstNginx: nginx with two limit_req on one
-// location, a minute's bucket of 240 and an hour's of 3000 per client
-// address (ngx_http_limit_req_module: "There could be several limit_req
-// directives"; a request refused by any of them is accounted in none),
-// held to testdata/verify-contract/search-stacked.yaml. The hour is 60 of
-// the run's windows (4 minutes at 4 s), and the run sends the route far
-// fewer than 3000 requests: per-minute passes, decided a token bucket as
-// documented (or left open with the timing said), and per-hour is
-// inconclusive, never passed, saying the run never reached it and how
-// long a run that probes it takes. The contract saying the minute holds
-// 200 fails per-minute's onset.
+// location, each a bucket per client address (ngx_http_limit_req_module:
+// "There could be several limit_req directives"; a request refused by any
+// of them is accounted in none), a minute's of 240 refilled at 240 a
+// window beside a longer one.
+//   - An hour's of 3000 (testdata/verify-contract/search-stacked.yaml):
+//     the hour is 60 of the run's windows (4 minutes at 4 s), and the run
+//     sends the route far fewer than 3000 requests. per-minute passes,
+//     decided a token bucket as documented (or left open with the timing
+//     said), and per-hour is inconclusive, never passed, saying the run
+//     never reached it and how long a run that probes it takes. The
+//     contract saying the minute holds 200 fails per-minute's onset.
+//   - Ten minutes' of 1600 refilled at 1 a minute
+//     (search-stacked-reachable.yaml), with --max-duration of nine
+//     windows: the run probes its onset from the third address, paced
+//     under the minute's limit, and nginx refuses it after its burst:
+//     onset passes, the rest of it inconclusive. The contract saying it
+//     holds 1700 fails its onset: nginx refuses it after 1600.
 func TestVerifyContractStackedAgainstNginx(t *testing.T) {
 	t.Parallel()
 	window := verifyWindow
 	upstream := jsonUpstream(t)
-	file := filepath.Join("testdata", "verify-contract", "search-stacked.yaml")
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
+	contract := func(name string, replace ...string) string {
+		file := filepath.Join("testdata", "verify-contract", name)
+		if len(replace) == 0 {
+			return file
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wrong := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(wrong, []byte(strings.NewReplacer(replace...).Replace(string(data))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return wrong
 	}
-	wrong := filepath.Join(t.TempDir(), "minute-200.yaml")
-	if err := os.WriteFile(wrong, []byte(strings.NewReplacer("quota: 240", "quota: 200", "burst: 240, rate: 240/w", "burst: 200, rate: 200/w").Replace(string(data))), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	hour := "limit_req zone=long burst=2999 nodelay;" // 3000 per 60 windows: 750r/m at 4 s
+	tenMinutes := "limit_req zone=long burst=1599 nodelay;"
+	long := []string{"--max-duration", (9 * window).String()}
 	for _, tc := range []struct {
-		name, file string
-		code       int
+		name, file, longZone, longLimit string
+		args                            []string
+		code                            int
+		failing                         string // the check that fails ("": none)
 	}{
-		{"as nginx serves it", file, exitInconclusive},
-		{"the minute said to hold 200", wrong, exitCheckFailed},
+		{"an hour's, as nginx serves it", contract("search-stacked.yaml"), "rate=750r/m", hour, nil, exitInconclusive, ""},
+		{"an hour's, the minute said to hold 200", contract("search-stacked.yaml", "quota: 240", "quota: 200", "burst: 240, rate: 240/w", "burst: 200, rate: 200/w"),
+			"rate=750r/m", hour, nil, exitCheckFailed, "per-minute/onset"},
+		{"ten minutes', as nginx serves it", contract("search-stacked-reachable.yaml"), "rate=1r/m", tenMinutes, long, exitInconclusive, ""},
+		{"ten minutes', said to hold 1700", contract("search-stacked-reachable.yaml", "quota: 1600", "quota: 1700", "burst: 1600", "burst: 1700"),
+			"rate=1r/m", tenMinutes, long, exitCheckFailed, "per-10-minutes/onset"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			addr := startNginx(t, `
   limit_req_zone $binary_remote_addr zone=minute:10m rate=%[3]dr/s;
-  limit_req_zone $binary_remote_addr zone=hour:10m rate=%[4]dr/m;
+  limit_req_zone $binary_remote_addr zone=long:10m %[5]s;
   limit_req_status 429;
   server {
     listen %[2]s;
-    location = /v1/search { limit_req zone=minute burst=239 nodelay; limit_req zone=hour burst=2999 nodelay; error_page 429 = @rest429; proxy_pass http://%[5]s; }`+nginx429+`
-  }`, int(240/window.Seconds()), int(3000/(60*window).Minutes()), strings.TrimPrefix(upstream.URL, "http://"))
-			code, v, stderr := runVerifyJSON(t, window, "--target", addr, "--contract", tc.file)
-			if len(v.Surfaces) != 2 || v.Surfaces[0].Surface != "per-minute" || v.Surfaces[1].Surface != "per-hour" {
-				t.Fatalf("exit %d, verdict %s, %d surfaces; want per-minute, per-hour\n%s", code, v.Verdict, len(v.Surfaces), stderr)
+    location = /v1/search { limit_req zone=minute burst=239 nodelay; %[6]s error_page 429 = @rest429; proxy_pass http://%[4]s; }`+nginx429+`
+  }`, int(240/window.Seconds()), strings.TrimPrefix(upstream.URL, "http://"), tc.longZone, tc.longLimit)
+			code, v, stderr := runVerifyJSON(t, window, append([]string{"--target", addr, "--contract", tc.file}, tc.args...)...)
+			if len(v.Surfaces) != 2 || v.Surfaces[0].Surface != "per-minute" {
+				t.Fatalf("exit %d, verdict %s, %d surfaces; want per-minute and the longer limit\n%s", code, v.Verdict, len(v.Surfaces), stderr)
 			}
-			minute, hour := v.Surfaces[0], v.Surfaces[1]
-			if hour.Verdict != "inconclusive" || !strings.Contains(hour.Missing, "and the run never reached it") || !strings.Contains(hour.Missing, "a run of about 14m0s") {
-				t.Errorf("per-hour: %s, %q; want inconclusive, never reached, a run of about 14m0s to probe it", hour.Verdict, hour.Missing)
-			}
-			if tc.code == exitCheckFailed {
-				if code != exitCheckFailed || !slices.Contains(failing(v), "per-minute/onset") {
-					t.Errorf("exit %d, failing %v; want 1 with per-minute/onset\n%s", code, failing(v), surfacesSaid(v))
+			minute, longer := v.Surfaces[0], v.Surfaces[1]
+			if tc.failing != "" {
+				// the minute's bucket, said to hold 200, fails its rolling
+				// window too: no bucket of 200 fits it
+				if code != exitCheckFailed || !slices.Contains(failing(v), tc.failing) || slices.ContainsFunc(failing(v), func(f string) bool { return !strings.HasPrefix(f, strings.Split(tc.failing, "/")[0]+"/") }) {
+					t.Errorf("exit %d, failing %v; want 1 with %s, and no other limit failing\n%s", code, failing(v), tc.failing, surfacesSaid(v))
 				}
 				return
+			}
+			if tc.args == nil { // the hour, out of reach
+				if longer.Verdict != "inconclusive" || !strings.Contains(longer.Missing, "and the run never reached it") || !strings.Contains(longer.Missing, "a run of about 14m0s") {
+					t.Errorf("%s: %s, %q; want inconclusive, never reached, a run of about 14m0s to probe it", longer.Surface, longer.Verdict, longer.Missing)
+				}
+			} else if verdict, detail := checkOf(v, longer.Surface, "onset"); verdict != "pass" || longer.Verdict != "inconclusive" {
+				t.Errorf("%s: %s, onset %s; want onset passed (nginx refused after its burst of 1600), the rest left open: %s\n%s", longer.Surface, longer.Verdict, verdict, detail, surfacesSaid(v))
 			}
 			open := !minute.Decided && minute.Timing != "" && (minute.Model == "token-bucket" || minute.Model == "unknown" || slices.Contains(minute.Alternatives, "token-bucket"))
 			if code != exitInconclusive || len(failing(v)) > 0 || !(minute.Verdict == "pass" && minute.Model == "token-bucket" && minute.Decided || open) {

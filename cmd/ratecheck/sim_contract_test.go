@@ -522,3 +522,61 @@ func TestDiscoverThenVerify(t *testing.T) {
 		})
 	}
 }
+
+// TestSimVerifyStackedOnset: a stacked limit the run can reach under the
+// limit it is stacked on (testdata/verify-contract/stacked-reachable.yaml:
+// 1600 in ten minutes beside 240 a minute), on simulated time. With
+// --max-duration of nine windows its onset is probed from the third
+// address, paced at four fifths of the minute's limit: a target serving
+// the contract refuses it after exactly 1600, onset passes and the rest of
+// the limit is inconclusive, never passed, saying why; served at 1400 or
+// at 2000, its onset fails and per-minute still passes. At the default
+// --max-duration the onset is out of reach: the limit is inconclusive,
+// saying what --max-duration probes it.
+func TestSimVerifyStackedOnset(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join("testdata", "verify-contract", "stacked-reachable.yaml")
+	long := []string{"--max-duration", (9 * verifyWindow).String()}
+	for _, tc := range []struct {
+		name  string
+		quota int      // the ten minutes' quota served
+		args  []string // verify's flags besides --contract
+		code  int
+		onset string // per-10-minutes/onset's verdict, or "" where the run has no evidence of it
+	}{
+		{"as documented", 1600, long, exitInconclusive, "pass"},
+		{"served at 1400", 1400, long, exitCheckFailed, "fail"},
+		{"served at 2000", 2000, long, exitCheckFailed, "fail"},
+		{"at the default --max-duration", 1600, nil, exitInconclusive, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := simWorld(t, hostsim.Quiet, 1, contractTarget(t, file, func(c *scenario.Contract) { c.Limits[1].Quota.N = tc.quota }), nil)
+			code, v, stderr := simVerifyJSON(t, w, verifyWindow, append([]string{"--contract", file}, tc.args...)...)
+			if code != tc.code || len(v.Surfaces) != 2 || v.Surfaces[0].Surface != "per-minute" || v.Surfaces[1].Surface != "per-10-minutes" {
+				t.Fatalf("exit %d, verdict %s, %d surfaces; want exit %d with per-minute, per-10-minutes\n%s\n%s", code, v.Verdict, len(v.Surfaces), tc.code, surfacesSaid(v), stderr)
+			}
+			if minute := v.Surfaces[0]; minute.Verdict != "pass" {
+				t.Errorf("per-minute: %s, failing %v; want pass (the onset probe goes out from an address of its own, under its limit)\n%s", minute.Verdict, failing(v), surfacesSaid(v))
+			}
+			stacked := v.Surfaces[1]
+			if tc.onset == "" {
+				if want := "verify --max-duration 34s probes it"; stacked.Verdict != "inconclusive" || !strings.Contains(stacked.Missing, want) {
+					t.Errorf("per-10-minutes: %s, %q; want inconclusive saying %q", stacked.Verdict, stacked.Missing, want)
+				}
+				return
+			}
+			if verdict, detail := checkOf(v, "per-10-minutes", "onset"); verdict != tc.onset {
+				t.Errorf("per-10-minutes/onset: %s, want %s: %s", verdict, tc.onset, detail)
+			}
+			if tc.onset == "fail" && !slices.Equal(failing(v), []string{"per-10-minutes/onset"}) {
+				t.Errorf("failing %v, want per-10-minutes/onset alone", failing(v))
+			}
+			for _, c := range stacked.Checks {
+				if judged := slices.Contains([]string{"onset", "shape", "headers"}, c.Name); !judged && (c.Verdict != "inconclusive" || !strings.Contains(c.Detail, "the run probes its onset alone")) {
+					t.Errorf("per-10-minutes/%s: %s, %q; want inconclusive, its onset alone probed", c.Name, c.Verdict, c.Detail)
+				}
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -486,13 +487,86 @@ type streamCount struct {
 	n    int
 }
 
-// stackedPlan is a stacked limit, and at most how many requests the run
-// sends to its route from the limit address.
+// stackedPlan is a stacked limit, at most how many requests the run
+// sends to its route from the limit address, and, where the run can
+// reach its quota paced under the limit it is stacked on, the stream that
+// probes its onset (method.StreamStacked).
 type stackedPlan struct {
 	name  string
 	st    analyze.Stacked
 	quota int
 	most  int
+	// probe, when set, is the onset probe: n requests from the contract
+	// address at pace per window (On's), over dur windows; why, when not,
+	// says why none (empty: the run reaches the limit anyway).
+	probe     bool
+	n         int
+	pace, dur float64
+	why       string
+}
+
+// stackedPace is how far under the limit it is stacked on a stacked
+// limit's onset probe goes: four fifths of its rate.
+const stackedPace = 0.8
+
+// stackedExtra is how many requests the onset probe sends past the
+// stacked limit's quota: enough to see it refuse.
+const stackedExtra = 10
+
+// probeStacked plans sp's onset probe, where the run (at window runW,
+// the contract's or compressed) can reach its quota within until windows
+// (--max-duration) at stackedPace of on's rate
+// (its quota per window, or a documented token bucket's refill if
+// slower), from an address of its own: a limit counted by client address
+// only (an API key's would need a third key, one for everybody would
+// count everybody's requests).
+func (vc *verifyContract) probeStacked(sp *stackedPlan, on, l scenario.Limit, until float64, runW time.Duration) {
+	w := time.Duration(on.Window)
+	perWindow := float64(on.Quota.N)
+	if r := on.Family.RefillIn(w); r > 0 {
+		perWindow = min(perWindow, float64(on.Quota.N)*float64(w)/float64(r))
+	}
+	pace := stackedPace * perWindow
+	k := float64(l.Window) / float64(on.Window) // its window, in on's
+	var reach float64                           // windows to its first refusal
+	switch r := l.Family.RefillIn(time.Duration(l.Window)); {
+	case l.Key.Kind != scenario.KeyClientAddress:
+		sp.why = "counted by " + l.Key.String() + ", its onset would need an identity of its own, which verify probes only for a limit counted by client address"
+		return
+	case r > 0: // a token bucket drains at the pace less its refill
+		refill := float64(l.Quota.N) / (float64(r) / float64(w))
+		if pace <= refill {
+			sp.why = fmt.Sprintf("it refills faster than %s's limit lets the run send", on.Name)
+			return
+		}
+		reach = float64(l.Quota.N) / (pace - refill)
+	default: // its quota within one of its windows
+		if reach = float64(l.Quota.N) / pace; reach > k {
+			sp.why = fmt.Sprintf("%s's limit lets the run send fewer than its quota in one of its windows", on.Name)
+			return
+		}
+	}
+	dur := reach + stackedExtra/pace
+	if dur > until {
+		sp.why = fmt.Sprintf("its onset, paced under %s's limit from a third address, takes about %v: verify --max-duration %v probes it", on.Name, time.Duration(dur*float64(runW)).Round(time.Second), time.Duration(math.Ceil(dur*float64(runW)/float64(time.Second)))*time.Second)
+		return
+	}
+	sp.probe, sp.pace, sp.dur, sp.n = true, pace, dur, int(math.Ceil(pace*dur))
+}
+
+// stackedStreams are the onset probes of plans, from source, each to its
+// route as the limit it is stacked on sends it.
+func (vc *verifyContract) stackedStreams(plans []stackedPlan, source string) []scenario.Stream {
+	var out []scenario.Stream
+	for _, sp := range plans {
+		if !sp.probe {
+			continue
+		}
+		on := vc.named[sp.st.On]
+		out = append(out, scenario.Stream{Name: method.StreamStacked, Surface: sp.name, Wire: on.Wire, Sources: []string{source}, Requests: []scenario.Request{on.Request},
+			Pacer: scenario.PacerSpec{Type: "constant", Rate: scenario.Rate{N: sp.pace, Per: scenario.Span{W: 1}}, Count: sp.n}})
+	}
+	return out
 }
 
 // planContract is verify's plan of vc at the contract's window, with the
@@ -511,8 +585,9 @@ func planContract(vc *verifyContract) (contractPlan, error) {
 	for _, n := range vc.names {
 		held.Streams = append(held.Streams, n+"/"+method.StreamFollowUp, n+"/"+method.StreamFollowUpBurst)
 	}
+	p.stacked = vc.stackedPlans(p.limits, until, w)
+	prof.Streams = append(prof.Streams, vc.stackedStreams(p.stacked, "third")...)
 	p.about = attack.Plan{Profile: prof, Window: w, FollowUp: held}.Duration()
-	p.stacked = vc.stackedPlans(p.limits)
 	return p, nil
 }
 
@@ -573,7 +648,7 @@ func (vc *verifyContract) routesOf(name string) []string {
 // address: its probes and spoof probes, and the follow-up's (and, for a
 // limit counted by key or for everybody, the probes of that key, or of
 // anybody, from the second address).
-func (vc *verifyContract) stackedPlans(limits []limitPlan) []stackedPlan {
+func (vc *verifyContract) stackedPlans(limits []limitPlan, until float64, runW time.Duration) []stackedPlan {
 	var out []stackedPlan
 	for _, l := range vc.c.Limits {
 		st, ok := vc.stacked[l.Name]
@@ -591,6 +666,9 @@ func (vc *verifyContract) stackedPlans(limits []limitPlan) []stackedPlan {
 				}
 			}
 		}
+		if sp.most < sp.quota {
+			vc.probeStacked(&sp, vc.c.Limits[slices.IndexFunc(vc.c.Limits, func(o scenario.Limit) bool { return o.Name == st.On })], l, until, runW)
+		}
 		out = append(out, sp)
 	}
 	return out
@@ -603,7 +681,7 @@ func (vc *verifyContract) stackedPlans(limits []limitPlan) []stackedPlan {
 // one's. One it can reach is an error naming it, as verify plans no
 // probes of a stacked limit's own yet.
 func (vc *verifyContract) reach(prof *scenario.Profile, w time.Duration) error {
-	for _, sp := range vc.stackedPlans(vc.count(prof, w)) {
+	for _, sp := range vc.stackedPlans(vc.count(prof, w), 0, w) {
 		if sp.most >= sp.quota {
 			return fmt.Errorf("%s: limit %s: it is stacked on %s over route %s, and the run sends up to %d requests to the route from the limit address, at least its quota of %d: the refusals of the two could not be told apart; verify plans a stacked limit only where the run cannot reach it, so far (ratecheck contract check %s summarises the whole contract)",
 				vc.file, sp.name, sp.st.On, sp.st.Route, sp.most, sp.quota, vc.file)
@@ -614,7 +692,11 @@ func (vc *verifyContract) reach(prof *scenario.Profile, w time.Duration) error {
 
 // write says p, limit by limit, then the run's length.
 func (p contractPlan) write(w io.Writer, file string) {
-	fmt.Fprintf(w, "verify --contract %s sends, at the window of %v, from two client addresses (--sources: the limit address, and a second for isolation):\n", file, p.window)
+	addresses := "two client addresses (--sources: the limit address, and a second for isolation)"
+	if slices.ContainsFunc(p.stacked, func(sp stackedPlan) bool { return sp.probe }) {
+		addresses = "three client addresses (--sources: the limit address, a second for isolation, and a third for the onset of stacked limits)"
+	}
+	fmt.Fprintf(w, "verify --contract %s sends, at the window of %v, from %s:\n", file, p.window, addresses)
 	for _, l := range p.limits {
 		parts := make([]string, 0, len(l.streams)+1)
 		for _, s := range l.streams {
@@ -644,8 +726,13 @@ func (p contractPlan) write(w io.Writer, file string) {
 				sp.name, sp.quota, sp.st.Window, sp.st.On, sp.st.Route, sp.most)
 			continue
 		}
-		fmt.Fprintf(w, "  limit %s (%d per %v): stacked on %s over route %s, no probes of its own: the run sends at most %d requests to the route from the limit address, fewer than its quota, so it is judged inconclusive, never passed, saying so and that a run of about %v would prove it\n",
-			sp.name, sp.quota, sp.st.Window, sp.st.On, sp.st.Route, sp.most, time.Duration(timeline.DefaultMaxDuration*float64(sp.st.Window)))
+		if sp.probe {
+			fmt.Fprintf(w, "  limit %s (%d per %v): stacked on %s over route %s, which the run sends at most %d requests from the limit address, fewer than its quota; its onset: %d requests from a third address, %.4g a window (under %s's limit), over about %v; the rest of it is judged inconclusive, never passed, saying that a run of about %v would prove it\n",
+				sp.name, sp.quota, sp.st.Window, sp.st.On, sp.st.Route, sp.most, sp.n, sp.pace, sp.st.On, time.Duration(sp.dur*float64(p.window)).Round(time.Second), time.Duration(timeline.DefaultMaxDuration*float64(sp.st.Window)))
+			continue
+		}
+		fmt.Fprintf(w, "  limit %s (%d per %v): stacked on %s over route %s, no probes of its own (%s): the run sends at most %d requests to the route from the limit address, fewer than its quota, so it is judged inconclusive, never passed, saying so and that a run of about %v would prove it\n",
+			sp.name, sp.quota, sp.st.Window, sp.st.On, sp.st.Route, sp.why, sp.most, time.Duration(timeline.DefaultMaxDuration*float64(sp.st.Window)))
 	}
 	fmt.Fprintf(w, "  the run: about %v, up to %v with follow-ups (--max-duration); --window compresses it on a target that runs a shorter window\n", p.about.Round(time.Second), p.upTo.Round(time.Second))
 }

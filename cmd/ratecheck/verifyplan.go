@@ -91,19 +91,32 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 	}
 	limits := slices.Contains(groups, "limits") || slices.Contains(groups, "isolation")
 	until := timeline.MaxUntil(o.maxDuration, window, limits)
+	// The follow-ups end where they would by default on a contract with
+	// stacked limits: a longer --max-duration is for a stacked limit's
+	// onset probe, and more follow-ups would only bring the limit address
+	// nearer the stacked quota, which it must not reach (see reach).
+	followUntil := until
+	if vc != nil && len(vc.stacked) > 0 {
+		followUntil = min(until, timeline.MaxUntil(0, window, limits))
+	}
 	var named map[string]scenario.NamedLimit
+	var stacked []stackedPlan
 	if vc != nil {
 		named = vc.named
 	}
 	prof, err := scenario.VerifyProfile(scenario.VerifyOptions{RESTLimit: restLimit, MCPLimit: mcpLimit, Sources: sources, Surfaces: surfaces, Named: named,
 		Limits: slices.Contains(groups, "limits"), Isolation: slices.Contains(groups, "isolation"), Contract: slices.Contains(groups, "contract"), Seed: seed,
-		FollowUpUntil: until})
+		FollowUpUntil: followUntil})
 	if err != nil {
 		return fail("%v", err)
 	}
 	if vc != nil {
 		if err := vc.reach(prof, window); err != nil {
 			return fail("--contract: %v", err)
+		}
+		stacked = vc.stackedPlans(vc.count(prof, window), until, window)
+		if len(sources) >= 3 { // a stacked limit's onset goes out from the third address, the contract address
+			prof.Streams = append(prof.Streams, vc.stackedStreams(stacked, sources[2])...)
 		}
 	}
 	nw, err := o.network(o.target)
@@ -126,8 +139,11 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 	}
 	embedded := embeddedWith(window, restLimit, mcpLimit)
 	if vc != nil {
-		if embedded, err = vc.embedded(window, os.LookupEnv); err != nil {
-			return fail("--contract %s: %v", o.contract, err)
+		// Served only without --target: a contract the reference target
+		// cannot serve (a token bucket of another refill) is verified
+		// against a target of the user's.
+		if embedded, err = vc.embedded(window, os.LookupEnv); err != nil && o.target == "" {
+			return fail("--contract %s: %v (give --target)", o.contract, err)
 		}
 	}
 	opts, err := o.runFlags.options("verify", stderr, embeddedTargetAt(o.withFaults(embedded), embeddedAddr(pool)))
@@ -152,17 +168,32 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 	if vc != nil {
 		v.judged.Refusals, v.judged.Surfaces, v.judged.Stacked, v.judged.Keys, v.judged.Routes, v.judged.RefusalsCount = j.refusals, vc.judged(), j.stacked, j.keys, j.routes, j.counts
 		v.judged.Families = j.familiesAt(window)
+		for _, sp := range stacked {
+			if st := j.stacked[sp.name]; !sp.probe || len(sources) < 3 {
+				st.Onset = sp.why
+				if sp.probe {
+					st.Onset = fmt.Sprintf("its onset needs a third address (--sources) to be sent from")
+				}
+				j.stacked[sp.name] = st
+			}
+		}
 		v.plan.Refusals = map[string]uint16{}
 		for name, r := range j.refusals {
 			v.plan.Refusals[name] = r.Status
 		}
 	}
-	if until > 0 {
-		v.plan.FollowUp = followUp(surfaces, v.judged, until, stderr)
+	if followUntil > 0 {
+		v.plan.FollowUp = followUp(surfaces, v.judged, followUntil, stderr)
 	}
-	intro := fmt.Sprintf("probing %s for about %v (window %v)", strings.Join(surfaces, " and "), v.plan.Duration().Round(100*time.Millisecond), window)
-	if until > 0 {
-		intro += fmt.Sprintf(", up to %v if a question is left open", time.Duration(until*float64(window)).Round(100*time.Millisecond))
+	probed := slices.Clone(surfaces)
+	for _, st := range prof.Streams {
+		if st.Name == method.StreamStacked {
+			probed = append(probed, "the onset of "+st.Surface)
+		}
+	}
+	intro := fmt.Sprintf("probing %s for about %v (window %v)", strings.Join(probed, " and "), v.plan.Duration().Round(100*time.Millisecond), window)
+	if followUntil > 0 {
+		intro += fmt.Sprintf(", up to %v if a question is left open", time.Duration(followUntil*float64(window)).Round(100*time.Millisecond))
 	}
 	v.opts.Events = engineEvents(stderr, "verify", intro)
 	return v, -1

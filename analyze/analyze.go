@@ -78,6 +78,10 @@ type Config struct {
 	// say: rejected-count reports what it finds as a skip). A surface
 	// not in it is held to the documented API's: they count.
 	RefusalsCount map[string]string
+	// Windows are, by surface, the windows of a contract's limits longer
+	// than the run's (Window, the shortest of the limits verify probes):
+	// each is judged at its own, and its verdict says it.
+	Windows map[string]time.Duration
 	// Families are, by surface, the limiter a contract's limit documents
 	// when it is not a sliding log: rolling and onset then hold the limit
 	// to it (see Family). A surface not in it is held to a rolling window.
@@ -118,7 +122,10 @@ type SurfaceVerdict struct {
 	RejectedCount *bool `json:"rejected_count"`
 	// MCPRevision is the MCP protocol revision spoken (mcp only).
 	MCPRevision string `json:"mcp_revision,omitempty"`
-	Verdict     string `json:"verdict"`
+	// WindowMS is the surface's own window where it is not the run's
+	// (Config.Windows, a stacked limit's; 0: the run's).
+	WindowMS clock.Millis `json:"window_ms,omitempty"`
+	Verdict  string       `json:"verdict"`
 	// Missing says what evidence the run did not produce and why: for an
 	// inconclusive surface, and for one whose checks the run's premise
 	// left unjudged (said here once; those checks say only that).

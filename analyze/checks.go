@@ -281,7 +281,11 @@ func (s *surfaceRun) judgeSpent(e *evidence, selected []string, missing string) 
 // check passes so far.
 func (s *surfaceRun) summary() (SurfaceVerdict, SurfaceDetail) {
 	sd := s.sd
-	sv := SurfaceVerdict{Surface: s.name, ExpectedLimit: s.L, Model: familyUnknown, ModelAlternatives: []string{}, MCPRevision: s.revision, Verdict: Pass,
+	var own clock.Millis
+	if s.W != s.runW {
+		own = clock.WholeMs(s.W)
+	}
+	sv := SurfaceVerdict{Surface: s.name, WindowMS: own, ExpectedLimit: s.L, Model: familyUnknown, ModelAlternatives: []string{}, MCPRevision: s.revision, Verdict: Pass,
 		Requests: sd.Requests, Admitted: sd.Admitted, Refused: sd.Refused, Faults: sd.Faults, OtherAnswers: sd.OtherAnswers, Indeterminate: sd.Indet}
 	sd.Latency = s.lat.metrics()
 	if m := sd.Latency; m.Count > 0 {

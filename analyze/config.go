@@ -42,6 +42,9 @@ type Overrides struct {
 	// Families are the limiters a contract's limits document (see
 	// [Config.Families]).
 	Families map[string]Family
+	// Windows are the windows of a contract's limits longer than the
+	// run's (see [Config.Windows]).
+	Windows map[string]time.Duration
 	// Path is the first path read: the run reported when no run folder was
 	// read.
 	Path string
@@ -56,7 +59,7 @@ type Overrides struct {
 // warning for each run that did not finish or fell far behind its
 // schedule (see [RunWarnings]).
 func ConfigFor(meta *decode.Meta, o Overrides) (cfg Config, assumed bool) {
-	cfg = Config{Window: o.Window, Limits: o.Limits, Checks: o.Checks, Surfaces: o.Surfaces, Refusals: o.Refusals, Stacked: o.Stacked, Keys: o.Keys, Routes: o.Routes, RefusalsCount: o.RefusalsCount, Families: o.Families}
+	cfg = Config{Window: o.Window, Limits: o.Limits, Checks: o.Checks, Surfaces: o.Surfaces, Refusals: o.Refusals, Stacked: o.Stacked, Keys: o.Keys, Routes: o.Routes, RefusalsCount: o.RefusalsCount, Families: o.Families, Windows: o.Windows}
 	if cfg.Limits == nil {
 		cfg.Limits = map[string]int{method.REST: method.RESTLimit, method.MCP: method.MCPLimit}
 	}

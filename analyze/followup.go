@@ -52,7 +52,9 @@ func (r *Report) FollowUps(maxUntil float64) []timeline.Need {
 			}
 			continue
 		}
-		if i >= len(r.Surfaces) || r.Surfaces[i].Premise != "" || r.Surfaces[i].OnsetOnly != "" || sv.Model == familyUnknown {
+		if i >= len(r.Surfaces) || r.Surfaces[i].Premise != "" || r.Surfaces[i].OnsetOnly != "" || sv.WindowMS != 0 || sv.Model == familyUnknown {
+			// (a surface of its own window has no follow-up: see
+			// scenario.NamedLimit.Scale)
 			continue
 		}
 		fit := r.Surfaces[i].Fit

@@ -16,9 +16,10 @@ import (
 type Stacked struct {
 	// On is the limit verify probes on the route; Route is the route.
 	On, Route string
-	// Window is this limit's window and OnWindow On's, as the contract
-	// says them: the run's window is On's, compressed or not, and this
-	// limit's is as many times longer.
+	// Window is this limit's window and OnWindow the run's, as the
+	// contract says them (the shortest of the limits verify probes: On's,
+	// or another's): the run's window is that one, compressed or not, and
+	// this limit's is as many times longer.
 	Window, OnWindow time.Duration
 	// Onset, when set, says what probing its onset would take, where the
 	// run did not (verify's plan: see unreachedBy).

@@ -191,6 +191,7 @@ type surfaceRun struct {
 	tab      *decode.Tables // the records' labels and answers
 	L        int
 	W        time.Duration
+	runW     time.Duration      // the run's window (Config.Window), W where the surface has none of its own
 	selected []string           // the checks reported (nil: all)
 	charts   bool               // keep the window chart's points (Config.Charts)
 	revision string             // the MCP revision spoken, when known
@@ -265,10 +266,13 @@ type answerKinds struct {
 }
 
 func newSurfaceRun(name string, cfg Config, tab *decode.Tables) *surfaceRun {
-	s := &surfaceRun{name: name, tab: tab, L: limitOf(cfg, name), W: cfg.Window, selected: cfg.Checks, charts: cfg.Charts, groups: map[string]*groupRun{}, t0: 1<<63 - 1,
+	s := &surfaceRun{name: name, tab: tab, L: limitOf(cfg, name), W: cfg.Window, runW: cfg.Window, selected: cfg.Checks, charts: cfg.Charts, groups: map[string]*groupRun{}, t0: 1<<63 - 1,
 		errs: map[string]int{}, lat: newReservoir(100000), refusals: cfg.Refusals, key: cfg.Keys[name], routes: cfg.Routes[name], counts: "true", family: cfg.Families[name]}
 	if c, ok := cfg.RefusalsCount[name]; ok {
 		s.counts = c
+	}
+	if w, ok := cfg.Windows[name]; ok && w > 0 {
+		s.W = w
 	}
 	if st, ok := cfg.Stacked[name]; ok {
 		s.W = st.runWindow(cfg.Window) // its own, as many times the run's as the contract says

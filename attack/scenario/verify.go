@@ -54,6 +54,11 @@ type NamedLimit struct {
 	// budget they share (method.PlanOptions.SharedRoutes), sent as
 	// Request is.
 	Others []Request
+	// Scale is the limit's window in the run's windows, when it is longer
+	// (a contract's limits of several windows go by the shortest): its
+	// probes' times scale by it, and it has no follow-up (0 or 1: the
+	// run's window).
+	Scale float64
 }
 
 // keyed reports whether n is counted by an API key.
@@ -102,6 +107,12 @@ func VerifyProfile(o VerifyOptions) (*Profile, error) {
 				s.Key = archive.GlobalSource
 			}
 			s.Wire, s.Requests[0] = n.Wire, withHeaders(req, s.Requests[0].Headers)
+			if n.Scale > 1 {
+				if pr.Stream == method.StreamFollowUp || pr.Stream == method.StreamFollowUpBurst {
+					continue // held for a question left open, in the run's windows
+				}
+				s.scale(n.Scale)
+			}
 		}
 		p.Streams = append(p.Streams, s)
 	}
@@ -168,6 +179,19 @@ func probeStream(pr method.Probe, sources []string) Stream {
 	}
 	s.Group = pr.Group
 	return s
+}
+
+// scale multiplies every time of the stream given in windows by k: its
+// start, lag and pacing, as if its window were k of the run's.
+func (s *Stream) scale(k float64) {
+	for _, sp := range []*Span{&s.Start, &s.Lag, &s.Pacer.Over, &s.Pacer.ProbeFrom, &s.Pacer.ProbeEvery, &s.Pacer.Until, &s.Pacer.Duration, &s.Pacer.Period,
+		&s.Pacer.Rate.Per, &s.Pacer.From.Per, &s.Pacer.To.Per, &s.Pacer.Amplitude.Per} {
+		sp.W *= k
+	}
+	for i := range s.Pacer.Steps {
+		s.Pacer.Steps[i].Rate.Per.W *= k
+		s.Pacer.Steps[i].Duration.W *= k
+	}
 }
 
 // scattered is a steps pacer that sends one request at each of at

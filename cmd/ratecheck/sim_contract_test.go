@@ -580,3 +580,56 @@ func TestSimVerifyStackedOnset(t *testing.T) {
 		})
 	}
 }
+
+// TestSimVerifyContractWindows: limits of different windows on different
+// routes (testdata/verify-contract/two-windows.yaml: 240 a minute on
+// search, 120 in two minutes on export), on simulated time. The run goes
+// by the shorter window; export's probes keep their places in its own,
+// twice as long, and it is judged at its own window, which its verdict
+// says (window_ms). A target serving the contract passes, each limit's
+// sliding log decided. One serving export at 100 fails export's onset
+// (refusals a window and more into the run with fewer than 120 in its
+// window), its other checks left to that premise; one serving export
+// over one minute fails export's rolling window.
+func TestSimVerifyContractWindows(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join("testdata", "verify-contract", "two-windows.yaml")
+	for _, tc := range []struct {
+		name   string
+		host   hostsim.Host
+		serve  func(*scenario.Contract)
+		failed []string
+	}{
+		{name: "as documented, quiet", host: hostsim.Quiet},
+		{name: "as documented, busy", host: hostsim.Busy},
+		{name: "export at 100", host: hostsim.Quiet, serve: func(c *scenario.Contract) { c.Limits[1].Quota.N = 100 }, failed: []string{"export/onset"}},
+		{name: "export over a minute", host: hostsim.Quiet, serve: func(c *scenario.Contract) { c.Limits[1].Window = c.Limits[0].Window }, failed: []string{"export/rolling"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := simWorld(t, tc.host, 1, contractTarget(t, file, tc.serve), nil)
+			code, v, stderr := simVerifyJSON(t, w, verifyWindow, "--contract", file)
+			if len(v.Surfaces) != 2 || v.Surfaces[0].Surface != "search" || v.Surfaces[1].Surface != "export" {
+				t.Fatalf("exit %d, %d surfaces; want search, export\n%s", code, len(v.Surfaces), stderr)
+			}
+			search, export := v.Surfaces[0], v.Surfaces[1]
+			if v.WindowMS != verifyWindow.Milliseconds() || search.WindowMS != 0 || export.WindowMS != 2*verifyWindow.Milliseconds() {
+				t.Errorf("windows: run %d ms, search %d, export %d; want %d, the run's, and twice it", v.WindowMS, search.WindowMS, export.WindowMS, verifyWindow.Milliseconds())
+			}
+			if tc.failed == nil {
+				for _, s := range v.Surfaces {
+					if s.Verdict != "pass" || s.Model != "sliding-log" || !s.Decided {
+						t.Errorf("%s: %s, model %s (decided %v); want pass, the target's sliding log decided\n%s", s.Surface, s.Verdict, s.Model, s.Decided, surfacesSaid(v))
+					}
+				}
+				if code != exitOK {
+					t.Errorf("exit %d, want 0\n%s", code, stderr)
+				}
+				return
+			}
+			if got := slices.Sorted(slices.Values(failing(v))); code != exitCheckFailed || !slices.Equal(got, tc.failed) {
+				t.Errorf("exit %d, failing %v; want 1 and %v\n%s", code, got, tc.failed, surfacesSaid(v))
+			}
+		})
+	}
+}

@@ -54,6 +54,7 @@ type verdictJSON struct {
 	Run      string `json:"run"`
 	Surfaces []struct {
 		Surface       string   `json:"surface"`
+		WindowMS      int64    `json:"window_ms"`
 		ExpectedLimit int      `json:"expected_limit"`
 		ObservedLimit *int     `json:"observed_limit"`
 		Model         string   `json:"model"`

@@ -36,7 +36,9 @@ type verifyContract struct {
 	// stacked are the limits held to a route beside a limit of a shorter
 	// window, which verify probes, by name.
 	stacked map[string]analyze.Stacked
-	// window is the contract's window, which every probed limit shares.
+	// window is the run's window as the contract says it, the shortest of
+	// the probed limits' (see runWindowOf): a limit of a longer window has
+	// its probes' times scaled (scenario.NamedLimit.Scale).
 	window time.Duration
 }
 
@@ -71,18 +73,38 @@ func stackedOf(c *scenario.Contract) map[string]analyze.Stacked {
 			continue
 		}
 		if on := shortest[l.Routes[0]]; on.Name != l.Name {
-			out[l.Name] = analyze.Stacked{On: on.Name, Route: l.Routes[0], Window: time.Duration(l.Window), OnWindow: time.Duration(on.Window)}
+			out[l.Name] = analyze.Stacked{On: on.Name, Route: l.Routes[0], Window: time.Duration(l.Window)}
 		}
 	}
+	run := runWindowOf(c, out)
+	for name, st := range out {
+		st.OnWindow = run
+		out[name] = st
+	}
 	return out
+}
+
+// runWindowOf is the window a run of c goes by, as the contract says it:
+// the shortest of its limits not stacked on others (the limits verify
+// probes); every other limit's times scale from it.
+func runWindowOf(c *scenario.Contract, stacked map[string]analyze.Stacked) time.Duration {
+	var w time.Duration
+	for _, l := range c.Limits {
+		if _, ok := stacked[l.Name]; !ok && (w == 0 || time.Duration(l.Window) < w) {
+			w = time.Duration(l.Window)
+		}
+	}
+	return w
 }
 
 // loadVerifyContract reads the contract at path for verify and checks that
 // verify's plan can prove it: limits counted by client address, or all by
 // one API key header, or all for everybody, each over routes of its own
-// (one, or several sharing its budget) with one quota, in one window; a
-// route may also be held to limits of longer windows (stacked), which the
-// run does not probe (see reach). What it cannot prove yet is
+// (one, or several sharing its budget) with one quota and a window of its
+// own (the run goes by the shortest: runWindowOf); a route may also be
+// held to limits of longer windows (stacked), which the run probes only
+// by their onset, where it can reach them (see reach, probeStacked). What
+// it cannot prove yet is
 // an error naming the file, the limit and what to do; credentials are
 // read through env (nil: not read, the requests carry none, as for a plan
 // only).
@@ -92,12 +114,13 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 		return nil, err
 	}
 	vc := &verifyContract{file: path, c: c, named: map[string]scenario.NamedLimit{}, stacked: stackedOf(c)}
+	vc.window = runWindowOf(c, vc.stacked)
 	routes := map[string]scenario.Route{}
 	for _, r := range c.Routes {
 		routes[r.Name] = r
 	}
 	notYet := func(l scenario.Limit, format string, args ...any) error {
-		return fmt.Errorf("%s: limit %s: %s; verify proves limits counted by client address, by one API key header (a quota per tier, too) or for everybody, each over routes of its own (one, or several sharing its budget), in one window, and limits of longer windows stacked on them as far as the run reaches, so far (ratecheck contract check %s summarises the whole contract)",
+		return fmt.Errorf("%s: limit %s: %s; verify proves limits counted by client address, by one API key header (a quota per tier, too) or for everybody, each over routes of its own (one, or several sharing its budget) and a window of its own, and limits of longer windows stacked on them as far as the run reaches, so far (ratecheck contract check %s summarises the whole contract)",
 			path, l.Name, fmt.Sprintf(format, args...), path)
 	}
 	stackedOn := map[string]bool{}
@@ -114,7 +137,7 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 			return nil, notYet(l, "it has a quota per tier, and is stacked with another limit on its route")
 		}
 		if st, ok := vc.stacked[l.Name]; ok {
-			if st.Window == st.OnWindow {
+			if on := c.Limits[slices.IndexFunc(c.Limits, func(o scenario.Limit) bool { return o.Name == st.On })]; st.Window == time.Duration(on.Window) {
 				return nil, notYet(l, "route %s is held to %s and %s over one window of %v (stacked limits of one window)", st.Route, st.On, l.Name, st.Window)
 			}
 			if on := c.Limits[slices.IndexFunc(c.Limits, func(o scenario.Limit) bool { return o.Name == st.On })]; on.Key != l.Key {
@@ -131,13 +154,10 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 				return nil, notYet(l, "its routes %s and %s are sent differently (an MCP call and a plain request)", l.Routes[0], r)
 			}
 		}
-		if vc.window != 0 && time.Duration(l.Window) != vc.window {
-			return nil, notYet(l, "its window %v is not the other limits' %v", time.Duration(l.Window), vc.window)
-		}
 		if key != nil && l.Key != key.Key {
 			return nil, notYet(l, "it is counted by %s and %s by %s (limits counted by different keys)", l.Key, key.Name, key.Key)
 		}
-		vc.window, key = time.Duration(l.Window), &c.Limits[i]
+		key = &c.Limits[i]
 	}
 	named := map[string]bool{}
 	for _, jl := range judgedLimits(c) {
@@ -192,7 +212,7 @@ func loadVerifyContract(path string, env func(string) (string, bool)) (*verifyCo
 		if req.RPC != "" {
 			wire = method.MCP
 		}
-		n := scenario.NamedLimit{Request: req, Wire: wire, Quota: jl.quota}
+		n := scenario.NamedLimit{Request: req, Wire: wire, Quota: jl.quota, Scale: float64(l.Window) / float64(vc.window)}
 		for _, r := range l.Routes[1:] {
 			n.Others = append(n.Others, send(r))
 		}
@@ -317,24 +337,34 @@ type contractJudging struct {
 	routes   map[string][]string
 	counts   map[string]string // whether a limit's refusals count, as it says
 	// families are the limiters the limits document, when not a sliding
-	// log, a token bucket's refill in windows (see familiesAt)
+	// log, a token bucket's refill in the run's windows (see familiesAt)
 	families map[string]analyze.Family
+	// windows are the windows of the probed limits longer than the run's
+	// (the shortest of them: runWindowOf), in the run's windows
+	windows map[string]float64
 }
 
 // judgingOf is the judging of runs of c.
 func judgingOf(c *scenario.Contract) contractJudging {
 	j := contractJudging{limits: map[string]int{}, refusals: map[string]analyze.Refusal{}, stacked: stackedOf(c), counts: map[string]string{}}
+	run := runWindowOf(c, j.stacked)
 	for _, jl := range judgedLimits(c) {
 		l, name := jl.Limit, jl.name
 		j.names = append(j.names, name)
 		j.limits[name] = jl.quota
 		j.counts[name] = string(l.RefusalsCount)
+		w := time.Duration(l.Window)
 		if f := l.Family.Name; f != "" && f != "sliding-log" {
 			if j.families == nil {
 				j.families = map[string]analyze.Family{}
 			}
-			w := time.Duration(l.Window)
-			j.families[name] = analyze.Family{Name: f, Refill: time.Duration(float64(l.Family.RefillIn(w)) / float64(w) * float64(time.Second))}
+			j.families[name] = analyze.Family{Name: f, Refill: time.Duration(float64(l.Family.RefillIn(w)) / float64(run) * float64(time.Second))}
+		}
+		if _, stacked := j.stacked[l.Name]; !stacked && w != run {
+			if j.windows == nil {
+				j.windows = map[string]float64{}
+			}
+			j.windows[name] = float64(w) / float64(run)
 		}
 		j.refusals[name] = analyze.Refusal{Status: uint16(l.Refused.Status), Body: jsonValue(l.Refused.Body), RPCCode: l.Refused.JSONRPCCode}
 		if len(l.Routes) > 1 {
@@ -353,9 +383,9 @@ func judgingOf(c *scenario.Contract) contractJudging {
 	return j
 }
 
-// familiesAt are the limiters j's limits document, judged at window w:
-// a token bucket's refill, which families holds per second of window,
-// scaled to w as the window is.
+// familiesAt are the limiters j's limits document, judged at the run's
+// window w: a token bucket's refill, which families holds per second of
+// the run's window, scaled to w as the window is.
 func (j *contractJudging) familiesAt(w time.Duration) map[string]analyze.Family {
 	if j == nil || j.families == nil {
 		return nil
@@ -364,6 +394,19 @@ func (j *contractJudging) familiesAt(w time.Duration) map[string]analyze.Family 
 	for name, f := range j.families {
 		f.Refill = time.Duration(float64(f.Refill) / float64(time.Second) * float64(w))
 		out[name] = f
+	}
+	return out
+}
+
+// windowsAt are the windows of j's limits longer than the run's, judged
+// at the run's window w.
+func (j *contractJudging) windowsAt(w time.Duration) map[string]time.Duration {
+	if j == nil || j.windows == nil {
+		return nil
+	}
+	out := map[string]time.Duration{}
+	for name, k := range j.windows {
+		out[name] = time.Duration(k * float64(w))
 	}
 	return out
 }
@@ -381,7 +424,7 @@ func (j *contractJudging) refusalsOf() map[string]analyze.Refusal {
 func (j *contractJudging) apply(cfg *analyze.Config) {
 	if j != nil {
 		cfg.Limits, cfg.Refusals, cfg.Surfaces, cfg.Stacked, cfg.Keys, cfg.Routes, cfg.RefusalsCount = j.limits, j.refusals, j.names, j.stacked, j.keys, j.routes, j.counts
-		cfg.Families = j.familiesAt(cfg.Window)
+		cfg.Families, cfg.Windows = j.familiesAt(cfg.Window), j.windowsAt(cfg.Window)
 	}
 }
 
@@ -427,8 +470,9 @@ func (vc *verifyContract) speaksMCP() bool {
 	return slices.ContainsFunc(vc.names, func(n string) bool { return vc.named[n].Wire == method.MCP })
 }
 
-// embedded is the reference target serving the contract with every
-// limit's window compressed to window.
+// embedded is the reference target serving the contract with the run's
+// window compressed to window, and every limit's as many times that as
+// the contract says.
 func (vc *verifyContract) embedded(window time.Duration, env func(string) (string, bool)) (refserver.Config, error) {
 	cfg := refserver.DefaultConfig()
 	cfg.Window = window
@@ -436,13 +480,11 @@ func (vc *verifyContract) embedded(window time.Duration, env func(string) (strin
 	if err != nil {
 		return cfg, err
 	}
-	for i, l := range rules.Limits {
-		rules.Limits[i].Window = window
-		if st, ok := vc.stacked[l.Name]; ok {
-			// As many times the window verify probes on its route as the
-			// contract says.
-			rules.Limits[i].Window = time.Duration(float64(st.Window) / float64(st.OnWindow) * float64(window))
-		}
+	run := runWindowOf(vc.c, vc.stacked)
+	for i := range rules.Limits {
+		// as many times the run's window as the contract says (a stacked
+		// limit's too)
+		rules.Limits[i].Window = time.Duration(float64(vc.c.Limits[i].Window) / float64(run) * float64(window))
 	}
 	cfg.Rules = rules
 	return cfg, nil
@@ -480,6 +522,19 @@ type limitPlan struct {
 	// streams are the plan's streams from the limit address, with their
 	// requests, in the plan's order.
 	streams []streamCount
+	// scale is the limit's window in the run's, when longer (see
+	// scenario.NamedLimit.Scale).
+	scale float64
+}
+
+// followUp ends a limit's line of the plan (at the run's window w): what
+// a follow-up may add, sent as from says, or, for a limit of a longer
+// window than the run's, that its probes keep their places in it.
+func (l limitPlan) followUp(w time.Duration, from string) string {
+	if l.scale > 1 {
+		return fmt.Sprintf("; paced over its own window of %v (%.4g of the run's), with no follow-up", time.Duration(l.scale*float64(w)), l.scale)
+	}
+	return fmt.Sprintf("; if a question is left open, up to %d more %s (follow-up)", l.follow, from)
 }
 
 type streamCount struct {
@@ -497,11 +552,13 @@ type stackedPlan struct {
 	quota int
 	most  int
 	// probe, when set, is the onset probe: n requests from the contract
-	// address at pace per window (On's), over dur windows; why, when not,
-	// says why none (empty: the run reaches the limit anyway).
+	// address at pace per window of per (On's, as the contract says it),
+	// over dur of the run's windows; why, when not, says why none (empty:
+	// the run reaches the limit anyway).
 	probe     bool
 	n         int
 	pace, dur float64
+	per       time.Duration
 	why       string
 }
 
@@ -546,12 +603,13 @@ func (vc *verifyContract) probeStacked(sp *stackedPlan, on, l scenario.Limit, un
 			return
 		}
 	}
-	dur := reach + stackedExtra/pace
+	dur := (reach + stackedExtra/pace) * float64(w) / float64(runWindowOf(vc.c, vc.stacked)) // in the run's windows
 	if dur > until {
 		sp.why = fmt.Sprintf("its onset, paced under %s's limit from a third address, takes about %v: verify --max-duration %v probes it", on.Name, time.Duration(dur*float64(runW)).Round(time.Second), time.Duration(math.Ceil(dur*float64(runW)/float64(time.Second)))*time.Second)
 		return
 	}
-	sp.probe, sp.pace, sp.dur, sp.n = true, pace, dur, int(math.Ceil(pace*dur))
+	sp.probe, sp.pace, sp.dur, sp.n, sp.per = true, pace, dur, int(math.Ceil(reach*pace))+stackedExtra, w
+
 }
 
 // stackedStreams are the onset probes of plans, from source, each to its
@@ -564,7 +622,7 @@ func (vc *verifyContract) stackedStreams(plans []stackedPlan, source string) []s
 		}
 		on := vc.named[sp.st.On]
 		out = append(out, scenario.Stream{Name: method.StreamStacked, Surface: sp.name, Wire: on.Wire, Sources: []string{source}, Requests: []scenario.Request{on.Request},
-			Pacer: scenario.PacerSpec{Type: "constant", Rate: scenario.Rate{N: sp.pace, Per: scenario.Span{W: 1}}, Count: sp.n}})
+			Pacer: scenario.PacerSpec{Type: "constant", Rate: scenario.Rate{N: sp.pace, Per: scenario.Span{W: float64(sp.per) / float64(vc.window)}}, Count: sp.n}})
 	}
 	return out
 }
@@ -598,7 +656,7 @@ func (vc *verifyContract) count(prof *scenario.Profile, w time.Duration) []limit
 	limits := make([]limitPlan, 0, len(vc.names))
 	for _, n := range vc.names {
 		at[n] = len(limits)
-		limits = append(limits, limitPlan{name: n, keys: vc.named[n].Keys, global: vc.named[n].Global, others: vc.routesOf(n)[1:]})
+		limits = append(limits, limitPlan{name: n, keys: vc.named[n].Keys, global: vc.named[n].Global, others: vc.routesOf(n)[1:], scale: vc.named[n].Scale})
 	}
 	for _, s := range prof.Streams {
 		i, ok := at[s.Surface]
@@ -708,17 +766,17 @@ func (p contractPlan) write(w io.Writer, file string) {
 			shared = fmt.Sprintf(", %d to route %s from it among the spoof probes (one budget the routes share)", l.onOthers, strings.Join(l.others, ", "))
 		}
 		if l.global {
-			fmt.Fprintf(w, "  limit %s: %d requests from the limit address (%s)%s, %d from the second address among the spoof probes (one budget for everybody); if a question is left open, up to %d more from the limit address (follow-up)\n",
-				l.name, l.fromLimit, strings.Join(parts, ", "), shared, l.second, l.follow)
+			fmt.Fprintf(w, "  limit %s: %d requests from the limit address (%s)%s, %d from the second address among the spoof probes (one budget for everybody)%s\n",
+				l.name, l.fromLimit, strings.Join(parts, ", "), shared, l.second, l.followUp(p.window, "from the limit address"))
 			continue
 		}
 		if l.keys[0] != "" {
-			fmt.Fprintf(w, "  limit %s: %d requests as %s from the limit address (%s)%s, %d as %s from it (isolation and rebound: another key's budget), %d as %s from the second address (the key, not the address, is counted); if a question is left open, up to %d more as %s from the limit address (follow-up)\n",
-				l.name, l.fromLimit, l.keys[0], strings.Join(parts, ", "), shared, l.otherKey, l.keys[1], l.second, l.keys[0], l.follow, l.keys[0])
+			fmt.Fprintf(w, "  limit %s: %d requests as %s from the limit address (%s)%s, %d as %s from it (isolation and rebound: another key's budget), %d as %s from the second address (the key, not the address, is counted)%s\n",
+				l.name, l.fromLimit, l.keys[0], strings.Join(parts, ", "), shared, l.otherKey, l.keys[1], l.second, l.keys[0], l.followUp(p.window, "as "+l.keys[0]+" from the limit address"))
 			continue
 		}
-		fmt.Fprintf(w, "  limit %s: %d requests from the limit address (%s)%s, %d from the second address (isolation and rebound); if a question is left open, up to %d more from the limit address (follow-up)\n",
-			l.name, l.fromLimit, strings.Join(parts, ", "), shared, l.second, l.follow)
+		fmt.Fprintf(w, "  limit %s: %d requests from the limit address (%s)%s, %d from the second address (isolation and rebound)%s\n",
+			l.name, l.fromLimit, strings.Join(parts, ", "), shared, l.second, l.followUp(p.window, "from the limit address"))
 	}
 	for _, sp := range p.stacked {
 		if sp.most >= sp.quota {

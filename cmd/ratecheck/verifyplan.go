@@ -167,7 +167,7 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 		judged: analyze.Overrides{Window: window, Limits: documentedLimits, Checks: checks, Surfaces: surfaces}}
 	if vc != nil {
 		v.judged.Refusals, v.judged.Surfaces, v.judged.Stacked, v.judged.Keys, v.judged.Routes, v.judged.RefusalsCount = j.refusals, vc.judged(), j.stacked, j.keys, j.routes, j.counts
-		v.judged.Families = j.familiesAt(window)
+		v.judged.Families, v.judged.Windows = j.familiesAt(window), j.windowsAt(window)
 		for _, sp := range stacked {
 			if st := j.stacked[sp.name]; !sp.probe || len(sources) < 3 {
 				st.Onset = sp.why

@@ -59,8 +59,8 @@ type Config struct {
 	// shorter window that verify probes, and judged at its own window (as
 	// many times the run's as the contract says). One the run sent no
 	// stream of its own is inconclusive, saying whether the run reached
-	// it; one it did (method.StreamStacked) is judged on its onset, shape
-	// and headers, the rest left open (see Stacked).
+	// it; one it did (method.StreamStacked) is judged on its onset and
+	// shape, the rest left open (see Stacked).
 	Stacked map[string]Stacked
 	// Keys say, by surface, what a contract's limit counts by when it is
 	// not the client address: "header NAME" (an API key: its requests

@@ -2,6 +2,8 @@ package analyze
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/connectbyjbrh/ratecheck/internal/human"
@@ -89,6 +91,12 @@ func (c *onsetCheck) judge(e *evidence) (string, string) {
 		return Fail, msg
 	case e.family.Name == familyTokenBucket:
 		return c.judgeBucket(e)
+	case c.onsetLeaks > 0 && e.family.documented() && !e.sv.ModelDecided && (e.sv.Model == e.family.Name || slices.Contains(e.sv.ModelAlternatives, e.family.Name)):
+		// the documented fixed window or counter explains them where a
+		// boundary fell within the burst, and the run's timing leaves the
+		// family open
+		return Inconclusive, fmt.Sprintf("from %s %s admitted past %d in one rolling window before the first %s, which the documented %s explains if a boundary fell within the first burst; the run's timing leaves the family open (best fit %s, or %s)",
+			p, human.Count(c.onsetLeaks, "request was", "requests were"), L, code, e.family.describe(L, e.W), e.sv.Model, strings.Join(e.sv.ModelAlternatives, ", "))
 	case c.onsetLeaks > 0 && e.fitsDocumented():
 		// a fixed window's boundary within the first burst (or a
 		// counter's, its previous window weighing less than a request)

@@ -58,6 +58,24 @@ func (f *familyFit) refill(d time.Duration) {
 	}
 }
 
+// documentedBucket is the token bucket of the documented refill at the
+// documented limit, replayed in each order as the fit's candidates are
+// (see better); the zero Candidate where no refill was documented.
+func (f *familyFit) documentedBucket() Candidate {
+	if len(f.starts) == 0 || f.starts[0].docRefill == 0 {
+		return Candidate{}
+	}
+	var orders [3]Candidate
+	for o, r := range []*replay{f.starts[0], f.ends[0], f.mixes[0]} {
+		i := slices.IndexFunc(r.buckets, func(b tokenBucket) bool { return b.W == r.docRefill })
+		if i < 0 {
+			return Candidate{}
+		}
+		orders[o] = Candidate{Family: familyTokenBucket, CountsRefused: boolPtr(false), Limit: r.limit, Window: time.Duration(r.w), Refill: time.Duration(r.docRefill), Mismatches: r.buckets[i].mis}
+	}
+	return better(orders[0], orders[1], orders[2])
+}
+
 // fitsDocumented says whether the run named the documented limiter,
 // decided: the fit's best at the documented limit (a token bucket at its
 // documented refill), which no other family fits as well within what the
@@ -87,6 +105,9 @@ func (c *rollingCheck) judgeFamily(e *evidence) (string, string) {
 		return Fail, fmt.Sprintf("%s from %s fit no limiter the fit replays, the documented %s included: the best, %v, misplaces more than one admission in five", n, e.primary, want, b)
 	case e.sv.Model == familyUnknown:
 		return Inconclusive, fmt.Sprintf("%s from %s: the run's timing leaves the family unnamed (best fit %v), so it cannot show the documented %s", n, e.primary, b, want)
+	case e.sv.Model == e.family.Name && b.Family == familyTokenBucket && !e.family.is(b, e.L) && e.sd.Fit.documented.Family != "" && e.sd.Fit.documented.fewest() <= b.worst()+oneMisplaced:
+		return Inconclusive, fmt.Sprintf("%s from %s fit a token bucket best, %v, but the documented %s fits as well within what the run's timing can move (%s): the run cannot tell the refills apart",
+			n, e.primary, b, want, human.Count(e.sd.Fit.documented.Mismatches, "mismatch", "mismatches"))
 	case e.sv.Model == e.family.Name && e.family.is(b, e.L):
 		return Inconclusive, fmt.Sprintf("%s from %s fit the documented %s best (%s), but %s fit as well within what the run's timing can move: the run cannot tell them apart",
 			n, e.primary, want, human.Count(b.Mismatches, "mismatch", "mismatches"), strings.Join(e.sv.ModelAlternatives, ", "))

@@ -137,7 +137,11 @@ type Fit struct {
 	Scan []Candidate
 	// EffectiveWindow is the sliding-log window length that fits best.
 	EffectiveWindow time.Duration
-	effM            int
+	// documented is the token bucket of a documented refill at the
+	// documented limit (see familyFit.refill), whatever its score; its
+	// Family is empty where none was documented.
+	documented Candidate
+	effM       int
 	// own holds Best and the Alternatives of the limit address's fit
 	// alone when a second address's narrowed them (see narrow): what a
 	// follow-up still asks the limit address to tell apart.
@@ -341,6 +345,7 @@ func (f *familyFit) result() Fit {
 		}
 	}
 	fit.choose(f.leaks, f.starts[0].limit, time.Duration(f.starts[0].w))
+	fit.documented = f.documentedBucket()
 	return fit
 }
 

@@ -220,7 +220,8 @@ func (r *replay) fit() Fit {
 	bucket := cand(familyTokenBucket, boolPtr(false), math.MaxInt, 0)
 	bucket.phases = [2]int{3, 3 + nb}
 	for i, b := range r.buckets {
-		if b.mis < bucket.Mismatches {
+		// the documented refill wins a tie: nothing tells it from the other
+		if b.mis < bucket.Mismatches || b.mis == bucket.Mismatches && b.W == r.docRefill {
 			bucket.Mismatches, bucket.Refill, bucket.slot = b.mis, time.Duration(b.W), 3+i
 		}
 	}

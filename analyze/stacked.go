@@ -11,8 +11,10 @@ import (
 
 // Stacked is a limit that a contract holds a route to beside another
 // limit of a shorter window over the same route (On), which verify
-// probes: the run sends the longer limit no probes of its own, and it is
-// judged only by whether the run reached it.
+// probes. Where the run can reach its quota under On's limit, verify
+// probes its onset with a stream of its own (method.StreamStacked, see
+// onsetOnlyBy); otherwise it is judged only by whether the run reached it
+// (see unreachedBy).
 type Stacked struct {
 	// On is the limit verify probes on the route; Route is the route.
 	On, Route string
@@ -26,7 +28,7 @@ type Stacked struct {
 	Onset string
 }
 
-// runWindow is st's window in the run judged at window w (On's).
+// runWindow is st's window in the run judged at window w (the run's).
 func (st Stacked) runWindow(w time.Duration) time.Duration {
 	if st.OnWindow <= 0 {
 		return st.Window
@@ -58,8 +60,8 @@ func (s *surfaceRun) unreachedBy(on *surfaceRun, st Stacked) string {
 		s.name, s.L, w, st.On, st.Route, n, from, s.L, time.Duration(timeline.DefaultMaxDuration*float64(w)), timeline.DefaultMaxDuration, st.On, onset)
 }
 
-// onsetOnlyBy says why the run leaves a stacked limit's checks but onset,
-// shape and headers open, where it probed the limit with a stream of its
+// onsetOnlyBy says why the run leaves a stacked limit's checks but onset
+// and shape open, where it probed the limit with a stream of its
 // own (method.StreamStacked): requests paced under the limit it is stacked
 // on, from an address of their own, until past its quota, which show its
 // onset and its refusals and nothing of its window's recovery, its
@@ -70,5 +72,7 @@ func (s *surfaceRun) onsetOnlyBy(st Stacked) string {
 }
 
 // stackedJudged are the checks of a stacked limit probed by its onset
-// that the run judges (see onsetOnlyBy).
-var stackedJudged = []string{method.CheckOnset, method.CheckShape, method.CheckHeaders}
+// that the run judges (see onsetOnlyBy). Not headers: what the target
+// advertises on the route may be the shorter limit's, which the stacked
+// limit's quota and window would be held to.
+var stackedJudged = []string{method.CheckOnset, method.CheckShape}

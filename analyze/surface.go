@@ -24,6 +24,7 @@ type groupRun struct {
 	answered        int
 	first, second   int64 // the two earliest sends
 	secondBurstEnd  int64 // the last send of verify's second burst (0: none)
+	onset           bool  // it sent verify's onset burst (method.StreamOnset): the plan's limit address
 	firstRefusalEnd int64
 	// slowestRefusal is the longest a refusal took to come back: how long
 	// the target took to decide, at most, where it decided fast; and
@@ -345,6 +346,9 @@ func (s *surfaceRun) count(g *groupRun, r *decode.Record, seq int) {
 	if kind&kindSecondBurst != 0 {
 		g.secondBurstEnd = max(g.secondBurstEnd, r.Start)
 	}
+	if kind&kindOnset != 0 {
+		g.onset = true
+	}
 	switch {
 	case refused(r):
 		g.refusals++
@@ -400,10 +404,18 @@ func (s *surfaceRun) choosePrimary(all []*surfaceRun) {
 		return
 	}
 	sort.Strings(s.sd.Sources)
+	// A run of verify's plan says which address it probes the limit from:
+	// the one that sent the onset burst. Another address that shares its
+	// budget (a limit counted otherwise than the contract says) can be
+	// refused more often, and is still not the one the plan probes.
+	planned := false
+	for _, g := range s.groups {
+		planned = planned || g.onset
+	}
 	for _, src := range s.sd.Sources {
 		g := s.groups[src]
-		if src == decode.OtherSources && len(s.sd.Sources) > 1 {
-			continue // many addresses folded together: never the limit's
+		if src == decode.OtherSources && len(s.sd.Sources) > 1 || planned && !g.onset {
+			continue // many addresses folded together, or not the plan's: never the limit's
 		}
 		if s.primary == nil || g.refusals > s.primary.refusals || (g.refusals == s.primary.refusals && g.n > s.primary.n) {
 			s.primary = g
@@ -438,6 +450,7 @@ const (
 	kindForged                         // forged forwarding headers (method.IsForged)
 	kindSpoofControl                   // the plain probe beside the forged ones
 	kindSecondBurst                    // verify's second burst (method.StreamSecond)
+	kindOnset                          // verify's onset burst (method.StreamOnset)
 )
 
 // kindOf returns what judges the stream of r's label, looking each label
@@ -467,6 +480,9 @@ func (s *surfaceRun) kindOf(r *decode.Record) uint8 {
 	}
 	if stream == method.StreamSecond {
 		k |= kindSecondBurst
+	}
+	if stream == method.StreamOnset {
+		k |= kindOnset
 	}
 	s.kinds[id] = k
 	return k

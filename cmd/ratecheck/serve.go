@@ -131,7 +131,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr(stderr, "serve", "--addr %s: %v", o.addr, err)
 	}
 	if cfg.Rules != nil {
-		fmt.Fprintf(stdout, "ratecheck serve: listening on %s (contract %s: %s; limiter %s where it names none", ln.URL, o.contract, describeRules(cfg.Rules), cfg.Limiter)
+		fmt.Fprintf(stdout, "ratecheck serve: listening on %s (contract %s: %s; limiter %s %s", ln.URL, o.contract, describeRules(cfg.Rules), cfg.Limiter, map[bool]string{false: "where it names none", true: "for every limit"}[o.set["limiter"]])
 	} else {
 		fmt.Fprintf(stdout, "ratecheck serve: listening on %s (window %v, rest %d, mcp %d per window and address, limiter %s", ln.URL, cfg.Window, cfg.RESTLimit, cfg.MCPLimit, cfg.Limiter)
 	}

@@ -597,6 +597,9 @@ func (vc *verifyContract) probeStacked(sp *stackedPlan, on, l scenario.Limit, un
 			return
 		}
 		reach = float64(l.Quota.N) / (pace - refill)
+	case l.Family.Name == "fixed-window" || l.Family.Name == "sliding-window-counter":
+		sp.why = fmt.Sprintf("a %s's boundary may fall within the requests that would reach its quota, and admit them all", l.Family.Name)
+		return
 	default: // its quota within one of its windows
 		if reach = float64(l.Quota.N) / pace; reach > k {
 			sp.why = fmt.Sprintf("%s's limit lets the run send fewer than its quota in one of its windows", on.Name)
@@ -610,6 +613,28 @@ func (vc *verifyContract) probeStacked(sp *stackedPlan, on, l scenario.Limit, un
 	}
 	sp.probe, sp.pace, sp.dur, sp.n, sp.per = true, pace, dur, int(math.Ceil(reach*pace))+stackedExtra, w
 
+}
+
+// freshAfter is how long the run's addresses must not have sent before it
+// (attack.Options.Fresh) at the run's window w: the longest window a
+// probed limit is judged at (a limit of a longer window, a stacked limit
+// whose onset is probed), and a probed stacked token bucket's refill, so
+// that each budget is whole when the run begins.
+func (vc *verifyContract) freshAfter(plans []stackedPlan, w time.Duration) time.Duration {
+	fresh := w
+	for _, n := range vc.named {
+		fresh = max(fresh, time.Duration(n.Scale*float64(w)))
+	}
+	run := runWindowOf(vc.c, vc.stacked)
+	for _, sp := range plans {
+		if !sp.probe {
+			continue
+		}
+		l := vc.c.Limits[slices.IndexFunc(vc.c.Limits, func(l scenario.Limit) bool { return l.Name == sp.name })]
+		lw := time.Duration(l.Window)
+		fresh = max(fresh, time.Duration(float64(max(lw, l.Family.RefillIn(lw)))/float64(run)*float64(w)))
+	}
+	return fresh
 }
 
 // stackedStreams are the onset probes of plans, from source, each to its
@@ -791,6 +816,10 @@ func (p contractPlan) write(w io.Writer, file string) {
 		}
 		fmt.Fprintf(w, "  limit %s (%d per %v): stacked on %s over route %s, no probes of its own (%s): the run sends at most %d requests to the route from the limit address, fewer than its quota, so it is judged inconclusive, never passed, saying so and that a run of about %v would prove it\n",
 			sp.name, sp.quota, sp.st.Window, sp.st.On, sp.st.Route, sp.why, sp.most, time.Duration(timeline.DefaultMaxDuration*float64(sp.st.Window)))
+	}
+	if p.about >= p.upTo {
+		fmt.Fprintf(w, "  the run: about %v (verify --max-duration %v or more runs it), no follow-up (its streams run past the follow-ups' end); --window compresses it on a target that runs a shorter window\n", p.about.Round(time.Second), p.about.Round(time.Second)+time.Second)
+		return
 	}
 	fmt.Fprintf(w, "  the run: about %v, up to %v with follow-ups (--max-duration); --window compresses it on a target that runs a shorter window\n", p.about.Round(time.Second), p.upTo.Round(time.Second))
 }

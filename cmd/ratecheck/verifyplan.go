@@ -161,6 +161,9 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 		opts.Contract, documentedLimits = archive.NewContractInfo(o.contract, text), j.limits
 	}
 	opts.Folder, opts.Seed, opts.Network, opts.Fresh, opts.NoWait = prof.Name, seed, nw, window, o.noWait
+	if vc != nil {
+		opts.Fresh = vc.freshAfter(stacked, window)
+	}
 	opts.Sources = pool
 	opts.ReachFrom = contract // the reachability check spends nothing of the limit address's budget
 	v = verifyRun{plan: plan, opts: opts, surfaces: surfaces,
@@ -172,7 +175,7 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 			if st := j.stacked[sp.name]; !sp.probe || len(sources) < 3 {
 				st.Onset = sp.why
 				if sp.probe {
-					st.Onset = fmt.Sprintf("its onset needs a third address (--sources) to be sent from")
+					st.Onset = "its onset needs a third address (--sources) to be sent from"
 				}
 				j.stacked[sp.name] = st
 			}
@@ -185,6 +188,15 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 	if followUntil > 0 {
 		v.plan.FollowUp = followUp(surfaces, v.judged, followUntil, stderr)
 	}
+	if vc != nil {
+		// A limit of a longer window than the run's is paced over its own:
+		// its plan may outlast --max-duration, which then says so.
+		bound := time.Duration(max(until, timeline.DefaultMaxDuration) * float64(window))
+		if d := v.plan.Duration(); d > bound {
+			return fail("--contract %s: the run would take about %v, its limits of longer windows paced over their own (contract check %s says each), longer than the %v a run may take (--max-duration, and at least 3.5 windows): give --max-duration %v or more",
+				o.contract, d.Round(time.Second), o.contract, bound, d.Round(time.Second)+time.Second)
+		}
+	}
 	probed := slices.Clone(surfaces)
 	for _, st := range prof.Streams {
 		if st.Name == method.StreamStacked {
@@ -192,8 +204,13 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 		}
 	}
 	intro := fmt.Sprintf("probing %s for about %v (window %v)", strings.Join(probed, " and "), v.plan.Duration().Round(100*time.Millisecond), window)
-	if followUntil > 0 {
-		intro += fmt.Sprintf(", up to %v if a question is left open", time.Duration(followUntil*float64(window)).Round(100*time.Millisecond))
+	switch horizon := time.Duration(followUntil * float64(window)); {
+	case followUntil > 0 && v.plan.Duration() >= horizon:
+		// the follow-up is decided once every stream is answered: after
+		// the horizon it would have ended by
+		intro += ", no follow-up (its streams run past the follow-ups' end)"
+	case followUntil > 0:
+		intro += fmt.Sprintf(", up to %v if a question is left open", horizon.Round(100*time.Millisecond))
 	}
 	v.opts.Events = engineEvents(stderr, "verify", intro)
 	return v, -1

@@ -421,25 +421,32 @@ func (c byKeyContract) hold(t *testing.T, window time.Duration, addr string) {
 }
 
 // passesAsDocumented holds a verdict (exit code) on a contract that says
-// what the limiter does, its family documented: exit 0 and a pass, every
-// limit's family decided as documented. On a host whose answers came back
-// too late for the window to tell the family, nothing fails, and each
-// limit left open says so with the timing, the documented family named,
-// among the alternatives, or no family named (its order lost): exit 4.
+// what the limiter does, its family documented: nothing fails, and every
+// limit's family is decided as documented, exit 0 where every check
+// passed. On a host whose answers came back too late for the window to
+// tell the family, a limit left open says so with the timing, the
+// documented family named, among the alternatives, or no family named
+// (its order lost). A stalled host can also leave a check short of the
+// evidence it needs (beside a bucket refilling 60 a second, a 0.7 s stall
+// let the plain spoof probes be admitted too often for the exact test):
+// inconclusive, exit 4, never a failure.
 func passesAsDocumented(t *testing.T, code int, v verdictJSON, family string) {
 	t.Helper()
-	open := false
 	for _, s := range v.Surfaces {
 		switch {
 		case s.Model == family && s.Decided:
 		case !s.Decided && s.Timing != "" && (s.Model == family || s.Model == "unknown" || slices.Contains(s.Alternatives, family)):
 			t.Logf("%s: its family left open by the run's timing: %s", s.Surface, s.Timing)
-			open = true
 		default:
 			t.Errorf("%s: model %s (decided %v, alternatives %v, timing %q); want the documented %s decided, or left open with the timing said", s.Surface, s.Model, s.Decided, s.Alternatives, s.Timing, family)
 		}
+		for _, c := range s.Checks {
+			if c.Verdict == "inconclusive" {
+				t.Logf("%s/%s inconclusive: %s", s.Surface, c.Name, c.Detail)
+			}
+		}
 	}
-	if want := map[bool]int{false: exitOK, true: exitInconclusive}[open]; code != want || len(failing(v)) > 0 {
+	if want := map[bool]int{true: exitOK, false: exitInconclusive}[v.Verdict == "pass"]; code != want || len(failing(v)) > 0 || v.Verdict == "fail" {
 		t.Errorf("exit %d, verdict %s, failing %v; want %d, nothing failing\n%s", code, v.Verdict, failing(v), want, surfacesSaid(v))
 	}
 }
@@ -629,10 +636,12 @@ func TestVerifyContractStackedAgainstNginx(t *testing.T) {
 			} else if verdict, detail := checkOf(v, longer.Surface, "onset"); verdict != "pass" || longer.Verdict != "inconclusive" {
 				t.Errorf("%s: %s, onset %s; want onset passed (nginx refused after its burst of 1600), the rest left open: %s\n%s", longer.Surface, longer.Verdict, verdict, detail, surfacesSaid(v))
 			}
-			open := !minute.Decided && minute.Timing != "" && (minute.Model == "token-bucket" || minute.Model == "unknown" || slices.Contains(minute.Alternatives, "token-bucket"))
-			if code != exitInconclusive || len(failing(v)) > 0 || !(minute.Verdict == "pass" && minute.Model == "token-bucket" && minute.Decided || open) {
-				t.Errorf("exit %d, failing %v, per-minute %s (model %s, decided %v); want 4, nothing failing, per-minute passed as a token bucket or left open with the timing said\n%s",
-					code, failing(v), minute.Verdict, minute.Model, minute.Decided, surfacesSaid(v))
+			// The longer limit leaves the run inconclusive; per-minute is
+			// held as passesAsDocumented holds a limit.
+			alone := map[bool]int{true: exitOK, false: exitInconclusive}[minute.Verdict == "pass"] // per-minute's exit, were it the run's only limit
+			passesAsDocumented(t, alone, verdictJSON{Verdict: minute.Verdict, Surfaces: v.Surfaces[:1]}, "token-bucket")
+			if code != exitInconclusive || len(failing(v)) > 0 {
+				t.Errorf("exit %d, failing %v; want 4 (the longer limit is never passed), nothing failing\n%s", code, failing(v), surfacesSaid(v))
 			}
 		})
 	}

@@ -56,8 +56,8 @@ type Config struct {
 	SentBefore time.Time
 	// Stacked are the limits of a contract stacked on others, by name
 	// (each also in Surfaces): each is held to a route beside a limit of a
-	// shorter window that verify probes, and judged at its own window (as
-	// many times the run's as the contract says). One the run sent no
+	// shorter window that verify probes, and judged at its own window
+	// (Windows). One the run sent no
 	// stream of its own is inconclusive, saying whether the run reached
 	// it; one it did (method.StreamStacked) is judged on its onset and
 	// shape, the rest left open (see Stacked).
@@ -79,8 +79,8 @@ type Config struct {
 	// not in it is held to the documented API's: they count.
 	RefusalsCount map[string]string
 	// Windows are, by surface, the windows of a contract's limits longer
-	// than the run's (Window, the shortest of the limits verify probes):
-	// each is judged at its own, and its verdict says it.
+	// than the run's (Window, the shortest of the limits verify probes),
+	// stacked ones too: each is judged at its own, and its verdict says it.
 	Windows map[string]time.Duration
 	// Families are, by surface, the limiter a contract's limit documents
 	// when it is not a sliding log: rolling and onset then hold the limit

@@ -70,29 +70,32 @@ func (c *rejectedCountCheck) judge(e *evidence) (string, string) {
 			return Inconclusive, fmt.Sprintf("%s admitted while refused requests filled the window past %d, which a limiter forgetting refusals would explain, but %s", were(forgets, "request"), L, why)
 		}
 		e.sv.RejectedCount = boolPtr(false)
-		found := fmt.Sprintf("%s admitted while refused requests filled the window past %d: refusals do not count", were(forgets, "request"), L)
-		switch e.counts {
-		case "false":
-			return Pass, fmt.Sprintf("%s, as the contract says; best fit %s", found, best)
-		case "":
-			return Skip, fmt.Sprintf("%s (the contract does not say whether they do); best fit %s", found, best)
-		}
-		return Fail, fmt.Sprintf("%s (the contract says they do); best fit %s", found, best)
+		verdict := e.heldToCounts(false)
+		said := map[string]string{Pass: ", as the contract says", Skip: " (the contract does not say whether they do)", Fail: " (the contract says they do)"}[verdict]
+		return verdict, fmt.Sprintf("%s admitted while refused requests filled the window past %d: refusals do not count%s; best fit %s", were(forgets, "request"), L, said, best)
 	case counts > 0:
 		if why := rival(e, true); why != "" {
 			return Inconclusive, fmt.Sprintf("%s explained by counting refused requests, but %s", are(counts, "refusal"), why)
 		}
 		e.sv.RejectedCount = boolPtr(true)
-		found := fmt.Sprintf("%s explained only by counting refused requests", are(counts, "refusal"))
-		switch e.counts {
-		case "false":
-			return Fail, fmt.Sprintf("%s: refusals count (the contract says they do not); best fit %s", found, best)
-		case "":
-			return Skip, fmt.Sprintf("%s: refusals count (the contract does not say whether they do); best fit %s", found, best)
-		}
-		return Pass, fmt.Sprintf("%s, as documented; best fit %s", found, best)
+		verdict := e.heldToCounts(true)
+		said := map[string]string{Pass: ", as documented", Skip: ": refusals count (the contract does not say whether they do)", Fail: ": refusals count (the contract says they do not)"}[verdict]
+		return verdict, fmt.Sprintf("%s explained only by counting refused requests%s; best fit %s", are(counts, "refusal"), said, best)
 	}
 	return Inconclusive, fmt.Sprintf("no request proves either way whether refusals count (timing too uncertain, or the run did not send refused requests while under the limit); best fit %s", best)
+}
+
+// heldToCounts is the verdict on a run shown to count refusals (counts)
+// or not, against what the limit says (surfaceRun.counts): a skip where it
+// says nothing, a pass where it says what was shown, else a failure.
+func (e *evidence) heldToCounts(counts bool) string {
+	switch e.counts {
+	case "":
+		return Skip
+	case fmt.Sprint(counts):
+		return Pass
+	}
+	return Fail
 }
 
 // rival says why the fit does not bear out the reading of refusals the

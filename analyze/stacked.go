@@ -18,22 +18,12 @@ import (
 type Stacked struct {
 	// On is the limit verify probes on the route; Route is the route.
 	On, Route string
-	// Window is this limit's window and OnWindow the run's, as the
-	// contract says them (the shortest of the limits verify probes: On's,
-	// or another's): the run's window is that one, compressed or not, and
-	// this limit's is as many times longer.
-	Window, OnWindow time.Duration
+	// Window is this limit's window as the contract says it; the run
+	// judges it at its own (Config.Windows).
+	Window time.Duration
 	// Onset, when set, says what probing its onset would take, where the
 	// run did not (verify's plan: see unreachedBy).
 	Onset string
-}
-
-// runWindow is st's window in the run judged at window w (the run's).
-func (st Stacked) runWindow(w time.Duration) time.Duration {
-	if st.OnWindow <= 0 {
-		return st.Window
-	}
-	return time.Duration(float64(st.Window) / float64(st.OnWindow) * float64(w))
 }
 
 // unreachedBy says why the run judges nothing of s, a stacked limit

@@ -273,10 +273,7 @@ func newSurfaceRun(name string, cfg Config, tab *decode.Tables) *surfaceRun {
 		s.counts = c
 	}
 	if w, ok := cfg.Windows[name]; ok && w > 0 {
-		s.W = w
-	}
-	if st, ok := cfg.Stacked[name]; ok {
-		s.W = st.runWindow(cfg.Window) // its own, as many times the run's as the contract says
+		s.W = w // its own, as many times the run's as the contract says
 	}
 	if name == "mcp" {
 		s.revision = cfg.MCPRevision

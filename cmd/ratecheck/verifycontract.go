@@ -76,11 +76,6 @@ func stackedOf(c *scenario.Contract) map[string]analyze.Stacked {
 			out[l.Name] = analyze.Stacked{On: on.Name, Route: l.Routes[0], Window: time.Duration(l.Window)}
 		}
 	}
-	run := runWindowOf(c, out)
-	for name, st := range out {
-		st.OnWindow = run
-		out[name] = st
-	}
 	return out
 }
 
@@ -337,10 +332,11 @@ type contractJudging struct {
 	routes   map[string][]string
 	counts   map[string]string // whether a limit's refusals count, as it says
 	// families are the limiters the limits document, when not a sliding
-	// log, a token bucket's refill in the run's windows (see familiesAt)
-	families map[string]analyze.Family
-	// windows are the windows of the probed limits longer than the run's
-	// (the shortest of them: runWindowOf), in the run's windows
+	// log (see familiesAt)
+	families map[string]documentedFamily
+	// windows are the windows of the limits longer than the run's (the
+	// shortest of the probed ones: runWindowOf), stacked ones too, in the
+	// run's windows
 	windows map[string]float64
 }
 
@@ -356,11 +352,11 @@ func judgingOf(c *scenario.Contract) contractJudging {
 		w := time.Duration(l.Window)
 		if f := l.Family.Name; f != "" && f != "sliding-log" {
 			if j.families == nil {
-				j.families = map[string]analyze.Family{}
+				j.families = map[string]documentedFamily{}
 			}
-			j.families[name] = analyze.Family{Name: f, Refill: time.Duration(float64(l.Family.RefillIn(w)) / float64(run) * float64(time.Second))}
+			j.families[name] = documentedFamily{name: f, refill: float64(l.Family.RefillIn(w)) / float64(run)}
 		}
-		if _, stacked := j.stacked[l.Name]; !stacked && w != run {
+		if w != run {
 			if j.windows == nil {
 				j.windows = map[string]float64{}
 			}
@@ -383,17 +379,22 @@ func judgingOf(c *scenario.Contract) contractJudging {
 	return j
 }
 
+// documentedFamily is a limit's family as its contract documents it: its
+// name, and a token bucket's refill in the run's windows (0: none).
+type documentedFamily struct {
+	name   string
+	refill float64
+}
+
 // familiesAt are the limiters j's limits document, judged at the run's
-// window w: a token bucket's refill, which families holds per second of
-// the run's window, scaled to w as the window is.
+// window w: a token bucket's refill scaled to w as the window is.
 func (j *contractJudging) familiesAt(w time.Duration) map[string]analyze.Family {
 	if j == nil || j.families == nil {
 		return nil
 	}
 	out := map[string]analyze.Family{}
 	for name, f := range j.families {
-		f.Refill = time.Duration(float64(f.Refill) / float64(time.Second) * float64(w))
-		out[name] = f
+		out[name] = analyze.Family{Name: f.name, Refill: time.Duration(f.refill * float64(w))}
 	}
 	return out
 }
@@ -580,18 +581,17 @@ const stackedExtra = 10
 func (vc *verifyContract) probeStacked(sp *stackedPlan, on, l scenario.Limit, until float64, runW time.Duration) {
 	w := time.Duration(on.Window)
 	perWindow := float64(on.Quota.N)
-	if r := on.Family.RefillIn(w); r > 0 {
-		perWindow = min(perWindow, float64(on.Quota.N)*float64(w)/float64(r))
+	if r := refillPer(on, w); r > 0 {
+		perWindow = min(perWindow, r)
 	}
 	pace := stackedPace * perWindow
 	k := float64(l.Window) / float64(on.Window) // its window, in on's
 	var reach float64                           // windows to its first refusal
-	switch r := l.Family.RefillIn(time.Duration(l.Window)); {
+	switch refill := refillPer(l, w); {
 	case l.Key.Kind != scenario.KeyClientAddress:
 		sp.why = "counted by " + l.Key.String() + ", its onset would need an identity of its own, which verify probes only for a limit counted by client address"
 		return
-	case r > 0: // a token bucket drains at the pace less its refill
-		refill := float64(l.Quota.N) / (float64(r) / float64(w))
+	case refill > 0: // a token bucket drains at the pace less its refill
 		if pace <= refill {
 			sp.why = fmt.Sprintf("it refills faster than %s's limit lets the run send", on.Name)
 			return
@@ -606,13 +606,22 @@ func (vc *verifyContract) probeStacked(sp *stackedPlan, on, l scenario.Limit, un
 			return
 		}
 	}
-	dur := (reach + stackedExtra/pace) * float64(w) / float64(runWindowOf(vc.c, vc.stacked)) // in the run's windows
+	dur := (reach + stackedExtra/pace) * float64(w) / float64(vc.window) // in the run's windows
 	if dur > until {
 		sp.why = fmt.Sprintf("its onset, paced under %s's limit from a third address, takes about %v: verify --max-duration %v probes it", on.Name, time.Duration(dur*float64(runW)).Round(time.Second), time.Duration(math.Ceil(dur*float64(runW)/float64(time.Second)))*time.Second)
 		return
 	}
 	sp.probe, sp.pace, sp.dur, sp.n, sp.per = true, pace, dur, int(math.Ceil(reach*pace))+stackedExtra, w
+}
 
+// refillPer is how many tokens limit l refills in w, a token bucket its
+// contract documents (0: none).
+func refillPer(l scenario.Limit, w time.Duration) float64 {
+	r := l.Family.RefillIn(time.Duration(l.Window))
+	if r <= 0 {
+		return 0
+	}
+	return float64(l.Quota.N) * float64(w) / float64(r)
 }
 
 // freshAfter is how long the run's addresses must not have sent before it
@@ -625,14 +634,13 @@ func (vc *verifyContract) freshAfter(plans []stackedPlan, w time.Duration) time.
 	for _, n := range vc.named {
 		fresh = max(fresh, time.Duration(n.Scale*float64(w)))
 	}
-	run := runWindowOf(vc.c, vc.stacked)
 	for _, sp := range plans {
 		if !sp.probe {
 			continue
 		}
 		l := vc.c.Limits[slices.IndexFunc(vc.c.Limits, func(l scenario.Limit) bool { return l.Name == sp.name })]
 		lw := time.Duration(l.Window)
-		fresh = max(fresh, time.Duration(float64(max(lw, l.Family.RefillIn(lw)))/float64(run)*float64(w)))
+		fresh = max(fresh, time.Duration(float64(max(lw, l.Family.RefillIn(lw)))/float64(vc.window)*float64(w)))
 	}
 	return fresh
 }
@@ -757,14 +765,15 @@ func (vc *verifyContract) stackedPlans(limits []limitPlan, until float64, runW t
 	return out
 }
 
-// reach checks that the run of prof at window w cannot reach any stacked
-// limit: it sends fewer requests to the route from the limit address, over
-// the whole run, follow-ups included, than the limit's quota, so that none
-// of the refusals judged of the limit verify probes can be the stacked
-// one's. One it can reach is an error naming it, as verify plans no
-// probes of a stacked limit's own yet.
-func (vc *verifyContract) reach(prof *scenario.Profile, w time.Duration) error {
-	for _, sp := range vc.stackedPlans(vc.count(prof, w), 0, w) {
+// reach checks that the run cannot reach any stacked limit of plans (see
+// stackedPlans): it sends fewer requests to the route from the limit
+// address, over the whole run, follow-ups included, than the limit's
+// quota, so that none of the refusals judged of the limit verify probes
+// can be the stacked one's. One it can reach is an error naming it: its
+// onset is probed from another address (probeStacked), never from the
+// limit address.
+func (vc *verifyContract) reach(plans []stackedPlan) error {
+	for _, sp := range plans {
 		if sp.most >= sp.quota {
 			return fmt.Errorf("%s: limit %s: it is stacked on %s over route %s, and the run sends up to %d requests to the route from the limit address, at least its quota of %d: the refusals of the two could not be told apart; verify plans a stacked limit only where the run cannot reach it, so far (ratecheck contract check %s summarises the whole contract)",
 				vc.file, sp.name, sp.st.On, sp.st.Route, sp.most, sp.quota, vc.file)

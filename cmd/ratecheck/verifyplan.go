@@ -111,10 +111,10 @@ func (o *verifyOptions) prepare(stderr io.Writer) (v verifyRun, code int) {
 		return fail("%v", err)
 	}
 	if vc != nil {
-		if err := vc.reach(prof, window); err != nil {
+		stacked = vc.stackedPlans(vc.count(prof, window), until, window)
+		if err := vc.reach(stacked); err != nil {
 			return fail("--contract: %v", err)
 		}
-		stacked = vc.stackedPlans(vc.count(prof, window), until, window)
 		if len(sources) >= 3 { // a stacked limit's onset goes out from the third address, the contract address
 			prof.Streams = append(prof.Streams, vc.stackedStreams(stacked, sources[2])...)
 		}

@@ -75,6 +75,10 @@ func (c *onsetCheck) judgedPrimary(s *surfaceRun, p sighting) {
 func (c *onsetCheck) judge(e *evidence) (string, string) {
 	L, obs, p, code := e.L, e.obs, e.primary, e.refusalCode()
 	switch {
+	case e.family.Name == familyTokenBucket:
+		// a bucket admits past L in a window by its refills: its own
+		// bound says whether a refusal was due
+		return c.judgeBucket(e)
 	case !e.anyRefused && e.required429 == 0:
 		// The model counts admissions and refusals: a limit that
 		// refuses with another status than the contract's leaves the
@@ -89,8 +93,6 @@ func (c *onsetCheck) judge(e *evidence) (string, string) {
 			msg += ", or " + other
 		}
 		return Fail, msg
-	case e.family.Name == familyTokenBucket:
-		return c.judgeBucket(e)
 	case c.onsetLeaks > 0 && e.family.documented() && !e.sv.ModelDecided && (e.sv.Model == e.family.Name || slices.Contains(e.sv.ModelAlternatives, e.family.Name)):
 		// the documented fixed window or counter explains them where a
 		// boundary fell within the burst, and the run's timing leaves the
@@ -181,13 +183,22 @@ func (s *surfaceRun) budgetsApart() bool {
 	return false
 }
 
-// judgeBucket judges the first episode of a documented token bucket:
-// its admissions held to the bucket's bound (see bucketOnset), its
-// refusals to its burst.
+// judgeBucket judges the first episode of a documented token bucket (the
+// whole run where nothing was refused): its admissions held to the
+// bucket's bound (see bucketOnset), its refusals to its burst.
 func (c *onsetCheck) judgeBucket(e *evidence) (string, string) {
 	p, code, want := e.primary, e.refusalCode(), e.family.describe(e.L, e.W)
 	leaks, admitted, bound, span := c.bucket.leaks(e.L, e.family.Refill)
 	switch {
+	case !e.anyRefused && leaks > 0:
+		msg := fmt.Sprintf("no %s at all from %s although %d were admitted in %v, more than the documented %s admits in that span (%d at most: %d and %.1f refilled): no limit enforced",
+			code, p, admitted, span.Round(time.Millisecond), want, int(bound), e.L, bound-float64(e.L))
+		if other := e.refusedOtherwise(e.meta, p); other != "" {
+			msg += ", or " + other
+		}
+		return Fail, msg
+	case !e.anyRefused:
+		return Inconclusive, fmt.Sprintf("no %s from %s, and %d admitted in %v, which the documented %s admits (%d at most), so no %s was due", code, p, admitted, span.Round(time.Millisecond), want, int(bound), code)
 	case leaks > 0:
 		return Fail, fmt.Sprintf("from %s %s admitted before the first %s in %v, more than the documented %s admits in that span: %d at most (%d and %.1f refilled)",
 			p, human.Count(admitted, "request was", "requests were"), code, span.Round(time.Millisecond), want, int(bound), e.L, bound-float64(e.L))

@@ -44,7 +44,9 @@ func familyContract(t *testing.T, family string) string {
 // sliding log, fails). Served as another family, the run fails rolling
 // naming the one it fits; a token bucket served with a burst of 200 fails
 // onset (its refusals began before the documented burst was admitted) and
-// rolling (no bucket of 240 fits it).
+// rolling (no bucket of 240 fits it); one that refuses nothing fails onset
+// by the bucket's bound (a bucket admits past 240 in a window by its
+// refills, so a rolling window's count proves nothing of it) and rolling.
 func TestSimVerifyContractFamilies(t *testing.T) {
 	t.Parallel()
 	served := func(family string) func(*scenario.Contract) {
@@ -84,6 +86,9 @@ func TestSimVerifyContractFamilies(t *testing.T) {
 		familyCase{name: "a token bucket of 200 served", documented: "token-bucket", host: hostsim.Quiet,
 			serve:  func(c *scenario.Contract) { served("token-bucket")(c); c.Limits[0].Quota.N = 200 },
 			failed: []string{"onset", "rolling"}, detail: "began before 240 requests were admitted"},
+		familyCase{name: "a token bucket documented, no limit served", documented: "token-bucket", host: hostsim.Quiet,
+			serve:  func(c *scenario.Contract) { c.Limits[0].Quota.N = 1 << 20 },
+			failed: []string{"onset", "rolling"}, detail: "more than the documented token bucket of 240 refilling 240 per 4s (one every 16.7ms) admits in that span"},
 	)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
